@@ -1,0 +1,1 @@
+"""Foot Lock's solver core: numpy only, importable and testable without Blender."""

@@ -1,0 +1,121 @@
+"""BVH motion files as :class:`~.kinematics.Skeleton` / :class:`~.kinematics.Motion`.
+
+Kept in the numpy-only core so that tests, benchmarks and the command line can read
+real mocap without Blender, and so that a cleaned clip can be written back with the
+input's hierarchy, joint order and channel layout untouched: only motion values change.
+"""
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import quaternion as quat
+from .kinematics import Motion, Skeleton, SolverInputError
+
+AXES = {"X": 0, "Y": 1, "Z": 2}
+UP = (0.0, 1.0, 0.0)  # BVH is Y-up
+
+
+@dataclass
+class BvhJoint:
+    name: str
+    parent: int
+    offset: np.ndarray
+    channels: list = field(default_factory=list)  # e.g. ["Xposition", "Zrotation", ...]
+    end_site: bool = False
+
+
+@dataclass
+class BvhFile:
+    joints: list
+    frame_time: float
+    values: np.ndarray  # (frames, channels) as in the file
+    header: str  # everything up to and including the "Frame Time:" line
+
+    @property
+    def fps(self):
+        return 1.0 / self.frame_time
+
+
+def read(path):
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        return parse(handle.read())
+
+
+def parse(text):
+    motion_at = text.find("MOTION")
+    if not text.lstrip().startswith("HIERARCHY") or motion_at < 0:
+        raise SolverInputError("not a BVH file: missing HIERARCHY or MOTION section")
+    joints = _parse_hierarchy(text[:motion_at])
+    frames_match = re.search(r"Frames:\s*(\d+)", text[motion_at:])
+    time_match = re.search(r"Frame Time:\s*([-+0-9.eE]+)[^\n]*\n", text[motion_at:])
+    if not frames_match or not time_match:
+        raise SolverInputError("BVH MOTION section lacks 'Frames:' or 'Frame Time:'")
+    frame_time = float(time_match.group(1))
+    if not frame_time > 0:
+        raise SolverInputError(f"BVH frame time must be positive, got {frame_time}")
+    body_at = motion_at + time_match.end()
+    channel_count = sum(len(j.channels) for j in joints)
+    numbers = np.array(text[body_at:].split(), dtype=float)
+    frames = int(frames_match.group(1))
+    if channel_count == 0 or len(numbers) < frames * channel_count:
+        raise SolverInputError(
+            f"BVH MOTION holds {len(numbers)} numbers, expected {frames} frames x {channel_count} channels"
+        )
+    values = numbers[: frames * channel_count].reshape(frames, channel_count)
+    return BvhFile(joints, frame_time, values, text[:body_at])
+
+
+def _parse_hierarchy(text):
+    tokens = text.split()
+    joints, stack, i = [], [], 0
+    while i < len(tokens):
+        token = tokens[i]
+        if token in ("ROOT", "JOINT"):
+            joints.append(BvhJoint(tokens[i + 1], stack[-1] if stack else -1, np.zeros(3)))
+            i += 2
+        elif token == "End":
+            parent = stack[-1]
+            joints.append(BvhJoint(joints[parent].name + ".end", parent, np.zeros(3), end_site=True))
+            i += 2
+        elif token == "{":
+            stack.append(len(joints) - 1)
+            i += 1
+        elif token == "}":
+            stack.pop()
+            i += 1
+        elif token == "OFFSET":
+            joints[stack[-1]].offset = np.array(tokens[i + 1 : i + 4], dtype=float)
+            i += 4
+        elif token == "CHANNELS":
+            count = int(tokens[i + 1])
+            joints[stack[-1]].channels = tokens[i + 2 : i + 2 + count]
+            i += 2 + count
+        else:
+            i += 1
+    if not joints:
+        raise SolverInputError("BVH hierarchy has no joints")
+    return joints
+
+
+def to_motion(bvh, scale=1.0):
+    """Skeleton and motion (Y-up, lengths times ``scale``) of a parsed BVH file."""
+    skeleton = Skeleton([j.name for j in bvh.joints], [j.parent for j in bvh.joints])
+    frames, n = len(bvh.values), len(bvh.joints)
+    rot = np.tile(quat.IDENTITY, (frames, n, 1))
+    pos = np.tile(np.zeros(3), (frames, n, 1))
+    column = 0
+    for j, joint in enumerate(bvh.joints):
+        pos[:, j] = joint.offset
+        for channel in joint.channels:
+            axis = AXES[channel[0].upper()]
+            value = bvh.values[:, column]
+            column += 1
+            if channel[1:].lower() == "position":
+                pos[:, j, axis] += value
+            else:
+                unit = np.zeros(3)
+                unit[axis] = 1.0
+                rot[:, j] = quat.multiply(rot[:, j], quat.from_axis_angle(unit, np.radians(value)))
+    return skeleton, Motion(rot, pos * scale, bvh.fps)

@@ -1,0 +1,168 @@
+"""Remove foot sliding from a whole clip: contacts, offline lock, leg solver, metrics.
+
+This is the one entry point every front end uses (the add-on's operators, the
+command line, the benchmark): arrays in, arrays out, no Blender.
+"""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import metrics
+from .contacts import ContactSettings, detect_contacts
+from .kinematics import SolverInputError, check_motion, forward_kinematics, local_position, update_chain
+from .leg_ik import measure_leg, solve_leg
+from .offline_lock import OfflineProblem, OfflineWeights, solve_offline_lock
+
+
+@dataclass
+class FootLockSettings:
+    contacts: ContactSettings = field(default_factory=ContactSettings)
+    weights: OfflineWeights = field(default_factory=OfflineWeights)
+    softening_ratio: float = 0.02  # soft-clamp width as a share of the leg's length
+    height_clamp: bool = True
+    heel_look_at: bool = True
+    toe_look_at: bool = True
+
+
+@dataclass
+class FootLockResult:
+    motion: object  # the solved Motion
+    contacts: np.ndarray  # (L, F) weights that were locked
+    rotation_joints: list  # joints whose local rotation changed
+    location_joints: list  # joints whose local translation changed
+    before: dict
+    after: dict
+    slip: float  # root speed mismatch found while labelling contacts
+    lock_residual: float
+    reach_violation: float
+    warnings: list = field(default_factory=list)
+
+
+def leg_length(gpos, rig):
+    """Mean thigh-plus-shin length: the character's size for scale-free thresholds."""
+    lengths = [
+        np.median(np.linalg.norm(gpos[:, leg.knee] - gpos[:, leg.hip], axis=-1)
+                  + np.linalg.norm(gpos[:, leg.ankle] - gpos[:, leg.knee], axis=-1))
+        for leg in rig.legs
+    ]
+    return float(np.mean(lengths))
+
+
+def label_contacts(skeleton, motion, rig, up, settings=None):
+    """Contact weights (L, F) and the slip factor, for a clip as it is."""
+    check_motion(skeleton, motion)
+    _, gpos = forward_kinematics(skeleton, motion.rot, motion.pos)
+    toes = np.stack([gpos[:, leg.toe] for leg in rig.legs])
+    return detect_contacts(toes, gpos[:, rig.pelvis], up, motion.fps, leg_length(gpos, rig), settings)
+
+
+def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None, settings=None,
+                        unit_scale=1.0):
+    """Lock the feet of ``motion`` during contacts; returns a :class:`FootLockResult`.
+
+    ``contacts`` (L, F) in 0..1 overrides automatic labelling (hand-edited curves).
+    ``unit_scale`` is metres per world unit, used only for the reported figures.
+    """
+    settings = settings or FootLockSettings()
+    up = np.asarray(up, dtype=float) / np.linalg.norm(up)
+    check_motion(skeleton, motion)
+    if not rig.legs:
+        raise SolverInputError("the rig has no legs to lock")
+    grot, gpos = forward_kinematics(skeleton, motion.rot, motion.pos)
+    limits = [measure_leg(grot, gpos, leg, up, settings.softening_ratio) for leg in rig.legs]
+    slip, warnings = 0.0, []
+    if contacts is None:
+        toes = np.stack([gpos[:, leg.toe] for leg in rig.legs])
+        contacts, slip = detect_contacts(
+            toes, gpos[:, rig.pelvis], up, motion.fps, leg_length(gpos, rig), settings.contacts
+        )
+    contacts = _checked_contacts(contacts, len(rig.legs), motion.frames)
+    if not (contacts > 0).any():
+        warnings.append("no foot contacts: nothing to lock")
+
+    before = _state(gpos, rig)
+    solution = solve_offline_lock(
+        OfflineProblem(
+            pelvis=before["pelvis"], hips=before["hips"], toes=before["toes"], ankles=before["ankles"],
+            contacts=contacts, reach=np.stack([lim.max_extension - lim.softening for lim in limits]),
+            fps=motion.fps,
+        ),
+        settings.weights,
+    )
+
+    rot, pos = motion.rot.copy(), motion.pos.copy()
+    _move_pelvis(skeleton, rot, pos, grot, gpos, rig, solution.pelvis)
+    for leg, leg_limits, target in zip(rig.legs, limits, solution.toes):
+        solve_leg(skeleton, rot, pos, grot, gpos, leg, leg_limits, target, up,
+                  settings.height_clamp, settings.heel_look_at, settings.toe_look_at)
+    after = _state(gpos, rig)
+
+    figures = dict(
+        contacts=contacts, up=up, fps=motion.fps, unit_scale=unit_scale,
+        floors=np.array([lim.toe_min_height for lim in limits]),
+        bone_lengths=np.array([_bone_length(gpos, leg) for leg in rig.legs]),
+        reference_pelvis=before["pelvis"],
+    )
+    return FootLockResult(
+        motion=type(motion)(rot, pos, motion.fps, dict(motion.meta)),
+        contacts=contacts,
+        rotation_joints=sorted({j for leg in rig.legs for j in _rotated_joints(leg)}),
+        location_joints=[rig.pelvis],
+        before=_metrics(before, **figures),
+        after=_metrics(after, **figures),
+        slip=slip,
+        lock_residual=solution.lock_residual,
+        reach_violation=solution.reach_violation,
+        warnings=warnings,
+    )
+
+
+def _rotated_joints(leg):
+    return [leg.hip, leg.knee, leg.ankle] + ([leg.toe] if leg.toe_end is not None else [])
+
+
+def _bone_length(gpos, leg):
+    return float(np.min(np.linalg.norm(gpos[:, leg.knee] - gpos[:, leg.hip], axis=-1)
+                        + np.linalg.norm(gpos[:, leg.ankle] - gpos[:, leg.knee], axis=-1)))
+
+
+def _checked_contacts(contacts, legs, frames):
+    contacts = np.asarray(contacts, dtype=float)
+    if contacts.shape != (legs, frames):
+        raise SolverInputError(f"contacts must be ({legs} legs, {frames} frames), got {contacts.shape}")
+    if not np.isfinite(contacts).all():
+        raise SolverInputError("contact weights contain values that are not numbers")
+    return np.clip(contacts, 0.0, 1.0)
+
+
+def _state(gpos, rig):
+    """The positions the metrics and the offline solve read, copied from the globals."""
+    return {
+        "pelvis": gpos[:, rig.pelvis].copy(),
+        "hips": np.stack([gpos[:, leg.hip] for leg in rig.legs]),
+        "knees": np.stack([gpos[:, leg.knee] for leg in rig.legs]),
+        "ankles": np.stack([gpos[:, leg.ankle] for leg in rig.legs]),
+        "toes": np.stack([gpos[:, leg.toe] for leg in rig.legs]),
+    }
+
+
+def _metrics(state, contacts, up, fps, unit_scale, floors, bone_lengths, reference_pelvis):
+    return metrics.motion_metrics(
+        state["toes"], state["hips"], state["ankles"], state["pelvis"], contacts, up, fps,
+        floors, bone_lengths, reference_pelvis, unit_scale,
+    )
+
+
+def _move_pelvis(skeleton, rot, pos, grot, gpos, rig, pelvis_positions):
+    """Translate the pelvis to ``pelvis_positions`` and update the joints down to the feet."""
+    parent = skeleton.parents[rig.pelvis]
+    if parent < 0:
+        pos[:, rig.pelvis] = pelvis_positions
+    else:
+        pos[:, rig.pelvis] = local_position(grot[:, parent], gpos[:, parent], pelvis_positions)
+    below = []
+    for leg in rig.legs:
+        tip = leg.toe_end if leg.toe_end is not None else leg.toe
+        below += [j for j in skeleton.chain(rig.pelvis, tip) if j not in below]
+    update_chain(skeleton, rot, pos, grot, gpos, sorted(below))

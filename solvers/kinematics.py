@@ -1,0 +1,113 @@
+"""Skeletons and motion as arrays, with forward and inverse kinematics batched over frames.
+
+The solver core works in *world space*: root translations already carry the
+armature object's transform and every length is in world units. A joint's local
+transform is relative to its parent joint's frame and already includes the rest
+offset (Blender: ``inv(parent.matrix_local) @ bone.matrix_local @ matrix_basis``,
+BVH: ``OFFSET`` plus channel values), so the skeleton itself is only names and
+parents.
+"""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import quaternion as quat
+
+
+class SolverInputError(ValueError):
+    """Input the solvers cannot work with: the message says what and where."""
+
+
+@dataclass
+class Skeleton:
+    names: list
+    parents: np.ndarray  # (n,) int, -1 for a root; every parent precedes its children
+
+    def __post_init__(self):
+        self.parents = np.asarray(self.parents, dtype=int)
+        if len(self.names) != len(self.parents):
+            raise SolverInputError("skeleton names and parents differ in length")
+        bad = [i for i, p in enumerate(self.parents) if p >= i]
+        if bad:
+            raise SolverInputError(f"joint {self.names[bad[0]]!r} is listed before its parent")
+
+    def __len__(self):
+        return len(self.parents)
+
+    def index(self, name):
+        return self.names.index(name)
+
+    def chain(self, ancestor, joint):
+        """Joint indices from ``ancestor`` down to ``joint`` (both included)."""
+        path = [joint]
+        while path[-1] != ancestor:
+            parent = self.parents[path[-1]]
+            if parent < 0:
+                raise SolverInputError(f"{self.names[ancestor]!r} is not an ancestor of {self.names[joint]!r}")
+            path.append(parent)
+        return path[::-1]
+
+
+@dataclass
+class Motion:
+    rot: np.ndarray  # (F, n, 4) local rotations, (w, x, y, z)
+    pos: np.ndarray  # (F, n, 3) local translations in world units
+    fps: float = 30.0
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def frames(self):
+        return self.rot.shape[0]
+
+    def copy(self):
+        return Motion(self.rot.copy(), self.pos.copy(), self.fps, dict(self.meta))
+
+
+def forward_kinematics(skeleton, rot, pos):
+    """Global rotations and positions (F, n, 4) / (F, n, 3) from local ones."""
+    grot = np.empty_like(rot)
+    gpos = np.empty_like(pos)
+    update_chain(skeleton, rot, pos, grot, gpos, range(len(skeleton)))
+    return grot, gpos
+
+
+def update_chain(skeleton, rot, pos, grot, gpos, joints):
+    """Recompute globals in place for ``joints`` (parents first) from their parents' globals."""
+    for j in joints:
+        p = skeleton.parents[j]
+        if p < 0:
+            grot[:, j] = rot[:, j]
+            gpos[:, j] = pos[:, j]
+        else:
+            grot[:, j] = quat.multiply(grot[:, p], rot[:, j])
+            gpos[:, j] = gpos[:, p] + quat.rotate(grot[:, p], pos[:, j])
+
+
+def local_rotation(parent_global_rot, global_rot):
+    """Local rotation that gives ``global_rot`` under a parent with ``parent_global_rot``."""
+    return quat.multiply(quat.conjugate(parent_global_rot), global_rot)
+
+
+def local_position(parent_global_rot, parent_global_pos, global_pos):
+    """Local translation that puts a joint at ``global_pos`` under the given parent."""
+    return quat.rotate(quat.conjugate(parent_global_rot), global_pos - parent_global_pos)
+
+
+def check_motion(skeleton, motion):
+    """Raise :class:`SolverInputError` for motion the solvers must not touch."""
+    n = len(skeleton)
+    if motion.rot.ndim != 3 or motion.rot.shape[1:] != (n, 4) or motion.pos.shape != motion.rot.shape[:2] + (3,):
+        raise SolverInputError(f"motion arrays must be (frames, {n}, 4) and (frames, {n}, 3)")
+    if motion.frames < 2:
+        raise SolverInputError(f"the clip has {motion.frames} frame(s); foot locking needs at least 2")
+    if not (np.isfinite(motion.fps) and motion.fps > 0):
+        raise SolverInputError(f"frame rate must be positive, got {motion.fps}")
+    for label, array in (("rotation", motion.rot), ("position", motion.pos)):
+        bad = ~np.isfinite(array).all(axis=-1)
+        if bad.any():
+            frame, joint = np.argwhere(bad)[0]
+            raise SolverInputError(
+                f"{label} of {skeleton.names[joint]!r} is not a number at frame index {frame} "
+                f"({int(bad.sum())} bad values in all)"
+            )

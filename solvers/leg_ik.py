@@ -1,0 +1,171 @@
+"""The leg solver (seed "Solving a Leg Chain"), vectorized over frames.
+
+Given a posed skeleton and a toe target per frame it changes only the local
+rotations of the hip, knee, ankle and toe so that the toe arrives at its target,
+keeping as much of the input pose as possible: a target at the current toe gives
+back the input pose exactly. Real rigs are the normal case: bone rolls and local
+axes are arbitrary, and joints the seed does not know about (a zero-length hip
+joint, twist bones) may sit anywhere in the chain -- every rotation is applied to
+a joint in world space, so whatever hangs below it follows rigidly.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import quaternion as quat
+from .kinematics import SolverInputError, update_chain
+
+# Below this sine of the thigh-to-leg-axis angle (about 1 degree) the knee's own
+# bend direction is too weak to trust and the calibrated forward takes over.
+STRAIGHT_KNEE_SINE = 0.02
+
+
+@dataclass
+class LegLimits:
+    """Per-leg constants the solver needs; :func:`measure_leg` derives them from a clip."""
+
+    max_extension: np.ndarray  # (F,) hip-to-ankle distance the soft clamp approaches
+    softening: np.ndarray  # (F,) width of the soft clamp's exponential approach
+    knee_forward_local: np.ndarray  # knee bend direction in the hip joint's frame
+    toe_min_height: float
+    heel_min_height: float
+    toe_end_min_height: float
+
+
+def leg_chain(skeleton, leg):
+    """Joints whose globals the solver reads or writes, parents first."""
+    tip = leg.toe_end if leg.toe_end is not None else leg.toe
+    return skeleton.chain(leg.hip, tip)
+
+
+def measure_leg(grot, gpos, leg, up, softening_ratio=0.02, comfortable_reach=0.985):
+    """Limits of one leg from its own motion: reach, knee direction, lowest heights."""
+    hip, knee, ankle = gpos[:, leg.hip], gpos[:, leg.knee], gpos[:, leg.ankle]
+    thigh = np.linalg.norm(knee - hip, axis=-1)
+    shin = np.linalg.norm(ankle - knee, axis=-1)
+    if np.min(thigh) < 1e-6 * np.max(thigh + shin) or np.min(shin) < 1e-6 * np.max(thigh + shin):
+        raise SolverInputError(f"leg {leg.name!r}: thigh or shin has zero length")
+    bones = float(np.min(thigh + shin))
+    extension = np.linalg.norm(ankle - hip, axis=-1)
+    # Per frame, a leg may reach as far as it does in the input or, where it is
+    # bent, up to a comfortable share of its bones -- never to a straight leg it
+    # did not have ("avoid the dinosaur"). The soft clamp starts there and ends
+    # half way to the bones' full reach.
+    reach = np.maximum(extension, comfortable_reach * bones)
+    softening = np.maximum(np.minimum(softening_ratio * bones, 0.5 * (bones - reach)), 1e-9 * bones)
+    heights = gpos @ np.asarray(up, dtype=float)
+    tip = leg.toe_end if leg.toe_end is not None else leg.toe
+    return LegLimits(
+        max_extension=reach + softening,
+        softening=softening,
+        knee_forward_local=_knee_forward_local(grot, gpos, leg, up),
+        toe_min_height=float(heights[:, leg.toe].min()),
+        heel_min_height=float(heights[:, leg.ankle].min()),
+        toe_end_min_height=float(heights[:, tip].min()),
+    )
+
+
+def _knee_forward_local(grot, gpos, leg, up):
+    """Average direction the knee bends toward, in the hip joint's own frame."""
+    hip, knee, ankle = gpos[:, leg.hip], gpos[:, leg.knee], gpos[:, leg.ankle]
+    offset = _perpendicular(knee - hip, ankle - hip)  # magnitude grows with the bend
+    local = quat.rotate(quat.conjugate(grot[:, leg.hip]), offset)
+    total = local.sum(axis=0)
+    if np.linalg.norm(total) > 1e-3 * np.mean(np.linalg.norm(knee - hip, axis=-1)):
+        return quat.normalize(total)
+    # A leg that never bends: bow the knee toward where the foot points.
+    forward = _horizontal(gpos[:, leg.toe] - gpos[:, leg.ankle], up)
+    return quat.normalize(quat.rotate(quat.conjugate(grot[:, leg.hip]), forward).mean(axis=0))
+
+
+def _perpendicular(v, axis):
+    """Component of ``v`` perpendicular to ``axis`` (both (..., 3))."""
+    unit = quat.normalize(axis)
+    return v - np.sum(v * unit, -1, keepdims=True) * unit
+
+
+def _horizontal(v, up):
+    up = np.asarray(up, dtype=float)
+    return v - (v @ up)[..., None] * up
+
+
+def _raise_to(points, min_height, up):
+    """Lift points along ``up`` so none is below ``min_height``."""
+    up = np.asarray(up, dtype=float)
+    lift = np.maximum(min_height - points @ up, 0.0)
+    return points + lift[..., None] * up
+
+
+def soft_clamp_length(length, max_extension, softening):
+    """The seed's soft extension clamp: lengths approach ``max_extension`` exponentially."""
+    start = max_extension - softening
+    excess = np.maximum(length - start, 0.0)
+    clamped = start + softening * (1.0 - np.exp(-excess / softening))
+    return np.where(length > start, clamped, length)
+
+
+def rotate_joint(skeleton, rot, grot, joint, world_rotation):
+    """Turn ``joint`` by ``world_rotation`` (F, 4) about itself, writing its local rotation."""
+    new_global = quat.multiply(world_rotation, grot[:, joint])
+    parent = skeleton.parents[joint]
+    rot[:, joint] = quat.multiply(quat.conjugate(grot[:, parent]), new_global) if parent >= 0 else new_global
+
+
+def solve_two_bone(skeleton, rot, pos, grot, gpos, leg, limits, heel_target, chain):
+    """Rotate hip and knee so the ankle reaches ``heel_target`` (soft-clamped)."""
+    a, b, c = gpos[:, leg.hip], gpos[:, leg.knee], gpos[:, leg.ankle]
+    to_target = heel_target - a
+    length = np.linalg.norm(to_target, axis=-1)
+    clamped = soft_clamp_length(length, limits.max_extension, limits.softening)
+    axis = quat.normalize(to_target)
+    target = a + axis * clamped[:, None]
+
+    thigh = np.linalg.norm(b - a, axis=-1)
+    shin = np.linalg.norm(c - b, axis=-1)
+    cos_hip = np.clip((thigh**2 + clamped**2 - shin**2) / (2.0 * thigh * np.maximum(clamped, 1e-12)), -1.0, 1.0)
+    bend = _knee_bend_direction(grot, a, b, c, leg, limits, thigh)
+    bend = quat.normalize(_perpendicular(bend, axis))
+    new_knee = a + thigh[:, None] * (cos_hip[:, None] * axis + np.sqrt(1.0 - cos_hip**2)[:, None] * bend)
+
+    hip_turn = quat.between(b - a, new_knee - a)
+    rotate_joint(skeleton, rot, grot, leg.hip, hip_turn)
+    update_chain(skeleton, rot, pos, grot, gpos, chain[: chain.index(leg.ankle) + 1])
+    knee_turn = quat.between(gpos[:, leg.ankle] - gpos[:, leg.knee], target - gpos[:, leg.knee])
+    rotate_joint(skeleton, rot, grot, leg.knee, knee_turn)
+    update_chain(skeleton, rot, pos, grot, gpos, chain[chain.index(leg.knee) :])
+
+
+def _knee_bend_direction(grot, a, b, c, leg, limits, thigh):
+    """The knee's current bend direction, or the calibrated forward where the leg is straight."""
+    current = _perpendicular(b - a, c - a)
+    strength = np.linalg.norm(current, axis=-1) / thigh
+    weight = np.clip(strength / STRAIGHT_KNEE_SINE, 0.0, 1.0)
+    weight = weight * weight * (3.0 - 2.0 * weight)
+    reference = quat.rotate(grot[:, leg.hip], limits.knee_forward_local)
+    return weight[:, None] * quat.normalize(current) + (1.0 - weight[:, None]) * reference
+
+
+def look_at(skeleton, rot, pos, grot, gpos, joint, child, target, chain):
+    """Turn ``joint`` so that ``child`` points at ``target``; update the chain below."""
+    turn = quat.between(gpos[:, child] - gpos[:, joint], target - gpos[:, joint])
+    rotate_joint(skeleton, rot, grot, joint, turn)
+    update_chain(skeleton, rot, pos, grot, gpos, chain[chain.index(joint) :])
+
+
+def solve_leg(skeleton, rot, pos, grot, gpos, leg, limits, toe_target, up, height_clamp=True,
+              heel_look_at=True, toe_look_at=True):
+    """SolveLegChain for every frame at once. ``rot`` and the globals are updated in place."""
+    chain = leg_chain(skeleton, leg)
+    toe_target = _raise_to(toe_target, limits.toe_min_height, up) if height_clamp else toe_target
+    heel_target = toe_target + gpos[:, leg.ankle] - gpos[:, leg.toe]
+    if height_clamp:
+        heel_target = _raise_to(heel_target, limits.heel_min_height, up)
+    solve_two_bone(skeleton, rot, pos, grot, gpos, leg, limits, heel_target, chain)
+    if heel_look_at:
+        look_at(skeleton, rot, pos, grot, gpos, leg.ankle, leg.toe, toe_target, chain)
+    if toe_look_at and leg.toe_end is not None:
+        toe_end_target = gpos[:, leg.toe_end]
+        if height_clamp:
+            toe_end_target = _raise_to(toe_end_target, limits.toe_end_min_height, up)
+        look_at(skeleton, rot, pos, grot, gpos, leg.toe, leg.toe_end, toe_end_target, chain)

@@ -1,0 +1,115 @@
+"""Batched quaternion and vector helpers.
+
+Quaternions are stored as ``(..., 4)`` arrays in Blender's ``(w, x, y, z)`` order so
+that values cross the bpy boundary without reordering. Every function broadcasts over
+leading axes, which is how the solvers stay vectorized over frames.
+"""
+
+import numpy as np
+
+IDENTITY = np.array([1.0, 0.0, 0.0, 0.0])
+
+
+def normalize(v, eps=1e-12):
+    """Unit vectors (or quaternions) along the last axis; zero stays zero."""
+    length = np.linalg.norm(v, axis=-1, keepdims=True)
+    return v / np.maximum(length, eps)
+
+
+def multiply(a, b):
+    """Hamilton product ``a * b`` (apply ``b`` first, then ``a``)."""
+    aw, ax, ay, az = np.moveaxis(a, -1, 0)
+    bw, bx, by, bz = np.moveaxis(b, -1, 0)
+    return np.stack(
+        (
+            aw * bw - ax * bx - ay * by - az * bz,
+            aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+        ),
+        axis=-1,
+    )
+
+
+def conjugate(q):
+    """Inverse of a unit quaternion."""
+    return q * np.array([1.0, -1.0, -1.0, -1.0])
+
+
+def rotate(q, v):
+    """Rotate vectors ``v`` (..., 3) by unit quaternions ``q`` (..., 4)."""
+    w = q[..., :1]
+    u = q[..., 1:]
+    t = 2.0 * np.cross(u, v)
+    return v + w * t + np.cross(u, t)
+
+
+def between(p, q):
+    """Shortest-arc unit quaternion rotating direction ``p`` onto direction ``q``.
+
+    Antiparallel inputs get a half turn about an axis perpendicular to ``p`` (any
+    such axis is a valid shortest arc; this one is at least well defined).
+    """
+    p = np.asarray(p, dtype=float)
+    q = np.asarray(q, dtype=float)
+    cross = np.cross(p, q)
+    w = np.sqrt(np.sum(p * p, -1) * np.sum(q * q, -1)) + np.sum(p * q, -1)
+    out = np.concatenate((w[..., None], cross), axis=-1)
+    degenerate = np.linalg.norm(out, axis=-1) < 1e-8 * np.maximum(np.sum(p * p, -1), 1e-30)
+    if np.any(degenerate):
+        axis = np.cross(p, [1.0, 0.0, 0.0])
+        small = np.linalg.norm(axis, axis=-1) < 1e-6 * np.linalg.norm(p, axis=-1)
+        axis = np.where(small[..., None], np.cross(p, [0.0, 1.0, 0.0]), axis)
+        half_turn = np.concatenate((np.zeros_like(w)[..., None], normalize(axis)), axis=-1)
+        out = np.where(degenerate[..., None], half_turn, out)
+    return normalize(out)
+
+
+def from_axis_angle(axis, angle):
+    """Unit quaternions from unit axes (..., 3) and angles (...) in radians."""
+    half = 0.5 * np.asarray(angle)[..., None]
+    return np.concatenate((np.cos(half), np.sin(half) * axis), axis=-1)
+
+
+def to_matrix(q):
+    """Rotation matrices (..., 3, 3) from unit quaternions."""
+    w, x, y, z = np.moveaxis(q, -1, 0)
+    return np.stack(
+        (
+            np.stack((1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)), -1),
+            np.stack((2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)), -1),
+            np.stack((2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)), -1),
+        ),
+        axis=-2,
+    )
+
+
+def from_matrix(m):
+    """Unit quaternions (w >= 0) from rotation matrices (..., 3, 3), all branches batched."""
+    m = np.asarray(m, dtype=float)
+    trace = m[..., 0, 0] + m[..., 1, 1] + m[..., 2, 2]
+    candidates = np.stack(
+        (
+            np.stack((1 + trace, m[..., 2, 1] - m[..., 1, 2], m[..., 0, 2] - m[..., 2, 0], m[..., 1, 0] - m[..., 0, 1]), -1),
+            np.stack((m[..., 2, 1] - m[..., 1, 2], 1 + m[..., 0, 0] - m[..., 1, 1] - m[..., 2, 2], m[..., 0, 1] + m[..., 1, 0], m[..., 0, 2] + m[..., 2, 0]), -1),
+            np.stack((m[..., 0, 2] - m[..., 2, 0], m[..., 0, 1] + m[..., 1, 0], 1 - m[..., 0, 0] + m[..., 1, 1] - m[..., 2, 2], m[..., 1, 2] + m[..., 2, 1]), -1),
+            np.stack((m[..., 1, 0] - m[..., 0, 1], m[..., 0, 2] + m[..., 2, 0], m[..., 1, 2] + m[..., 2, 1], 1 - m[..., 0, 0] - m[..., 1, 1] + m[..., 2, 2]), -1),
+        ),
+        axis=-2,
+    )
+    # Pick the candidate with the largest pivot: numerically the best conditioned.
+    pivots = np.stack((trace, m[..., 0, 0], m[..., 1, 1], m[..., 2, 2]), -1)
+    best = np.argmax(pivots, axis=-1)
+    q = np.take_along_axis(candidates, best[..., None, None], axis=-2)[..., 0, :]
+    q = normalize(q)
+    return np.where(q[..., :1] < 0, -q, q)
+
+
+def make_continuous(q, axis=0):
+    """Flip signs along ``axis`` so consecutive quaternions lie in the same hemisphere."""
+    q = np.moveaxis(np.array(q, dtype=float), axis, 0)
+    if len(q) > 1:
+        dots = np.sum(q[1:] * q[:-1], axis=-1)
+        flips = np.cumprod(np.where(dots < 0, -1.0, 1.0), axis=0)
+        q[1:] *= flips[..., None]
+    return np.moveaxis(q, 0, axis)
