@@ -12,6 +12,8 @@ import numpy as np
 
 from . import quaternion as quat
 from .kinematics import Motion, Skeleton, SolverInputError
+from .legs import detect_legs
+from .rig import Leg, Rig
 
 AXES = {"X": 0, "Y": 1, "Z": 2}
 UP = (0.0, 1.0, 0.0)  # BVH is Y-up
@@ -119,3 +121,39 @@ def to_motion(bvh, scale=1.0):
                 unit[axis] = 1.0
                 rot[:, j] = quat.multiply(rot[:, j], quat.from_axis_angle(unit, np.radians(value)))
     return skeleton, Motion(rot, pos * scale, bvh.fps)
+
+
+def rest_heads(bvh):
+    """Rest positions of every joint (accumulated offsets), file units."""
+    heads = np.zeros((len(bvh.joints), 3))
+    for j, joint in enumerate(bvh.joints):
+        heads[j] = joint.offset + (heads[joint.parent] if joint.parent >= 0 else 0.0)
+    return heads
+
+
+def detect_rig(bvh):
+    """Pelvis and legs of a BVH skeleton, as a :class:`~.rig.Rig` of joint indices."""
+    parents = [j.parent for j in bvh.joints]
+    heads = rest_heads(bvh)
+    first_child = {}
+    for j, parent in enumerate(parents):
+        first_child.setdefault(parent, j)
+    tails = np.array([heads[first_child[j]] if j in first_child else heads[j] for j in range(len(heads))])
+    guess = detect_legs([j.name for j in bvh.joints], parents, heads, tails, up=UP)
+    legs = []
+    for leg in guess.legs:
+        if leg.toe is not None:
+            toe, toe_end = leg.toe, first_child.get(leg.toe)
+        else:
+            toe, toe_end = first_child.get(leg.foot), None
+        if toe is None:
+            raise SolverInputError(f"BVH leg {leg.side!r} has no joint below its foot to lock")
+        legs.append(Leg(leg.side, leg.thigh, leg.shin, leg.foot, toe, toe_end))
+    return Rig(guess.pelvis, legs)
+
+
+def load(path, scale=1.0):
+    """Skeleton, motion and rig of a BVH file in one call."""
+    bvh = read(path)
+    skeleton, motion = to_motion(bvh, scale)
+    return skeleton, motion, detect_rig(bvh)

@@ -91,13 +91,13 @@ def detect_contacts(toes, root, up, fps, leg_length, settings=None):
         toe_velocity = toe_velocity - slip * root_velocity[None]
     speed = np.sqrt(np.sum(toe_velocity**2, axis=-1) + vertical_speed**2)
     heights = toes @ np.asarray(up, dtype=float)
-    local_ground = rolling_min(heights, int(round(settings.ground_window * fps)))
+    local_ground = rolling_min(heights, round(settings.ground_window * fps))
     labels = (speed < settings.speed_threshold * scale) & (
         heights - local_ground < settings.height_threshold * scale
     )
     labels = majority_vote(labels, round(settings.vote_window * fps))
-    labels = fill_gaps(labels, int(round(settings.min_gap * fps)))
-    labels = widen(labels, int(round(settings.widen * fps)))
+    labels = fill_gaps(labels, round(settings.min_gap * fps))
+    labels = widen(labels, round(settings.widen * fps))
     weights = labels.astype(float)
     if settings.smoothing > 0:
         weights = smooth(weights, settings.smoothing * fps)
@@ -131,7 +131,7 @@ def widen(labels, frames):
 
 def smooth(weights, width):
     """Box-filter a 0/1 signal into a 0..1 ramp ``width`` frames wide."""
-    window = max(1, int(round(width)) | 1)
+    window = max(1, round(width) | 1)
     half = window // 2
     padded = np.pad(weights, [(0, 0)] * (weights.ndim - 1) + [(half, half)], mode="edge")
     return sliding_window_view(padded, window, axis=-1).mean(-1)

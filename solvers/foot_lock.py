@@ -4,6 +4,8 @@ This is the one entry point every front end uses (the add-on's operators, the
 command line, the benchmark): arrays in, arrays out, no Blender.
 """
 
+import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -37,6 +39,14 @@ class FootLockResult:
     lock_residual: float
     reach_violation: float
     warnings: list = field(default_factory=list)
+    timings: dict = field(default_factory=dict)  # seconds per stage
+
+
+@contextmanager
+def _timed(timings, stage):
+    start = time.perf_counter()
+    yield
+    timings[stage] = timings.get(stage, 0.0) + time.perf_counter() - start
 
 
 def leg_length(gpos, rig):
@@ -69,41 +79,45 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
     check_motion(skeleton, motion)
     if not rig.legs:
         raise SolverInputError("the rig has no legs to lock")
-    grot, gpos = forward_kinematics(skeleton, motion.rot, motion.pos)
-    limits = [measure_leg(grot, gpos, leg, up, settings.softening_ratio) for leg in rig.legs]
-    slip, warnings = 0.0, []
+    timings, slip, warnings = {}, 0.0, []
+    with _timed(timings, "kinematics"):
+        grot, gpos = forward_kinematics(skeleton, motion.rot, motion.pos)
+        limits = [measure_leg(grot, gpos, leg, up, settings.softening_ratio) for leg in rig.legs]
     if contacts is None:
-        toes = np.stack([gpos[:, leg.toe] for leg in rig.legs])
-        contacts, slip = detect_contacts(
-            toes, gpos[:, rig.pelvis], up, motion.fps, leg_length(gpos, rig), settings.contacts
-        )
+        with _timed(timings, "contacts"):
+            toes = np.stack([gpos[:, leg.toe] for leg in rig.legs])
+            contacts, slip = detect_contacts(
+                toes, gpos[:, rig.pelvis], up, motion.fps, leg_length(gpos, rig), settings.contacts
+            )
     contacts = _checked_contacts(contacts, len(rig.legs), motion.frames)
     if not (contacts > 0).any():
         warnings.append("no foot contacts: nothing to lock")
 
     before = _state(gpos, rig)
-    solution = solve_offline_lock(
-        OfflineProblem(
-            pelvis=before["pelvis"], hips=before["hips"], toes=before["toes"], ankles=before["ankles"],
-            contacts=contacts, reach=np.stack([lim.max_extension - lim.softening for lim in limits]),
-            fps=motion.fps,
-        ),
-        settings.weights,
-    )
+    with _timed(timings, "offline_solve"):
+        solution = solve_offline_lock(
+            OfflineProblem(
+                pelvis=before["pelvis"], hips=before["hips"], toes=before["toes"], ankles=before["ankles"],
+                contacts=contacts, reach=np.stack([lim.max_extension - lim.softening for lim in limits]),
+                fps=motion.fps,
+            ),
+            settings.weights,
+        )
 
-    rot, pos = motion.rot.copy(), motion.pos.copy()
-    _move_pelvis(skeleton, rot, pos, grot, gpos, rig, solution.pelvis)
-    for leg, leg_limits, target in zip(rig.legs, limits, solution.toes):
-        solve_leg(skeleton, rot, pos, grot, gpos, leg, leg_limits, target, up,
-                  settings.height_clamp, settings.heel_look_at, settings.toe_look_at)
+    with _timed(timings, "leg_ik"):
+        rot, pos = motion.rot.copy(), motion.pos.copy()
+        _move_pelvis(skeleton, rot, pos, grot, gpos, rig, solution.pelvis)
+        for leg, leg_limits, target in zip(rig.legs, limits, solution.toes):
+            solve_leg(skeleton, rot, pos, grot, gpos, leg, leg_limits, target, up,
+                      settings.height_clamp, settings.heel_look_at, settings.toe_look_at)
     after = _state(gpos, rig)
 
-    figures = dict(
-        contacts=contacts, up=up, fps=motion.fps, unit_scale=unit_scale,
-        floors=np.array([lim.toe_min_height for lim in limits]),
-        bone_lengths=np.array([_bone_length(gpos, leg) for leg in rig.legs]),
-        reference_pelvis=before["pelvis"],
-    )
+    figures = {
+        "contacts": contacts, "up": up, "fps": motion.fps, "unit_scale": unit_scale,
+        "floors": np.array([lim.toe_min_height for lim in limits]),
+        "bone_lengths": np.array([_bone_length(gpos, leg) for leg in rig.legs]),
+        "reference_pelvis": before["pelvis"],
+    }
     return FootLockResult(
         motion=type(motion)(rot, pos, motion.fps, dict(motion.meta)),
         contacts=contacts,
@@ -115,6 +129,7 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
         lock_residual=solution.lock_residual,
         reach_violation=solution.reach_violation,
         warnings=warnings,
+        timings=timings,
     )
 
 

@@ -97,6 +97,23 @@ def _raise_to(points, min_height, up):
     return points + lift[..., None] * up
 
 
+def _lift_tip(origin, tip, min_height, up):
+    """Swing ``tip`` about ``origin`` (same distance, same heading) up to ``min_height``.
+
+    Aiming at a point merely raised to the floor would leave a tip that cannot
+    reach it below the floor; on the sphere it can reach, it ends exactly there.
+    """
+    up = np.asarray(up, dtype=float)
+    offset = tip - origin
+    length = np.linalg.norm(offset, axis=-1)
+    rise = np.clip(min_height - origin @ up, -length, length)
+    lifted_rise = np.maximum(offset @ up, rise)
+    flat = _horizontal(offset, up)
+    flat_length = np.sqrt(np.maximum(length**2 - lifted_rise**2, 0.0))
+    heading = quat.normalize(flat)
+    return origin + heading * flat_length[:, None] + lifted_rise[:, None] * up
+
+
 def soft_clamp_length(length, max_extension, softening):
     """The seed's soft extension clamp: lengths approach ``max_extension`` exponentially."""
     start = max_extension - softening
@@ -167,5 +184,5 @@ def solve_leg(skeleton, rot, pos, grot, gpos, leg, limits, toe_target, up, heigh
     if toe_look_at and leg.toe_end is not None:
         toe_end_target = gpos[:, leg.toe_end]
         if height_clamp:
-            toe_end_target = _raise_to(toe_end_target, limits.toe_end_min_height, up)
+            toe_end_target = _lift_tip(gpos[:, leg.toe], toe_end_target, limits.toe_end_min_height, up)
         look_at(skeleton, rot, pos, grot, gpos, leg.toe, leg.toe_end, toe_end_target, chain)

@@ -36,6 +36,7 @@ class OfflineWeights:
     distance: float = 0.01  # hip-to-toe distance of each frame
     reach: float = 1e4  # a leg never stretches past its reach: effectively hard
     reach_iterations: int = 8
+    reach_tolerance: float = 1e-3  # stretch left to the leg solver's soft clamp, share of reach
 
 
 @dataclass
@@ -89,10 +90,9 @@ def solve_offline_lock(problem, weights=None):
     active = np.zeros((legs, frames), dtype=bool)
     for _ in range(weights.reach_iterations):
         stretch, direction, distance = _reach_state(problem, corrections)
-        newly = stretch > 1e-6 * problem.reach
-        if not newly.any():
+        if not (stretch > weights.reach_tolerance * problem.reach).any():
             break
-        active |= newly
+        active |= stretch > 0
         diag, rhs = base_diag.copy(), base_rhs.copy()
         for leg in range(legs):
             block = slice(3 * (leg + 1), 3 * (leg + 2))

@@ -1,0 +1,155 @@
+"""The offline foot lock end to end on real mocap, and on bad input."""
+
+import numpy as np
+import pytest
+from clip_scenarios import load, reference_labels, scale_root_motion, toe_positions
+from foot_lock.solvers import bvh, metrics
+from foot_lock.solvers.banded import solve_block_tridiagonal
+from foot_lock.solvers.foot_lock import remove_foot_sliding
+from foot_lock.solvers.kinematics import SolverInputError, forward_kinematics
+
+
+def slide_cm_s(skeleton, motion, rig, contacts):
+    return 100.0 * metrics.toe_slide(toe_positions(skeleton, motion, rig), contacts, bvh.UP, motion.fps)
+
+
+@pytest.fixture(scope="module")
+def walk_125():
+    skeleton, motion, rig = load("cmu_131_01")
+    reference = reference_labels(skeleton, motion, rig)
+    sliding = scale_root_motion(skeleton, motion, 1.25)
+    return skeleton, sliding, rig, reference, remove_foot_sliding(skeleton, sliding, rig, bvh.UP)
+
+
+def test_sliding_drops_below_one_cm_per_second(walk_125):
+    skeleton, sliding, rig, reference, result = walk_125
+    assert slide_cm_s(skeleton, sliding, rig, reference) > 10.0
+    assert slide_cm_s(skeleton, result.motion, rig, reference) < 1.0
+
+
+def test_pelvis_stays_close_and_nothing_goes_under_the_ground(walk_125):
+    _, _, _, _, result = walk_125
+    assert result.after["pelvis_deviation_cm"] < 4.0
+    assert result.after["toe_penetration_cm"] < 0.05
+    assert result.after["full_extension_share"] <= result.before["full_extension_share"]
+    assert result.after["ankle_accel_p99"] <= 1.5 * result.before["ankle_accel_p99"]
+
+
+def test_locked_toes_move_less_than_a_millimetre_between_contact_frames(walk_125):
+    skeleton, _, rig, _, result = walk_125
+    assert result.lock_residual < 1e-3
+    toes = toe_positions(skeleton, result.motion, rig)
+    locked = (result.contacts[:, 1:] >= 1.0) & (result.contacts[:, :-1] >= 1.0)
+    steps = np.linalg.norm(np.diff(toes, axis=1), axis=-1)
+    assert steps[locked].max() < 1e-3
+
+
+def test_only_leg_rotations_and_pelvis_translation_change(walk_125):
+    _, sliding, _, _, result = walk_125
+    changed_rot = np.flatnonzero(np.any(np.abs(result.motion.rot - sliding.rot) > 1e-12, axis=(0, 2)))
+    changed_pos = np.flatnonzero(np.any(np.abs(result.motion.pos - sliding.pos) > 1e-12, axis=(0, 2)))
+    assert set(changed_rot) <= set(result.rotation_joints)
+    assert set(changed_pos) <= set(result.location_joints)
+
+
+def test_stances_on_raised_blocks_are_locked_where_they_stand():
+    skeleton, motion, rig = load("cmu_03_01")
+    result = remove_foot_sliding(skeleton, motion, rig, bvh.UP)
+    before = toe_positions(skeleton, motion, rig) @ np.array(bvh.UP)
+    after = toe_positions(skeleton, result.motion, rig) @ np.array(bvh.UP)
+    stance = result.contacts >= 1.0
+    floor = before.min()
+    raised = stance & (before > floor + 0.1)
+    assert raised.sum() > 50  # the clip really stands on blocks
+    assert np.abs(after[raised] - before[raised]).mean() < 0.01
+
+
+def test_hand_keyed_soft_contact_eases_the_lock():
+    skeleton, motion, rig = load("cmu_07_01")
+    sliding = scale_root_motion(skeleton, motion, 1.25)
+    contacts = reference_labels(skeleton, motion, rig).astype(float)
+    hard = remove_foot_sliding(skeleton, sliding, rig, bvh.UP, contacts=contacts)
+    soft = remove_foot_sliding(skeleton, sliding, rig, bvh.UP, contacts=0.5 * contacts)
+    free = slide_cm_s(skeleton, sliding, rig, contacts)
+    assert slide_cm_s(skeleton, hard.motion, rig, contacts) < 1.0
+    assert 0.2 * free < slide_cm_s(skeleton, soft.motion, rig, contacts) < 0.8 * free
+
+
+def test_edited_contacts_are_obeyed():
+    skeleton, motion, rig = load("cmu_07_01")
+    sliding = scale_root_motion(skeleton, motion, 1.25)
+    reference = reference_labels(skeleton, motion, rig)
+    edited = reference.astype(float)
+    edited[0] = 0.0  # the animator keyed the first foot's contact off
+    result = remove_foot_sliding(skeleton, sliding, rig, bvh.UP, contacts=edited)
+    toes = toe_positions(skeleton, result.motion, rig)
+    first = 100.0 * metrics.toe_slide(toes[:1], reference[:1], bvh.UP, motion.fps)
+    second = 100.0 * metrics.toe_slide(toes[1:], reference[1:], bvh.UP, motion.fps)
+    assert first > 10.0  # not locked: it slides as in the input
+    assert second < 1.0
+
+
+def test_defective_raw_capture_gives_finite_sane_motion():
+    skeleton, motion, rig = load("cmu_03_02")
+    result = remove_foot_sliding(skeleton, motion, rig, bvh.UP)
+    assert np.isfinite(result.motion.rot).all() and np.isfinite(result.motion.pos).all()
+    _, gpos = forward_kinematics(skeleton, result.motion.rot, result.motion.pos)
+    _, gpos0 = forward_kinematics(skeleton, motion.rot, motion.pos)
+    assert np.linalg.norm(gpos - gpos0, axis=-1).max() < 0.3  # no wild pose
+
+
+def test_block_tridiagonal_solver_matches_dense_solve():
+    rng = np.random.default_rng(0)
+    for frames in (1, 2, 3, 8, 37):
+        m = 6
+        diag = rng.normal(size=(frames, m, m))
+        diag = diag @ np.swapaxes(diag, -1, -2) + 10 * np.eye(m)
+        lower = rng.normal(size=(frames, m, m))
+        rhs = rng.normal(size=(frames, m))
+        dense = np.zeros((frames * m, frames * m))
+        for i in range(frames):
+            dense[i * m:(i + 1) * m, i * m:(i + 1) * m] = diag[i]
+            if i:
+                dense[i * m:(i + 1) * m, (i - 1) * m:i * m] = lower[i]
+                dense[(i - 1) * m:i * m, i * m:(i + 1) * m] = lower[i].T
+        x = solve_block_tridiagonal(diag, lower, rhs)
+        assert np.allclose(dense @ x.ravel(), rhs.ravel(), atol=1e-9)
+
+
+class TestBadInput:
+    def setup_method(self):
+        self.skeleton, self.motion, self.rig = load("cmu_07_01")
+
+    def test_nan_positions_are_rejected_by_name(self):
+        self.motion.pos[10, 3, 1] = np.nan
+        with pytest.raises(SolverInputError, match="not a number at frame index 10"):
+            remove_foot_sliding(self.skeleton, self.motion, self.rig, bvh.UP)
+
+    def test_one_frame_clip_is_rejected(self):
+        self.motion.rot, self.motion.pos = self.motion.rot[:1], self.motion.pos[:1]
+        with pytest.raises(SolverInputError, match="1 frame"):
+            remove_foot_sliding(self.skeleton, self.motion, self.rig, bvh.UP)
+
+    def test_zero_length_bones_are_rejected(self):
+        shin = self.rig.legs[0].knee
+        self.motion.pos[:, self.rig.legs[0].ankle] = 0.0  # ankle on the knee
+        with pytest.raises(SolverInputError, match="zero length"):
+            remove_foot_sliding(self.skeleton, self.motion, self.rig, bvh.UP)
+        assert shin != self.rig.legs[0].ankle
+
+    def test_no_contacts_leaves_the_motion_alone(self):
+        none = np.zeros((len(self.rig.legs), self.motion.frames))
+        result = remove_foot_sliding(self.skeleton, self.motion, self.rig, bvh.UP, contacts=none)
+        assert result.warnings
+        _, gpos = forward_kinematics(self.skeleton, result.motion.rot, result.motion.pos)
+        _, gpos0 = forward_kinematics(self.skeleton, self.motion.rot, self.motion.pos)
+        assert np.abs(gpos - gpos0).max() < 1e-3
+
+    def test_contacts_everywhere_give_finite_motion(self):
+        every = np.ones((len(self.rig.legs), self.motion.frames))
+        result = remove_foot_sliding(self.skeleton, self.motion, self.rig, bvh.UP, contacts=every)
+        assert np.isfinite(result.motion.rot).all() and np.isfinite(result.motion.pos).all()
+
+    def test_contacts_of_the_wrong_shape_are_rejected(self):
+        with pytest.raises(SolverInputError, match="contacts must be"):
+            remove_foot_sliding(self.skeleton, self.motion, self.rig, bvh.UP, contacts=np.ones(3))

@@ -1,0 +1,164 @@
+"""Property tests of the leg solver on random legs with arbitrary bone rolls."""
+
+import numpy as np
+import pytest
+from foot_lock.solvers import quaternion as quat
+from foot_lock.solvers.kinematics import Skeleton, SolverInputError, forward_kinematics
+from foot_lock.solvers.leg_ik import measure_leg, soft_clamp_length, solve_leg
+from foot_lock.solvers.rig import Leg
+
+UP = np.array([0.0, 0.0, 1.0])
+NAMES = ["pelvis", "hip_joint", "thigh", "shin", "foot", "toe", "toe_end"]
+LEG = Leg("left", hip=2, knee=3, ankle=4, toe=5, toe_end=6)
+
+
+def random_rotations(rng, shape):
+    return quat.normalize(rng.normal(size=shape + (4,)))
+
+
+def leg_poses(rng, frames, bend_degrees=(15.0, 80.0), thigh=0.45, shin=0.42):
+    """Global joint positions of bent legs facing -Y, with random knee swivel."""
+    bend = np.radians(rng.uniform(*bend_degrees, frames))
+    swing = np.radians(rng.uniform(-30, 30, frames))
+    pelvis = np.column_stack([rng.uniform(-1, 1, frames), rng.uniform(-1, 1, frames), np.full(frames, 1.0)])
+    hip = pelvis + [0.1, 0.0, -0.08]
+    thigh_dir = np.column_stack([np.zeros(frames), -np.sin(swing + bend / 2), -np.cos(swing + bend / 2)])
+    shin_dir = np.column_stack([np.zeros(frames), -np.sin(swing - bend / 2), -np.cos(swing - bend / 2)])
+    knee = hip + thigh * thigh_dir
+    ankle = knee + shin * shin_dir
+    toe = ankle + [0.0, -0.14, -0.06]
+    toe_end = toe + [0.0, -0.06, 0.0]
+    return np.stack([pelvis, hip, hip, knee, ankle, toe, toe_end], axis=1)
+
+
+def skeleton_and_pose(rng, gpos):
+    """Local transforms reproducing ``gpos`` under random joint orientations (bone rolls)."""
+    skeleton = Skeleton(NAMES, [-1, 0, 1, 2, 3, 4, 5])
+    frames, n = gpos.shape[:2]
+    grot = random_rotations(rng, (1, n)).repeat(frames, axis=0)  # fixed arbitrary rolls
+    rot = np.empty((frames, n, 4))
+    pos = np.empty((frames, n, 3))
+    rot[:, 0], pos[:, 0] = grot[:, 0], gpos[:, 0]
+    for j in range(1, n):
+        p = skeleton.parents[j]
+        rot[:, j] = quat.multiply(quat.conjugate(grot[:, p]), grot[:, j])
+        pos[:, j] = quat.rotate(quat.conjugate(grot[:, p]), gpos[:, j] - gpos[:, p])
+    return skeleton, rot, pos
+
+
+def solve(skeleton, rot, pos, target, limits=None, **options):
+    grot, gpos = forward_kinematics(skeleton, rot, pos)
+    limits = limits or measure_leg(grot, gpos, LEG, UP)
+    rot = rot.copy()
+    solve_leg(skeleton, rot, pos, grot, gpos, LEG, limits, target, UP, **options)
+    return rot, gpos, limits
+
+
+@pytest.fixture(params=[0, 1, 2])
+def leg(request):
+    rng = np.random.default_rng(request.param)
+    return skeleton_and_pose(rng, leg_poses(rng, 200)) + (rng,)
+
+
+def test_forward_kinematics_reproduces_the_built_pose():
+    rng = np.random.default_rng(11)
+    pose = leg_poses(rng, 20)
+    skeleton, rot, pos = skeleton_and_pose(rng, pose)
+    _, gpos = forward_kinematics(skeleton, rot, pos)
+    assert np.allclose(gpos, pose, atol=1e-12)
+
+
+def test_target_at_current_toe_leaves_pose_unchanged(leg):
+    skeleton, rot, pos, _ = leg
+    _, gpos0 = forward_kinematics(skeleton, rot, pos)
+    solved, gpos, _ = solve(skeleton, rot, pos, gpos0[:, LEG.toe].copy())
+    assert np.allclose(np.abs(np.sum(solved * rot, axis=-1)), 1.0, atol=1e-9)
+    assert np.allclose(gpos, gpos0, atol=1e-9)
+
+
+def test_reachable_targets_are_reached_within_a_tenth_of_a_millimetre(leg):
+    skeleton, rot, pos, rng = leg
+    _, gpos0 = forward_kinematics(skeleton, rot, pos)
+    target = gpos0[:, LEG.toe] + rng.uniform(-0.15, 0.15, (len(rot), 3))
+    _, gpos, limits = solve(skeleton, rot, pos, target, height_clamp=False)
+    heel_target = target + gpos0[:, LEG.ankle] - gpos0[:, LEG.toe]
+    reach = np.linalg.norm(heel_target - gpos0[:, LEG.hip], axis=-1)
+    reachable = (reach < limits.max_extension - limits.softening) & (reach > 0.2)
+    assert reachable.sum() > 50
+    error = np.linalg.norm(gpos[:, LEG.toe] - target, axis=-1)
+    assert error[reachable].max() < 1e-4
+
+
+def test_unreachable_targets_never_stretch_past_max_extension(leg):
+    skeleton, rot, pos, rng = leg
+    _, gpos0 = forward_kinematics(skeleton, rot, pos)
+    away = quat.normalize(rng.normal(size=(len(rot), 3)))
+    away[:, 2] = -np.abs(away[:, 2])
+    target = gpos0[:, LEG.hip] + 3.0 * away
+    _, gpos, limits = solve(skeleton, rot, pos, target, height_clamp=False)
+    extension = np.linalg.norm(gpos[:, LEG.ankle] - gpos[:, LEG.hip], axis=-1)
+    assert np.all(extension <= limits.max_extension + 1e-9)
+    assert np.all(np.isfinite(gpos))
+
+
+def test_soft_clamp_is_continuous_and_bounded():
+    lengths = np.linspace(0.0, 3.0, 3001)
+    clamped = soft_clamp_length(lengths, 1.0, 0.05)
+    assert np.all(clamped <= 1.0) and np.all(np.diff(clamped) >= 0)
+    assert np.allclose(clamped[lengths <= 0.95], lengths[lengths <= 0.95])
+    assert np.max(np.abs(np.diff(clamped))) <= np.max(np.diff(lengths)) + 1e-12
+
+
+def knee_side(gpos):
+    """Which way the knee points off the hip-ankle line (unit vectors)."""
+    hip, knee, ankle = gpos[:, LEG.hip], gpos[:, LEG.knee], gpos[:, LEG.ankle]
+    axis = quat.normalize(ankle - hip)
+    offset = knee - hip
+    return quat.normalize(offset - np.sum(offset * axis, -1, keepdims=True) * axis)
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+def test_knee_never_flips_along_a_smooth_target_path(seed):
+    rng = np.random.default_rng(seed)
+    frames = 400
+    pose = leg_poses(rng, 1, bend_degrees=(3.0, 3.0))  # nearly straight: the hard case
+    skeleton, rot, pos = skeleton_and_pose(rng, pose.repeat(frames, axis=0))
+    _, gpos0 = forward_kinematics(skeleton, rot, pos)
+    t = np.linspace(0.0, 1.0, frames)[:, None]
+    path = gpos0[:, LEG.toe] + np.column_stack(
+        [0.1 * np.sin(6 * t[:, 0]), 0.25 * np.sin(3 * t[:, 0]), 0.35 * t[:, 0] * (1 - t[:, 0]) * 4]
+    )
+    _, gpos, _ = solve(skeleton, rot, pos, path, height_clamp=False)
+    side = knee_side(gpos)
+    forward = np.array([0.0, -1.0, 0.0])
+    assert np.all(side @ forward > 0.0)  # always bends forward, like the input
+    assert np.min(np.sum(side[1:] * side[:-1], axis=-1)) > np.cos(np.radians(10))
+
+
+def test_straight_leg_bends_toward_the_feet_direction():
+    rng = np.random.default_rng(7)
+    pose = leg_poses(rng, 50, bend_degrees=(0.0, 0.0))
+    skeleton, rot, pos = skeleton_and_pose(rng, pose)
+    _, gpos0 = forward_kinematics(skeleton, rot, pos)
+    _, gpos, _ = solve(skeleton, rot, pos, gpos0[:, LEG.toe] + [0.0, 0.0, 0.2], height_clamp=False)
+    assert np.all(knee_side(gpos) @ np.array([0.0, -1.0, 0.0]) > 0.5)  # forward, never backward
+
+
+def test_ground_clamp_keeps_toe_heel_and_tip_above_their_lowest_input_height(leg):
+    skeleton, rot, pos, _ = leg
+    _, gpos0 = forward_kinematics(skeleton, rot, pos)
+    target = gpos0[:, LEG.toe] - [0.0, 0.0, 0.5]
+    _, gpos, limits = solve(skeleton, rot, pos, target)
+    heights = gpos @ UP
+    assert heights[:, LEG.toe].min() >= limits.toe_min_height - 1e-9
+    assert heights[:, LEG.toe_end].min() >= limits.toe_end_min_height - 1e-6
+
+
+def test_zero_length_shin_is_rejected():
+    rng = np.random.default_rng(5)
+    pose = leg_poses(rng, 10)
+    pose[:, LEG.ankle] = pose[:, LEG.knee]
+    skeleton, rot, pos = skeleton_and_pose(rng, pose)
+    grot, gpos = forward_kinematics(skeleton, rot, pos)
+    with pytest.raises(SolverInputError, match="zero length"):
+        measure_leg(grot, gpos, LEG, UP)
