@@ -38,7 +38,7 @@ def _reduce(diag, lower, upper, rhs):
 
     # Dropped rows give x_odd = D^-1 (b - L x_prev - U x_next). A batched inverse
     # and products beat a batched solve with many right-hand sides for small blocks.
-    inverse = np.linalg.inv(diag[dropped])
+    inverse = spd_inverse(diag[dropped])
     inv_lower = inverse @ lower[dropped]
     inv_upper = inverse @ upper[dropped]
     inv_rhs = (inverse @ rhs[dropped][..., None])[..., 0]
@@ -65,6 +65,25 @@ def _reduce(diag, lower, upper, rhs):
         inv_rhs - (inv_lower @ x_kept[:-1, :, None])[..., 0] - (inv_upper @ x_kept[1:, :, None])[..., 0]
     )
     return x[:n]
+
+
+def spd_inverse(blocks):
+    """Inverses of a batch of small symmetric positive definite matrices (n, m, m).
+
+    Cholesky, then the triangle inverted row by row with batched products: several
+    times faster than ``np.linalg.inv`` on many small matrices, whose per-matrix
+    LAPACK calls (and OpenBLAS threading, in Blender's numpy) dominate. Blocks of
+    the normal equations stay SPD through cyclic reduction (Schur complements).
+    """
+    low = np.linalg.cholesky(blocks)
+    m = blocks.shape[-1]
+    inv_low = np.zeros_like(low)
+    reciprocal = 1.0 / np.diagonal(low, axis1=-2, axis2=-1)
+    for i in range(m):
+        inv_low[:, i, i] = reciprocal[:, i]
+        if i:
+            inv_low[:, i, :i] = -reciprocal[:, i, None] * (low[:, i : i + 1, :i] @ inv_low[:, :i, :i])[:, 0]
+    return np.swapaxes(inv_low, -1, -2) @ inv_low
 
 
 def _solve_dense(diag, lower, upper, rhs):

@@ -1,0 +1,404 @@
+"""Which bones of an armature are the pelvis and the legs, guessed from names and rest pose.
+
+Names decide first: where a rig follows a known convention (Rigify, Mixamo, Unreal, CMU and
+LAFAN BVH, 3ds Max Biped, Character Creator, VRoid) they are unambiguous, and exact name
+matching tells twist, IK and helper bones apart from the chain. Where names say nothing, the
+hierarchy and the rest positions decide: legs are chains of three or more bones that branch
+from one bone and reach down to the lowest points of the rig.
+
+Heights are measured along the caller's ``up`` and every threshold is relative to the rig's
+own size, so any unit scale and orientation works as long as heads and tails are given in
+world space (the armature object's transform applied).
+"""
+
+import re
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+
+class LegDetectionError(ValueError):
+    """No usable legs (or unusable input): the message says what was looked for."""
+
+
+@dataclass
+class LegBones:
+    """One leg as bone indices; ``toe`` is None where the rig has no toe bone."""
+
+    side: str
+    thigh: int
+    shin: int
+    foot: int
+    toe: int | None = None
+
+
+@dataclass
+class LegGuess:
+    pelvis: int
+    legs: list[LegBones]  # front to back, left before right
+
+
+@dataclass(frozen=True)
+class BoneName:
+    """What a bone name says once prefix, namespace, side and segment number are removed."""
+
+    core: str  # lower case, separators removed: "upleg" for "mixamorig:LeftUpLeg"
+    side: str | None  # "left", "right" or None
+    segment: int  # 1 for "DEF-thigh.L.001", the twist segment of "DEF-thigh.L"
+    family: int  # parallel hierarchies, preferred first: DEF- 0, plain 1, ORG- 2, MCH- 3
+
+
+# Bones shorter than this fraction of the rig's height are joints, not limbs (zero-length hip
+# joints, nudged BVH stubs).
+_TINY = 0.01
+# Leaves whose lowest end lies within this fraction of the rig's height from its lowest
+# point can be feet: hands of a biped in A-pose stay well above it.
+_GROUND_BAND = 0.1
+# A leg starts at least this fraction of the rig's height above the ground: a foot's toes
+# branch too, but close to the ground.
+_MIN_LEG_HEIGHT = 0.25
+# Thigh and shin take at least this share of the drop from the branch to the ground...
+_MIN_THIGH_SHIN_DROP = 0.5
+# ... and are the first pair of bones within this share of the largest pair drop, so a short
+# hip joint before the thigh is skipped but a long digitigrade foot does not become the shin.
+_PAIR_DROP_SHARE = 0.75
+# A toe's head lies within this fraction of the hip height from the ground...
+_TOE_BAND = 0.15
+# ... and the toe points within about 45 degrees of horizontal (|cos| to up).
+_TOE_FLAT = 0.7
+# Bones at and above the legs' common ancestor that may carry the pelvis name: 3ds Max Biped
+# hangs the thighs on "Bip01 Spine", a child of "Bip01 Pelvis".
+_PELVIS_NAME_REACH = 3
+
+_NO_LEGS = (
+    "no leg chains found: expected bones named like thigh/upleg/upperleg/hip, "
+    "shin/calf/leg/knee, foot/ankle with a side (.L/_l/Left/L_), "
+    "or two or more chains of at least three bones branching from the pelvis and ending "
+    "near the lowest point of the rig"
+)
+
+_NAMESPACE = re.compile(r"^.*:")  # "mixamorig:", "Character1:"
+_PREFIX = re.compile(
+    r"^(?:(?P<family>DEF|ORG|MCH)[-_.]|Bip\d+[ _]|CC_Base_|J_Bip_(?:C_)?|mixamorig\d*_)?", re.I
+)
+_FAMILY_RANK = {"def": 0, "": 1, "org": 2, "mch": 3}
+# Words of a name: "LHipJoint" -> L, Hip, Joint; "thigh_twist_01_l" -> thigh, twist, 01, l.
+_WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+_SIDES = {"l": "left", "left": "left", "r": "right", "right": "right"}
+
+_LEG_ROLES = ("thigh", "shin", "foot", "toe")
+# Exact cores only, listed by preference. BVH skeletons (CMU 131) name a bone after the joint
+# at its head: LeftHip is the thigh, LeftKnee the shin, LeftAnkle the foot. Mixamo and CMU
+# call the shin LeftLeg; Unreal calls the toe ball_l; Unity and VRM say UpperLeg/LowerLeg/Toes.
+_ALIASES = {
+    "thigh": ("thigh", "upleg", "upperleg", "thighbend", "hip"),
+    "shin": ("shin", "calf", "leg", "lowerleg", "knee"),
+    "foot": ("foot", "ankle"),
+    "toe": ("toe", "toebase", "toes", "ball"),
+}
+_PELVIS_NAMES = ("pelvis", "hips", "hip")
+_ROW_PREFIXES = {1: ("",), 2: ("front_", "back_"), 3: ("front_", "middle_", "back_")}
+
+
+def detect_legs(names, parents, heads, tails, up=(0, 0, 1)):
+    """Guess the pelvis and the legs of a skeleton from its names and rest pose.
+
+    ``parents`` holds each bone's parent index (-1 for a root); ``heads`` and ``tails`` are
+    (n, 3) rest positions in world space; ``up`` is the world's up direction. Raises
+    :class:`LegDetectionError` when no legs are found.
+    """
+    rig = _RestRig(names, parents, heads, tails, up)
+    legs = _named_legs(rig)
+    if len(legs) < 2:
+        # One named leg may mean the other side is misnamed: take whichever finds more.
+        legs = max(legs, _topology_legs(rig), key=len)
+    if not legs:
+        raise LegDetectionError(_NO_LEGS)
+    pelvis = _pelvis(rig, legs)
+    return LegGuess(pelvis, _labelled(rig, pelvis, legs))
+
+
+def parse_bone_name(name):
+    """Split a bone name into core, side and segment number (see :class:`BoneName`)."""
+    name = _NAMESPACE.sub("", name)
+    prefix = _PREFIX.match(name)  # always matches, possibly nothing
+    family = _FAMILY_RANK[(prefix.group("family") or "").lower()]
+    words = [word.lower() for word in _WORD.findall(name[prefix.end() :])]
+    segment = _pop_number(words)
+    side = next((_SIDES[words.pop(end)] for end in (-1, 0) if words and words[end] in _SIDES), None)
+    segment = segment or _pop_number(words)  # the number may come before the side: "upperleg02.L"
+    return BoneName("".join(words), side, segment, family)
+
+
+def _pop_number(words):
+    return int(words.pop()) if words and words[-1].isdigit() else 0
+
+
+class _RestRig:
+    """The armature's hierarchy and rest geometry, heights measured from its lowest point."""
+
+    def __init__(self, names, parents, heads, tails, up):
+        self.names = list(names)
+        self.parents = np.asarray(parents, dtype=int)
+        self.heads = np.asarray(heads, dtype=float)
+        self.tails = np.asarray(tails, dtype=float)
+        self.up = np.asarray(up, dtype=float)
+        self._check()
+        self.up = self.up / np.linalg.norm(self.up)
+        count = len(self.names)
+        self.children = [[] for _ in range(count)]
+        for bone, parent in enumerate(self.parents):
+            if parent >= 0:
+                self.children[parent].append(bone)
+        self.depth = _depths(self.parents)
+        self.lengths = np.linalg.norm(self.tails - self.heads, axis=1)
+        points = np.concatenate([self.heads, self.tails])
+        heights = points @ self.up
+        self.ground = heights.min()
+        self.extent = heights.max() - self.ground
+        # The rig's height sets the scale (far-off props beside it do not); bone lengths
+        # stand in for a rig lying flat.
+        self.size = max(self.extent, np.median(self.lengths))
+        self.leaves_under = self._leaves_under()
+
+    def _check(self):
+        count = len(self.names)
+        if count == 0:
+            raise LegDetectionError("the armature has no bones")
+        if self.parents.shape != (count,) or self.heads.shape != (count, 3) or self.tails.shape != (count, 3):
+            raise LegDetectionError(
+                f"expected {count} parents and ({count}, 3) heads and tails for {count} bone names, got "
+                f"{self.parents.shape}, {self.heads.shape} and {self.tails.shape}"
+            )
+        if ((self.parents < -1) | (self.parents >= count)).any():
+            raise LegDetectionError("a parent index is out of range (use -1 for a root bone)")
+        if not (np.isfinite(self.heads).all() and np.isfinite(self.tails).all()):
+            raise LegDetectionError("bone heads or tails contain values that are not numbers")
+        if self.up.shape != (3,) or not np.isfinite(self.up).all() or not np.linalg.norm(self.up) > 0:
+            raise LegDetectionError(f"up must be a non-zero 3D vector, got {self.up!r}")
+
+    def _leaves_under(self):
+        leaves = [set() for _ in self.names]
+        for bone in self.deepest_first():
+            if not self.children[bone]:
+                leaves[bone].add(bone)
+            parent = self.parents[bone]
+            if parent >= 0:
+                leaves[parent] |= leaves[bone]
+        return leaves
+
+    def level(self, points):
+        """Height above the rig's lowest point."""
+        return points @ self.up - self.ground
+
+    def horizontal(self, vector):
+        return vector - (vector @ self.up) * self.up
+
+    def deepest_first(self):
+        return sorted(range(len(self.names)), key=lambda bone: -self.depth[bone])
+
+    def ancestors(self, bone):
+        found = []
+        while self.parents[bone] >= 0:
+            bone = self.parents[bone]
+            found.append(bone)
+        return found
+
+    def is_below(self, bone, ancestor):
+        return ancestor in self.ancestors(bone)
+
+    def path(self, top, bone):
+        """Bones from ``top`` down to ``bone``, both included."""
+        if bone == top:
+            return [bone]
+        above = self.ancestors(bone)
+        return [*reversed(above[: above.index(top) + 1]), bone]
+
+    def common_ancestor(self, bones):
+        """The deepest bone that is or is above every one of ``bones``; -1 if none."""
+        shared = set.intersection(*({bone, *self.ancestors(bone)} for bone in bones))
+        return max(shared, key=lambda bone: self.depth[bone], default=-1)
+
+    def low_leaves(self):
+        band = _GROUND_BAND * self.extent
+        return {
+            bone
+            for bone in range(len(self.names))
+            if not self.children[bone]
+            and min(self.level(self.heads[bone]), self.level(self.tails[bone])) <= band
+        }
+
+
+def _depths(parents):
+    depth = np.full(len(parents), -1)
+    for bone in range(len(parents)):
+        climb = []
+        while bone >= 0 and depth[bone] < 0:
+            climb.append(bone)
+            bone = parents[bone]
+            if len(climb) > len(parents):
+                raise LegDetectionError("the bone parents form a cycle")
+        above = depth[bone] if bone >= 0 else -1
+        for offset, below in enumerate(reversed(climb), start=1):
+            depth[below] = above + offset
+    return depth
+
+
+# --- by name ---------------------------------------------------------------------------
+
+
+def _named_legs(rig):
+    parsed = [parse_bone_name(name) for name in rig.names]
+    legs = []
+    for side in ("left", "right"):
+        ranked = {role: _ranked_candidates(parsed, side, role) for role in _LEG_ROLES}
+        chain = _first_connected_chain(rig, ranked)
+        if chain is not None:
+            legs.append(LegBones(side, *chain))
+    return legs
+
+
+def _ranked_candidates(parsed, side, role):
+    aliases = _ALIASES[role]
+    found = [bone for bone, name in enumerate(parsed) if name.side == side and name.core in aliases]
+    return sorted(
+        found, key=lambda bone: (parsed[bone].family, aliases.index(parsed[bone].core), parsed[bone].segment)
+    )
+
+
+def _first_connected_chain(rig, ranked):
+    """The best-ranked thigh, shin, foot and toe where each one descends from the one before."""
+    for thigh in ranked["thigh"]:
+        shin = _first_below(rig, thigh, ranked["shin"])
+        foot = None if shin is None else _first_below(rig, shin, ranked["foot"])
+        if foot is not None:
+            toe = _first_below(rig, foot, ranked["toe"])
+            if toe is None:
+                toe = next(
+                    (child for child in rig.children[foot] if _looks_like_toe(rig, thigh, foot, child)), None
+                )
+            return thigh, shin, foot, toe
+    return None
+
+
+def _first_below(rig, ancestor, candidates):
+    return next((bone for bone in candidates if rig.is_below(bone, ancestor)), None)
+
+
+# --- by hierarchy and rest pose -----------------------------------------------------------
+
+
+def _topology_legs(rig):
+    """Chains that branch, two or more from one bone, and run down to leaves on the ground."""
+    unclaimed = rig.low_leaves()
+    legs = []
+    # Deepest branch points first: a quadruped's chest claims the front legs before the
+    # pelvis, whose spine branch then no longer counts as a leg.
+    for bone in rig.deepest_first():
+        found = [(child, leg) for child in rig.children[bone] if (leg := _leg_below(rig, child, unclaimed))]
+        if len(found) >= 2:
+            for child, leg in found:
+                legs.append(leg)
+                unclaimed -= rig.leaves_under[child]
+    return legs
+
+
+def _leg_below(rig, top, unclaimed):
+    targets = rig.leaves_under[top] & unclaimed
+    if not targets:
+        return None
+    # The longest way down, so a toe and its end bone win over a heel helper or a twist leaf.
+    leaf = max(targets, key=lambda bone: (rig.depth[bone], -rig.level(rig.tails[bone]), -bone))
+    return _leg_from_path(rig, rig.path(top, leaf))
+
+
+def _leg_from_path(rig, path):
+    """Thigh, shin, foot and toe on a path from just below a branch bone to a foot leaf.
+
+    Hip joints or pelvis side bones may come before the thigh and toe-tip bones after the
+    toe: the thigh and shin are the pair of consecutive bones that drops the most.
+    """
+    bones = [bone for bone in path if rig.lengths[bone] > _TINY * rig.size]
+    top = rig.level(rig.heads[path[0]])
+    if len(bones) < 3 or top < max(_MIN_LEG_HEIGHT * rig.extent, _TINY * rig.size):
+        return None
+    drops = rig.level(rig.heads[bones]) - rig.level(rig.tails[bones])
+    pairs = drops[:-2] + drops[1:-1]  # thigh + shin, with at least a foot after them
+    if pairs.max() < _MIN_THIGH_SHIN_DROP * top:
+        return None
+    first = int(np.argmax(pairs >= _PAIR_DROP_SHARE * pairs.max()))
+    thigh, shin, foot = bones[first : first + 3]
+    after = bones[first + 3 : first + 4]
+    toe = after[0] if after and _looks_like_toe(rig, thigh, foot, after[0]) else None
+    return LegBones("", thigh, shin, foot, toe)
+
+
+def _looks_like_toe(rig, thigh, foot, toe):
+    """Head near the ground, roughly horizontal, and pointing on from the foot (not a heel)."""
+    direction = rig.tails[toe] - rig.heads[toe]
+    near_ground = rig.level(rig.heads[toe]) <= _TOE_BAND * rig.level(rig.heads[thigh])
+    flat = abs(direction @ rig.up) <= _TOE_FLAT * rig.lengths[toe]
+    ahead = rig.horizontal(direction) @ rig.horizontal(rig.heads[toe] - rig.heads[foot]) > 0
+    return bool(near_ground and flat and ahead)
+
+
+# --- pelvis and sides ---------------------------------------------------------------------
+
+
+def _pelvis(rig, legs):
+    """The legs' nearest common ancestor, or a bone named pelvis/hips just above it."""
+    tops = [rig.parents[leg.thigh] for leg in legs]
+    rootless = [leg.thigh for leg, top in zip(legs, tops) if top < 0]
+    if rootless:
+        raise LegDetectionError(f"thigh {rig.names[rootless[0]]!r} has no parent bone to serve as pelvis")
+    base = rig.common_ancestor(tops)
+    if base < 0:
+        raise LegDetectionError(
+            "the legs are in separate hierarchies: no common parent bone to serve as pelvis"
+        )
+    for bone in [base, *rig.ancestors(base)][:_PELVIS_NAME_REACH]:
+        name = parse_bone_name(rig.names[bone])
+        if name.side is None and name.core in _PELVIS_NAMES:
+            return bone
+    return base
+
+
+def _labelled(rig, pelvis, legs):
+    """Legs with their final side labels, front to back and left before right."""
+    forward = _forward(rig, legs)
+    left = np.cross(rig.up, forward)  # right-handed axes: Blender's -Y-facing character has its left at +X
+    sides = [leg.side or _side_by_position(rig, pelvis, leg, left) for leg in legs]
+    if len(legs) == 1 and sides[0]:
+        return [replace(legs[0], side=sides[0])]
+    front_to_back = sorted(range(len(legs)), key=lambda i: -(rig.heads[legs[i].thigh] @ forward))
+    pairs = [
+        sorted(front_to_back[k : k + 2], key=lambda i: sides[i] != "left") for k in range(0, len(legs), 2)
+    ]
+    if all([sides[i] for i in pair] == ["left", "right"] for pair in pairs):
+        rows = _ROW_PREFIXES.get(len(pairs)) or [f"pair_{k + 1}_" for k in range(len(pairs))]
+        return [replace(legs[i], side=row + sides[i]) for row, pair in zip(rows, pairs) for i in pair]
+    return [replace(legs[i], side=f"leg_{k + 1}") for k, i in enumerate(front_to_back)]
+
+
+def _forward(rig, legs):
+    """Unit horizontal direction the character faces: where its feet point."""
+    total = np.zeros(3)
+    for leg in legs:
+        ball = rig.heads[leg.toe] if leg.toe is not None else rig.tails[leg.foot]
+        step = rig.horizontal(ball - rig.heads[leg.foot])
+        if np.linalg.norm(step) > _TINY * rig.size:
+            total += step / np.linalg.norm(step)
+    if np.linalg.norm(total) > 0.5 * len(legs):
+        return total / np.linalg.norm(total)
+    # Feet pointing down or disagreeing: Blender characters face -Y; Y-up data faces +Z.
+    guess = rig.horizontal(np.array([0.0, -1.0, 0.0]))
+    if np.linalg.norm(guess) < 0.5:
+        guess = rig.horizontal(np.array([0.0, 0.0, 1.0]))
+    return guess / np.linalg.norm(guess)
+
+
+def _side_by_position(rig, pelvis, leg, left):
+    offset = (rig.heads[leg.thigh] - rig.heads[pelvis]) @ left
+    if abs(offset) <= 0.05 * rig.lengths[leg.thigh]:
+        return None  # on the midline: no side to tell
+    return "left" if offset > 0 else "right"
