@@ -125,7 +125,11 @@ def parse_bone_name(name):
     family = _FAMILY_RANK[(prefix.group("family") or "").lower()]
     words = [word.lower() for word in _WORD.findall(name[prefix.end() :])]
     segment = _pop_number(words)
-    side = next((_SIDES[words.pop(end)] for end in (-1, 0) if words and words[end] in _SIDES), None)
+    side = None
+    for end in (-1, 0):  # "thigh.L", "thigh_l" or "L_Thigh", "LeftUpLeg"
+        if words and words[end] in _SIDES:
+            side = _SIDES[words.pop(end)]
+            break
     segment = segment or _pop_number(words)  # the number may come before the side: "upperleg02.L"
     return BoneName("".join(words), side, segment, family)
 

@@ -1,0 +1,240 @@
+"""Per-frame foot locking for a live preview (seed "Runtime Foot Locking").
+
+A frame-change handler calls :meth:`FootLocker.update` once per displayed frame with
+the toes of one character; every leg is handled at once with small numpy arrays, so
+a call costs tens of microseconds. During a contact a toe follows a fixed floor
+point, otherwise the animated toe; every switch between the two is inertialized
+from what is displayed at that moment, so nothing ever jumps -- also when a foot
+plants again while it is still catching up with the animation.
+
+Scrubbing: a step that is not a small positive time (frame went backward, jumped
+ahead, or the clip changed) restarts every leg from the input. Locks are short --
+one stance -- so playing forward from any frame gives exactly the targets of a
+playback from the start once the stance under way has ended and its catch-up
+blend has run out.
+
+The terrain helpers are pure numpy too: the Blender side supplies the ray hits.
+
+Distances and speeds in :class:`RuntimeSettings` are for a reference human and are
+scaled by ``leg_length / REFERENCE_LEG_LENGTH``, so any unit or character size
+behaves alike.
+"""
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import quaternion as quat
+from .contacts import REFERENCE_LEG_LENGTH
+
+
+@dataclass
+class RuntimeSettings:
+    lock_distance: float = 0.1  # m; a toe locks only this close to its animated position ...
+    unlock_distance: float = 0.25  # m; ... and lets go when it lags further behind
+    blend_time: float = 0.15  # s; inertialization of every lock and release
+    plant_speed: float = 0.15  # m/s; without contact curves a foot plants below this speed ...
+    lift_speed: float = 0.4  # m/s; ... and lifts above this one (hysteresis: no flicker)
+    max_correction: float = 0.5  # m; a larger terrain correction is a ledge or a bad hit
+    pelvis_drop_smoothing: float = 0.1  # s; time constant of the pelvis drop
+    max_pelvis_drop: float = 0.15  # share of the leg length; more looks like a dinosaur
+    max_tilt: float = math.radians(25.0)  # a foot turns at most this far toward the ground normal
+    root_follow_smoothing: float = 0.15  # s; time constant of the root following the terrain
+    max_step: float = 0.2  # s; a longer (or non-positive) frame step is a jump, not playback
+
+
+def length_scale(leg_length):
+    """Factor from the reference human's metres to the character's units and size."""
+    return leg_length / REFERENCE_LEG_LENGTH
+
+
+class FootLocker:
+    """Streaming foot lock for the L legs of one character.
+
+    State is one row per leg, as in the seed's ``FootLockingState``: displayed
+    ``position``/``velocity``, animated ``input_position``/``input_velocity``, the
+    decaying ``offset_position``/``offset_velocity`` and the ``time`` since the last
+    switch, the ``contact`` point, ``locked``, and ``planted`` (the contact source's
+    state, with hysteresis when it comes from speed).
+    """
+
+    def __init__(self, leg_length, settings=None, up=(0.0, 0.0, 1.0)):
+        self.settings = settings or RuntimeSettings()
+        self.scale = length_scale(leg_length)
+        self.up = np.asarray(up, dtype=float) / np.linalg.norm(up)
+        self.reset()
+
+    def reset(self):
+        """Forget every leg's history: the next update starts from its input."""
+        self.position = None
+
+    def update(self, toe_positions, dt, contacts=None, contact_heights=None):
+        """Toe targets (L, 3) for this frame.
+
+        ``toe_positions`` (L, 3): animated toes in world space. ``dt``: seconds since
+        the previous call; zero, negative, not finite or above ``max_step`` is a
+        jump and restarts from the input (so does a change in the number of legs). ``contacts`` (L,): contact curve values,
+        > 0.5 is in contact; ``None`` decides by the toe's own speed. ``contact_heights``
+        (L,): height along ``up`` at which a foot that locks now is pinned (the
+        terrain under it plus the toe's clearance); ``None`` or NaN entries keep the
+        animated toe's height.
+        """
+        toes = np.array(toe_positions, dtype=float)
+        if self.position is None or self.position.shape != toes.shape or not 0.0 < dt <= self.settings.max_step:
+            self._start_at(toes)
+            return self.position.copy()
+        self.input_velocity = (toes - self.input_position) / dt
+        self.input_position = toes
+        self._follow_targets(dt)
+        self._update_planted(contacts)
+        self._switch_locks(contact_heights)
+        return self.position.copy()
+
+    def _start_at(self, toes):
+        legs = len(toes)
+        self.position = toes.copy()
+        self.velocity = np.zeros((legs, 3))
+        self.input_position = toes.copy()
+        self.input_velocity = np.zeros((legs, 3))
+        self.offset_position = np.zeros((legs, 3))
+        self.offset_velocity = np.zeros((legs, 3))
+        self.time = np.zeros(legs)
+        self.contact = toes.copy()
+        self.locked = np.zeros(legs, dtype=bool)
+        # Unknown until a speed has been measured; contact curves overwrite it next frame.
+        self.planted = np.zeros(legs, dtype=bool)
+
+    def _follow_targets(self, dt):
+        """InertializeCubicUpdate: the current target plus the decaying switch offset."""
+        target, target_velocity = self._targets()
+        self.time += dt
+        w0, w1, w2, w3 = _decay_weights(self.time, self.settings.blend_time)
+        self.position = target + w0 * self.offset_position + w1 * self.offset_velocity
+        self.velocity = target_velocity + w2 * self.offset_position + w3 * self.offset_velocity
+
+    def _targets(self):
+        locked = self.locked[:, None]
+        return (np.where(locked, self.contact, self.input_position),
+                np.where(locked, 0.0, self.input_velocity))
+
+    def _update_planted(self, contacts):
+        if contacts is not None:
+            self.planted = np.asarray(contacts, dtype=float) > 0.5
+            return
+        speed = np.linalg.norm(self.input_velocity, axis=-1) / self.scale
+        self.planted = np.where(self.planted, speed <= self.settings.lift_speed,
+                                speed < self.settings.plant_speed)
+
+    def _switch_locks(self, contact_heights):
+        s = self.settings
+        distance = np.linalg.norm(self.position - self.input_position, axis=-1) / self.scale
+        lock = ~self.locked & self.planted & (distance < s.lock_distance)
+        unlock = self.locked & (~self.planted | (distance > s.unlock_distance))
+        switched = lock | unlock
+        if not switched.any():
+            return
+        self.contact[lock] = self._contact_points(contact_heights)[lock]
+        self.locked ^= switched
+        # InertializeCubicTransition from what is displayed now (not from the old
+        # target): an unfinished catch-up carries over, so a re-plant eases in.
+        target, target_velocity = self._targets()
+        self.offset_position[switched] = (self.position - target)[switched]
+        self.offset_velocity[switched] = (self.velocity - target_velocity)[switched]
+        self.time[switched] = 0.0
+
+    def _contact_points(self, contact_heights):
+        if contact_heights is None:
+            return self.input_position.copy()
+        heights = self.input_position @ self.up
+        wanted = np.asarray(contact_heights, dtype=float)
+        wanted = np.where(np.isfinite(wanted), wanted, heights)
+        return self.input_position + (wanted - heights)[:, None] * self.up
+
+
+def _decay_weights(time, blend_time):
+    """Weights (L, 1) of the cubic that takes an offset and its velocity to zero in ``blend_time``."""
+    blend = max(blend_time, 1e-8)
+    t = np.clip(time / blend, 0.0, 1.0)[:, None]
+    return (
+        2.0 * t**3 - 3.0 * t**2 + 1.0,
+        (t**3 - 2.0 * t**2 + t) * blend,
+        (6.0 * t**2 - 6.0 * t) / blend,
+        3.0 * t**2 - 4.0 * t + 1.0,
+    )
+
+
+def terrain_targets(toe_positions, floor_heights, ground_heights, valid, max_correction, up=(0.0, 0.0, 1.0)):
+    """Toes (L, 3) moved along ``up`` so each keeps its authored clearance above the terrain.
+
+    ``floor_heights``: height of the ground the clip was authored on (scalar or (L,));
+    ``ground_heights`` (L,): terrain height under each toe; ``valid`` (L,): where the
+    ray hit. A foot lifted mid-stride stays lifted by as much. Misses and corrections
+    beyond ``max_correction`` (a ledge, a bad hit) keep the authored toe.
+    """
+    up = np.asarray(up, dtype=float) / np.linalg.norm(up)
+    correction = np.asarray(ground_heights, dtype=float) - floor_heights
+    apply = np.asarray(valid, dtype=bool) & (np.abs(correction) <= max_correction)  # NaN fails too
+    return np.asarray(toe_positions, dtype=float) + np.where(apply, correction, 0.0)[:, None] * up
+
+
+class PelvisDrop:
+    """How far to lower the pelvis so every foot can reach its target, smoothed over time.
+
+    Only ever lowers (never raises the pelvis above the animation), at most ``max_drop``
+    (world units), easing toward what is needed with ``time_constant`` seconds.
+    """
+
+    def __init__(self, time_constant, max_drop, up=(0.0, 0.0, 1.0)):
+        self.time_constant = time_constant
+        self.max_drop = max_drop
+        self.up = np.asarray(up, dtype=float) / np.linalg.norm(up)
+        self.reset()
+
+    def reset(self):
+        self.drop = None
+
+    def update(self, hips, ankle_targets, reach, dt):
+        """Drop (world units, >= 0) for hip joints (L, 3), ankle targets (L, 3) and reach (L,)."""
+        needed = min(float(np.max(self._needed(hips, ankle_targets, reach), initial=0.0)), self.max_drop)
+        self.drop = needed if self.drop is None else _approach(self.drop, needed, dt, self.time_constant)
+        return self.drop
+
+    def _needed(self, hips, ankle_targets, reach):
+        """Per leg, the smallest lowering along ``up`` that brings the target within reach."""
+        offset = np.asarray(hips, dtype=float) - ankle_targets
+        height = offset @ self.up
+        across = np.sum(offset * offset, axis=-1) - height**2
+        # Too far out sideways for any drop: lowering to the target's height reaches furthest.
+        vertical_reach = np.sqrt(np.maximum(np.square(reach) - across, 0.0))
+        return np.maximum(height - vertical_reach, 0.0)
+
+
+def align_to_normal(normals, max_tilt, up=(0.0, 0.0, 1.0)):
+    """World-space rotations (L, 4), (w, x, y, z), turning ``up`` toward each ground normal.
+
+    The tilt is limited to ``max_tilt`` radians. A normal facing down (a face hit from
+    behind) describes the same ground and is flipped; a zero normal gives no tilt.
+    """
+    up = np.asarray(up, dtype=float) / np.linalg.norm(up)
+    normals = np.asarray(normals, dtype=float)
+    normals = np.where((normals @ up)[:, None] < 0.0, -normals, normals)
+    axis = np.cross(up, normals)
+    sine = np.linalg.norm(axis, axis=-1)
+    angle = np.minimum(np.arctan2(sine, normals @ up), max_tilt)
+    return quat.from_axis_angle(quat.normalize(axis), np.where(sine > 1e-12, angle, 0.0))
+
+
+def root_follow(offset, target_offset, dt, time_constant):
+    """The root's vertical offset eased toward the terrain under it (a step becomes a climb).
+
+    ``target_offset``: terrain height under the root minus the clip's floor.
+    """
+    return _approach(offset, target_offset, dt, time_constant)
+
+
+def _approach(current, target, dt, time_constant):
+    """Exponential smoothing; a jump (dt <= 0 or not finite) has no history and snaps."""
+    if not (np.isfinite(dt) and dt > 0.0) or time_constant <= 0.0:
+        return target
+    return target + (current - target) * math.exp(-dt / time_constant)
