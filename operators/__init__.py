@@ -2,7 +2,11 @@
 
 import bpy
 
-classes = ()
+from .detect_contacts import FOOT_LOCK_OT_detect_contacts
+from .detect_legs import FOOT_LOCK_OT_detect_legs
+from .remove_sliding import FOOT_LOCK_OT_remove_sliding
+
+classes = (FOOT_LOCK_OT_detect_legs, FOOT_LOCK_OT_detect_contacts, FOOT_LOCK_OT_remove_sliding)
 
 
 def register():

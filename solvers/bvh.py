@@ -14,6 +14,7 @@ from . import quaternion as quat
 from .kinematics import Motion, Skeleton, SolverInputError
 from .legs import detect_legs
 from .rig import Leg, Rig
+from .rotations import quat_to_euler
 
 AXES = {"X": 0, "Y": 1, "Z": 2}
 UP = (0.0, 1.0, 0.0)  # BVH is Y-up
@@ -34,6 +35,7 @@ class BvhFile:
     frame_time: float
     values: np.ndarray  # (frames, channels) as in the file
     header: str  # everything up to and including the "Frame Time:" line
+    tokens: np.ndarray  # (frames, channels) the values' original text, kept for a faithful rewrite
 
     @property
     def fps(self):
@@ -59,14 +61,18 @@ def parse(text):
         raise SolverInputError(f"BVH frame time must be positive, got {frame_time}")
     body_at = motion_at + time_match.end()
     channel_count = sum(len(j.channels) for j in joints)
-    numbers = np.array(text[body_at:].split(), dtype=float)
     frames = int(frames_match.group(1))
-    if channel_count == 0 or len(numbers) < frames * channel_count:
+    tokens = np.array(text[body_at:].split()[: frames * channel_count])
+    if channel_count == 0 or len(tokens) < frames * channel_count:
         raise SolverInputError(
-            f"BVH MOTION holds {len(numbers)} numbers, expected {frames} frames x {channel_count} channels"
+            f"BVH MOTION holds {len(tokens)} numbers, expected {frames} frames x {channel_count} channels"
         )
-    values = numbers[: frames * channel_count].reshape(frames, channel_count)
-    return BvhFile(joints, frame_time, values, text[:body_at])
+    tokens = tokens.reshape(frames, channel_count)
+    try:
+        values = tokens.astype(float)
+    except ValueError as error:
+        raise SolverInputError(f"BVH MOTION holds a value that is not a number: {error}") from None
+    return BvhFile(joints, frame_time, values, text[:body_at], tokens)
 
 
 def _parse_hierarchy(text):
@@ -121,6 +127,43 @@ def to_motion(bvh, scale=1.0):
                 unit[axis] = 1.0
                 rot[:, j] = quat.multiply(rot[:, j], quat.from_axis_angle(unit, np.radians(value)))
     return skeleton, Motion(rot, pos * scale, bvh.fps)
+
+
+def write(path, bvh, motion, scale, joints):
+    """Write ``bvh`` back with the motion of ``joints`` taken from ``motion``.
+
+    Hierarchy, joint order, channel order, axes, units and frame rate are the input's;
+    the values of every other joint are copied verbatim, so only what the solver
+    changed differs.
+    """
+    tokens = bvh.tokens.copy()
+    column = np.cumsum([0] + [len(j.channels) for j in bvh.joints])
+    for j in joints:
+        joint = bvh.joints[j]
+        columns = dict(zip(joint.channels, range(column[j], column[j + 1])))
+        for channel, c in columns.items():
+            if channel[1:].lower() == "position":
+                axis = AXES[channel[0].upper()]
+                tokens[:, c] = _format(motion.pos[:, j, axis] / scale - joint.offset[axis])
+        rotations = [ch for ch in joint.channels if ch[1:].lower() == "rotation"]
+        if rotations:
+            # BVH applies the listed rotations left to right (R = R1 R2 R3); Blender
+            # order names apply the other way round, so the order string is reversed.
+            order = "".join(ch[0].upper() for ch in reversed(rotations))
+            reference = np.zeros(3)
+            for ch in rotations:
+                reference[AXES[ch[0].upper()]] = np.radians(bvh.values[0, columns[ch]])
+            euler = np.degrees(quat_to_euler(motion.rot[:, j].T, order, reference)).T
+            for ch in rotations:
+                tokens[:, columns[ch]] = _format(euler[:, AXES[ch[0].upper()]])
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(bvh.header)
+        handle.write("\n".join(" ".join(row) for row in tokens))
+        handle.write("\n")
+
+
+def _format(values):
+    return np.char.mod("%.6f", values)
 
 
 def rest_heads(bvh):

@@ -1,8 +1,10 @@
-"""Foot Lock panels and menus."""
+"""Foot Lock panels."""
 
 import bpy
 
-classes = ()
+from .panels import classes
+
+__all__ = ("classes", "register", "unregister")
 
 
 def register():

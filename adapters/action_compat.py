@@ -1,0 +1,260 @@
+"""The only module that touches how actions store F-curves.
+
+Blender 4.2/4.3 keep an action's F-curves in ``action.fcurves``. From 4.4 actions are
+layered: F-curves live in a channelbag per slot, ``action.layers[i].strips[j]
+.channelbag(slot)``, and the object says which slot it uses
+(``animation_data.action_slot``); 5.0 removed ``Action.fcurves``. Everything else in the
+add-on goes through the functions here and sees a *bag*: an object with ``fcurves`` and
+``groups`` collections (the legacy action itself, or the slot's channelbag).
+
+Keys are read and written in bulk (``foreach_get`` / ``foreach_set``), never one
+``keyframe_insert`` per frame.
+"""
+
+import bpy
+import numpy as np
+
+from .errors import AdapterError
+
+LAYERED_ACTIONS = bpy.app.version >= (4, 4, 0)
+
+_INTERPOLATION = {
+    item.identifier: item.value for item in bpy.types.Keyframe.bl_rna.properties["interpolation"].enum_items
+}
+
+
+# --- slots and bags ---------------------------------------------------------------------
+
+
+def action_slot(obj, action):
+    """The slot of ``action`` that animates ``obj`` (4.4+), or None.
+
+    The object's assigned slot when ``action`` is its action, else the slot the object
+    last used (by identifier), else the first slot for objects.
+    """
+    if not LAYERED_ACTIONS or action is None:
+        return None
+    anim = obj.animation_data
+    if anim is not None and anim.action == action and anim.action_slot is not None:
+        return anim.action_slot
+    last = anim.last_slot_identifier if anim is not None else ""
+    for slot in action.slots:
+        if last and slot.identifier == last:
+            return slot
+    for slot in action.slots:
+        if slot.target_id_type in {"OBJECT", "UNSPECIFIED"}:
+            return slot
+    return None
+
+
+def channel_bag(obj, action, create=False):
+    """The F-curve container of ``action`` for ``obj``: has ``.fcurves`` and ``.groups``.
+
+    With ``create`` a missing slot, layer, keyframe strip and channelbag are made (4.4+).
+    Returns None when the action holds nothing for the object and ``create`` is false.
+    """
+    if action is None:
+        return None
+    if not LAYERED_ACTIONS:
+        return action
+    slot = action_slot(obj, action)
+    if slot is None:
+        if not create:
+            return None
+        slot = action.slots.new(id_type="OBJECT", name=obj.name)
+        anim = obj.animation_data
+        if anim is not None and anim.action == action:
+            anim.action_slot = slot
+    for layer in action.layers:
+        for strip in layer.strips:
+            bag = strip.channelbag(slot)
+            if bag is not None:
+                return bag
+    if not create:
+        return None
+    layer = action.layers[0] if len(action.layers) else action.layers.new("Layer")
+    strip = layer.strips[0] if len(layer.strips) else layer.strips.new(type="KEYFRAME")
+    return strip.channelbag(slot, ensure=True)
+
+
+def iter_fcurves(obj, action):
+    """All F-curves of ``action`` that animate ``obj`` (empty when there are none)."""
+    bag = channel_bag(obj, action)
+    return iter(()) if bag is None else iter(bag.fcurves)
+
+
+def fcurve_table(bag):
+    """``{(data_path, array_index): fcurve}`` of a bag (one pass instead of many finds)."""
+    if bag is None:
+        return {}
+    return {(fcurve.data_path, fcurve.array_index): fcurve for fcurve in bag.fcurves}
+
+
+def find_fcurve(bag, data_path, index=0):
+    return None if bag is None else bag.fcurves.find(data_path, index=index)
+
+
+def new_fcurve(bag, data_path, index=0, group=""):
+    """A new F-curve in ``bag``, put into the group ``group`` (created when missing)."""
+    if not LAYERED_ACTIONS:
+        return bag.fcurves.new(data_path, index=index, action_group=group)
+    # Channelbag F-curves take a group name only from 5.0: link the group by hand (4.4+).
+    fcurve = bag.fcurves.new(data_path, index=index)
+    if group:
+        fcurve.group = bag.groups.get(group) or bag.groups.new(group)
+    return fcurve
+
+
+def ensure_fcurve(bag, data_path, index=0, group=""):
+    return find_fcurve(bag, data_path, index) or new_fcurve(bag, data_path, index, group)
+
+
+# --- assigning actions ------------------------------------------------------------------
+
+
+def assign_action(obj, action, slot_identifier=""):
+    """Make ``action`` the object's action; on 4.4+ make sure a slot is assigned too.
+
+    The slot with ``slot_identifier`` is preferred, then the one Blender picks on
+    assignment, then the first slot for objects; an action without one gets a new slot.
+    """
+    if obj.type == "ARMATURE" and obj.pose is None:
+        # Blender 5.0 crashes when an action is assigned to an armature without a pose.
+        raise AdapterError(
+            f"armature {obj.name!r} has no pose yet: link it to the scene and let the view layer update"
+        )
+    anim = obj.animation_data or obj.animation_data_create()
+    if anim.use_tweak_mode:
+        raise AdapterError(f"{obj.name!r} is in NLA tweak mode: leave tweak mode first")
+    anim.action = action
+    if not LAYERED_ACTIONS:
+        return
+    wanted = next(
+        (slot for slot in action.slots if slot_identifier and slot.identifier == slot_identifier), None
+    )
+    if wanted is None and anim.action_slot is None:
+        wanted = action_slot(obj, action) or action.slots.new(id_type="OBJECT", name=obj.name)
+    if wanted is not None and anim.action_slot != wanted:
+        anim.action_slot = wanted
+    if anim.action_slot is None:
+        raise AdapterError(f"action {action.name!r} has no slot that can animate {obj.name!r}")
+
+
+def copy_action(obj, action, name):
+    """A copy of ``action`` named ``name`` (Blender adds a suffix if taken), assigned to
+    ``obj`` with the slot it used before.
+
+    When the object held the only user of ``action``, the original gets a fake user so it
+    is not lost when the file is saved.
+    """
+    if obj.animation_data is not None and obj.animation_data.use_tweak_mode:
+        raise AdapterError(f"{obj.name!r} is in NLA tweak mode: leave tweak mode first")
+    slot = action_slot(obj, action)
+    slot_identifier = slot.identifier if slot is not None else ""
+    duplicate = action.copy()
+    duplicate.name = name
+    assign_action(obj, duplicate, slot_identifier)
+    if action.users == 0:
+        action.use_fake_user = True
+    return duplicate
+
+
+# --- keys in bulk -----------------------------------------------------------------------
+
+
+def _key_arrays(points, count):
+    co = np.empty(2 * count, dtype=np.float32)
+    points.foreach_get("co", co)
+    return co.reshape(count, 2)
+
+
+def _keys_outside(fcurve, span):
+    first, last = fcurve.range()  # of the keys, cheap
+    return first < span[0] - 0.5 or last > span[1] + 0.5
+
+
+def write_keys(fcurve, frames, values, interpolation="LINEAR", keep_outside=False, span=None):
+    """Replace the keys of ``fcurve`` by one key per (frame, value), in bulk.
+
+    With ``keep_outside`` the existing keys outside ``span`` (first, last frame; by
+    default the given frames' extent) stay as they were (value, interpolation,
+    handles); only the span is replaced.
+    """
+    frames = np.asarray(frames, dtype=np.float64).ravel()
+    values = np.asarray(values, dtype=np.float64).ravel()
+    if frames.shape != values.shape:
+        raise ValueError("frames and values differ in length")
+    first, last = span if span is not None else (frames.min(), frames.max())
+    points = fcurve.keyframe_points
+    kept = None
+    count = len(points)
+    if keep_outside and count and len(frames) and _keys_outside(fcurve, (first, last)):
+        co = _key_arrays(points, count)
+        outside = (co[:, 0] < first - 0.5) | (co[:, 0] > last + 0.5)
+        if outside.any():
+            kept = {"co": co[outside]}
+            for name, width, dtype in (
+                ("interpolation", 1, np.int32),
+                ("handle_left", 2, np.float32),
+                ("handle_right", 2, np.float32),
+                ("handle_left_type", 1, np.int32),
+                ("handle_right_type", 1, np.int32),
+                ("easing", 1, np.int32),
+                ("type", 1, np.int32),
+            ):
+                buffer = np.empty(count * width, dtype=dtype)
+                points.foreach_get(name, buffer)
+                kept[name] = buffer.reshape(count, width)[outside]
+    points.clear()
+    new_co = np.stack((frames, values), axis=-1).astype(np.float32)
+    mode = np.full(len(frames), _INTERPOLATION[interpolation], dtype=np.int32)
+    if kept is None:
+        points.add(len(frames))
+        points.foreach_set("co", new_co.ravel())
+        points.foreach_set("interpolation", mode)
+    else:
+        order = np.argsort(np.concatenate((kept["co"][:, 0], new_co[:, 0])), kind="stable")
+        total = len(order)
+        is_new = order >= len(kept["co"])  # the kept keys come first before sorting
+        co = np.concatenate((kept["co"], new_co))[order]
+        points.add(total)
+        points.foreach_set("co", co.ravel())
+        points.foreach_set("interpolation", np.concatenate((kept["interpolation"].ravel(), mode))[order])
+        for name in ("handle_left_type", "handle_right_type", "easing", "type"):
+            current = np.empty(total, dtype=np.int32)
+            points.foreach_get(name, current)  # freshly added keys carry Blender's defaults
+            current[~is_new] = kept[name].ravel()[order[~is_new]]
+            points.foreach_set(name, current)
+        for name in ("handle_left", "handle_right"):
+            handles = co.astype(np.float32).copy()
+            handles[~is_new] = kept[name][order[~is_new]]
+            points.foreach_set(name, handles.ravel())
+    fcurve.update()
+
+
+def read_values(fcurve, frames):
+    """Values of ``fcurve`` at integer ``frames`` as float64.
+
+    Keys are read in bulk when every frame has a key (mocap: one key per frame) or when
+    all keys are linear; otherwise the curve is evaluated frame by frame.
+    """
+    frames = np.asarray(frames)
+    points = fcurve.keyframe_points
+    count = len(points)
+    if count and not len(fcurve.modifiers):
+        co = _key_arrays(points, count)
+        key_frames = co[:, 0]
+        first = int(np.searchsorted(key_frames, frames[0]))
+        span = key_frames[first : first + len(frames)]
+        if len(span) == len(frames) and np.array_equal(span, frames):
+            return co[first : first + len(frames), 1].astype(np.float64)
+        if np.all(np.diff(key_frames) > 0):
+            where = np.clip(np.searchsorted(key_frames, frames), 0, count - 1)
+            if np.all(key_frames[where] == frames):
+                return co[where, 1].astype(np.float64)
+            modes = np.empty(count, dtype=np.int32)
+            points.foreach_get("interpolation", modes)
+            if fcurve.extrapolation == "CONSTANT" and np.all(modes[:-1] == _INTERPOLATION["LINEAR"]):
+                return np.interp(frames, key_frames, co[:, 1])
+    evaluate = fcurve.evaluate
+    return np.array([evaluate(float(frame)) for frame in frames], dtype=np.float64)

@@ -1,0 +1,522 @@
+"""Armature + action <-> the solver's Skeleton + Motion, and the foot-contact curves.
+
+Blender poses a bone as ``parent_pose @ inv(parent.matrix_local) @ bone.matrix_local @
+matrix_basis`` (rest matrices in armature space, ``matrix_basis`` from the location /
+rotation / scale channels), and the armature object puts the whole pose into the world
+with ``matrix_world``. The solver's :class:`~..solvers.kinematics.Motion` wants each joint
+relative to its parent joint, in world space and world units. Here that conversion is
+done for every frame at once from the action's F-curves, in numpy, without stepping the
+scene through the frames.
+
+Scale: the object's uniform scale and the bones' uniform pose scale are folded into the
+joints' translations (a joint's ``pos`` is in world units). Non-uniform scale, which the
+solver's rotation + translation joints cannot express, is refused with
+:class:`~.errors.AdapterError`.
+"""
+
+from dataclasses import dataclass, field
+
+import bpy
+import numpy as np
+
+from ..solvers import quaternion as quat
+from ..solvers import rotations as channels
+from ..solvers.kinematics import Motion, Skeleton
+from . import action_compat as compat
+from .errors import AdapterError
+
+CONTACT_PROPERTY = "foot_contact"
+TAIL_SUFFIX = ".tail"
+
+_ROTATION_CHANNEL = {"QUATERNION": ("rotation_quaternion", 4), "AXIS_ANGLE": ("rotation_axis_angle", 4)}
+_EULER_CHANNEL = ("rotation_euler", 3)
+_OBJECT_TRANSFORMS = {
+    "location",
+    "rotation_euler",
+    "rotation_quaternion",
+    "rotation_axis_angle",
+    "scale",
+    "delta_location",
+    "delta_rotation_euler",
+    "delta_rotation_quaternion",
+    "delta_scale",
+}
+_SCALE_TOLERANCE = 1e-5
+
+
+@dataclass
+class JointMap:
+    """Which joint is which bone, and what :func:`write_motion` needs to go back.
+
+    Rest transforms are each joint's frame in its parent joint's frame at rest, in
+    armature units (for a root bone: in armature space; for a ``.tail`` joint: the tail in
+    its bone's frame). ``parent_scale`` is, per frame and joint, the world length of one
+    armature unit in the parent joint's frame (object scale times the ancestors' pose
+    scale; for a root: the object scale).
+    """
+
+    object_name: str
+    joint_names: list
+    joint_bone: list  # bone name per joint (a tail joint: its bone)
+    is_tail: np.ndarray  # (n,) bool
+    parents: np.ndarray  # (n,) int, -1 for roots
+    rotation_modes: dict  # bone name -> rotation_mode
+    connected: dict  # bone name -> use_connect (location channels have no effect)
+    rest_rot: np.ndarray  # (n, 4)
+    rest_pos: np.ndarray  # (n, 3)
+    object_rot: np.ndarray  # (4,) rotation of matrix_world
+    object_pos: np.ndarray  # (3,) translation of matrix_world
+    object_scale: float  # uniform scale of matrix_world
+    parent_scale: np.ndarray  # (F, n)
+    frame_start: int
+    unsupported: dict = field(default_factory=dict)  # bone -> why its pose is not plain FK
+    constrained: tuple = ()  # bones with constraints: Blender's evaluated pose may differ
+
+    @property
+    def frames(self):
+        return self.parent_scale.shape[0]
+
+    @property
+    def frame_end(self):
+        return self.frame_start + self.frames - 1
+
+    def joint(self, bone_name):
+        """Joint index of a bone (not of a ``.tail`` joint)."""
+        try:
+            index = self.joint_names.index(bone_name)
+        except ValueError:
+            raise AdapterError(f"bone {bone_name!r} is not in armature {self.object_name!r}") from None
+        if self.is_tail[index]:
+            raise AdapterError(f"{bone_name!r} is a tail point, not a bone")
+        return index
+
+    def ancestors(self, bone_name):
+        """The bone and all its ancestors, as bone names."""
+        joint = self.joint(bone_name)
+        chain = []
+        while joint >= 0:
+            chain.append(self.joint_bone[joint])
+            joint = self.parents[joint]
+        return chain
+
+    def require_exact(self, bone_names):
+        """Raise :class:`AdapterError` when the pose of one of ``bone_names`` does not follow
+        from the channels by plain forward kinematics (see ``unsupported``)."""
+        for bone in bone_names:
+            for name in self.ancestors(bone):
+                if name in self.unsupported:
+                    raise AdapterError(
+                        f"bone {name!r} {self.unsupported[name]}, which Foot Lock does not support "
+                        f"(it moves {bone!r}); change that bone setting or bake the animation first"
+                    )
+
+
+def bone_data_path(bone_name):
+    return f'pose.bones["{bpy.utils.escape_identifier(bone_name)}"]'
+
+
+def contact_data_path(bone_name):
+    return f'{bone_data_path(bone_name)}["{CONTACT_PROPERTY}"]'
+
+
+def _rotation_channel(mode):
+    return _ROTATION_CHANNEL.get(mode, _EULER_CHANNEL)
+
+
+# --- reading ----------------------------------------------------------------------------
+
+
+def _topological_bones(armature):
+    """Bones with every parent before its children (depth first, in the armature's order)."""
+    order = []
+    stack = [bone for bone in reversed(armature.bones) if bone.parent is None]
+    while stack:
+        bone = stack.pop()
+        order.append(bone)
+        stack.extend(reversed(bone.children))
+    return order
+
+
+def _object_transform(obj):
+    """Rotation (wxyz), translation and uniform scale of ``obj.matrix_world``."""
+    matrix = np.array(obj.matrix_world, dtype=float)
+    linear = matrix[:3, :3]
+    scales = np.linalg.norm(linear, axis=0)
+    scale = float(scales.mean())
+    if not np.all(np.isfinite(matrix)) or scale <= 0.0:
+        raise AdapterError(f"object {obj.name!r} has a degenerate transform (zero scale?)")
+    if np.ptp(scales) > _SCALE_TOLERANCE * scale:
+        raise AdapterError(
+            f"object {obj.name!r} is scaled non-uniformly ({', '.join(f'{s:g}' for s in scales)}): "
+            "apply the scale (Ctrl+A > Scale) or use the same scale on all three axes"
+        )
+    rotation = linear / scale
+    if np.linalg.det(rotation) < 0.0:
+        raise AdapterError(f"object {obj.name!r} is mirrored (negative scale): apply the scale first")
+    if np.abs(rotation.T @ rotation - np.eye(3)).max() > 1e-4:
+        raise AdapterError(
+            f"object {obj.name!r} is sheared (by a parent's scale): apply the transforms first"
+        )
+    return quat.from_matrix(rotation), matrix[:3, 3].copy(), scale
+
+
+def _fill_channel(out, pose_bone, table, prop, frames):
+    """Fill ``out`` (width, F) with a pose-bone channel: keyed values where an F-curve is,
+    the bone's current value elsewhere."""
+    path = f"{bone_data_path(pose_bone.name)}.{prop}"
+    current = getattr(pose_bone, prop)
+    for index in range(out.shape[0]):
+        fcurve = table.get((path, index))
+        if fcurve is None or fcurve.mute:
+            out[index] = current[index]
+        else:
+            out[index] = compat.read_values(fcurve, frames)
+
+
+def _check_finite(values, bones, prop_of_bone, frames):
+    """Raise naming bone, channel and frame of the first non-number in (k, n, F) values."""
+    bad = ~np.isfinite(values)
+    if bad.any():
+        index, bone, frame = np.argwhere(bad)[0]
+        raise AdapterError(
+            f"bone {bones[bone].name!r}: {prop_of_bone(bone)}[{index}] is not a number at frame {int(frames[frame])}"
+        )
+
+
+def _check_object_not_animated(obj, table, frames):
+    for (path, index), fcurve in table.items():
+        if path in _OBJECT_TRANSFORMS and not fcurve.mute:
+            values = compat.read_values(fcurve, frames)
+            if np.ptp(values) > 1e-7:
+                raise AdapterError(
+                    f"the action animates the object {obj.name!r} itself ({path}[{index}]); "
+                    "Foot Lock needs the motion on the bones: bake the object motion into the root bone"
+                )
+
+
+def _uniform_scale(scale, bones, frames):
+    """(n, F) uniform scale from (3, n, F) scale channels, refusing non-uniform scale."""
+    mean = scale.mean(axis=0)
+    bad = (np.ptp(scale, axis=0) > _SCALE_TOLERANCE * np.abs(mean)) | (mean <= 0.0)
+    if bad.any():
+        bone, frame = np.argwhere(bad)[0]
+        raise AdapterError(
+            f"bone {bones[bone].name!r} is scaled non-uniformly or to zero at frame {int(frames[frame])} "
+            f"({', '.join(f'{s:g}' for s in scale[:, bone, frame])}): Foot Lock needs uniform bone scale"
+        )
+    return mean
+
+
+def _unsupported_reason(bone, parent_pose_scale):
+    if not bone.use_inherit_rotation:
+        return "does not inherit rotation"
+    if not bone.use_local_location:
+        return "has 'Local Location' off"
+    if bone.inherit_scale != "FULL" and np.abs(parent_pose_scale - 1.0).max() > _SCALE_TOLERANCE:
+        return f"inherits scale as {bone.inherit_scale!r} from a scaled parent"
+    return None
+
+
+def _rest_offsets(bones, parents):
+    """Each bone's rest frame in its parent's rest frame (roots: armature space)."""
+    rest_rot = np.empty((len(bones), 4))
+    rest_pos = np.empty((len(bones), 3))
+    for j, bone in enumerate(bones):
+        rest = np.array(bone.matrix_local, dtype=float)
+        if parents[j] >= 0:
+            rest = np.linalg.inv(np.array(bone.parent.matrix_local, dtype=float)) @ rest
+        rest_rot[j] = quat.from_matrix(rest[:3, :3])
+        rest_pos[j] = rest[:3, 3]
+    return rest_rot, rest_pos
+
+
+def read_motion(obj, action, frame_start, frame_end, extra_tails=()):
+    """Skeleton, Motion and JointMap of ``obj`` posed by ``action`` over
+    ``frame_start..frame_end`` (integers, both included).
+
+    Every pose bone is a joint (parents first); each name in ``extra_tails`` adds a leaf
+    joint ``"<bone>.tail"`` at the tail of that bone. Channels without an F-curve keep the
+    pose bone's current value. Motion.fps is the scene's frame rate.
+    """
+    if obj is None or obj.type != "ARMATURE":
+        raise AdapterError("the active object must be an armature")
+    if obj.pose is None:
+        raise AdapterError(f"armature {obj.name!r} has no pose yet: link it to the scene first")
+    if action is None:
+        raise AdapterError(f"armature {obj.name!r} has no action to read")
+    frame_start, frame_end = int(frame_start), int(frame_end)
+    if frame_end < frame_start:
+        raise AdapterError(f"the frame range {frame_start}..{frame_end} is empty")
+    frames = np.arange(frame_start, frame_end + 1)
+    count = len(frames)
+    table = compat.fcurve_table(compat.channel_bag(obj, action))
+    _check_object_not_animated(obj, table, frames)
+    object_rot, object_pos, object_scale = _object_transform(obj)
+
+    bones = _topological_bones(obj.data)
+    nb = len(bones)
+    extra_tails = list(dict.fromkeys(extra_tails))
+    index_of = {bone.name: i for i, bone in enumerate(bones)}
+    missing = [name for name in extra_tails if name not in index_of]
+    if missing:
+        raise AdapterError(f"armature {obj.name!r} has no bone {missing[0]!r}")
+    parents = np.array(
+        [index_of[b.parent.name] if b.parent else -1 for b in bones] + [index_of[t] for t in extra_tails]
+    )
+    pose_bones = [obj.pose.bones[bone.name] for bone in bones]
+    modes = [pose_bone.rotation_mode for pose_bone in pose_bones]
+
+    # Channel values of every bone for every frame, F-curve by F-curve, laid out
+    # (component, bone, frame): each F-curve fills one contiguous row.
+    location = np.zeros((3, nb, count))
+    rotation = np.zeros((4, nb, count))
+    scale = np.empty((3, nb, count))
+    for b, (bone, pose_bone, mode) in enumerate(zip(bones, pose_bones, modes)):
+        prop, width = _rotation_channel(mode)
+        _fill_channel(rotation[:width, b], pose_bone, table, prop, frames)
+        if not bone.use_connect:  # Blender ignores a connected bone's location
+            _fill_channel(location[:, b], pose_bone, table, "location", frames)
+        _fill_channel(scale[:, b], pose_bone, table, "scale", frames)
+    _check_finite(location, bones, lambda b: "location", frames)
+    _check_finite(rotation, bones, lambda b: _rotation_channel(modes[b])[0], frames)
+    _check_finite(scale, bones, lambda b: "scale", frames)
+
+    # matrix_basis as rotation + translation + uniform scale, all bones and frames at once.
+    basis = np.empty((4, nb, count))
+    for mode in set(modes):
+        members = [b for b in range(nb) if modes[b] == mode]
+        width = _rotation_channel(mode)[1]
+        basis[:, members] = channels.channel_quat(mode, rotation[:width, members])
+    bone_scale = np.ones((nb, count)) if np.all(scale == 1.0) else _uniform_scale(scale, bones, frames)
+    rest_rot, rest_pos = _rest_offsets(bones, parents)
+    rest_q = rest_rot.T[:, :, None]  # (4, bones, 1)
+    rot_c = channels.multiply(rest_q, basis)
+    pos_c = np.empty((3, nb, count))
+    pos_c[:] = rest_pos.T[:, :, None]
+    moving = np.flatnonzero(np.any(location != 0.0, axis=(0, 2)))  # most bones never translate
+    if moving.size:
+        pos_c[:, moving] += channels.rotate(rest_q[:, moving], location[:, moving])
+
+    # Scale down the chains: world length of an armature unit in each parent's frame.
+    parent_scale = np.empty((nb, count))
+    own_scale = np.empty((nb, count))
+    pose_scale = np.empty((nb, count))  # product of pose scales from the root
+    unsupported = {}
+    for j, bone in enumerate(bones):
+        p = parents[j]
+        parent_pose = np.ones(count) if p < 0 else pose_scale[p]
+        parent_scale[j] = object_scale if p < 0 else own_scale[p]
+        own_scale[j] = parent_scale[j] * bone_scale[j]
+        pose_scale[j] = parent_pose * bone_scale[j]
+        reason = _unsupported_reason(bone, parent_pose)
+        if reason:
+            unsupported[bone.name] = reason
+    pos_c *= parent_scale
+    roots = np.flatnonzero(parents[:nb] < 0)
+    object_q = object_rot[:, None, None]
+    rot_c[:, roots] = channels.multiply(object_q, rot_c[:, roots])
+    pos_c[:, roots] = object_pos[:, None, None] + channels.rotate(object_q, pos_c[:, roots])
+    n = nb + len(extra_tails)
+    rot = np.empty((count, n, 4))
+    pos = np.empty((count, n, 3))
+    rot[:, :nb] = rot_c.transpose(2, 1, 0)
+    pos[:, :nb] = pos_c.transpose(2, 1, 0)
+
+    # Tail joints: identity rotation, at (0, length, 0) in their bone's frame.
+    tails = np.array([[0.0, obj.data.bones[name].length, 0.0] for name in extra_tails]).reshape(-1, 3)
+    tail_scale = own_scale[parents[nb:]].T
+    rot[:, nb:] = quat.IDENTITY
+    pos[:, nb:] = tail_scale[..., None] * tails
+
+    scene = bpy.context.scene
+    joint_names = [bone.name for bone in bones] + [name + TAIL_SUFFIX for name in extra_tails]
+    joint_map = JointMap(
+        object_name=obj.name,
+        joint_names=joint_names,
+        joint_bone=[bone.name for bone in bones] + extra_tails,
+        is_tail=np.arange(len(joint_names)) >= nb,
+        parents=parents,
+        rotation_modes=dict(zip(index_of, modes)),
+        connected={bone.name: bool(bone.use_connect) for bone in bones},
+        rest_rot=np.concatenate((rest_rot, np.broadcast_to(quat.IDENTITY, (len(tails), 4)))),
+        rest_pos=np.concatenate((rest_pos, tails)),
+        object_rot=object_rot,
+        object_pos=object_pos,
+        object_scale=object_scale,
+        parent_scale=np.concatenate((parent_scale.T, tail_scale), axis=1),
+        frame_start=frame_start,
+        unsupported=unsupported,
+        constrained=tuple(pose_bone.name for pose_bone in pose_bones if len(pose_bone.constraints)),
+    )
+    motion = Motion(rot, pos, scene.render.fps / scene.render.fps_base)
+    return Skeleton(joint_names, parents), motion, joint_map
+
+
+# --- writing ----------------------------------------------------------------------------
+
+
+def _values_at(obj, table, bone_name, prop, width, frame):
+    """A channel's values at one frame (to continue from what was there)."""
+    path = f"{bone_data_path(bone_name)}.{prop}"
+    current = getattr(obj.pose.bones[bone_name], prop)
+    values = []
+    for index in range(width):
+        fcurve = table.get((path, index))
+        values.append(current[index] if fcurve is None else fcurve.evaluate(frame))
+    return np.array(values, dtype=float)
+
+
+def _write_channel(bag, table, bone_name, prop, frames, values):
+    """Key ``values`` (width, F) on the channel's F-curves, creating missing ones."""
+    path = f"{bone_data_path(bone_name)}.{prop}"
+    for index in range(values.shape[0]):
+        fcurve = table.get((path, index))
+        if fcurve is None:
+            fcurve = compat.new_fcurve(bag, path, index, group=bone_name)
+            table[(path, index)] = fcurve
+        compat.write_keys(fcurve, frames, values[index], "LINEAR", keep_outside=True)
+
+
+def write_motion(
+    obj,
+    source_action,
+    joint_map,
+    motion,
+    frame_start,
+    rotation_bones,
+    location_bones,
+    new_action_name=None,
+):
+    """Key ``motion`` (local transforms as read by :func:`read_motion`, e.g. after solving)
+    on ``frame_start ..`` for exactly ``rotation_bones`` (rotation channels, in each bone's
+    rotation mode) and ``location_bones`` (location channels).
+
+    Writes into a copy of ``source_action`` named ``new_action_name`` that is assigned to
+    ``obj`` (every other F-curve carried over untouched), or into ``source_action`` itself
+    when ``new_action_name`` is None. Written curves get one linear key per frame; their
+    keys outside the written frames stay. Returns the action written to.
+    """
+    jm = joint_map
+    frame_start = int(frame_start)
+    count = motion.frames
+    offset = frame_start - jm.frame_start
+    if offset < 0 or offset + count > jm.frames:
+        raise AdapterError(
+            f"frames {frame_start}..{frame_start + count - 1} lie outside the frames that were read "
+            f"({jm.frame_start}..{jm.frame_end})"
+        )
+    if motion.rot.shape[1] != len(jm.joint_names):
+        raise AdapterError("the motion does not belong to this joint map (joint count differs)")
+    rotation_bones = list(dict.fromkeys(rotation_bones))
+    location_bones = list(dict.fromkeys(location_bones))
+    jm.require_exact(rotation_bones + location_bones)
+    for bone in location_bones:
+        if jm.connected[bone]:
+            raise AdapterError(f"bone {bone!r} is connected to its parent: its location cannot be keyed")
+    for names, label, array in (
+        (rotation_bones, "rotation", motion.rot),
+        (location_bones, "location", motion.pos),
+    ):
+        joints = [jm.joint(name) for name in names]
+        bad = ~np.isfinite(array[:, joints]).all(axis=-1)
+        if bad.any():
+            frame, which = np.argwhere(bad)[0]
+            raise AdapterError(
+                f"solved {label} of {names[which]!r} is not a number at frame {frame_start + frame}"
+            )
+
+    action = compat.copy_action(obj, source_action, new_action_name) if new_action_name else source_action
+    bag = compat.channel_bag(obj, action, create=True)
+    table = compat.fcurve_table(bag)
+    frames = np.arange(frame_start, frame_start + count)
+
+    # Rotations: matrix_basis rotation = inverse of the rest frame (and object) times the solved local rotation.
+    joints = np.array([jm.joint(name) for name in rotation_bones], dtype=int)
+    frame_rot = jm.rest_rot[joints]
+    roots = jm.parents[joints] < 0
+    frame_rot[roots] = quat.multiply(jm.object_rot, frame_rot[roots])
+    solved = np.moveaxis(motion.rot[:, joints], -1, 0)  # (4, F, bones)
+    basis = channels.multiply(channels.conjugate(frame_rot.T[:, None, :]), solved)
+    modes = [jm.rotation_modes[name] for name in rotation_bones]
+    for mode in dict.fromkeys(modes):
+        members = [i for i, m in enumerate(modes) if m == mode]
+        prop, width = _rotation_channel(mode)
+        reference = np.array(
+            [_values_at(obj, table, rotation_bones[i], prop, width, frame_start) for i in members]
+        )
+        values = channels.quat_to_channel(mode, basis[:, :, members], reference.T)
+        for k, i in enumerate(members):
+            _write_channel(bag, table, rotation_bones[i], prop, frames, values[:, :, k])
+
+    # Locations: undo the object transform (roots), the parents' scale and the rest offset.
+    joints = np.array([jm.joint(name) for name in location_bones], dtype=int)
+    local = motion.pos[:, joints].copy()
+    roots = jm.parents[joints] < 0
+    local[:, roots] = quat.rotate(quat.conjugate(jm.object_rot), local[:, roots] - jm.object_pos)
+    local /= jm.parent_scale[offset : offset + count, joints, None]
+    basis = quat.rotate(quat.conjugate(jm.rest_rot[joints]), local - jm.rest_pos[joints])
+    for k, name in enumerate(location_bones):
+        _write_channel(bag, table, name, "location", frames, basis[:, k].T)
+    return action
+
+
+# --- foot-contact curves ----------------------------------------------------------------
+
+
+def _contact_fcurve(obj, action, bone_name):
+    return compat.find_fcurve(compat.channel_bag(obj, action), contact_data_path(bone_name), 0)
+
+
+def has_contact_curve(obj, action, bone_name):
+    """Whether ``action`` has a ``foot_contact`` curve for the pose bone."""
+    return _contact_fcurve(obj, action, bone_name) is not None
+
+
+def read_contact_curve(obj, action, bone_name, frames):
+    """The bone's ``foot_contact`` curve evaluated at ``frames``, or None without one."""
+    fcurve = _contact_fcurve(obj, action, bone_name)
+    return None if fcurve is None else compat.read_values(fcurve, frames)
+
+
+def write_contact_curve(obj, action, bone_name, frames, values01):
+    """Key the pose bone's ``foot_contact`` property (0..1) on ``frames``: a key where the
+    value changes (and on the first frame), constant interpolation. Keys of the curve
+    outside ``frames`` stay. Creates the property with its 0..1 limits when missing.
+    """
+    pose_bone = obj.pose.bones.get(bone_name)
+    if pose_bone is None:
+        raise AdapterError(f"armature {obj.name!r} has no bone {bone_name!r}")
+    frames = np.asarray(frames)
+    values = np.clip(np.asarray(values01, dtype=float).ravel(), 0.0, 1.0)
+    if frames.shape != values.shape or not len(frames):
+        raise AdapterError("contact frames and values must be non-empty and equally long")
+    if not np.all(np.isfinite(values)):
+        raise AdapterError(f"contact values of {bone_name!r} contain NaN")
+    if not isinstance(pose_bone.get(CONTACT_PROPERTY), float):
+        pose_bone[CONTACT_PROPERTY] = float(values[0])
+        obj.update_tag()  # else the evaluated copy lacks the new property and ignores the curve
+    pose_bone.id_properties_ui(CONTACT_PROPERTY).update(
+        min=0.0,
+        max=1.0,
+        soft_min=0.0,
+        soft_max=1.0,
+        description="Foot contact: 1 where the foot is planted and locked, 0 where it moves freely",
+    )
+    bag = compat.channel_bag(obj, action, create=True)
+    fcurve = compat.find_fcurve(bag, contact_data_path(bone_name), 0)
+    changes = np.ones(len(values), dtype=bool)
+    changes[1:] = values[1:] != values[:-1]
+    key_frames, key_values = frames[changes], values[changes]
+    span = (frames.min(), frames.max())  # every old key in here goes, even after the last change
+    if fcurve is None:
+        fcurve = compat.new_fcurve(bag, contact_data_path(bone_name), 0, group=bone_name)
+    else:
+        # The frame after the range keeps its old value.
+        after = int(frames.max()) + 1
+        old = compat.read_values(fcurve, [after])[0]
+        if old != values[np.argmax(frames)]:
+            key_frames = np.append(key_frames, after)
+            key_values = np.append(key_values, old)
+            span = (span[0], after)
+    compat.write_keys(fcurve, key_frames, key_values, "CONSTANT", keep_outside=True, span=span)
+    return fcurve

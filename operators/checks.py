@@ -1,0 +1,25 @@
+"""Small, named checks for the operators' ``poll()`` and error handling."""
+
+from ..adapters.errors import AdapterError
+from ..solvers.kinematics import SolverInputError
+from ..solvers.legs import LegDetectionError
+
+# Every failure the jobs expect; anything else is a bug and should surface as one.
+EXPECTED_ERRORS = (AdapterError, SolverInputError, LegDetectionError)
+
+
+def active_armature(context):
+    obj = context.active_object
+    return obj if obj is not None and obj.type == "ARMATURE" else None
+
+
+def poll_armature(operator_class, context):
+    """True for an active armature in Object or Pose mode; else says why in the tooltip."""
+    obj = active_armature(context)
+    if obj is None:
+        operator_class.poll_message_set("Select an armature (make it the active object)")
+        return False
+    if obj.mode not in {"OBJECT", "POSE"}:
+        operator_class.poll_message_set("Switch to Object or Pose mode")
+        return False
+    return True

@@ -1,0 +1,508 @@
+"""The adapter layer against real Blender (bpy wheel): reading, writing, contact curves.
+
+The reference for every pose is Blender's own evaluation (``scene.frame_set`` then
+``matrix_world @ pose_bone.matrix``), never our own math.
+"""
+
+import math
+import time
+
+import numpy as np
+import pytest
+
+bpy = pytest.importorskip("bpy")
+
+from foot_lock.adapters import action_compat as compat  # noqa: E402
+from foot_lock.adapters import armature  # noqa: E402
+from foot_lock.adapters.errors import AdapterError  # noqa: E402
+from foot_lock.solvers import quaternion as quat  # noqa: E402
+from foot_lock.solvers import rotations as channels  # noqa: E402
+from foot_lock.solvers.kinematics import forward_kinematics  # noqa: E402
+from mathutils import Euler, Matrix, Quaternion  # noqa: E402  (needs bpy first)
+
+pytestmark = pytest.mark.blender
+
+BVH_SCALE = 0.056444
+
+
+# --- helpers ----------------------------------------------------------------------------
+
+
+def _reset():
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+
+
+def _import_bvh(clips_dir, name):
+    bpy.ops.import_anim.bvh(filepath=str(clips_dir / name), global_scale=BVH_SCALE)
+    obj = bpy.context.active_object
+    action = obj.animation_data.action
+    return obj, action, int(action.frame_range[0]), int(action.frame_range[1])
+
+
+def _transform_object(obj):
+    """Scale 0.01, rotate 90 degrees about X, move: a typical FBX-imported armature."""
+    obj.scale = (0.01, 0.01, 0.01)
+    obj.rotation_euler = (math.pi / 2, 0.0, 0.0)
+    obj.location = (0.5, -2.0, 0.25)
+    bpy.context.view_layer.update()
+
+
+def _blender_pose(obj, skeleton, frame):
+    """World head positions and rotation matrices of every joint, as Blender evaluates them."""
+    bpy.context.scene.frame_set(frame)
+    world = obj.matrix_world
+    positions, rotations = [], []
+    for name in skeleton.names:
+        if name.endswith(armature.TAIL_SUFFIX):
+            pose_bone = obj.pose.bones[name[: -len(armature.TAIL_SUFFIX)]]
+            positions.append(tuple(world @ pose_bone.tail))
+            rotations.append(None)
+            continue
+        matrix = world @ obj.pose.bones[name].matrix
+        positions.append(tuple(matrix.translation))
+        rotations.append(np.array(matrix.to_3x3().normalized()))
+    return np.array(positions), rotations
+
+
+def _assert_fk_matches_blender(obj, skeleton, motion, frame_start, frames, rtol=1e-5):
+    grot, gpos = forward_kinematics(skeleton, motion.rot, motion.pos)
+    size = np.abs(gpos - gpos[:, :1]).max()  # the skeleton's extent in world units
+    for frame in frames:
+        positions, rotations = _blender_pose(obj, skeleton, frame)
+        row = frame - frame_start
+        error = np.abs(positions - gpos[row]).max()
+        assert error <= rtol * max(size, np.abs(positions).max()), f"frame {frame}: head error {error}"
+        for j, rotation in enumerate(rotations):
+            if rotation is not None:
+                error = np.abs(rotation - quat.to_matrix(grot[row, j])).max()
+                assert error <= 10 * rtol, f"frame {frame}, {skeleton.names[j]}: rotation error {error}"
+
+
+def _curve_values(obj, action, frames):
+    """{(data_path, index): values at frames} of every F-curve, by Blender's evaluate()."""
+    return {
+        (fcurve.data_path, fcurve.array_index): np.array([fcurve.evaluate(f) for f in frames])
+        for fcurve in compat.iter_fcurves(obj, action)
+    }
+
+
+def _euler_rotation_matrices(values, order):
+    return np.array([np.array(Euler(tuple(v), order).to_matrix()) for v in values])
+
+
+def _assert_curves_equal(obj, before, after, frames, skip=(), tol=1e-5):
+    """Same curves; Euler triples compared as rotations, everything else by value."""
+    assert set(after) >= set(before)
+    for key, old in before.items():
+        if key in skip:
+            continue
+        path, index = key
+        if path.endswith(".rotation_euler"):
+            if index:
+                continue
+            bone = path.split('"')[1]
+            order = obj.pose.bones[bone].rotation_mode
+            old3 = np.stack([before[(path, i)] for i in range(3)], -1)
+            new3 = np.stack([after[(path, i)] for i in range(3)], -1)
+            error = np.abs(
+                _euler_rotation_matrices(old3, order) - _euler_rotation_matrices(new3, order)
+            ).max()
+            assert error < tol, f"{path}: rotation differs by {error}"
+        elif path.endswith(".rotation_quaternion"):
+            # Interpolated keys are not unit length; Blender normalises them, and so do we.
+            if index:
+                continue
+            old4 = np.stack([before[(path, i)] for i in range(4)], -1)
+            new4 = np.stack([after[(path, i)] for i in range(4)], -1)
+            error = np.abs(old4 / np.linalg.norm(old4, axis=-1, keepdims=True) - new4).max()
+            assert error < tol, f"{path}: normalised quaternion differs by {error}"
+        elif path.endswith(".rotation_axis_angle"):
+            # Interpolated axes are not unit length: compare as rotations.
+            if index:
+                continue
+            old4 = np.stack([before[(path, i)] for i in range(4)], -1)
+            new4 = np.stack([after[(path, i)] for i in range(4)], -1)
+            old_m, new_m = ([np.array(Quaternion(v[1:], v[0]).to_matrix()) for v in a] for a in (old4, new4))
+            error = np.abs(np.array(old_m) - np.array(new_m)).max()
+            assert error < tol, f"{path}: rotation differs by {error}"
+            assert np.allclose(np.linalg.norm(new4[:, 1:], axis=-1), 1.0)
+        else:
+            error = np.abs(after[key] - old).max()
+            assert error < tol * max(1.0, np.abs(old).max()), f"{path}[{index}] differs by {error}"
+
+
+def _hand_built_rig():
+    """Bones with rolls, connected and free, in quaternion / axis-angle / Euler modes, keyed
+    sparsely (Bezier) on some channels and left at a posed value on others."""
+    data = bpy.data.armatures.new("Rig")
+    obj = bpy.data.objects.new("Rig", data)
+    bpy.context.scene.collection.objects.link(obj)
+    bpy.context.view_layer.objects.active = obj
+    bpy.ops.object.mode_set(mode="EDIT")
+    spec = [
+        # name, parent, head, tail, roll, connected
+        ("root", None, (0.0, 0.1, 0.9), (0.0, 0.1, 1.1), 0.3, False),
+        ("thigh", "root", (0.1, 0.1, 0.9), (0.12, 0.05, 0.5), 0.7, False),
+        ("shin", "thigh", (0.12, 0.05, 0.5), (0.11, 0.1, 0.1), -1.2, True),
+        ("foot", "shin", (0.11, 0.1, 0.1), (0.11, -0.05, 0.02), 2.5, True),
+        ("toe", "foot", (0.11, -0.05, 0.02), (0.11, -0.12, 0.0), 0.0, True),
+        ("prop", "root", (-0.3, 0.0, 1.0), (-0.3, 0.2, 1.3), -0.4, False),
+    ]
+    for name, parent, head, tail, roll, connected in spec:
+        bone = data.edit_bones.new(name)
+        bone.head, bone.tail, bone.roll = head, tail, roll
+        if parent:
+            bone.parent = data.edit_bones[parent]
+            bone.use_connect = connected
+    bpy.ops.object.mode_set(mode="OBJECT")
+    modes = {"root": "QUATERNION", "thigh": "AXIS_ANGLE", "shin": "XZY", "foot": "QUATERNION", "toe": "YZX"}
+    modes["prop"] = "ZXY"
+    bones = obj.pose.bones
+    for name, mode in modes.items():
+        bones[name].rotation_mode = mode
+    rng = np.random.default_rng(7)
+
+    def unit_quaternion(previous):
+        q = Quaternion(rng.normal(0.0, 1.0, 4)).normalized()
+        return -q if q.dot(previous) < 0.0 else q  # keys in one hemisphere, as animators key
+
+    for frame in (1, 9, 20, 33, 40):
+        bones["root"].location = rng.normal(0.0, 0.2, 3)
+        bones["root"].rotation_quaternion = unit_quaternion(bones["root"].rotation_quaternion)
+        axis = rng.normal(0.0, 1.0, 3)
+        bones["thigh"].rotation_axis_angle = (rng.uniform(0.2, 2.5), *(axis / np.linalg.norm(axis)))
+        bones["shin"].rotation_euler = rng.uniform(-1.0, 1.0, 3)
+        bones["foot"].rotation_quaternion = unit_quaternion(bones["foot"].rotation_quaternion)
+        bones["toe"].rotation_euler = rng.uniform(-0.5, 0.5, 3)
+        bones["prop"].location = rng.normal(0.0, 0.1, 3)
+        for name, path in (
+            ("root", "location"),
+            ("root", "rotation_quaternion"),
+            ("thigh", "rotation_axis_angle"),
+            ("shin", "rotation_euler"),
+            ("foot", "rotation_quaternion"),
+            ("toe", "rotation_euler"),
+            ("prop", "location"),
+        ):
+            bones[name].keyframe_insert(path, frame=frame)
+    # Not keyed: these poses hold on every frame.
+    bones["prop"].rotation_euler = (0.4, -0.3, 1.9)
+    bones["prop"].scale = (1.5, 1.5, 1.5)
+    bones["foot"].location = (0.01, 0.02, -0.03)  # connected: Blender ignores it
+    return obj, obj.animation_data.action, 1, 40
+
+
+# --- reading ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("clip", ["cmu_07_01.bvh", "cmu_131_01.bvh"])
+@pytest.mark.parametrize("transformed", [False, True], ids=["identity", "scaled_rotated"])
+def test_bvh_fk_matches_blender(clips_dir, clip, transformed):
+    _reset()
+    obj, action, first, last = _import_bvh(clips_dir, clip)
+    if transformed:
+        _transform_object(obj)
+    toe = "LeftToeBase" if "LeftToeBase" in obj.pose.bones else "LeftToe"
+    skeleton, motion, joint_map = armature.read_motion(obj, action, first, last, extra_tails=[toe])
+    assert motion.rot.shape == (last - first + 1, len(obj.pose.bones) + 1, 4)
+    assert skeleton.names[-1] == toe + ".tail" and skeleton.parents[-1] == skeleton.index(toe)
+    assert {obj.pose.bones[n].rotation_mode for n in skeleton.names[:-1]} <= set(channels.EULER_ORDERS)
+    scene = bpy.context.scene
+    assert motion.fps == pytest.approx(scene.render.fps / scene.render.fps_base)
+    assert not joint_map.unsupported
+    _assert_fk_matches_blender(obj, skeleton, motion, first, [first, first + 1, (first + last) // 2, last])
+
+
+def test_hand_built_rig_fk_matches_blender():
+    _reset()
+    obj, action, first, last = _hand_built_rig()
+    _transform_object(obj)
+    skeleton, motion, joint_map = armature.read_motion(obj, action, first, last, extra_tails=["toe", "foot"])
+    assert skeleton.names[-2:] == ["toe.tail", "foot.tail"]
+    assert joint_map.rotation_modes["thigh"] == "AXIS_ANGLE"
+    _assert_fk_matches_blender(obj, skeleton, motion, first, [1, 5, 9, 14, 27, 40])
+
+
+def test_read_refuses_non_uniform_object_scale(clips_dir):
+    _reset()
+    obj, action, first, last = _import_bvh(clips_dir, "cmu_07_01.bvh")
+    obj.scale = (1.0, 2.0, 1.0)
+    bpy.context.view_layer.update()
+    with pytest.raises(AdapterError, match="non-uniformly"):
+        armature.read_motion(obj, action, first, last)
+
+
+def test_read_names_bone_channel_and_frame_of_nan(clips_dir):
+    _reset()
+    obj, action, first, last = _import_bvh(clips_dir, "cmu_07_01.bvh")
+    path = armature.bone_data_path("LeftFoot") + ".rotation_euler"
+    fcurve = compat.find_fcurve(compat.channel_bag(obj, action), path, 1)
+    fcurve.keyframe_points[41].co.y = float("nan")  # the key of frame 42
+    with pytest.raises(AdapterError, match=r"'LeftFoot'.*rotation_euler\[1\].*frame 42"):
+        armature.read_motion(obj, action, first, last)
+
+
+def test_unsupported_bone_settings_are_flagged_and_refused_on_write():
+    _reset()
+    obj, action, first, last = _hand_built_rig()
+    obj.data.bones["shin"].use_inherit_rotation = False
+    obj.pose.bones["prop"].scale = (1.0, 2.0, 1.0)
+    bpy.context.view_layer.update()
+    with pytest.raises(AdapterError, match=r"'prop' is scaled non-uniformly"):
+        armature.read_motion(obj, action, first, last)
+    obj.pose.bones["prop"].scale = (1.0, 1.0, 1.0)
+    _skeleton, motion, joint_map = armature.read_motion(obj, action, first, last)
+    assert joint_map.unsupported == {"shin": "does not inherit rotation"}
+    joint_map.require_exact(["thigh", "prop"])  # not below the shin: fine
+    with pytest.raises(AdapterError, match=r"'shin' does not inherit rotation.*'toe'"):
+        armature.write_motion(obj, action, joint_map, motion, first, ["toe"], [])
+    obj.data.bones["shin"].use_inherit_rotation = True
+    _skeleton, motion, joint_map = armature.read_motion(obj, action, first, last)
+    with pytest.raises(AdapterError, match="'foot' is connected"):
+        armature.write_motion(obj, action, joint_map, motion, first, [], ["foot"])
+
+
+# --- writing ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("clip", ["cmu_07_01.bvh", "cmu_131_01.bvh"])
+def test_round_trip_into_a_copy_leaves_every_curve_unchanged(clips_dir, clip):
+    _reset()
+    obj, action, first, last = _import_bvh(clips_dir, clip)
+    _transform_object(obj)
+    frames = np.arange(first, last + 1)
+    before = _curve_values(obj, action, frames)
+    skeleton, motion, joint_map = armature.read_motion(obj, action, first, last)
+    bones = [name for name in skeleton.names if not joint_map.connected[name]]
+    result = armature.write_motion(
+        obj,
+        action,
+        joint_map,
+        motion,
+        first,
+        rotation_bones=list(skeleton.names),
+        location_bones=bones,
+        new_action_name=action.name + ".footlock",
+    )
+    assert result != action and result.name == action.name + ".footlock"
+    assert obj.animation_data.action == result
+    if compat.LAYERED_ACTIONS:
+        assert obj.animation_data.action_slot is not None
+        assert obj.animation_data.action_slot.identifier == result.slots[0].identifier
+    assert action.users >= 1  # the original survives saving
+    after = _curve_values(obj, result, frames)
+    _assert_curves_equal(obj, before, after, frames)
+    # Stronger than equal rotations: the Euler values come back too (same solution, same turns).
+    for key, old in before.items():
+        assert np.abs(after[key] - old).max() < 1e-5 * max(1.0, np.abs(old).max()), key
+    _assert_curves_equal(obj, before, _curve_values(obj, action, frames), frames, tol=1e-12)
+
+
+def test_round_trip_hand_built_rig_all_rotation_modes():
+    _reset()
+    obj, action, first, last = _hand_built_rig()
+    frames = np.arange(first, last + 1)
+    before = _curve_values(obj, action, frames)
+    skeleton, motion, joint_map = armature.read_motion(obj, action, first, last)
+    result = armature.write_motion(
+        obj,
+        action,
+        joint_map,
+        motion,
+        first,
+        rotation_bones=["root", "thigh", "shin", "foot", "toe"],
+        location_bones=["root", "prop"],
+        new_action_name="solved",
+    )
+    after = _curve_values(obj, result, frames)
+    _assert_curves_equal(obj, before, after, frames)
+    # Every frame is keyed now, linearly, grouped under its bone.
+    fcurve = compat.find_fcurve(
+        compat.channel_bag(obj, result), armature.bone_data_path("thigh") + ".rotation_axis_angle", 0
+    )
+    assert len(fcurve.keyframe_points) == len(frames)
+    assert {point.interpolation for point in fcurve.keyframe_points} == {"LINEAR"}
+    # Curves created for channels that had none before (prop's rotation was not keyed).
+    armature.write_motion(obj, result, joint_map, motion, first, rotation_bones=["prop"], location_bones=[])
+    created = compat.find_fcurve(
+        compat.channel_bag(obj, result), armature.bone_data_path("prop") + ".rotation_euler", 2
+    )
+    assert created is not None and created.group is not None and created.group.name == "prop"
+    assert np.allclose(
+        [created.evaluate(f) for f in frames], obj.pose.bones["prop"].rotation_euler[2], atol=1e-6
+    )
+    _skeleton, motion_again, _map = armature.read_motion(obj, result, first, last)
+    _assert_fk_matches_blender(obj, skeleton, motion_again, first, [1, 9, 23, 40])
+
+
+def test_write_changes_only_the_listed_channels(clips_dir):
+    _reset()
+    obj, action, first, last = _import_bvh(clips_dir, "cmu_07_01.bvh")
+    _transform_object(obj)
+    frames = np.arange(first, last + 1)
+    before = _curve_values(obj, action, frames)
+    skeleton, motion, joint_map = armature.read_motion(obj, action, first, last)
+    solved = motion.copy()
+    foot, hips = skeleton.index("LeftFoot"), skeleton.index("Hips")
+    twist = quat.from_axis_angle(np.array([0.0, 0.6, 0.8]), np.linspace(0.0, 0.5, len(frames)))
+    solved.rot[:, foot] = quat.multiply(twist, solved.rot[:, foot])
+    solved.pos[:, hips] += np.array([0.03, -0.02, 0.05])
+    armature.write_motion(obj, action, joint_map, solved, first, ["LeftFoot"], ["Hips"])  # in place
+    after = _curve_values(obj, action, frames)
+    changed = {
+        key
+        for key in before
+        if key[0].startswith(('pose.bones["LeftFoot"].rotation', 'pose.bones["Hips"].loc'))
+    }
+    assert len(changed) == 6
+    _assert_curves_equal(obj, before, after, frames, skip=changed, tol=1e-12)
+    for key in changed:
+        assert np.abs(after[key] - before[key]).max() > 1e-3, key
+    # Blender now poses the bones as solved.
+    _assert_fk_matches_blender(obj, skeleton, solved, first, [first, 100, last])
+
+
+def test_euler_curves_stay_continuous_through_full_turns(clips_dir):
+    _reset()
+    obj, action, first, last = _import_bvh(clips_dir, "cmu_131_01.bvh")  # ZYX and ZXY bones
+    skeleton, motion, joint_map = armature.read_motion(obj, action, first, last)
+    solved = motion.copy()
+    spin = quat.from_axis_angle(np.array([0.0, 0.0, 1.0]), np.linspace(0.0, 6 * np.pi, motion.frames))
+    tumble = quat.from_axis_angle(np.array([1.0, 0.0, 0.0]), np.linspace(0.0, 3 * np.pi, motion.frames))
+    bones = ["Hips", "LeftAnkle", "RightKnee"]
+    for name in bones:
+        j = skeleton.index(name)
+        solved.rot[:, j] = quat.multiply(quat.multiply(spin, tumble), solved.rot[:, j])
+    frames = np.arange(first, last + 1)
+    original = _curve_values(obj, action, frames[:1])
+    result = armature.write_motion(obj, action, joint_map, solved, first, bones, [], new_action_name="spun")
+    written = _curve_values(obj, result, frames)
+    for name in bones:
+        path = armature.bone_data_path(name) + ".rotation_euler"
+        order = obj.pose.bones[name].rotation_mode
+        values = np.stack([written[(path, i)] for i in range(3)], -1)
+        # Blender's own answer: Matrix.to_euler(order, previous) frame after frame, starting
+        # next to the value the curve had.
+        previous = Euler([original[(path, i)][0] for i in range(3)], order)
+        expected = []
+        for matrix in _euler_rotation_matrices(values, order):
+            previous = Matrix(matrix).to_euler(order, previous)
+            expected.append(tuple(previous))
+        assert np.abs(values - np.array(expected)).max() < 1e-4, name
+        assert np.abs(np.diff(values, axis=0)).max() < 1.0, name  # no 2*pi or branch jumps
+    _assert_fk_matches_blender(obj, skeleton, solved, first, [first, 300, 700, last])
+
+
+# --- contact curves ---------------------------------------------------------------------
+
+
+def test_contact_curve_keys_changes_only_constant(clips_dir):
+    _reset()
+    obj, action, first, last = _import_bvh(clips_dir, "cmu_07_01.bvh")
+    frames = np.arange(first, last + 1)
+    assert not armature.has_contact_curve(obj, action, "LeftFoot")
+    assert armature.read_contact_curve(obj, action, "LeftFoot", frames) is None
+    contact = ((frames // 30) % 2).astype(float)
+    contact[100:105] = 0.5
+    fcurve = armature.write_contact_curve(obj, action, "LeftFoot", frames, contact)
+    assert armature.has_contact_curve(obj, action, "LeftFoot")
+    assert not armature.has_contact_curve(obj, action, "RightFoot")
+    changes = 1 + int(np.count_nonzero(np.diff(contact)))
+    assert len(fcurve.keyframe_points) == changes
+    assert {point.interpolation for point in fcurve.keyframe_points} == {"CONSTANT"}
+    assert fcurve.group is not None and fcurve.group.name == "LeftFoot"
+    assert np.array_equal(armature.read_contact_curve(obj, action, "LeftFoot", frames), contact)
+    assert np.array_equal([fcurve.evaluate(f) for f in frames], contact)
+    ui = obj.pose.bones["LeftFoot"].id_properties_ui(armature.CONTACT_PROPERTY).as_dict()
+    assert (ui["min"], ui["max"], ui["soft_min"], ui["soft_max"]) == (0.0, 1.0, 0.0, 1.0)
+    # Blender evaluates the property from the curve.
+    bpy.context.scene.frame_set(35)
+    assert obj.pose.bones["LeftFoot"][armature.CONTACT_PROPERTY] == pytest.approx(1.0)
+    # Rewriting a sub-range keeps the keys outside it.
+    armature.write_contact_curve(obj, action, "LeftFoot", frames[200:250], np.ones(50))
+    expected = contact.copy()
+    expected[200:250] = 1.0
+    assert np.array_equal(armature.read_contact_curve(obj, action, "LeftFoot", frames), expected)
+
+
+# --- the F-curve layer ------------------------------------------------------------------
+
+
+def test_bulk_keys_and_reading_paths():
+    _reset()
+    obj = bpy.data.objects.new("Empty", None)
+    bpy.context.scene.collection.objects.link(obj)
+    action = bpy.data.actions.new("Act")
+    compat.assign_action(obj, action)
+    bag = compat.channel_bag(obj, action, create=True)
+    curve = compat.new_fcurve(bag, "location", 2, group="Object Transforms")
+    assert curve.group.name == "Object Transforms"
+    compat.write_keys(curve, [1, 5, 9], [0.0, 2.0, -1.0], "LINEAR")
+    assert [p.interpolation for p in curve.keyframe_points] == ["LINEAR"] * 3
+    frames = np.arange(-2, 13)
+    expected = np.array([curve.evaluate(f) for f in frames])
+    assert np.allclose(compat.read_values(curve, frames), expected)  # linear: interpolated in numpy
+    compat.write_keys(curve, [1, 5, 9], [0.0, 2.0, -1.0], "BEZIER")
+    expected = np.array([curve.evaluate(f) for f in frames])
+    assert not np.allclose(expected[4:7], [1.0, 1.5, 2.0][::-1])
+    assert np.allclose(compat.read_values(curve, frames), expected)  # Bezier: evaluate()
+    compat.write_keys(curve, [3, 4], [7.0, 8.0], "CONSTANT", keep_outside=True)
+    co = [tuple(p.co) for p in curve.keyframe_points]
+    assert co == [(1.0, 0.0), (3.0, 7.0), (4.0, 8.0), (5.0, 2.0), (9.0, -1.0)]
+    assert [p.interpolation for p in curve.keyframe_points] == [
+        "BEZIER",
+        "CONSTANT",
+        "CONSTANT",
+        "BEZIER",
+        "BEZIER",
+    ]
+    assert compat.find_fcurve(bag, "location", 2) == curve
+    assert list(compat.iter_fcurves(obj, action)) == [curve]
+    if compat.LAYERED_ACTIONS:
+        assert obj.animation_data.action_slot is not None
+
+
+# --- speed ------------------------------------------------------------------------------
+
+
+def _long_action(obj, action, first, last, frames):
+    """Copy of ``action`` with every curve tiled out to ``frames`` keys (one per frame)."""
+    long = compat.copy_action(obj, action, "long")
+    bag = compat.channel_bag(obj, long)
+    source = np.arange(first, last + 1)
+    target = np.arange(1, frames + 1)
+    for fcurve in bag.fcurves:
+        values = np.resize(compat.read_values(fcurve, source), frames)
+        compat.write_keys(fcurve, target, values)
+    return long
+
+
+@pytest.mark.parametrize("frames", [1_000, 10_000])
+def test_read_write_speed(clips_dir, frames):
+    _reset()
+    obj, action, first, last = _import_bvh(clips_dir, "cmu_01_01.bvh")
+    long = _long_action(obj, action, first, last, frames)
+    every_bone = [bone.name for bone in obj.pose.bones]
+    legs = ["Hips"] + [
+        f"{side}{part}" for side in ("Left", "Right") for part in ("UpLeg", "Leg", "Foot", "ToeBase")
+    ]
+
+    start = time.perf_counter()
+    _skeleton, motion, joint_map = armature.read_motion(
+        obj, long, 1, frames, extra_tails=["LeftToeBase", "RightToeBase"]
+    )
+    read = time.perf_counter() - start
+    start = time.perf_counter()
+    armature.write_motion(obj, long, joint_map, motion, 1, legs, ["Hips"], "long.legs")
+    write_legs = time.perf_counter() - start
+    compat.assign_action(obj, long)
+    start = time.perf_counter()
+    armature.write_motion(obj, long, joint_map, motion, 1, every_bone, ["Hips"], "long.all")
+    write_all = time.perf_counter() - start
+    print(
+        f"\n{frames} frames x {len(every_bone)} bones ({len(compat.fcurve_table(compat.channel_bag(obj, long)))} curves): "
+        f"read {read * 1e3:.0f} ms; write legs + hips ({3 * len(legs) + 3} curves, into a copy) {write_legs * 1e3:.0f} ms; "
+        f"write every bone ({3 * len(every_bone) + 3} curves, into a copy) {write_all * 1e3:.0f} ms"
+    )
+    assert motion.frames == frames
+    assert read + write_all < 1.5  # generous for slow CI machines; see the printed figures

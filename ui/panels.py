@@ -1,0 +1,93 @@
+"""The "Foot Lock" tab of the 3D View sidebar (N-panel)."""
+
+import bpy
+
+
+class FootLockPanel:
+    bl_space_type = "VIEW_3D"
+    bl_region_type = "UI"
+    bl_category = "Foot Lock"
+
+    @classmethod
+    def poll(cls, context):
+        obj = context.active_object
+        return obj is not None and obj.type == "ARMATURE"
+
+
+class FOOT_LOCK_PT_main(FootLockPanel, bpy.types.Panel):
+    bl_label = "Foot Lock"
+
+    def draw(self, context):
+        layout = self.layout
+        settings = context.active_object.foot_lock
+        column = layout.column()
+        column.scale_y = 1.5
+        column.operator("foot_lock.remove_sliding", icon="CON_FLOOR")
+        layout.prop(settings, "in_place")
+        draw_report(layout, settings.report)
+
+
+def draw_report(layout, report):
+    if not report.valid:
+        return
+    box = layout.box()
+    box.label(text=f"Last bake: {report.frames} frames -> {report.action}", icon="INFO")
+    grid = box.grid_flow(columns=3, even_columns=True, align=True)
+    for label, before, after in (
+        ("Slide cm/s", f"{report.slide_before:.1f}", f"{report.slide_after:.2f}"),
+        ("Skating", f"{100 * report.skate_before:.1f}%", f"{100 * report.skate_after:.1f}%"),
+    ):
+        grid.label(text=label)
+        grid.label(text=before)
+        grid.label(text=after)
+    box.label(text=f"Contact frames: {report.contact_frames}   Pelvis shift: {report.pelvis_shift:.1f} cm")
+    box.label(text=f"Took {report.seconds:.2f} s")
+
+
+class FOOT_LOCK_PT_legs(FootLockPanel, bpy.types.Panel):
+    bl_label = "Legs"
+    bl_parent_id = "FOOT_LOCK_PT_main"
+
+    def draw(self, context):
+        layout = self.layout
+        obj = context.active_object
+        settings = obj.foot_lock
+        layout.operator("foot_lock.detect_legs", icon="BONE_DATA")
+        layout.prop_search(settings, "pelvis", obj.data, "bones")
+        if not settings.legs:
+            layout.label(text="No legs yet: Detect Legs, or Remove Foot Sliding finds them", icon="QUESTION")
+        for leg in settings.legs:
+            box = layout.box()
+            box.label(text=leg.name.replace("_", " ").title(), icon="MOD_ARMATURE")
+            for role in ("thigh", "shin", "foot", "toe"):
+                box.prop_search(leg, role, obj.data, "bones")
+
+
+class FOOT_LOCK_PT_contacts(FootLockPanel, bpy.types.Panel):
+    bl_label = "Contacts"
+    bl_parent_id = "FOOT_LOCK_PT_main"
+
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        settings = context.active_object.foot_lock
+        layout.operator("foot_lock.detect_contacts", icon="KEYFRAME")
+        layout.prop(settings, "overwrite_contacts")
+        for name in ("speed_threshold", "height_threshold", "vote_window", "min_gap", "smoothing", "compensate_slip"):
+            layout.prop(settings, name)
+
+
+class FOOT_LOCK_PT_solver(FootLockPanel, bpy.types.Panel):
+    bl_label = "Solver"
+    bl_parent_id = "FOOT_LOCK_PT_main"
+    bl_options = {"DEFAULT_CLOSED"}
+
+    def draw(self, context):
+        layout = self.layout
+        layout.use_property_split = True
+        settings = context.active_object.foot_lock
+        for name in ("softening", "height_clamp", "heel_look_at", "toe_look_at"):
+            layout.prop(settings, name)
+
+
+classes = (FOOT_LOCK_PT_main, FOOT_LOCK_PT_legs, FOOT_LOCK_PT_contacts, FOOT_LOCK_PT_solver)
