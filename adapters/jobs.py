@@ -17,6 +17,7 @@ from ..solvers.legs import detect_legs
 from ..solvers.rig import Leg, Rig
 from . import armature
 from .errors import AdapterError
+from .properties import contact_settings, solver_settings
 
 UP = (0.0, 0.0, 1.0)  # Blender's world is Z-up
 FOOTLOCK_SUFFIX = ".footlock"
@@ -162,7 +163,7 @@ def detect_contacts(obj, overwrite=False):
     settings = ensure_legs(obj)
     action = editable_action(obj)
     clip = read_clip(obj, action)
-    labels, _ = label_contacts(clip.skeleton, clip.motion, clip.rig, UP, settings.contact_settings())
+    labels, _ = label_contacts(clip.skeleton, clip.motion, clip.rig, UP, contact_settings(settings))
     written, kept = [], []
     for bone, values in zip(clip.contact_bones, labels):
         if armature.has_contact_curve(obj, action, bone) and not overwrite:
@@ -196,12 +197,12 @@ def remove_sliding(obj, scene, progress=lambda fraction: None):
     contacts = stored_contacts(obj, action, clip)
     missing = np.isnan(contacts).any(axis=1)
     if missing.any():
-        labels, _ = label_contacts(clip.skeleton, clip.motion, clip.rig, UP, settings.contact_settings())
+        labels, _ = label_contacts(clip.skeleton, clip.motion, clip.rig, UP, contact_settings(settings))
         contacts[missing] = labels[missing]
     progress(0.4)
     result = remove_foot_sliding(
         clip.skeleton, clip.motion, clip.rig, UP, contacts=contacts,
-        settings=settings.solver_settings(), unit_scale=unit_scale(scene),
+        settings=solver_settings(settings), unit_scale=unit_scale(scene),
     )
     progress(0.7)
     joint_map = clip.joint_map

@@ -114,24 +114,30 @@ class FOOT_LOCK_PG_settings(PropertyGroup):
 
     report: PointerProperty(type=FOOT_LOCK_PG_report)
 
-    def contact_settings(self):
-        return ContactSettings(
-            speed_threshold=self.speed_threshold,
-            height_threshold=self.height_threshold,
-            vote_window=self.vote_window,
-            min_gap=self.min_gap,
-            smoothing=self.smoothing,
-            compensate_slip=self.compensate_slip,
-        )
 
-    def solver_settings(self):
-        return FootLockSettings(
-            contacts=self.contact_settings(),
-            softening_ratio=self.softening,
-            height_clamp=self.height_clamp,
-            heel_look_at=self.heel_look_at,
-            toe_look_at=self.toe_look_at,
-        )
+# Plain functions, not PropertyGroup methods: Blender 4.2 crashes at exit when a
+# registered PropertyGroup class carries Python methods.
+def contact_settings(settings):
+    """The solver core's contact settings from an object's ``foot_lock`` settings."""
+    return ContactSettings(
+        speed_threshold=settings.speed_threshold,
+        height_threshold=settings.height_threshold,
+        vote_window=settings.vote_window,
+        min_gap=settings.min_gap,
+        smoothing=settings.smoothing,
+        compensate_slip=settings.compensate_slip,
+    )
+
+
+def solver_settings(settings):
+    """The solver core's settings from an object's ``foot_lock`` settings."""
+    return FootLockSettings(
+        contacts=contact_settings(settings),
+        softening_ratio=settings.softening,
+        height_clamp=settings.height_clamp,
+        heel_look_at=settings.heel_look_at,
+        toe_look_at=settings.toe_look_at,
+    )
 
 
 classes = (FOOT_LOCK_PG_leg, FOOT_LOCK_PG_report, FOOT_LOCK_PG_settings)

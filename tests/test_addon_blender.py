@@ -151,3 +151,209 @@ def test_no_pops_no_extra_straight_legs_nothing_under_ground(baked_scenarios, sc
 def test_contact_curves_on_sliding_input_match_original_contacts(baked_scenarios, scale):
     s = baked_scenarios[scale]
     assert f1_score(s["found"], s["reference"]) >= 0.9
+
+
+def snapshot(obj, action):
+    """Every F-curve's keys, by (data_path, index)."""
+    from foot_lock.adapters import action_compat
+
+    return {
+        (fc.data_path, fc.array_index): [tuple(key.co) for key in fc.keyframe_points]
+        for fc in action_compat.iter_fcurves(obj, action)
+    }
+
+
+def test_bake_keeps_the_original_and_every_unsolved_channel(addon, clips_dir):
+    obj = import_clip(addon, clips_dir / "cmu_07_01.bvh")
+    source = obj.animation_data.action
+    before = snapshot(obj, source)
+    assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
+    baked = obj.animation_data.action
+    assert baked.name == "cmu_07_01.footlock" and baked != source
+    source_now = snapshot(obj, source)
+    contact_paths = {key for key in source_now if key[0].endswith('["foot_contact"]')}
+    assert {k: v for k, v in source_now.items() if k not in contact_paths} == before
+    after = snapshot(obj, baked)
+    solved_bones = {"Hips"} | {getattr(leg, role) for leg in obj.foot_lock.legs for role in ("thigh", "shin", "foot", "toe")}
+    for key, keys in before.items():
+        bone = key[0].split('"')[1]
+        if bone not in solved_bones or (bone == "Hips" and "rotation" in key[0]):
+            assert after[key] == keys, key
+    changed = [key for key in before if after[key] != before[key]]
+    assert changed and all(key[0].split('"')[1] in solved_bones for key in changed)
+
+
+def test_raw_capture_with_defects_bakes_without_nan_or_wild_pose(addon, clips_dir):
+    obj = import_clip(addon, clips_dir / "cmu_03_02.bvh")
+    source = obj.animation_data.action
+    assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
+    bones = [bone.name for bone in obj.data.bones]
+    before = world_joints(obj, bones, source)
+    after = world_joints(obj, bones)
+    assert np.isfinite(after).all()
+    assert np.linalg.norm(after - before, axis=-1).max() < 0.3
+
+
+def test_hand_edited_contact_is_obeyed(addon, clips_dir, tmp_path):
+    path = write_sliding_bvh(clips_dir / "cmu_07_01.bvh", tmp_path / "walk.bvh", 1.25)
+    obj = import_clip(addon, path)
+    addon.ops.foot_lock.detect_contacts()
+    action = obj.animation_data.action
+    toe = leg_bones(obj, "toe")[0]
+    frames = np.arange(1, 318)
+    contacts = contact_curve(obj, action, toe, frames)
+    edges = np.flatnonzero(np.diff(contacts))
+    first, last = edges[0] + 1, edges[1]  # the first full stance of that foot, as indices
+    edited = contacts.copy()
+    edited[first : last + 1] = 0.0
+    from foot_lock.adapters import armature
+
+    armature.write_contact_curve(obj, action, toe, frames, edited)
+    addon.ops.foot_lock.remove_sliding()
+    stance = np.zeros((1, len(frames)), dtype=bool)
+    stance[0, first : last + 1] = True
+    other = contacts.astype(bool)[None] & ~stance
+    toes_before = world_joints(obj, [toe], action)
+    toes_after = world_joints(obj, [toe])
+    fps = addon.context.scene.render.fps / addon.context.scene.render.fps_base
+    assert slide_cm_s(toes_after, stance, fps) > 0.8 * slide_cm_s(toes_before, stance, fps)
+    assert slide_cm_s(toes_after, other, fps) < 1.0
+
+
+def test_undo_restores_the_original_action_and_data(addon, clips_dir):
+    addon.ops.wm.read_factory_settings(use_empty=False)  # the undo stack needs a screen
+    for obj in list(addon.data.objects):
+        addon.data.objects.remove(obj)
+    obj = import_clip(addon, clips_dir / "cmu_07_01.bvh")
+    window = addon.context.window_manager.windows[0]
+    with addon.context.temp_override(window=window, screen=window.screen, area=window.screen.areas[0]):
+        addon.ops.ed.undo_push(message="before Foot Lock")
+        before = snapshot(obj, obj.animation_data.action)
+        addon.ops.foot_lock.remove_sliding()
+        addon.ops.ed.undo_push(message="Remove Foot Sliding")  # what a click in the UI pushes
+        assert addon.data.objects["cmu_07_01"].animation_data.action.name == "cmu_07_01.footlock"
+        addon.ops.ed.undo()
+    obj = addon.data.objects["cmu_07_01"]
+    assert obj.animation_data.action.name == "cmu_07_01"
+    assert "cmu_07_01.footlock" not in addon.data.actions
+    assert snapshot(obj, obj.animation_data.action) == before
+    assert not obj.foot_lock.report.valid
+
+
+def scale_location_keys(obj, factor):
+    from foot_lock.adapters import action_compat
+
+    for fcurve in action_compat.iter_fcurves(obj, obj.animation_data.action):
+        if fcurve.data_path.endswith(".location"):
+            co = np.empty(2 * len(fcurve.keyframe_points))
+            fcurve.keyframe_points.foreach_get("co", co)
+            co[1::2] *= factor
+            fcurve.keyframe_points.foreach_set("co", co)
+            fcurve.update()
+
+
+def test_scaled_rotated_armature_gives_the_same_world_motion(addon, clips_dir):
+    plain = import_clip(addon, clips_dir / "cmu_07_01.bvh")
+    addon.ops.foot_lock.remove_sliding()
+    bones = [bone.name for bone in plain.data.bones]
+    expected = world_joints(plain, bones)
+
+    # An FBX-style import: the rig stored in centimetres and Y-up, its object scaled 0.01
+    # and turned 90 degrees about X to stand in Blender's Z-up world as before.
+    fbx = import_clip(addon, clips_dir / "cmu_07_01.bvh")
+    addon.ops.object.select_all(action="DESELECT")
+    fbx.select_set(True)
+    addon.context.view_layer.objects.active = fbx
+    fbx.scale = (100.0, 100.0, 100.0)
+    fbx.rotation_euler = (-np.pi / 2, 0.0, 0.0)
+    addon.ops.object.transform_apply(location=False, rotation=True, scale=True)
+    scale_location_keys(fbx, 100.0)  # the motion in centimetres too
+    fbx.scale = (0.01, 0.01, 0.01)
+    fbx.rotation_euler = (np.pi / 2, 0.0, 0.0)
+    addon.context.view_layer.update()
+    assert np.abs(world_joints(fbx, bones) - world_joints(plain, bones, addon.data.actions["cmu_07_01"])).max() < 1e-4
+    assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
+    assert np.abs(world_joints(fbx, bones) - expected).max() < 1e-4
+
+
+def as_quaternion_rig(bpy, obj):
+    """The same motion keyed as quaternions on every bone."""
+    from foot_lock.adapters import armature
+    from foot_lock.adapters.jobs import frame_range
+
+    action = obj.animation_data.action
+    start, end = frame_range(action)
+    _, motion, joint_map = armature.read_motion(obj, action, start, end)
+    for pose_bone in obj.pose.bones:
+        pose_bone.rotation_mode = "QUATERNION"
+    joint_map.rotation_modes = dict.fromkeys(joint_map.rotation_modes, "QUATERNION")
+    bones = [bone.name for bone in obj.data.bones]
+    armature.write_motion(obj, action, joint_map, motion, start, bones, [], new_action_name="quaternions")
+
+
+def test_quaternion_and_euler_rigs_bake_alike(addon, clips_dir):
+    euler = import_clip(addon, clips_dir / "cmu_07_01.bvh")
+    addon.ops.foot_lock.remove_sliding()
+    bones = [bone.name for bone in euler.data.bones]
+    expected = world_joints(euler, bones)
+
+    quaternion = import_clip(addon, clips_dir / "cmu_07_01.bvh")
+    as_quaternion_rig(addon, quaternion)
+    assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
+    assert quaternion.animation_data.action.name == "quaternions.footlock"
+    assert np.abs(world_joints(quaternion, bones) - expected).max() < 1e-4
+
+
+class TestBadInput:
+    """Each a clear error, and nothing changed."""
+
+    @pytest.fixture(autouse=True)
+    def scene(self, addon, clips_dir):
+        self.bpy = addon
+        self.obj = import_clip(addon, clips_dir / "cmu_07_01.bvh")
+        self.clips_dir = clips_dir
+
+    def state(self):
+        return repr({action.name: snapshot(self.obj, action) for action in self.bpy.data.actions})  # NaN-safe
+
+    def assert_refused(self, message):
+        before = self.state()
+        with pytest.raises(RuntimeError, match=message):
+            self.bpy.ops.foot_lock.remove_sliding()
+        assert self.state() == before
+
+    def test_no_armature_selected(self):
+        self.bpy.context.view_layer.objects.active = None
+        assert not self.bpy.ops.foot_lock.remove_sliding.poll()
+        self.assert_refused("Select an armature")
+
+    def test_no_action(self):
+        self.obj.animation_data.action = None
+        self.assert_refused("has no action")
+
+    def test_legs_not_found(self):
+        self.bpy.ops.object.armature_add()  # a single bone
+        self.bpy.context.active_object.animation_data_create().action = self.obj.animation_data.action
+        self.assert_refused("no leg chains found")
+
+    def test_one_frame_action(self):
+        action = self.obj.animation_data.action
+        action.use_frame_range = True
+        action.frame_start = action.frame_end = 5
+        self.assert_refused("single frame")
+
+    def test_nan_keys(self):
+        from foot_lock.adapters import action_compat
+
+        fcurve = next(fc for fc in action_compat.iter_fcurves(self.obj, self.obj.animation_data.action)
+                      if fc.data_path == 'pose.bones["LeftLeg"].rotation_euler')
+        fcurve.keyframe_points[40].co[1] = float("nan")
+        self.assert_refused(r"LeftLeg.*not a number at frame 41")
+
+    def test_library_linked_action(self, tmp_path):
+        library = tmp_path / "library.blend"
+        self.bpy.data.libraries.write(str(library), {self.obj.animation_data.action}, fake_user=True)
+        with self.bpy.data.libraries.load(str(library), link=True) as (source, target):
+            target.actions = list(source.actions)
+        self.obj.animation_data.action = target.actions[0]
+        self.assert_refused("linked from")
