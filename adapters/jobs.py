@@ -89,6 +89,15 @@ def _check_leg_bones(obj, settings):
             raise AdapterError(f"leg {leg.name!r}: toe bone {leg.toe!r} is not in {obj.name!r}")
 
 
+def translation_bone(obj, pelvis):
+    """The bone whose location moves the body: the pelvis, or (when the pelvis is
+    connected to its parent, so its location is ignored) its nearest free ancestor."""
+    bone = obj.data.bones[pelvis]
+    while bone.use_connect and bone.parent is not None:
+        bone = bone.parent
+    return bone.name
+
+
 def contact_bone(leg):
     """The bone that carries a leg's ``foot_contact`` curve: the toe, or the foot."""
     return leg.toe or leg.foot
@@ -136,7 +145,7 @@ def read_clip(obj, action):
             legs.append(Leg(leg.name, joint(leg.thigh), joint(leg.shin), joint(leg.foot), joint(leg.toe), tail))
         else:
             legs.append(Leg(leg.name, joint(leg.thigh), joint(leg.shin), joint(leg.foot), tail, None))
-    rig = Rig(joint_map.joint(settings.pelvis), legs)
+    rig = Rig(joint_map.joint(translation_bone(obj, settings.pelvis)), legs)
     frames = np.arange(start, end + 1)
     return Clip(skeleton, motion, joint_map, rig, [contact_bone(leg) for leg in settings.legs], frames)
 

@@ -82,6 +82,7 @@ def main(argv=None):
     import_foot_lock()
     core_figures(args.clips)
     if args.blender:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
         from blender_benchmark import blender_figures
 
         blender_figures(args.clips)

@@ -49,10 +49,11 @@ def measure_leg(grot, gpos, leg, up, softening_ratio=0.02, comfortable_reach=0.9
     bones = float(np.min(thigh + shin))
     extension = np.linalg.norm(ankle - hip, axis=-1)
     # Per frame, a leg may reach as far as it does in the input or, where it is
-    # bent, up to a comfortable share of its bones -- never to a straight leg it
-    # did not have ("avoid the dinosaur"). The soft clamp starts there and ends
-    # half way to the bones' full reach.
-    reach = np.maximum(extension, comfortable_reach * bones)
+    # bent, up to a comfortable share of its bones -- but never further than the
+    # clip ever stretches it, and never to a straight leg it did not have ("avoid
+    # the dinosaur"). The soft clamp starts there and ends half way to the bones'
+    # full reach.
+    reach = np.maximum(extension, min(comfortable_reach * bones, float(extension.max())))
     softening = np.maximum(np.minimum(softening_ratio * bones, 0.5 * (bones - reach)), 1e-9 * bones)
     heights = gpos @ np.asarray(up, dtype=float)
     tip = leg.toe_end if leg.toe_end is not None else leg.toe

@@ -357,3 +357,34 @@ class TestBadInput:
             target.actions = list(source.actions)
         self.obj.animation_data.action = target.actions[0]
         self.assert_refused("linked from")
+
+
+MIXAMO_NAMES = {
+    "Hips": "mixamorig:Hips", "LeftUpLeg": "mixamorig:LeftUpLeg", "LeftLeg": "mixamorig:LeftLeg",
+    "LeftFoot": "mixamorig:LeftFoot", "LeftToeBase": "mixamorig:LeftToeBase",
+    "RightUpLeg": "mixamorig:RightUpLeg", "RightLeg": "mixamorig:RightLeg",
+    "RightFoot": "mixamorig:RightFoot", "RightToeBase": "mixamorig:RightToeBase",
+}
+
+
+def test_renamed_rig_with_a_root_above_the_pelvis(addon, clips_dir, tmp_path):
+    """Other names, a root bone above the pelvis, sliding input: legs found, feet locked."""
+    path = write_sliding_bvh(clips_dir / "cmu_07_01.bvh", tmp_path / "walk.bvh", 1.25)
+    obj = import_clip(addon, path)
+    for old, new in MIXAMO_NAMES.items():
+        obj.data.bones[old].name = new  # Blender renames the F-curves with the bones
+    addon.ops.object.mode_set(mode="EDIT")
+    root = obj.data.edit_bones.new("root")
+    root.head, root.tail = (0.0, 0.0, 0.0), (0.0, 0.3, 0.0)
+    obj.data.edit_bones["mixamorig:Hips"].parent = root
+    addon.ops.object.mode_set(mode="OBJECT")
+    source = obj.animation_data.action
+    assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
+    assert obj.foot_lock.pelvis == "mixamorig:Hips"
+    assert [leg.toe for leg in obj.foot_lock.legs] == ["mixamorig:LeftToeBase", "mixamorig:RightToeBase"]
+    toes = leg_bones(obj, "toe")
+    reference = reference_labels(clips_dir / "cmu_07_01.bvh")
+    contacts = np.array([reference[leg.name] for leg in obj.foot_lock.legs])
+    fps = addon.context.scene.render.fps / addon.context.scene.render.fps_base
+    assert slide_cm_s(world_joints(obj, toes, source), contacts, fps) > 20.0
+    assert slide_cm_s(world_joints(obj, toes), contacts, fps) < 1.5
