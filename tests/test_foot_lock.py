@@ -153,3 +153,18 @@ class TestBadInput:
     def test_contacts_of_the_wrong_shape_are_rejected(self):
         with pytest.raises(SolverInputError, match="contacts must be"):
             remove_foot_sliding(self.skeleton, self.motion, self.rig, bvh.UP, contacts=np.ones(3))
+
+
+def test_same_motion_at_half_the_frame_rate_gives_the_same_result():
+    skeleton, motion, rig = load("cmu_07_01")
+    sliding = scale_root_motion(skeleton, motion, 1.25)
+    half = type(sliding)(sliding.rot[::2].copy(), sliding.pos[::2].copy(), sliding.fps / 2)
+    full_rate = remove_foot_sliding(skeleton, sliding, rig, bvh.UP)
+    half_rate = remove_foot_sliding(skeleton, half, rig, bvh.UP)
+    assert np.mean((full_rate.contacts[:, ::2] > 0.5) == (half_rate.contacts > 0.5)) > 0.95
+    _, expected = forward_kinematics(skeleton, full_rate.motion.rot[::2], full_rate.motion.pos[::2])
+    _, got = forward_kinematics(skeleton, half_rate.motion.rot, half_rate.motion.pos)
+    toes = [leg.toe for leg in rig.legs]
+    assert np.linalg.norm(got[:, toes] - expected[:, toes], axis=-1).mean() < 0.01
+    assert np.linalg.norm(got[:, rig.pelvis] - expected[:, rig.pelvis], axis=-1).mean() < 0.01
+    assert half_rate.after["toe_slide_cm_s"] < 1.0
