@@ -62,7 +62,7 @@ def leg_length(gpos, rig):
 def label_contacts(skeleton, motion, rig, up, settings=None):
     """Contact weights (L, F) and the slip factor, for a clip as it is."""
     check_motion(skeleton, motion)
-    _, gpos = forward_kinematics(skeleton, motion.rot, motion.pos)
+    _, gpos = forward_kinematics(skeleton, motion.rot, motion.pos, _solved_joints(rig))
     toes = np.stack([gpos[:, leg.toe] for leg in rig.legs])
     return detect_contacts(toes, gpos[:, rig.pelvis], up, motion.fps, leg_length(gpos, rig), settings)
 
@@ -81,7 +81,7 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
         raise SolverInputError("the rig has no legs to lock")
     timings, slip, warnings = {}, 0.0, []
     with _timed(timings, "kinematics"):
-        grot, gpos = forward_kinematics(skeleton, motion.rot, motion.pos)
+        grot, gpos = forward_kinematics(skeleton, motion.rot, motion.pos, _solved_joints(rig))
         limits = [measure_leg(grot, gpos, leg, up, settings.softening_ratio) for leg in rig.legs]
     if contacts is None:
         with _timed(timings, "contacts"):
@@ -131,6 +131,11 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
         warnings=warnings,
         timings=timings,
     )
+
+
+def _solved_joints(rig):
+    """Every joint the solve reads: the pelvis and each leg down to its tip."""
+    return [rig.pelvis] + [leg.toe_end if leg.toe_end is not None else leg.toe for leg in rig.legs]
 
 
 def _rotated_joints(leg):

@@ -38,6 +38,15 @@ class Skeleton:
     def index(self, name):
         return self.names.index(name)
 
+    def closure(self, joints):
+        """``joints`` and all their ancestors, parents first."""
+        needed = set()
+        for joint in joints:
+            while joint >= 0 and joint not in needed:
+                needed.add(joint)
+                joint = self.parents[joint]
+        return sorted(needed)
+
     def chain(self, ancestor, joint):
         """Joint indices from ``ancestor`` down to ``joint`` (both included)."""
         path = [joint]
@@ -64,11 +73,16 @@ class Motion:
         return Motion(self.rot.copy(), self.pos.copy(), self.fps, dict(self.meta))
 
 
-def forward_kinematics(skeleton, rot, pos):
-    """Global rotations and positions (F, n, 4) / (F, n, 3) from local ones."""
+def forward_kinematics(skeleton, rot, pos, joints=None):
+    """Global rotations and positions (F, n, 4) / (F, n, 3) from local ones.
+
+    With ``joints`` only those joints and their ancestors are computed (the rest of
+    the arrays is left unset): the solvers need the legs and the pelvis, not the
+    fingers.
+    """
     grot = np.empty_like(rot)
     gpos = np.empty_like(pos)
-    update_chain(skeleton, rot, pos, grot, gpos, range(len(skeleton)))
+    update_chain(skeleton, rot, pos, grot, gpos, range(len(skeleton)) if joints is None else skeleton.closure(joints))
     return grot, gpos
 
 
