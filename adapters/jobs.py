@@ -248,7 +248,7 @@ def summary(outcome):
     """One line for the status bar."""
     before, after = outcome.result.before, outcome.result.after
     return (
-        f"Foot Lock: {outcome.frames} frames baked to {outcome.action.name!r}; "
+        f"{outcome.frames} frames baked to {outcome.action.name!r}; "
         f"{int(np.sum(outcome.result.contacts > 0.5))} contact frames locked; "
         f"toe slide {before['toe_slide_cm_s']:.1f} -> {after['toe_slide_cm_s']:.2f} cm/s, "
         f"skating {100 * before['skate_ratio']:.1f}% -> {100 * after['skate_ratio']:.1f}%"

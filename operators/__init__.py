@@ -8,12 +8,4 @@ from .remove_sliding import FOOT_LOCK_OT_remove_sliding
 
 classes = (FOOT_LOCK_OT_detect_legs, FOOT_LOCK_OT_detect_contacts, FOOT_LOCK_OT_remove_sliding)
 
-
-def register():
-    for cls in classes:
-        bpy.utils.register_class(cls)
-
-
-def unregister():
-    for cls in reversed(classes):
-        bpy.utils.unregister_class(cls)
+register, unregister = bpy.utils.register_classes_factory(classes)

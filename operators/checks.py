@@ -1,4 +1,5 @@
-"""Small, named checks for the operators' ``poll()`` and error handling."""
+"""What every Foot Lock operator shares: small named ``poll()`` checks and one way of
+turning expected failures into clear error reports."""
 
 from ..adapters.errors import AdapterError
 from ..solvers.kinematics import SolverInputError
@@ -23,3 +24,24 @@ def poll_armature(operator_class, context):
         operator_class.poll_message_set("Switch to Object or Pose mode")
         return False
     return True
+
+
+class ArmatureOperator:
+    """Mix-in for operators on the active armature: ``run(context, obj)`` does the work
+    and returns the status-bar message; expected failures become an error report and
+    ``{'CANCELLED'}``, with nothing changed."""
+
+    bl_options = {"REGISTER", "UNDO"}
+
+    @classmethod
+    def poll(cls, context):
+        return poll_armature(cls, context)
+
+    def execute(self, context):
+        try:
+            message = self.run(context, active_armature(context))
+        except EXPECTED_ERRORS as error:
+            self.report({"ERROR"}, f"Foot Lock: {error}")
+            return {"CANCELLED"}
+        self.report({"INFO"}, f"Foot Lock: {message}")
+        return {"FINISHED"}
