@@ -5,6 +5,7 @@ Owns the add-on's PropertyGroups, so it is registered first and unregistered las
 
 import bpy
 
+from . import preview
 from .properties import classes as property_classes
 from .properties import register_properties, unregister_properties
 
@@ -15,9 +16,11 @@ def register():
     for cls in classes:
         bpy.utils.register_class(cls)
     register_properties()
+    preview.register()
 
 
 def unregister():
+    preview.unregister()
     unregister_properties()
     for cls in reversed(classes):
         bpy.utils.unregister_class(cls)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 import bpy
 import numpy as np
+from mathutils import Quaternion
 
 from ..solvers import quaternion as quat
 from ..solvers import rotations as channels
@@ -377,6 +378,60 @@ def _write_channel(bag, table, bone_name, prop, frames, values):
         compat.write_keys(fcurve, frames, values[index], "LINEAR", keep_outside=True)
 
 
+def basis_rotations(joint_map, rot, bone_names):
+    """``matrix_basis`` rotations (4, F, bones) of ``bone_names`` from solved local rotations
+    ``rot`` (F, n, 4): the inverse of each bone's rest frame (and, for a root, of the
+    object) times the solved local rotation."""
+    jm = joint_map
+    joints = np.array([jm.joint(name) for name in bone_names], dtype=int)
+    frame_rot = jm.rest_rot[joints]
+    roots = jm.parents[joints] < 0
+    frame_rot[roots] = quat.multiply(jm.object_rot, frame_rot[roots])
+    solved = np.moveaxis(rot[:, joints], -1, 0)  # (4, F, bones)
+    return channels.multiply(channels.conjugate(frame_rot.T[:, None, :]), solved)
+
+
+def basis_locations(joint_map, pos, bone_names, frame_start):
+    """``matrix_basis`` translations (F, bones, 3) of ``bone_names`` from solved local
+    translations ``pos`` (F, n, 3) of the frames from ``frame_start`` on: the object
+    transform (roots), the parents' scale and the rest offset undone."""
+    jm = joint_map
+    offset = int(frame_start) - jm.frame_start
+    joints = np.array([jm.joint(name) for name in bone_names], dtype=int)
+    local = pos[:, joints].copy()
+    roots = jm.parents[joints] < 0
+    local[:, roots] = quat.rotate(quat.conjugate(jm.object_rot), local[:, roots] - jm.object_pos)
+    local /= jm.parent_scale[offset : offset + len(pos), joints, None]
+    return quat.rotate(quat.conjugate(jm.rest_rot[joints]), local - jm.rest_pos[joints])
+
+
+def set_pose(obj, joint_map, rot, pos, frame, rotation_bones, location_bones):
+    """Set the pose bones' channels of ``obj`` to one frame's solved local transforms
+    ``rot`` (n, 4) / ``pos`` (n, 3), as read by :func:`read_motion` at scene ``frame``:
+    rotations of ``rotation_bones`` (in each bone's rotation mode; Euler angles and
+    quaternions next to the current value), locations of ``location_bones``. Nothing is
+    keyed."""
+    bones = obj.pose.bones
+    for name, rotation in zip(rotation_bones, basis_rotations(joint_map, rot[None], rotation_bones)[:, 0].T):
+        _set_rotation(bones[name], Quaternion(rotation))
+    for name, location in zip(location_bones, basis_locations(joint_map, pos[None], location_bones, frame)[0]):
+        bones[name].location = location
+
+
+def _set_rotation(pose_bone, rotation):
+    """Set the bone's rotation channel to the quaternion ``rotation``, continuing from the
+    channel's current value (mathutils does one value faster than the batched math)."""
+    mode = pose_bone.rotation_mode
+    if mode == "QUATERNION":
+        same_side = rotation.dot(pose_bone.rotation_quaternion) >= 0.0
+        pose_bone.rotation_quaternion = rotation if same_side else -rotation
+    elif mode == "AXIS_ANGLE":
+        axis, angle = rotation.to_axis_angle()
+        pose_bone.rotation_axis_angle = (angle, *axis)
+    else:
+        pose_bone.rotation_euler = rotation.to_euler(mode, pose_bone.rotation_euler)
+
+
 def write_motion(
     obj,
     source_action,
@@ -430,13 +485,7 @@ def write_motion(
     table = compat.fcurve_table(bag)
     frames = np.arange(frame_start, frame_start + count)
 
-    # Rotations: matrix_basis rotation = inverse of the rest frame (and object) times the solved local rotation.
-    joints = np.array([jm.joint(name) for name in rotation_bones], dtype=int)
-    frame_rot = jm.rest_rot[joints]
-    roots = jm.parents[joints] < 0
-    frame_rot[roots] = quat.multiply(jm.object_rot, frame_rot[roots])
-    solved = np.moveaxis(motion.rot[:, joints], -1, 0)  # (4, F, bones)
-    basis = channels.multiply(channels.conjugate(frame_rot.T[:, None, :]), solved)
+    basis = basis_rotations(jm, motion.rot, rotation_bones)
     modes = [jm.rotation_modes[name] for name in rotation_bones]
     for mode in dict.fromkeys(modes):
         members = [i for i, m in enumerate(modes) if m == mode]
@@ -448,13 +497,7 @@ def write_motion(
         for k, i in enumerate(members):
             _write_channel(bag, table, rotation_bones[i], prop, frames, values[:, :, k])
 
-    # Locations: undo the object transform (roots), the parents' scale and the rest offset.
-    joints = np.array([jm.joint(name) for name in location_bones], dtype=int)
-    local = motion.pos[:, joints].copy()
-    roots = jm.parents[joints] < 0
-    local[:, roots] = quat.rotate(quat.conjugate(jm.object_rot), local[:, roots] - jm.object_pos)
-    local /= jm.parent_scale[offset : offset + count, joints, None]
-    basis = quat.rotate(quat.conjugate(jm.rest_rot[joints]), local - jm.rest_pos[joints])
+    basis = basis_locations(jm, motion.pos, location_bones, frame_start)
     for k, name in enumerate(location_bones):
         _write_channel(bag, table, name, "location", frames, basis[:, k].T)
     return action

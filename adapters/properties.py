@@ -4,6 +4,8 @@ Thresholds are given for a reference adult (metres, seconds) and scaled by the
 character's own leg length, so the defaults suit a character in any unit.
 """
 
+import math
+
 import bpy
 from bpy.props import (
     BoolProperty,
@@ -17,9 +19,12 @@ from bpy.types import PropertyGroup
 
 from ..solvers.contacts import ContactSettings
 from ..solvers.foot_lock import FootLockSettings
+from ..solvers.runtime_lock import RuntimeSettings
+from ..solvers.runtime_pose import PELVIS_SMOOTHING
 
 _CONTACT_DEFAULTS = ContactSettings()
 _SOLVER_DEFAULTS = FootLockSettings()
+_RUNTIME_DEFAULTS = RuntimeSettings()
 
 
 class FOOT_LOCK_PG_leg(PropertyGroup):
@@ -114,6 +119,61 @@ class FOOT_LOCK_PG_settings(PropertyGroup):
 
     report: PointerProperty(type=FOOT_LOCK_PG_report)
 
+    # Preview: the runtime foot lock on the scene's terrain, live (the ``preview`` switch
+    # itself is added by register_properties()).
+    preview_error: StringProperty(name="Preview Error", description="Why Preview was last turned off")
+    ground_collection: PointerProperty(
+        type=bpy.types.Collection, name="Ground",
+        description="Only this collection's meshes are ground (empty: every visible mesh in the scene "
+        "but the character's own)",
+    )
+    root_follow: BoolProperty(
+        name="Follow Terrain",
+        description="Raise and lower the whole character with the ground under it, eased, on top of the "
+        "clip's own root motion (a walk climbs stairs and ramps)",
+        default=True,
+    )
+    max_correction: FloatProperty(
+        name="Max Correction",
+        description="Ground further above or below the clip's floor than this is a ledge or a bad hit "
+        "and is ignored",
+        default=_RUNTIME_DEFAULTS.max_correction, min=0.0, soft_max=2.0, unit="LENGTH",
+    )
+    lock_distance: FloatProperty(
+        name="Lock Distance",
+        description="A planted foot locks only this close to its animated position "
+        "(for an adult; scaled by leg length)",
+        default=_RUNTIME_DEFAULTS.lock_distance, min=0.0, soft_max=0.5, unit="LENGTH",
+    )
+    unlock_distance: FloatProperty(
+        name="Unlock Distance",
+        description="A locked foot lets go when it lags this far behind its animated position "
+        "(for an adult; scaled by leg length)",
+        default=_RUNTIME_DEFAULTS.unlock_distance, min=0.0, soft_max=1.0, unit="LENGTH",
+    )
+    blend_time: FloatProperty(
+        name="Blend Time",
+        description="Every lock and release eases in over this long",
+        default=_RUNTIME_DEFAULTS.blend_time, min=0.0, soft_max=0.5, unit="TIME_ABSOLUTE",
+    )
+    max_tilt: FloatProperty(
+        name="Max Tilt",
+        description="A foot turns at most this far toward the ground's slope",
+        default=_RUNTIME_DEFAULTS.max_tilt, min=0.0, max=math.pi / 2, subtype="ANGLE",
+    )
+    pelvis_smoothing: FloatProperty(
+        name="Pelvis Smoothing",
+        description="The pelvis lowers (when a foot cannot reach the ground) and rises again eased "
+        "over about this long",
+        default=PELVIS_SMOOTHING, min=0.0, soft_max=0.5, unit="TIME_ABSOLUTE",
+    )
+    show_overlay: BoolProperty(
+        name="Overlay",
+        description="Draw the locked contact points and the toe paths before and after locking "
+        "in the 3D View while Preview is on",
+        default=True,
+    )
+
 
 # Plain functions, not PropertyGroup methods: Blender 4.2 crashes at exit when a
 # registered PropertyGroup class carries Python methods.
@@ -143,9 +203,25 @@ def solver_settings(settings):
 classes = (FOOT_LOCK_PG_leg, FOOT_LOCK_PG_report, FOOT_LOCK_PG_settings)
 
 
+def _preview_toggled(settings, context):
+    from . import preview  # imported here: preview builds on this module
+
+    preview.preview_toggled(settings.id_data, context)
+
+
 def register_properties():
+    # A property with a Python callback declared in a PropertyGroup's class body crashes
+    # Blender 4.2 at exit; added to the registered class (and removed before it is
+    # unregistered) it does not.
+    FOOT_LOCK_PG_settings.preview = BoolProperty(
+        name="Preview",
+        description="Lock and plant the feet on the scene's meshes while the timeline plays or is scrubbed, "
+        "as a game engine would at runtime. Nothing is keyed until Bake Preview",
+        default=False, update=_preview_toggled,
+    )
     bpy.types.Object.foot_lock = PointerProperty(type=FOOT_LOCK_PG_settings, name="Foot Lock")
 
 
 def unregister_properties():
     del bpy.types.Object.foot_lock
+    del FOOT_LOCK_PG_settings.preview

@@ -1,5 +1,6 @@
 """End-to-end figures inside Blender (needs the ``bpy`` wheel): reading the action,
-solving and writing keys, as one click of Remove Foot Sliding does."""
+solving and writing keys, as one click of Remove Foot Sliding does; and what Preview adds
+to every frame."""
 
 import tempfile
 import time
@@ -13,7 +14,6 @@ CMU_TO_METRES = 0.056444
 def sliding_copy(source, folder, root_scale, frames=None):
     """The clip with root motion scaled (and looped to ``frames``), as a BVH file."""
     from benchmark import clip_of_length
-
     from foot_lock.solvers import bvh
 
     parsed = bvh.read(source)
@@ -23,7 +23,7 @@ def sliding_copy(source, folder, root_scale, frames=None):
     parsed.tokens = np.zeros((frames, parsed.tokens.shape[1]), dtype=parsed.tokens.dtype)
     parsed.header = parsed.header.replace(f"Frames: {motion.frames}", f"Frames: {frames}")
     target = Path(folder) / f"{Path(source).stem}_{frames}.bvh"
-    bvh.write(target, parsed, looped, 1.0, range(len(parsed.joints)))
+    bvh.write(target, parsed, looped, 1.0, range(len(parsed.joints)), range(len(parsed.joints)))
     return target
 
 
@@ -55,3 +55,61 @@ def blender_figures(clips_dir):
             path = sliding_copy(Path(clips_dir) / f"{name}.bvh", folder, 1.25, frames)
             seconds, count, before, after = bake_seconds(bpy, path)
             print(f"{path.stem:>22} {count:>7} {seconds:>7.3f}s {before:>9.1f}cm/s {after:>7.2f}")
+    preview_figures(bpy, clips_dir)
+
+
+def terrain_mesh(bpy, kind):
+    """Stairs (12 cm rise, 50 cm run) or a 5 degree ramp across the walk of cmu_07_01,
+    which goes along -Y from y = 1.8; flat before y = 1."""
+    rows = [(3.0, 0.0), (1.0, 0.0)]
+    if kind == "stairs":
+        for step in range(10):
+            rows += [(1.0 - 0.5 * step, 0.12 * (step + 1)), (0.5 - 0.5 * step, 0.12 * (step + 1))]
+    else:
+        rows.append((-4.0, 5.0 * np.tan(np.radians(5.0))))
+    vertices = [(x, y, z) for y, z in rows for x in (-1.0, 2.0)]
+    faces = [(2 * i, 2 * i + 1, 2 * i + 3, 2 * i + 2) for i in range(len(rows) - 1)]
+    mesh = bpy.data.meshes.new(kind)
+    mesh.from_pydata(vertices, [], faces)
+    bpy.context.scene.collection.objects.link(bpy.data.objects.new(kind, mesh))
+
+
+def preview_frame_ms(bpy, clips_dir, kind, repeats=5):
+    """Milliseconds per ``scene.frame_set`` over the whole clip on the terrain, without and
+    with Preview (best of ``repeats`` passes: the least disturbed by the rest of the machine)."""
+    import foot_lock
+
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    foot_lock.register()
+    try:
+        bpy.ops.import_anim.bvh(filepath=str(Path(clips_dir) / "cmu_07_01.bvh"), global_scale=CMU_TO_METRES,
+                                update_scene_fps=True, update_scene_duration=True)
+        obj = bpy.context.active_object
+        terrain_mesh(bpy, kind)
+        scene = bpy.context.scene
+        frames = range(scene.frame_start, scene.frame_end + 1)
+
+        def per_frame():
+            best = np.inf
+            for _ in range(repeats):
+                start = time.perf_counter()
+                for frame in frames:
+                    scene.frame_set(frame)
+                best = min(best, (time.perf_counter() - start) / len(frames))
+            return 1e3 * best
+
+        without = per_frame()
+        obj.foot_lock.preview = True
+        with_preview = per_frame()
+        assert obj.foot_lock.preview, obj.foot_lock.preview_error
+        return without, with_preview
+    finally:
+        foot_lock.unregister()
+
+
+def preview_figures(bpy, clips_dir):
+    print("\nPreview: frame_set per frame, cmu_07_01 (2 legs, 7 rays a frame), one character")
+    print(f"{'terrain':>8} {'without':>9} {'with':>9} {'handler adds':>13}")
+    for kind in ("stairs", "ramp"):
+        without, with_preview = preview_frame_ms(bpy, clips_dir, kind)
+        print(f"{kind:>8} {without:>7.3f}ms {with_preview:>7.3f}ms {with_preview - without:>11.3f}ms")

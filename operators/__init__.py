@@ -2,10 +2,16 @@
 
 import bpy
 
+from .bake_preview import FOOT_LOCK_OT_bake_preview
 from .detect_contacts import FOOT_LOCK_OT_detect_contacts
 from .detect_legs import FOOT_LOCK_OT_detect_legs
 from .remove_sliding import FOOT_LOCK_OT_remove_sliding
 
-classes = (FOOT_LOCK_OT_detect_legs, FOOT_LOCK_OT_detect_contacts, FOOT_LOCK_OT_remove_sliding)
+classes = (
+    FOOT_LOCK_OT_detect_legs,
+    FOOT_LOCK_OT_detect_contacts,
+    FOOT_LOCK_OT_remove_sliding,
+    FOOT_LOCK_OT_bake_preview,
+)
 
 register, unregister = bpy.utils.register_classes_factory(classes)

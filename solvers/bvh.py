@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import quaternion as quat
-from .kinematics import Motion, Skeleton, SolverInputError
+from .kinematics import Motion, Skeleton, SolverInputError, scale_root_motion
 from .legs import detect_legs
 from .rig import Leg, Rig
 from .rotations import quat_to_euler
@@ -129,23 +129,24 @@ def to_motion(bvh, scale=1.0):
     return skeleton, Motion(rot, pos * scale, bvh.fps)
 
 
-def write(path, bvh, motion, scale, joints):
-    """Write ``bvh`` back with the motion of ``joints`` taken from ``motion``.
+def write(path, bvh, motion, scale, rotation_joints=(), location_joints=()):
+    """Write ``bvh`` back with new rotations of ``rotation_joints`` and new positions of
+    ``location_joints`` taken from ``motion`` (lengths divided by ``scale``).
 
     Hierarchy, joint order, channel order, axes, units and frame rate are the input's;
-    the values of every other joint are copied verbatim, so only what the solver
-    changed differs.
+    every other channel keeps its text verbatim, so only what the solver changed differs.
     """
     tokens = bvh.tokens.copy()
     column = np.cumsum([0] + [len(j.channels) for j in bvh.joints])
-    for j in joints:
+    for j in location_joints:
         joint = bvh.joints[j]
-        columns = dict(zip(joint.channels, range(column[j], column[j + 1])))
-        for channel, c in columns.items():
+        for c, channel in enumerate(joint.channels, start=column[j]):
             if channel[1:].lower() == "position":
                 axis = AXES[channel[0].upper()]
                 tokens[:, c] = _format(motion.pos[:, j, axis] / scale - joint.offset[axis])
-        rotations = [ch for ch in joint.channels if ch[1:].lower() == "rotation"]
+    for j in rotation_joints:
+        columns = {ch: c for c, ch in enumerate(bvh.joints[j].channels, start=column[j])}
+        rotations = [ch for ch in columns if ch[1:].lower() == "rotation"]
         if rotations:
             # BVH applies the listed rotations left to right (R = R1 R2 R3); Blender
             # order names apply the other way round, so the order string is reversed.
@@ -160,6 +161,15 @@ def write(path, bvh, motion, scale, joints):
         handle.write(bvh.header)
         handle.write("\n".join(" ".join(row) for row in tokens))
         handle.write("\n")
+
+
+def write_sliding_copy(source, target, factor):
+    """``source`` with its root's horizontal motion scaled by ``factor`` (a sliding clip)."""
+    parsed = read(source)
+    skeleton, motion = to_motion(parsed)
+    roots = np.flatnonzero(skeleton.parents < 0)
+    write(target, parsed, scale_root_motion(skeleton, motion, factor, UP), 1.0, location_joints=roots)
+    return target
 
 
 def _format(values):

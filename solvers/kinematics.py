@@ -108,6 +108,19 @@ def local_position(parent_global_rot, parent_global_pos, global_pos):
     return quat.rotate(quat.conjugate(parent_global_rot), global_pos - parent_global_pos)
 
 
+def scale_root_motion(skeleton, motion, factor, up):
+    """A copy of ``motion`` whose roots travel ``factor`` times as far horizontally,
+    about the first frame: the classic way a runtime makes a clip slide (and the
+    clips README's test scenario)."""
+    scaled = motion.copy()
+    up = np.asarray(up, dtype=float)
+    for root in np.flatnonzero(skeleton.parents < 0):
+        offset = scaled.pos[:, root] - scaled.pos[0, root]
+        horizontal = offset - (offset @ up)[:, None] * up
+        scaled.pos[:, root] = scaled.pos[0, root] + offset + (factor - 1.0) * horizontal
+    return scaled
+
+
 def check_motion(skeleton, motion):
     """Raise :class:`SolverInputError` for motion the solvers must not touch."""
     n = len(skeleton)

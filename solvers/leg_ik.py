@@ -55,15 +55,19 @@ def measure_leg(grot, gpos, leg, up, softening_ratio=0.02, comfortable_reach=0.9
     # full reach.
     reach = np.maximum(extension, min(comfortable_reach * bones, float(extension.max())))
     softening = np.maximum(np.minimum(softening_ratio * bones, 0.5 * (bones - reach)), 1e-9 * bones)
-    heights = gpos @ np.asarray(up, dtype=float)
+    up = np.asarray(up, dtype=float)
     tip = leg.toe_end if leg.toe_end is not None else leg.toe
+
+    def lowest(joint):
+        return float((gpos[:, joint] @ up).min())
+
     return LegLimits(
         max_extension=reach + softening,
         softening=softening,
         knee_forward_local=_knee_forward_local(grot, gpos, leg, up),
-        toe_min_height=float(heights[:, leg.toe].min()),
-        heel_min_height=float(heights[:, leg.ankle].min()),
-        toe_end_min_height=float(heights[:, tip].min()),
+        toe_min_height=lowest(leg.toe),
+        heel_min_height=lowest(leg.ankle),
+        toe_end_min_height=lowest(tip),
     )
 
 

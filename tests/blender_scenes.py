@@ -1,7 +1,7 @@
 """Scenes for the add-on tests: shared clips imported into real Blender, read back as arrays."""
 
 import numpy as np
-from clip_scenarios import CMU_TO_METRES, scale_root_motion
+from clip_scenarios import CMU_TO_METRES
 from foot_lock.adapters import armature
 from foot_lock.adapters.jobs import active_action, frame_range
 from foot_lock.solvers import bvh
@@ -11,11 +11,7 @@ from foot_lock.solvers.kinematics import forward_kinematics
 
 def write_sliding_bvh(source, target, root_scale):
     """A copy of a BVH file with the root's horizontal motion scaled (the README's scenario)."""
-    parsed = bvh.read(source)
-    skeleton, motion = bvh.to_motion(parsed)
-    scaled = scale_root_motion(skeleton, motion, root_scale)
-    bvh.write(target, parsed, scaled, 1.0, list(np.flatnonzero(skeleton.parents < 0)))
-    return target
+    return bvh.write_sliding_copy(source, target, root_scale)
 
 
 def import_clip(bpy, path):

@@ -3,7 +3,7 @@
 from pathlib import Path
 
 import numpy as np
-from foot_lock.solvers import bvh
+from foot_lock.solvers import bvh, kinematics
 from foot_lock.solvers.contacts import reference_contacts
 from foot_lock.solvers.kinematics import forward_kinematics
 
@@ -18,13 +18,7 @@ def load(name, scale=CMU_TO_METRES, clips_dir=CLIPS_DIR):
 
 def scale_root_motion(skeleton, motion, factor, up=bvh.UP):
     """The README's sliding scenario: the root's horizontal translation scaled about frame 0."""
-    scaled = motion.copy()
-    up = np.asarray(up, dtype=float)
-    for root in np.flatnonzero(skeleton.parents < 0):
-        offset = scaled.pos[:, root] - scaled.pos[0, root]
-        horizontal = offset - (offset @ up)[:, None] * up
-        scaled.pos[:, root] = scaled.pos[0, root] + offset + (factor - 1.0) * horizontal
-    return scaled
+    return kinematics.scale_root_motion(skeleton, motion, factor, up)
 
 
 def toe_positions(skeleton, motion, rig):

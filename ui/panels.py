@@ -90,4 +90,23 @@ class FOOT_LOCK_PT_solver(FootLockPanel, bpy.types.Panel):
             layout.prop(settings, name)
 
 
-classes = (FOOT_LOCK_PT_main, FOOT_LOCK_PT_legs, FOOT_LOCK_PT_contacts, FOOT_LOCK_PT_solver)
+class FOOT_LOCK_PT_preview(FootLockPanel, bpy.types.Panel):
+    bl_label = "Preview on Terrain"
+    bl_parent_id = "FOOT_LOCK_PT_main"
+
+    def draw(self, context):
+        layout = self.layout
+        settings = context.active_object.foot_lock
+        row = layout.row(align=True)
+        row.scale_y = 1.5
+        row.prop(settings, "preview", toggle=True, icon="PAUSE" if settings.preview else "PLAY")
+        row.operator("foot_lock.bake_preview", icon="REC")
+        if settings.preview_error:
+            layout.label(text=f"Stopped: {settings.preview_error}", icon="ERROR")
+        layout.use_property_split = True
+        for name in ("ground_collection", "root_follow", "show_overlay", "max_correction", "lock_distance",
+                     "unlock_distance", "blend_time", "max_tilt", "pelvis_smoothing"):
+            layout.prop(settings, name)
+
+
+classes = (FOOT_LOCK_PT_main, FOOT_LOCK_PT_legs, FOOT_LOCK_PT_contacts, FOOT_LOCK_PT_solver, FOOT_LOCK_PT_preview)

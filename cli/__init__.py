@@ -1,0 +1,17 @@
+"""Foot Lock's command line: ``python -m foot_lock`` (bpy wheel) or ``blender -b --python``.
+
+- :mod:`.main`: the argument parser and the commands ``remove-sliding`` and ``demo``.
+- :mod:`.settings_flags`: the panel's settings as flags, generated from its PropertyGroup.
+- :mod:`.clip_files`: one file in, one out: BVH to BVH through the numpy core
+  (:mod:`.bvh_files`), everything else through Blender (:mod:`.blender_files`).
+- :mod:`.batch`: a folder, one worker process per file.
+- :mod:`.report`: what each fix did, as JSON and as printed lines.
+- :mod:`.demo`: the bundled walk (``data/``), made to slide and fixed.
+- ``blender_script.py``: the script for ``blender -b --python`` (batch workers run it too).
+
+Nothing here imports bpy at import time: fixing a BVH needs only numpy.
+"""
+
+from .main import main, run
+
+__all__ = ["main", "run"]

@@ -1,0 +1,58 @@
+"""BVH in, BVH out through the numpy core: no Blender needed.
+
+The output is the input file with only the solved joints' channel values rewritten
+(:func:`~..solvers.bvh.write`): hierarchy, joint order, channel order, axes (Y-up),
+units, frame rate and every other value stay as they were, so the file drops back into
+the same pipeline.
+"""
+
+import time
+
+import numpy as np
+
+from ..solvers import bvh
+from ..solvers.contacts import REFERENCE_LEG_LENGTH
+from ..solvers.foot_lock import remove_foot_sliding
+from .report import clip_entry
+
+# Metres per file unit of the units BVH files come in. CMU's files use their own unit.
+COMMON_UNITS = {"m": 1.0, "cm": 0.01, "mm": 0.001, "inch": 0.0254, "CMU unit": 0.056444}
+
+
+def unit_scale(parsed, rig, override=None):
+    """Metres per file unit and where that figure comes from.
+
+    Without ``override`` it is guessed: the common unit that makes the legs' rest length
+    (thigh plus shin) closest to an adult's, 0.85 m. A CMU file (legs ~14.3 units) gets
+    0.056444 m per unit; a character far from adult size may need ``--bvh-unit-scale``.
+    """
+    if override:
+        return override, "--bvh-unit-scale"
+    legs = [np.linalg.norm(parsed.joints[leg.knee].offset) + np.linalg.norm(parsed.joints[leg.ankle].offset)
+            for leg in rig.legs]
+    exact = REFERENCE_LEG_LENGTH / np.mean(legs)
+    name = min(COMMON_UNITS, key=lambda unit: abs(np.log(COMMON_UNITS[unit] / exact)))
+    return COMMON_UNITS[name], f"guessed from leg length: {name}"
+
+
+def file_unit_scale(path, override=None):
+    """:func:`unit_scale` of a BVH file (for Blender's importer)."""
+    parsed = bvh.read(path)
+    return unit_scale(parsed, bvh.detect_rig(parsed), override)
+
+
+def fix_bvh(source, target, settings, unit_override=None):
+    """Fix ``source`` into ``target``; returns the one clip entry of the report."""
+    start = time.perf_counter()
+    parsed = bvh.read(source)
+    rig = bvh.detect_rig(parsed)
+    scale, unit_source = unit_scale(parsed, rig, unit_override)
+    # Solved in metres, the regime the solver is tuned and tested in; written back in file units.
+    skeleton, motion = bvh.to_motion(parsed, scale)
+    result = remove_foot_sliding(skeleton, motion, rig, bvh.UP, settings=settings)
+    bvh.write(target, parsed, result.motion, scale, result.rotation_joints, result.location_joints)
+    return [clip_entry(
+        result, [leg.name for leg in rig.legs], frame_start=1, fps=motion.fps, unit_scale=scale,
+        seconds=time.perf_counter() - start, armature=None, action=None, output_action=None,
+        unit_source=unit_source,
+    )]

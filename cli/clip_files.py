@@ -1,0 +1,49 @@
+"""One file in, one file out: which path a format takes, and the record of what happened.
+
+BVH to BVH goes through the numpy core (:mod:`.bvh_files`); every other pair through
+Blender (:mod:`.blender_files`), which needs bpy: the wheel, or real Blender running this.
+"""
+
+import time
+
+from .bvh_files import fix_bvh
+from .errors import ClipError
+from .report import FileRecord
+from .settings_flags import bpy_available, solver_settings_of
+
+FORMATS = (".bvh", ".blend", ".fbx", ".glb", ".gltf")  # in and out
+
+
+def fix_file(source, target, args):
+    """Fix one file; a failure the user can act on is recorded, not raised."""
+    record = FileRecord(str(source), str(target))
+    start = time.perf_counter()
+    try:
+        check_formats(source, target)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        record.clips = _fix(source, target, args)
+        record.ok = True
+    except (ClipError, ValueError, OSError) as error:  # ValueError: the solvers' input errors
+        record.error = str(error)
+    record.seconds = time.perf_counter() - start
+    return record
+
+
+def check_formats(source, target):
+    for path, verb in ((source, "read"), (target, "write")):
+        if path.suffix.lower() not in FORMATS:
+            raise ClipError(f"cannot {verb} {path.name}: use one of {', '.join(FORMATS)}")
+    if target.suffix.lower() == ".bvh" and source.suffix.lower() != ".bvh":
+        raise ClipError("a BVH is written only from a BVH, whose hierarchy it keeps: write .blend, .fbx or .glb")
+    if not source.is_file():
+        raise ClipError(f"{source} is not a file")
+
+
+def _fix(source, target, args):
+    if target.suffix.lower() == ".bvh":
+        return fix_bvh(source, target, solver_settings_of(args), args.bvh_unit_scale)
+    if not bpy_available():
+        raise ClipError(f"writing {target.suffix} needs Blender: pip install bpy, or run through blender -b")
+    from .blender_files import fix_in_blender
+
+    return fix_in_blender(source, target, args)

@@ -1,0 +1,106 @@
+"""What a run did: one record per file, one entry per armature and action fixed in it.
+
+The records are what ``--report`` writes as JSON and what the progress lines, the
+summary and the demo's table are printed from.
+"""
+
+import json
+import tomllib
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+MANIFEST = Path(__file__).resolve().parents[1] / "blender_manifest.toml"
+
+
+@dataclass
+class FileRecord:
+    input: str
+    output: str
+    ok: bool = False
+    error: str | None = None
+    seconds: float = 0.0
+    clips: list = field(default_factory=list)  # clip_entry() dicts
+
+
+def clip_entry(result, leg_names, frame_start, fps, unit_scale, seconds, **identity):
+    """One fixed clip: ``identity`` says which (armature, action, ...), then the figures."""
+    return {
+        **identity,
+        "frames": int(result.contacts.shape[1]),
+        "frame_start": int(frame_start),
+        "fps": float(fps),
+        "metres_per_unit": float(unit_scale),
+        "contacts": {
+            name: {"frames": int(np.sum(row > 0.5)), "ranges": contact_ranges(row, frame_start)}
+            for name, row in zip(leg_names, result.contacts)
+        },
+        "before": {key: float(value) for key, value in result.before.items()},
+        "after": {key: float(value) for key, value in result.after.items()},
+        "warnings": list(result.warnings),
+        "seconds": float(seconds),
+        "solver_seconds": {stage: float(value) for stage, value in result.timings.items()},
+    }
+
+
+def contact_ranges(weights, frame_start):
+    """``[[first, last], ...]`` frame numbers (inclusive) where a foot is in contact."""
+    inside = np.concatenate(([False], np.asarray(weights) > 0.5, [False]))
+    edges = np.flatnonzero(np.diff(inside.astype(int)))
+    return [[int(frame_start + a), int(frame_start + b - 1)] for a, b in zip(edges[::2], edges[1::2])]
+
+
+def write_report(path, records, settings):
+    failed = [r.input for r in records if not r.ok]
+    document = {
+        "foot_lock_version": tomllib.loads(MANIFEST.read_text(encoding="utf-8"))["version"],
+        "settings": settings,
+        "summary": {"files": len(records), "fixed": len(records) - len(failed), "failed": failed},
+        "files": [asdict(record) for record in records],
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+
+
+def read_record(path):
+    """The one file record of a worker's report."""
+    return FileRecord(**json.loads(path.read_text(encoding="utf-8"))["files"][0])
+
+
+# --- printed lines ----------------------------------------------------------------------
+
+
+def file_line(record):
+    if not record.ok:
+        return f"FAILED {record.input}: {record.error}"
+    clips = "; ".join(_clip_summary(clip) for clip in record.clips)
+    return f"ok {record.input} -> {record.output} ({record.seconds:.1f} s): {clips}"
+
+
+def _clip_summary(clip):
+    before, after = clip["before"], clip["after"]
+    name = f"{clip['armature']} / {clip['action']}: " if clip.get("armature") else ""
+    contacts = sum(leg["frames"] for leg in clip["contacts"].values())
+    text = (
+        f"{name}{clip['frames']} frames, {contacts} contact frames, "
+        f"toe slide {before['toe_slide_cm_s']:.1f} -> {after['toe_slide_cm_s']:.2f} cm/s, "
+        f"skating {100 * before['skate_ratio']:.1f}% -> {100 * after['skate_ratio']:.1f}%"
+    )
+    return text + "".join(f" [warning: {w}]" for w in clip["warnings"])
+
+
+def summary_line(records, report_path=None):
+    failed = [r.input for r in records if not r.ok]
+    text = f"Foot Lock: {len(records)} files, {len(records) - len(failed)} fixed, {len(failed)} failed"
+    if failed:
+        text += " (" + ", ".join(failed) + ")"
+    return text + (f"; report: {report_path}" if report_path else "")
+
+
+def metrics_table(clip):
+    """Every figure before and after, one per line."""
+    lines = [f"    {'':24} {'before':>10} {'after':>10}"]
+    for key, before in clip["before"].items():
+        lines.append(f"    {key:24} {before:10.3f} {clip['after'][key]:10.3f}")
+    return "\n".join(lines)

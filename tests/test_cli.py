@@ -1,0 +1,250 @@
+"""The command line on BVH files (the numpy path), its flags, report and exit status.
+
+The CLI runs as users run it, ``python -m foot_lock`` in a subprocess, with this
+repository on PYTHONPATH as ``foot_lock``; parsing alone is tested in-process.
+"""
+
+import fnmatch
+import json
+import re
+import tomllib
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from blender_scenes import write_sliding_bvh
+from cli_helpers import (
+    ROOT,
+    column_owners,
+    contact_frames,
+    header_bytes,
+    package_parent,
+    run_python,
+    toe_slide_on_reference,
+)
+from foot_lock.solvers import bvh
+
+
+@pytest.fixture(scope="module")
+def pythonpath(tmp_path_factory):
+    return package_parent(tmp_path_factory.mktemp("pythonpath"))
+
+
+@pytest.fixture(scope="module")
+def walk(clips_dir):
+    return clips_dir / "cmu_07_01.bvh"
+
+
+@pytest.fixture(scope="module")
+def sliding(tmp_path_factory, walk):
+    """The walk with its root motion x1.25: the clips README's sliding scenario."""
+    return write_sliding_bvh(walk, tmp_path_factory.mktemp("clips") / "walk_sliding.bvh", 1.25)
+
+
+@pytest.fixture(scope="module")
+def bvh_run(tmp_path_factory, pythonpath, sliding):
+    out = tmp_path_factory.mktemp("bvh_run")
+    result = run_python(
+        ["-m", "foot_lock", "remove-sliding", sliding, "-o", out / "walk_fixed.bvh", "--report", out / "report.json"],
+        cwd=out, pythonpath=pythonpath,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result, out / "walk_fixed.bvh", json.loads((out / "report.json").read_text())
+
+
+def test_bvh_out_keeps_the_header_byte_for_byte(bvh_run, sliding):
+    _, fixed, _ = bvh_run
+    assert header_bytes(fixed) == header_bytes(sliding)
+
+
+def test_bvh_out_changes_only_the_channels_of_the_solved_joints(bvh_run, sliding):
+    _, fixed, _ = bvh_run
+    before, after = bvh.read(sliding), bvh.read(fixed)
+    assert after.tokens.shape == before.tokens.shape
+    owners = column_owners(before)
+    changed = {owners[column] for column in np.flatnonzero((after.tokens != before.tokens).any(axis=0))}
+    rig = bvh.detect_rig(before)
+    solved = {before.joints[j].name for leg in rig.legs for j in (leg.hip, leg.knee, leg.ankle, leg.toe)}
+    solved.add(before.joints[rig.pelvis].name)
+    assert "Hips" in changed and "LeftUpLeg" in changed
+    assert changed <= solved  # every other channel's text is the input's
+
+
+def test_bvh_out_no_longer_slides(bvh_run, sliding, walk):
+    _, fixed, _ = bvh_run
+    assert toe_slide_on_reference(sliding, walk) > 3.0
+    assert toe_slide_on_reference(fixed, walk) <= 1.5
+
+
+def test_report_holds_metrics_contacts_time_and_warnings(bvh_run):
+    result, fixed, report = bvh_run
+    assert report["summary"] == {"files": 1, "fixed": 1, "failed": []}
+    assert report["settings"]["speed_threshold"] == 0.25 and report["settings"]["height_clamp"] is True
+    (record,) = report["files"]
+    assert record["ok"] and record["error"] is None and record["seconds"] > 0
+    assert record["output"] == str(fixed)
+    (clip,) = record["clips"]
+    assert clip["frames"] == 317 and clip["frame_start"] == 1 and clip["fps"] == pytest.approx(120.0, rel=1e-4)
+    assert clip["metres_per_unit"] == 0.056444 and "CMU" in clip["unit_source"]
+    assert set(clip["contacts"]) == {"left", "right"}
+    for leg in clip["contacts"].values():
+        assert 50 < leg["frames"] < 317 and leg["frames"] == contact_frames(leg["ranges"])
+        assert all(1 <= first <= last <= 317 for first, last in leg["ranges"])
+    assert clip["before"].keys() == clip["after"].keys() >= {"toe_slide_cm_s", "skate_ratio", "pelvis_deviation_cm"}
+    assert clip["before"]["toe_slide_cm_s"] > 10.0 and clip["after"]["toe_slide_cm_s"] < 1.0
+    assert clip["warnings"] == [] and clip["seconds"] > 0
+    assert {"contacts", "offline_solve", "leg_ik"} <= clip["solver_seconds"].keys()
+    assert re.search(r"^ok .*walk_sliding\.bvh -> .*toe slide \d+\.\d -> 0\.\d\d cm/s", result.stdout, re.M)
+
+
+def test_bvh_unit_scale_flag_sets_the_unit_of_the_figures(tmp_path, sliding, bvh_run):
+    from foot_lock.cli import main
+
+    report = tmp_path / "report.json"
+    argv = ["remove-sliding", str(sliding), "-o", str(tmp_path / "out.bvh"), "--report", str(report)]
+    assert main(argv + ["--bvh-unit-scale", "0.028222"]) == 0
+    (clip,) = json.loads(report.read_text())["files"][0]["clips"]
+    assert (clip["metres_per_unit"], clip["unit_source"]) == (0.028222, "--bvh-unit-scale")
+    guessed = bvh_run[2]["files"][0]["clips"][0]
+    assert clip["after"]["toe_slide_cm_s"] == pytest.approx(guessed["after"]["toe_slide_cm_s"] / 2, rel=0.05)
+
+
+def test_bvh_needs_no_bpy(tmp_path, pythonpath, sliding, bvh_run):
+    """Without bpy a BVH is fixed all the same, with the panel's defaults."""
+    code = (
+        "import runpy, sys\n"
+        "sys.modules['bpy'] = None  # as if the wheel were not installed\n"
+        "sys.argv[0] = 'foot_lock'\n"
+        "runpy.run_module('foot_lock', run_name='__main__', alter_sys=True)\n"
+    )
+    out = tmp_path / "walk_fixed.bvh"
+    result = run_python(["-c", code, "remove-sliding", sliding, "-o", out], cwd=tmp_path, pythonpath=pythonpath)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert out.read_bytes() == bvh_run[1].read_bytes()
+    result = run_python(["-c", code, "remove-sliding", "--help"], cwd=tmp_path, pythonpath=pythonpath)
+    assert "--speed-threshold" not in result.stdout and "need the bpy wheel" in result.stdout
+
+
+def test_a_failed_clip_exits_non_zero_and_is_reported(tmp_path, pythonpath):
+    broken = tmp_path / "broken.bvh"
+    broken.write_text("HIERARCHY\nROOT Hips\n{\n")
+    result = run_python(
+        ["-m", "foot_lock", "remove-sliding", broken, "-o", tmp_path / "out.bvh", "--report", tmp_path / "r.json"],
+        cwd=tmp_path, pythonpath=pythonpath,
+    )
+    assert result.returncode == 1
+    assert result.stdout.startswith(f"FAILED {broken}: not a BVH file")
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["summary"] == {"files": 1, "fixed": 0, "failed": [str(broken)]}
+    assert not report["files"][0]["ok"] and "not a BVH file" in report["files"][0]["error"]
+    assert not (tmp_path / "out.bvh").exists()
+
+
+def test_a_bvh_is_written_only_from_a_bvh(tmp_path, capsys):
+    from foot_lock.cli import main
+
+    source = tmp_path / "walk.fbx"
+    source.write_bytes(b"")
+    assert main(["remove-sliding", str(source), "-o", str(tmp_path / "walk.bvh")]) == 1
+    assert "a BVH is written only from a BVH" in capsys.readouterr().out
+
+
+def test_the_blender_script_runs_the_command_line_without_install(tmp_path, sliding, bvh_run):
+    """``blender -b --python cli/blender_script.py -- ...`` as far as the wheel can show it:
+    the same file run by the wheel's Python, with no PYTHONPATH and from another folder."""
+    out = tmp_path / "walk_fixed.bvh"
+    result = run_python([ROOT / "cli" / "blender_script.py", "--", "remove-sliding", sliding, "-o", out], cwd=tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert out.read_bytes() == bvh_run[1].read_bytes()
+
+
+# --- flags ------------------------------------------------------------------------------
+
+
+def test_every_panel_setting_the_job_uses_has_a_flag_with_the_panels_default(blender):
+    """Flags exist for the bake's settings and for every setting that changes the solver's
+    settings (found by changing each one), with the panel's defaults; the rest (the
+    preview's, the rig's bones, UI state) have none."""
+    import foot_lock
+    from foot_lock.adapters.properties import FOOT_LOCK_PG_settings, solver_settings
+    from foot_lock.cli.main import parse_args
+
+    scalars = {name: prop for name, prop in FOOT_LOCK_PG_settings.__annotations__.items()
+               if prop.function in (blender.props.BoolProperty, blender.props.FloatProperty, blender.props.IntProperty)}
+
+    def changes_the_solver(name):
+        other = not panel_defaults[name] if isinstance(panel_defaults[name], bool) else panel_defaults[name] + 0.01
+        changed = SimpleNamespace(**{**panel_defaults, name: other})
+        return solver_settings(changed) != solver_settings(SimpleNamespace(**panel_defaults))
+
+    plain = ["remove-sliding", "in.bvh", "-o", "out.bvh"]
+    defaults = parse_args(plain)
+    assert defaults.explicit_settings == []
+    foot_lock.register()
+    try:
+        panel = blender.data.objects.new("rig", blender.data.armatures.new("rig")).foot_lock
+        panel_defaults = {name: getattr(panel, name) for name in scalars}
+        for name, prop in scalars.items():
+            if not hasattr(defaults, name):
+                assert name not in ("in_place", "overwrite_contacts") and not changes_the_solver(name), name
+                continue
+            default = prop.keywords["default"]
+            assert getattr(defaults, name) == default == pytest.approx(panel_defaults[name]), name
+            flag = "--" + name.replace("_", "-")
+            if isinstance(default, bool):
+                given, argv = not default, [flag if not default else "--no-" + flag[2:]]
+            else:
+                given = prop.keywords.get("max", prop.keywords.get("soft_max"))
+                argv = [flag, str(given)]
+            args = parse_args(plain + argv)
+            assert getattr(args, name) == pytest.approx(given) and args.explicit_settings == [name], name
+    finally:
+        foot_lock.unregister()
+    from foot_lock.cli.settings_flags import panel_settings
+
+    assert len(panel_settings()) >= 12
+
+
+def test_out_of_range_values_are_refused(blender, capsys):
+    from foot_lock.cli.main import parse_args
+
+    with pytest.raises(SystemExit) as exit_info:
+        parse_args(["remove-sliding", "in.bvh", "-o", "out.bvh", "--softening", "0.5"])
+    assert exit_info.value.code == 2
+    assert "--softening: 0.5 is outside 0 .. 0.2" in capsys.readouterr().err
+
+
+# --- packaging and README ---------------------------------------------------------------
+
+
+def test_pip_install_ships_the_cli_and_the_demo_clip():
+    setuptools = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert "foot_lock.cli" in setuptools["packages"]
+    patterns = setuptools["package-data"]["foot_lock.cli"]
+    for shipped in ("data/cmu_07_01.bvh", "data/ATTRIBUTION.txt"):
+        assert (ROOT / "cli" / shipped).is_file()
+        assert any(fnmatch.fnmatch(shipped, pattern) for pattern in patterns), shipped
+
+
+def test_bundled_clip_is_the_cmu_walk_unchanged_with_its_attribution(walk):
+    assert (ROOT / "cli" / "data" / "cmu_07_01.bvh").read_bytes() == walk.read_bytes()
+    credit = "The data used in this project was obtained from mocap.cs.cmu.edu."
+    assert credit in (ROOT / "cli" / "data" / "ATTRIBUTION.txt").read_text()
+    assert credit in (ROOT / "README.md").read_text()
+
+
+def test_readme_documents_every_settings_flag(blender):
+    from foot_lock.cli.settings_flags import panel_settings
+
+    readme = (ROOT / "README.md").read_text()
+    assert [s.flag for s in panel_settings() if f"`{s.flag}`" not in readme] == []
+
+
+def test_readme_quick_start_is_two_commands_demo_then_tests():
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## Quick start", 1)[1]
+    block = section.split("```", 2)[1]
+    lines = [line for line in block.splitlines()[1:] if line.strip() and not line.startswith("#")]
+    assert len(lines) == 2
+    assert lines[0].endswith("-m foot_lock demo")
+    assert lines[1].endswith("python -m pytest -q -rs")

@@ -1,0 +1,253 @@
+"""The command line through Blender: .blend, FBX and glTF in and out, a folder batch, the demo."""
+
+import json
+import re
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from blender_scenes import import_clip, reference_labels, slide_cm_s, world_joints, write_sliding_bvh
+from cli_helpers import package_parent, run_python, toe_slide_on_reference
+from clip_scenarios import CMU_TO_METRES
+from foot_lock.solvers import bvh
+
+pytestmark = pytest.mark.blender
+
+TOES = ["LeftToeBase", "RightToeBase"]
+
+
+@pytest.fixture(scope="module")
+def walk(clips_dir):
+    return clips_dir / "cmu_07_01.bvh"
+
+
+@pytest.fixture(scope="module")
+def sliding(tmp_path_factory, walk):
+    return write_sliding_bvh(walk, tmp_path_factory.mktemp("clips") / "walk_sliding.bvh", 1.25)
+
+
+@pytest.fixture(scope="module")
+def reference(walk):
+    """The unscaled walk's contacts, (legs, frames), left leg first."""
+    labels = reference_labels(walk)
+    return np.array([labels["left"], labels["right"]])
+
+
+def fps(bpy):
+    return bpy.context.scene.render.fps / bpy.context.scene.render.fps_base
+
+
+def cli(*argv):
+    from foot_lock.cli import main
+
+    return main([str(arg) for arg in argv])
+
+
+def save_blend(bpy, path, *clips):
+    """A .blend holding each clip imported as an armature; returns the path."""
+    for clip in clips:
+        import_clip(bpy, clip)
+    bpy.ops.wm.save_as_mainfile(filepath=str(path))
+    return path
+
+
+# --- .blend -----------------------------------------------------------------------------
+
+
+def test_blend_in_and_out_keeps_the_original_and_plays_the_fixed_action(blender, tmp_path, sliding, reference):
+    bpy = blender
+    source = save_blend(bpy, tmp_path / "walk.blend", sliding)
+    fixed = tmp_path / "out" / "walk_fixed.blend"
+    assert cli("remove-sliding", source, "-o", fixed, "--report", tmp_path / "report.json") == 0
+
+    bpy.ops.wm.open_mainfile(filepath=str(fixed))
+    obj = bpy.data.objects["walk_sliding"]
+    assert obj.animation_data.action.name == "walk_sliding.footlock"
+    original = bpy.data.actions["walk_sliding"]
+    assert slide_cm_s(world_joints(obj, TOES, original), reference, fps(bpy)) > 3.0
+    assert slide_cm_s(world_joints(obj, TOES), reference, fps(bpy)) <= 1.5
+    (clip,) = json.loads((tmp_path / "report.json").read_text())["files"][0]["clips"]
+    assert (clip["armature"], clip["action"], clip["output_action"]) == ("walk_sliding", "walk_sliding", "walk_sliding.footlock")
+    assert clip["metres_per_unit"] == 1.0 and clip["after"]["toe_slide_cm_s"] < 1.0
+
+
+def test_settings_stored_in_a_blend_hold_unless_a_flag_overrides_them(blender, tmp_path, sliding):
+    import foot_lock
+
+    bpy = blender
+    foot_lock.register()
+    try:
+        import_clip(bpy, sliding).foot_lock.in_place = True
+        source = tmp_path / "in_place.blend"
+        bpy.ops.wm.save_as_mainfile(filepath=str(source))
+    finally:
+        foot_lock.unregister()
+    assert cli("remove-sliding", source, "-o", tmp_path / "a.blend") == 0
+    assert cli("remove-sliding", source, "-o", tmp_path / "b.blend", "--no-in-place") == 0
+    bpy.ops.wm.open_mainfile(filepath=str(tmp_path / "a.blend"))
+    assert bpy.data.actions.keys() == ["walk_sliding"]  # fixed in place, as stored
+    bpy.ops.wm.open_mainfile(filepath=str(tmp_path / "b.blend"))
+    assert sorted(bpy.data.actions.keys()) == ["walk_sliding", "walk_sliding.footlock"]
+
+
+def test_edited_contact_curves_are_obeyed_unless_overwrite_contacts(blender, tmp_path, sliding):
+    import foot_lock
+    from foot_lock.adapters import armature
+
+    bpy = blender
+    foot_lock.register()
+    try:
+        obj = import_clip(bpy, sliding)
+        bpy.ops.foot_lock.detect_contacts()
+        toe = next(leg.toe for leg in obj.foot_lock.legs if leg.name == "left")  # that foot never plants now
+        armature.write_contact_curve(obj, obj.animation_data.action, toe, np.arange(1, 318), np.zeros(317))
+        source = tmp_path / "edited.blend"
+        bpy.ops.wm.save_as_mainfile(filepath=str(source))
+    finally:
+        foot_lock.unregister()
+
+    def left_contact_frames(*options):
+        report = tmp_path / "report.json"
+        assert cli("remove-sliding", source, "-o", tmp_path / "out.blend", "--report", report, *options) == 0
+        return json.loads(report.read_text())["files"][0]["clips"][0]["contacts"]["left"]["frames"]
+
+    assert left_contact_frames() == 0
+    assert left_contact_frames("--overwrite-contacts") > 50
+
+
+def test_armatures_and_actions_are_chosen_by_name_or_all(blender, tmp_path, sliding, walk, capsys):
+    bpy = blender
+    source = save_blend(bpy, tmp_path / "two.blend", walk, sliding)
+
+    def fixed_clips(*options):
+        report = tmp_path / "report.json"
+        assert cli("remove-sliding", source, "-o", tmp_path / "out.blend", "--report", report, *options) == 0
+        return sorted((c["armature"], c["action"]) for c in json.loads(report.read_text())["files"][0]["clips"])
+
+    assert fixed_clips() == [("cmu_07_01", "cmu_07_01"), ("walk_sliding", "walk_sliding")]
+    assert fixed_clips("--armature", "walk_sliding") == [("walk_sliding", "walk_sliding")]
+    assert fixed_clips("--armature", "cmu_07_01", "--action", "walk_sliding") == [("cmu_07_01", "walk_sliding")]
+    # The two armatures have the same bones, so each action animates both.
+    assert fixed_clips("--all-actions") == [
+        ("cmu_07_01", "cmu_07_01"), ("cmu_07_01", "walk_sliding"),
+        ("walk_sliding", "cmu_07_01"), ("walk_sliding", "walk_sliding"),
+    ]
+    bpy.ops.wm.open_mainfile(filepath=str(tmp_path / "out.blend"))
+    assert bpy.data.objects["cmu_07_01"].animation_data.action.name == "cmu_07_01.footlock"
+    capsys.readouterr()
+    assert cli("remove-sliding", source, "-o", tmp_path / "none.blend", "--armature", "Nobody") == 1
+    assert "no armature named 'Nobody'" in capsys.readouterr().out
+
+
+# --- FBX and glTF -----------------------------------------------------------------------
+
+
+def imported(bpy, path):
+    """What Blender's importer makes of ``path``: the armature and what to compare."""
+    from foot_lock.adapters.jobs import active_action, frame_range
+    from foot_lock.cli.blender_files import load
+
+    load(path, SimpleNamespace(bvh_unit_scale=None))
+    (obj,) = [o for o in bpy.context.scene.objects if o.type == "ARMATURE"]
+    return SimpleNamespace(
+        bones=[(bone.name, bone.parent.name if bone.parent else None) for bone in obj.data.bones],
+        actions=sorted(bpy.data.actions.keys()), frames=frame_range(active_action(obj)), fps=fps(bpy),
+        toes=world_joints(obj, TOES),
+    )
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory, sliding):
+    """The sliding walk written by Blender's exporters with their defaults, as another tool might.
+
+    In a subprocess: the bpy 4.2 wheel crashes at exit once its glTF exporter has run.
+    """
+    folder = tmp_path_factory.mktemp("exported")
+    script = f"""
+import os, sys, bpy
+bpy.ops.wm.read_factory_settings(use_empty=True)
+bpy.ops.import_anim.bvh(filepath={str(sliding)!r}, global_scale={CMU_TO_METRES}, update_scene_fps=True)
+bpy.ops.export_scene.fbx(filepath={str(folder / "walk.fbx")!r})  # leaf bones added, curves simplified
+bpy.ops.export_scene.gltf(filepath={str(folder / "walk.glb")!r}, export_format="GLB")
+bpy.ops.export_scene.gltf(filepath={str(folder / "walk.gltf")!r}, export_format="GLTF_SEPARATE")
+sys.stdout.flush()
+os._exit(0)  # the exit crash of bpy 4.2 after a glTF export
+"""
+    result = run_python(["-c", script], cwd=folder)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return folder
+
+
+@pytest.mark.parametrize("suffix", [".fbx", ".glb", ".gltf"])
+def test_fbx_and_gltf_round_trip_keeps_the_rig_and_the_takes_and_fixes_the_feet(
+    blender, tmp_path, exported, reference, suffix
+):
+    source, fixed = exported / f"walk{suffix}", tmp_path / "out" / f"walk{suffix}"
+    result = run_python(
+        ["-m", "foot_lock", "remove-sliding", source, "-o", fixed],
+        cwd=tmp_path, pythonpath=package_parent(tmp_path / "pythonpath"),
+    )
+    assert result.returncode == 0, result.stdout + result.stderr  # 0, not a crash at exit
+
+    before, after = imported(blender, source), imported(blender, fixed)
+    assert after.bones == before.bones
+    assert after.actions == before.actions  # the takes keep their names: fixed in place
+    assert after.frames == before.frames == (1, 317)
+    assert after.fps == pytest.approx(before.fps) and before.fps == pytest.approx(120.0, rel=1e-4)
+    assert slide_cm_s(before.toes, reference, before.fps) > 3.0
+    assert slide_cm_s(after.toes, reference, after.fps) <= 1.5
+
+
+# --- a folder ---------------------------------------------------------------------------
+
+
+def test_folder_batch_fixes_the_good_files_and_reports_the_bad_one(blender, tmp_path, sliding):
+    source, out = tmp_path / "in", tmp_path / "out"
+    (source / "sub").mkdir(parents=True)
+    (source / "a.bvh").write_bytes(sliding.read_bytes())
+    save_blend(blender, source / "sub" / "b.blend", sliding)
+    (source / "broken.fbx").write_text("not an FBX file")
+    result = run_python(
+        ["-m", "foot_lock", "remove-sliding", source, "-o", out, "--jobs", "2", "--report", out / "report.json"],
+        cwd=tmp_path, pythonpath=package_parent(tmp_path / "pythonpath"),
+    )
+    assert result.returncode == 1, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    progress = [line for line in lines if re.match(r"\[\d/3\] ", line)]
+    assert len(progress) == 3
+    assert [line for line in progress if " FAILED " in line] == [
+        next(line for line in progress if f"FAILED {source / 'broken.fbx'}:" in line)
+    ]
+    assert lines[-1].startswith("Foot Lock: 3 files, 2 fixed, 1 failed")
+    assert (out / "a.bvh").is_file() and (out / "sub" / "b.blend").is_file()
+    assert not (out / "broken.fbx").exists()
+
+    report = json.loads((out / "report.json").read_text())
+    assert report["summary"] == {"files": 3, "fixed": 2, "failed": [str(source / "broken.fbx")]}
+    records = {record["input"]: record for record in report["files"]}
+    assert records[str(source / "broken.fbx")]["error"]
+    assert records[str(source / "sub" / "b.blend")]["clips"][0]["output_action"] == "walk_sliding.footlock"
+    assert records[str(source / "a.bvh")]["clips"][0]["after"]["toe_slide_cm_s"] < 1.0
+
+
+# --- the demo ---------------------------------------------------------------------------
+
+
+def test_demo_writes_a_blend_and_a_bvh_that_load(blender, tmp_path, walk):
+    result = run_python(
+        ["-m", "foot_lock", "demo", "--output-dir", tmp_path / "demo"],
+        cwd=tmp_path, pythonpath=package_parent(tmp_path / "pythonpath"),
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "toe_slide_cm_s" in result.stdout and "mocap.cs.cmu.edu" in result.stdout
+    demo = tmp_path / "demo"
+    # The sliding copy is the clips README's scenario, as the tests make it.
+    expected = write_sliding_bvh(walk, tmp_path / "expected.bvh", 1.25)
+    assert (demo / "cmu_07_01_sliding.bvh").read_bytes() == expected.read_bytes()
+    assert bvh.read(demo / "cmu_07_01_fixed.bvh").values.shape == bvh.read(walk).values.shape
+    assert toe_slide_on_reference(demo / "cmu_07_01_fixed.bvh", walk) <= 1.5
+
+    blender.ops.wm.open_mainfile(filepath=str(demo / "cmu_07_01_fixed.blend"))
+    obj = blender.data.objects["cmu_07_01_sliding"]
+    assert obj.animation_data.action.name == "cmu_07_01_sliding.footlock"
+    assert "cmu_07_01_sliding" in blender.data.actions

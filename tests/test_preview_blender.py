@@ -1,0 +1,472 @@
+"""Preview on terrain in real Blender: a walk authored on flat ground, played over a ramp
+and up stairs built along its path, as the runtime foot lock poses it frame by frame.
+
+The terrain is built here as a mesh along the walk. Heights are measured against the
+same terrain as a function, so every figure is independent of the raycasts under test.
+Contacts are the clip's ``foot_contact`` curves (Detect Contacts); a contact's first
+``blend_time`` is the inertialized catch-up into the lock, not part of the stance.
+"""
+
+import math
+
+import numpy as np
+import pytest
+from blender_scenes import import_clip, leg_bones, world_joints
+from test_addon_blender import snapshot
+
+pytestmark = pytest.mark.blender
+
+CLIP = "cmu_07_01"
+FLOOR = 0.0  # the clip's floor: the armature's origin, at the world origin
+RISE, RUN = 0.12, 0.5  # stairs
+SLOPE = math.radians(5.0)  # ramp
+START = 0.6  # metres along the walk from its first frame to where the terrain rises
+
+
+@pytest.fixture
+def addon(blender):
+    import foot_lock
+
+    foot_lock.register()
+    yield blender
+    foot_lock.unregister()
+
+
+# --- scenes -----------------------------------------------------------------------------
+
+
+class Terrain:
+    """Ground rising along a walk's horizontal direction ``axis`` from ``origin``: flat up
+    to ``START``, then a 5 degree ramp or 12/50 cm stairs."""
+
+    def __init__(self, kind, origin, axis):
+        self.kind, self.origin, self.axis = kind, origin, axis
+        self.side = np.cross((0.0, 0.0, 1.0), axis)
+
+    def along(self, points):
+        return (np.asarray(points)[..., :2] - self.origin[:2]) @ self.axis[:2]
+
+    def height(self, points):
+        """Height of the terrain under world points (..., 3)."""
+        s = self.along(points) - START
+        if self.kind == "flat":
+            return np.zeros(s.shape)
+        if self.kind == "ramp":
+            return np.maximum(s, 0.0) * math.tan(SLOPE)
+        return RISE * np.maximum(np.floor(s / RUN) + 1.0, 0.0)
+
+    def strips(self, length):
+        """(s0, s1, h0, h1) of each strip of the surface, from behind the start on."""
+        if self.kind == "flat":
+            return [(-2.0, length, 0.0, 0.0)]
+        if self.kind == "ramp":
+            return [(-2.0, START, 0.0, 0.0), (START, length, 0.0, (length - START) * math.tan(SLOPE))]
+        steps = math.ceil((length - START) / RUN)
+        return [(-2.0, START, 0.0, 0.0)] + [
+            (START + k * RUN, START + (k + 1) * RUN, RISE * (k + 1), RISE * (k + 1)) for k in range(steps)
+        ]
+
+    def build(self, bpy, length=6.0, width=2.0, name="Terrain", lift=0.0, collection=None):
+        """The surface, raised by ``lift``, as a mesh object (one quad per strip) in
+        ``collection`` (default: the scene's)."""
+        vertices, faces = [], []
+        for s0, s1, h0, h1 in self.strips(length):
+            base = len(vertices)
+            for s, h, w in ((s0, h0, -width), (s1, h1, -width), (s1, h1, width), (s0, h0, width)):
+                vertices.append(tuple(self.origin + s * self.axis + w * self.side + (0.0, 0.0, h + lift)))
+            faces.append((base, base + 1, base + 2, base + 3))
+        mesh = bpy.data.meshes.new(name)
+        mesh.from_pydata(vertices, [], faces)
+        obj = bpy.data.objects.new(name, mesh)
+        (collection or bpy.context.scene.collection).objects.link(obj)
+        return obj
+
+
+def walk_terrain(obj, kind):
+    """The terrain along the armature's walk, from the pelvis' first to last position."""
+    pelvis = world_joints(obj, ["Hips"])[:, 0]
+    axis = pelvis[-1] - pelvis[0]
+    axis[2] = 0.0
+    origin = pelvis[0].copy()
+    origin[2] = FLOOR
+    return Terrain(kind, origin, axis / np.linalg.norm(axis))
+
+
+def frames_of(obj):
+    from foot_lock.adapters.jobs import active_action, frame_range
+
+    start, end = frame_range(active_action(obj))
+    return np.arange(start, end + 1)
+
+
+def play(bpy, obj, frames, bones):
+    """World heads (F, len(bones), 3) of ``bones`` as shown, stepping the scene through ``frames``."""
+    shown = []
+    for frame in frames:
+        bpy.context.scene.frame_set(int(frame))
+        shown.append([tuple(obj.matrix_world @ obj.pose.bones[bone].head) for bone in bones])
+    return np.array(shown)
+
+
+def contact_curves(obj, frames):
+    from foot_lock.adapters import armature
+
+    action = obj.animation_data.action
+    return np.array([armature.read_contact_curve(obj, action, toe, frames) > 0.5 for toe in leg_bones(obj, "toe")])
+
+
+def settled(contacts, frames):
+    """Contact frames (L, F) from the ``frames``-th frame of each contact on."""
+    out = np.zeros_like(contacts)
+    for leg, row in enumerate(contacts):
+        run = 0
+        for f, on in enumerate(row):
+            run = run + 1 if on else 0
+            out[leg, f] = run > frames
+    return out
+
+
+def scene_fps(bpy):
+    return bpy.context.scene.render.fps / bpy.context.scene.render.fps_base
+
+
+@pytest.fixture(scope="module", params=["ramp", "stairs"])
+def walk_on_terrain(request, clips_dir):
+    """The walk previewed over the terrain: what is shown, what was authored, the contacts
+    (arrays only: the add-on is unregistered again before the tests run)."""
+    import bpy
+    import foot_lock
+
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    foot_lock.register()
+    try:
+        obj = import_clip(bpy, clips_dir / f"{CLIP}.bvh")
+        assert bpy.ops.foot_lock.detect_contacts() == {"FINISHED"}
+        terrain = walk_terrain(obj, request.param)
+        terrain.build(bpy)
+        frames = frames_of(obj)
+        toes = leg_bones(obj, "toe")
+        bones = toes + leg_bones(obj, "foot") + ["Hips"]
+        authored = world_joints(obj, bones)
+        obj.foot_lock.preview = True
+        shown = play(bpy, obj, frames, bones)
+        legs = len(toes)
+        return {
+            "terrain": terrain,
+            "shown": shown[:, :legs],
+            "authored": authored[:, :legs],
+            "ankles": shown[:, legs:-1],
+            "authored_ankles": authored[:, legs:-1],
+            "pelvis": shown[:, -1],
+            "authored_pelvis": authored[:, -1],
+            "contacts": contact_curves(obj, frames).T,  # (F, L)
+            "fps": scene_fps(bpy),
+            "blend_frames": math.ceil(obj.foot_lock.blend_time * scene_fps(bpy)),
+            "error": obj.foot_lock.preview_error,
+        }
+    finally:
+        foot_lock.unregister()
+
+
+# --- quality on terrain -----------------------------------------------------------------
+
+
+def test_preview_runs_without_error(walk_on_terrain):
+    s = walk_on_terrain
+    assert s["error"] == ""
+    assert np.isfinite(s["shown"]).all()
+
+
+def test_planted_toe_keeps_its_authored_height_above_the_terrain(walk_on_terrain):
+    s = walk_on_terrain
+    stance = settled(s["contacts"].T, s["blend_frames"]).T
+    above = s["shown"][..., 2] - s["terrain"].height(s["shown"])
+    authored = s["authored"][..., 2] - FLOOR
+    assert stance.sum() > 100
+    assert np.abs(above - authored)[stance].max() < 0.01
+
+
+def test_planted_toe_does_not_slide(walk_on_terrain):
+    s = walk_on_terrain
+    stance = settled(s["contacts"].T, s["blend_frames"]).T
+    both = stance[1:] & stance[:-1]
+    step = np.linalg.norm(np.diff(s["shown"][..., :2], axis=0), axis=-1)
+    authored_step = np.linalg.norm(np.diff(s["authored"][..., :2], axis=0), axis=-1)
+    assert 100.0 * authored_step[both].mean() * s["fps"] > 2.0  # the clip's own feet do slide there
+    assert 100.0 * step[both].mean() * s["fps"] < 1.0  # cm/s
+
+
+def test_swinging_toe_keeps_half_its_clearance(walk_on_terrain):
+    s = walk_on_terrain
+    above = s["shown"][..., 2] - s["terrain"].height(s["shown"])
+    authored = s["authored"][..., 2] - FLOOR
+    swing = ~s["contacts"] & (authored > 0.01)
+    assert swing.sum() > 100
+    assert (above[swing] >= 0.5 * authored[swing]).all()
+
+
+def test_planted_feet_follow_the_slope(walk_on_terrain):
+    """On the ramp a planted foot pitches up by the slope; on stairs (flat treads) it stays
+    as authored."""
+    s = walk_on_terrain
+    terrain = s["terrain"]
+
+    def pitch(toes, ankles):
+        foot = toes - ankles
+        return np.degrees(np.arctan2(foot[..., 2], foot[..., :2] @ terrain.axis[:2]))
+
+    stance = settled(s["contacts"].T, s["blend_frames"]).T & (terrain.along(s["shown"]) > START + 0.3)
+    turned = (pitch(s["shown"], s["ankles"]) - pitch(s["authored"], s["authored_ankles"]))[stance]
+    expected = math.degrees(SLOPE) if terrain.kind == "ramp" else 0.0
+    assert stance.sum() > 50
+    assert abs(np.median(turned) - expected) < 1.0
+
+
+def test_the_walk_climbs_with_the_terrain(walk_on_terrain):
+    """The body rises with the ground under it (the pelvis may dip a little for the feet),
+    eased: no frame lifts it by more than a small part of a stair's rise."""
+    s = walk_on_terrain
+    lift = s["pelvis"][:, 2] - s["authored_pelvis"][:, 2]
+    ground = s["terrain"].height(s["authored_pelvis"])
+    assert ground[-1] > 0.2  # the walk ends well above its flat start
+    assert -0.1 < lift[-1] - ground[-1] < 0.01
+    assert np.abs(np.diff(lift)).max() < 0.25 * RISE
+
+
+def test_unlock_is_smooth(walk_on_terrain):
+    """After each release no toe moves further across the ground in a frame than the
+    animation moves it, plus a little: the catch-up is eased, never a jump. (Up and down,
+    a toe also follows the terrain: on stairs it rises for the next step.)"""
+    s = walk_on_terrain
+
+    def steps(points):
+        return np.linalg.norm(np.diff(points[..., :2], axis=0), axis=-1)
+
+    released = np.diff(s["contacts"].astype(int), axis=0) == -1
+    window = np.zeros_like(released)
+    for f, leg in np.argwhere(released):
+        window[f : f + 2 * s["blend_frames"], leg] = True
+    assert window.sum() > 40
+    assert (steps(s["shown"])[window] <= steps(s["authored"])[window] + 0.005).all()
+
+
+def test_set_pose_shows_a_frame_in_every_rotation_mode(addon, clips_dir):
+    """The preview's pose writer against Blender's own evaluation of the pose it set."""
+    from foot_lock.adapters import armature
+
+    obj = import_clip(addon, clips_dir / f"{CLIP}.bvh")
+    action = obj.animation_data.action
+    _, motion, joint_map = armature.read_motion(obj, action, 1, 317)
+    frame = 120
+    row = frame - joint_map.frame_start
+    expected = world_joints(obj, [bone.name for bone in obj.data.bones], action)[row]
+    addon.context.scene.frame_set(frame)
+    modes = {"LeftUpLeg": "QUATERNION", "LeftLeg": "AXIS_ANGLE", "LeftFoot": "XZY", "RightUpLeg": "ZYX"}
+    for bone, mode in modes.items():
+        obj.pose.bones[bone].rotation_mode = mode  # the keyed (ZYX) Euler curves no longer pose it
+    armature.set_pose(obj, joint_map, motion.rot[row], motion.pos[row], frame, list(modes), ["Hips"])
+    addon.context.view_layer.update()
+    shown = np.array([tuple(obj.matrix_world @ obj.pose.bones[bone.name].head) for bone in obj.data.bones])
+    assert np.abs(shown - expected).max() < 1e-5
+
+
+# --- flat ground, no ground, what counts as ground --------------------------------------
+
+
+def test_flat_ground_changes_a_clean_clip_by_millimetres(addon, clips_dir):
+    obj = import_clip(addon, clips_dir / f"{CLIP}.bvh")
+    assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}  # a clean clip: its feet do not slide
+    walk_terrain(obj, "flat").build(addon)
+    bones = leg_bones(obj, "toe") + leg_bones(obj, "foot") + ["Hips"]
+    authored = world_joints(obj, bones)
+    obj.foot_lock.preview = True
+    change = np.linalg.norm(play(addon, obj, frames_of(obj), bones) - authored, axis=-1)
+    assert change.mean() < 0.003
+    assert np.median(change) < 0.001
+    assert change[:, -1].max() < 0.005  # the pelvis
+
+
+def own_mesh(bpy, name, height):
+    """A big plane at ``height`` under the whole walk (the test makes it the character's)."""
+    mesh = bpy.data.meshes.new(name)
+    mesh.from_pydata([(-5, -5, height), (5, -5, height), (5, 5, height), (-5, 5, height)], [], [(0, 1, 2, 3)])
+    plane = bpy.data.objects.new(name, mesh)
+    bpy.context.scene.collection.objects.link(plane)
+    return plane
+
+
+def test_no_ground_leaves_the_animation_as_authored(addon, clips_dir):
+    """Nothing under the character but its own meshes: a child of the armature and a mesh
+    its armature deforms, both right under its feet, are never ground."""
+    obj = import_clip(addon, clips_dir / f"{CLIP}.bvh")
+    child = own_mesh(addon, "Child", 0.2)
+    child.parent = obj
+    skin = own_mesh(addon, "Skin", 0.1)
+    skin.modifiers.new("Armature", "ARMATURE").object = obj
+    bones = [bone.name for bone in obj.data.bones]
+    authored = world_joints(obj, bones)
+    obj.foot_lock.preview = True
+    assert np.abs(play(addon, obj, frames_of(obj), bones) - authored).max() < 1e-5
+    assert obj.foot_lock.preview and obj.foot_lock.preview_error == ""
+
+
+def test_ground_can_be_limited_to_a_collection(addon, clips_dir):
+    """A prop over the whole walk is ground until the ground is limited to a collection."""
+    obj = import_clip(addon, clips_dir / f"{CLIP}.bvh")
+    terrain = walk_terrain(obj, "flat")
+    ground = addon.data.collections.new("Ground")
+    addon.context.scene.collection.children.link(ground)
+    terrain.build(addon, name="Floor", lift=0.1, collection=ground)
+    terrain.build(addon, name="Prop", lift=0.3)
+    frames = frames_of(obj)
+    authored = world_joints(obj, ["Hips"])[-1, 0, 2]
+
+    def pelvis_lift():
+        obj.foot_lock.preview = True
+        lift = play(addon, obj, frames, ["Hips"])[-1, 0, 2] - authored
+        obj.foot_lock.preview = False
+        return lift
+
+    assert pelvis_lift() == pytest.approx(0.3, abs=0.01)
+    obj.foot_lock.ground_collection = ground
+    assert pelvis_lift() == pytest.approx(0.1, abs=0.01)
+    obj.foot_lock.root_follow = False  # the feet still find the ground; the body is not carried up
+    assert abs(pelvis_lift()) < 0.01
+
+
+# --- scrubbing ----------------------------------------------------------------------------
+
+
+def test_scrubbing_and_jumping_never_break_the_preview(addon, clips_dir):
+    """Without contact curves (feet planted by their own speed), on the ramp: any jump
+    starts the lock over from the animation, and playing on from there gives, after a
+    short settling, what playing from the start gives."""
+    obj = import_clip(addon, clips_dir / f"{CLIP}.bvh")
+    addon.ops.foot_lock.detect_legs()
+    walk_terrain(obj, "ramp").build(addon)
+    frames, toes = frames_of(obj), leg_bones(obj, "toe")
+    authored = world_joints(obj, toes)
+    obj.foot_lock.preview = True
+    from_start = play(addon, obj, frames, toes)
+    assert np.isfinite(from_start).all()
+    for frame in (200, 150, 151, 152, 40, 300, 10, 9, 317, 1, 120, 90, 250):
+        shown = play(addon, obj, [frame], toes)[0]  # each a jump: the lock starts over there
+        assert np.isfinite(shown).all()
+        assert np.abs(shown[:, :2] - authored[frame - 1, :, :2]).max() < 0.005  # no foot left behind
+    start = 60
+    resumed = play(addon, obj, frames[start - 1 :], toes)
+    settle = round(1.2 * scene_fps(addon))
+    assert np.abs(resumed[settle:] - from_start[start - 1 + settle :]).max() < 0.001
+    assert obj.foot_lock.preview_error == ""
+
+
+# --- handlers, errors, bake, overlay ------------------------------------------------------
+
+
+def test_handler_is_registered_only_while_some_armature_previews(blender, clips_dir):
+    import foot_lock
+    from foot_lock.adapters import preview
+
+    frame_handlers = blender.app.handlers.frame_change_post
+    foot_lock.register()
+    try:
+        first = import_clip(blender, clips_dir / f"{CLIP}.bvh")
+        second = import_clip(blender, clips_dir / f"{CLIP}.bvh")
+        assert preview._on_frame_change not in frame_handlers
+        first.foot_lock.preview = True
+        second.foot_lock.preview = True
+        assert preview._on_frame_change in frame_handlers and preview._draw_handle is not None
+        first.foot_lock.preview = False
+        assert preview._on_frame_change in frame_handlers  # the second still previews
+        second.foot_lock.preview = False
+        assert preview._on_frame_change not in frame_handlers and preview._draw_handle is None
+        first.foot_lock.preview = True
+    finally:
+        foot_lock.unregister()
+    assert preview._on_frame_change not in frame_handlers
+    assert preview._on_depsgraph_update not in blender.app.handlers.depsgraph_update_post
+    assert preview._on_data_replaced not in blender.app.handlers.load_post
+    assert preview._draw_handle is None
+
+
+def test_preview_resumes_in_a_saved_file(addon, clips_dir, tmp_path):
+    from foot_lock.adapters import preview
+
+    obj = import_clip(addon, clips_dir / f"{CLIP}.bvh")
+    addon.ops.foot_lock.detect_legs()
+    walk_terrain(obj, "stairs").build(addon)
+    toes = leg_bones(obj, "toe")
+    authored = world_joints(obj, toes)
+    obj.foot_lock.preview = True
+    path = str(tmp_path / "preview.blend")
+    addon.ops.wm.save_as_mainfile(filepath=path)
+    obj.foot_lock.preview = False
+    assert preview._on_frame_change not in addon.app.handlers.frame_change_post
+    addon.ops.wm.open_mainfile(filepath=path)
+    assert preview._on_frame_change in addon.app.handlers.frame_change_post
+    obj = addon.data.objects[CLIP]
+    shown = play(addon, obj, [200], toes)[0]
+    assert obj.foot_lock.preview_error == ""
+    assert shown[:, 2].min() > authored[199, :, 2].min() + 0.2  # up the stairs
+
+
+def test_an_error_in_the_handler_turns_preview_off_without_raising(addon, clips_dir, monkeypatch):
+    from foot_lock.adapters import preview
+
+    obj = import_clip(addon, clips_dir / f"{CLIP}.bvh")
+    walk_terrain(obj, "ramp").build(addon)
+    settings = obj.foot_lock
+    settings.preview = True
+    settings.pelvis = "NoSuchBone"  # the next frame finds the rig broken
+    addon.context.scene.frame_set(10)
+    assert not settings.preview and "NoSuchBone" in settings.preview_error
+    assert preview._on_frame_change not in addon.app.handlers.frame_change_post
+
+    settings.pelvis = "Hips"
+    settings.preview = True
+    assert settings.preview_error == ""
+
+    def broken(*args):
+        raise ZeroDivisionError("a bug in the preview")
+
+    monkeypatch.setattr(preview, "step", broken)
+    addon.context.scene.frame_set(11)
+    assert not settings.preview and settings.preview_error == "a bug in the preview"
+
+
+def test_bake_preview_writes_a_new_action_and_keeps_the_original(addon, clips_dir):
+    obj = import_clip(addon, clips_dir / f"{CLIP}.bvh")
+    addon.ops.foot_lock.detect_contacts()
+    walk_terrain(obj, "stairs").build(addon)
+    source = obj.animation_data.action
+    before = snapshot(obj, source)
+    bones = leg_bones(obj, "toe") + leg_bones(obj, "foot") + ["Hips"]
+    obj.foot_lock.preview = True
+    shown = play(addon, obj, frames_of(obj), bones)
+    assert addon.ops.foot_lock.bake_preview() == {"FINISHED"}
+    baked = obj.animation_data.action
+    assert baked.name == f"{CLIP}.preview" and baked != source
+    assert snapshot(obj, source) == before
+    assert not obj.foot_lock.preview
+    assert np.abs(world_joints(obj, bones) - shown).max() < 1e-4
+
+
+def test_overlay_shows_the_locks_and_both_toe_paths(addon, clips_dir):
+    from foot_lock.adapters import preview
+
+    obj = import_clip(addon, clips_dir / f"{CLIP}.bvh")
+    addon.ops.foot_lock.detect_contacts()
+    terrain = walk_terrain(obj, "ramp")
+    terrain.build(addon)
+    toes = leg_bones(obj, "toe")
+    obj.foot_lock.preview = True
+    shown = play(addon, obj, frames_of(obj)[:150], toes)
+    (geometry,) = preview.overlays()
+    trail = round(preview.TRAIL_SECONDS * scene_fps(addon))
+    assert geometry.before.shape == geometry.after.shape == (2 * (trail - 1) * len(toes), 3)
+    assert np.allclose(geometry.after.reshape(trail - 1, len(toes), 2, 3)[-1, :, 1], shown[-1])
+    assert np.isfinite(geometry.before).all()
+    assert 1 <= len(geometry.contacts) <= len(toes) and geometry.markers.shape == (6 * len(geometry.contacts), 3)
+    assert np.allclose(geometry.contacts[:, 2], terrain.height(geometry.contacts), atol=1e-3)  # on the ground
+    obj.foot_lock.show_overlay = False
+    assert preview.overlays() == []
