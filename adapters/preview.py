@@ -27,10 +27,9 @@ import numpy as np
 from bpy.app.handlers import persistent
 
 from ..solvers.kinematics import Motion
-from ..solvers.runtime_lock import RuntimeSettings
 from ..solvers.runtime_pose import TerrainFootLock, play_clip, preview_joints, runtime_clip
 from . import armature, jobs, overlay, terrain
-from .properties import solver_settings
+from .properties import runtime_settings, solver_settings
 
 PREVIEW_SUFFIX = ".preview"
 TRAIL_SECONDS = 1.0  # how much toe path the overlay shows
@@ -61,18 +60,6 @@ class _Preview:
 
 
 # --- settings ---------------------------------------------------------------------------
-
-
-def runtime_settings(settings):
-    """The runtime lock's settings from an object's ``foot_lock`` settings."""
-    return RuntimeSettings(
-        lock_distance=settings.lock_distance,
-        unlock_distance=settings.unlock_distance,
-        blend_time=settings.blend_time,
-        max_correction=settings.max_correction,
-        max_tilt=settings.max_tilt,
-        pelvis_drop_smoothing=settings.pelvis_smoothing,
-    )
 
 
 _OPTIONS = ("lock_distance", "unlock_distance", "blend_time", "max_correction", "max_tilt", "pelvis_smoothing",

@@ -189,6 +189,18 @@ def contact_settings(settings):
     )
 
 
+def runtime_settings(settings):
+    """The runtime lock's settings from an object's ``foot_lock`` settings."""
+    return RuntimeSettings(
+        lock_distance=settings.lock_distance,
+        unlock_distance=settings.unlock_distance,
+        blend_time=settings.blend_time,
+        max_correction=settings.max_correction,
+        max_tilt=settings.max_tilt,
+        pelvis_drop_smoothing=settings.pelvis_smoothing,
+    )
+
+
 def solver_settings(settings):
     """The solver core's settings from an object's ``foot_lock`` settings."""
     return FootLockSettings(
