@@ -98,6 +98,17 @@ def update_chain(skeleton, rot, pos, grot, gpos, joints):
             gpos[:, j] = gpos[:, p] + quat.rotate(grot[:, p], pos[:, j])
 
 
+def inverse_kinematics_locals(skeleton, grot, gpos):
+    """Local rotations and translations (F, n, 4) / (F, n, 3) from global ones: the
+    inverse of :func:`forward_kinematics` (a root's local transform is its global one)."""
+    rot, pos = grot.copy(), gpos.copy()
+    child = np.flatnonzero(skeleton.parents >= 0)
+    parent = skeleton.parents[child]
+    rot[:, child] = local_rotation(grot[:, parent], grot[:, child])
+    pos[:, child] = local_position(grot[:, parent], gpos[:, parent], gpos[:, child])
+    return rot, pos
+
+
 def local_rotation(parent_global_rot, global_rot):
     """Local rotation that gives ``global_rot`` under a parent with ``parent_global_rot``."""
     return quat.multiply(quat.conjugate(parent_global_rot), global_rot)

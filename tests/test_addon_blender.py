@@ -183,6 +183,17 @@ def test_bake_keeps_the_original_and_every_unsolved_channel(addon, clips_dir):
     assert changed and all(key[0].split('"')[1] in solved_bones for key in changed)
 
 
+def test_in_place_bake_writes_into_the_current_action(addon, clips_dir):
+    obj = import_clip(addon, clips_dir / "cmu_07_01.bvh")
+    source = obj.animation_data.action
+    before = world_joints(obj, ["LeftToeBase"], source)
+    obj.foot_lock.in_place = True
+    assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
+    assert obj.animation_data.action == source
+    assert [action.name for action in addon.data.actions] == ["cmu_07_01"]
+    assert np.abs(world_joints(obj, ["LeftToeBase"]) - before).max() > 1e-3  # the motion changed
+
+
 def test_raw_capture_with_defects_bakes_without_nan_or_wild_pose(addon, clips_dir):
     obj = import_clip(addon, clips_dir / "cmu_03_02.bvh")
     source = obj.animation_data.action

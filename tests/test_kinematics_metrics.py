@@ -1,0 +1,71 @@
+"""Forward kinematics and its inverse; the reported quality figures on known motion."""
+
+import numpy as np
+from foot_lock.solvers import metrics
+from foot_lock.solvers import quaternion as quat
+from foot_lock.solvers.kinematics import Skeleton, forward_kinematics, inverse_kinematics_locals
+
+UP = np.array([0.0, 0.0, 1.0])
+
+
+def test_inverse_of_forward_kinematics_gives_back_the_locals():
+    rng = np.random.default_rng(0)
+    skeleton = Skeleton(list("abcdef"), [-1, 0, 1, 1, 3, -1])
+    rot = quat.normalize(rng.normal(size=(50, 6, 4)))
+    pos = rng.normal(size=(50, 6, 3))
+    grot, gpos = forward_kinematics(skeleton, rot, pos)
+    back_rot, back_pos = inverse_kinematics_locals(skeleton, grot, gpos)
+    assert np.allclose(np.abs(np.sum(back_rot * rot, axis=-1)), 1.0)
+    assert np.allclose(back_pos, pos)
+
+
+def test_forward_kinematics_of_selected_joints_matches_the_full_pass():
+    rng = np.random.default_rng(1)
+    skeleton = Skeleton(list("abcdef"), [-1, 0, 1, 1, 3, -1])
+    rot = quat.normalize(rng.normal(size=(5, 6, 4)))
+    pos = rng.normal(size=(5, 6, 3))
+    _, full = forward_kinematics(skeleton, rot, pos)
+    _, some = forward_kinematics(skeleton, rot, pos, joints=[4])
+    assert np.allclose(some[:, [0, 1, 3, 4]], full[:, [0, 1, 3, 4]])
+
+
+def walking_toe(fps=100, seconds=2.0, slide=0.0):
+    """A toe planted for the first half second of each second, else swinging forward at 2 m/s;
+    ``slide`` m/s of drift while planted."""
+    t = np.arange(int(fps * seconds)) / fps
+    planted = (t % 1.0) < 0.5
+    velocity = np.where(planted, slide, 2.0)
+    x = np.concatenate([[0.0], np.cumsum(velocity[1:] / fps)])
+    z = np.where(planted, 0.0, 0.1)
+    return np.stack([x, np.zeros_like(x), z], axis=-1)[None], planted[None]
+
+
+def test_toe_slide_is_the_mean_horizontal_speed_within_contacts():
+    toes, planted = walking_toe(slide=0.1)
+    assert abs(metrics.toe_slide(toes, planted, UP, 100) - 0.1) < 1e-9
+
+
+def test_skate_ratio_counts_fast_feet_near_the_ground():
+    toes, _ = walking_toe(slide=0.0)
+    assert metrics.skate_ratio(toes, UP, 100, ground=0.0) == 0.0  # fast only when lifted 10 cm
+    sliding, _ = walking_toe(slide=0.8)
+    ratio = metrics.skate_ratio(sliding, UP, 100, ground=0.0)
+    assert 0.45 < ratio < 0.5  # the planted half skates
+    assert metrics.skate_ratio(sliding, UP, 100, ground=0.0, window=5) > 0.4
+
+
+def test_penetration_pelvis_extension_and_acceleration():
+    toes, _ = walking_toe()
+    assert metrics.penetration(toes, UP, [0.0]) == 0.0
+    assert abs(metrics.penetration(toes - [0.0, 0.0, 0.02], UP, [0.0]) - 0.02) < 1e-12
+    pelvis = np.zeros((10, 3))
+    assert abs(metrics.pelvis_deviation(pelvis + [0.03, 0.04, 0.0], pelvis) - 0.05) < 1e-12
+    hips = np.zeros((1, 4, 3))
+    ankles = np.array([[[0, 0, -0.9], [0, 0, -0.999], [0, 0, -0.5], [0, 0, -1.0]]], dtype=float)
+    assert metrics.full_extension_share(hips, ankles, [1.0]) == 0.5
+    still = np.zeros((1, 10, 3))
+    assert metrics.ankle_acceleration(still, 30) == (0.0, 0.0)
+    jolt = still.copy()
+    jolt[0, 5, 0] = 0.01
+    p99, peak = metrics.ankle_acceleration(jolt, 100)
+    assert abs(peak - 2 * 0.01 * 100 * 100) < 1e-9 and p99 <= peak
