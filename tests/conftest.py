@@ -122,3 +122,17 @@ def _blender_factory_startup(request):
     """Every test marked ``blender`` starts from factory settings (and skips without bpy)."""
     if request.node.get_closest_marker("blender") is not None:
         request.getfixturevalue("blender")
+
+
+@pytest.fixture(scope="module")
+def walk(clips_dir):
+    """The shared CMU walk used by the command-line tests."""
+    return clips_dir / "cmu_07_01.bvh"
+
+
+@pytest.fixture(scope="module")
+def sliding(tmp_path_factory, walk):
+    """The walk with its root motion x1.25: the clips README's sliding scenario."""
+    from foot_lock.solvers import bvh
+
+    return bvh.write_sliding_copy(walk, tmp_path_factory.mktemp("clips") / "walk_sliding.bvh", 1.25)

@@ -12,7 +12,6 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from blender_scenes import write_sliding_bvh
 from cli_helpers import (
     ROOT,
     column_owners,
@@ -28,17 +27,6 @@ from foot_lock.solvers import bvh
 @pytest.fixture(scope="module")
 def pythonpath(tmp_path_factory):
     return package_parent(tmp_path_factory.mktemp("pythonpath"))
-
-
-@pytest.fixture(scope="module")
-def walk(clips_dir):
-    return clips_dir / "cmu_07_01.bvh"
-
-
-@pytest.fixture(scope="module")
-def sliding(tmp_path_factory, walk):
-    """The walk with its root motion x1.25: the clips README's sliding scenario."""
-    return write_sliding_bvh(walk, tmp_path_factory.mktemp("clips") / "walk_sliding.bvh", 1.25)
 
 
 @pytest.fixture(scope="module")

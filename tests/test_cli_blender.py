@@ -17,16 +17,6 @@ TOES = ["LeftToeBase", "RightToeBase"]
 
 
 @pytest.fixture(scope="module")
-def walk(clips_dir):
-    return clips_dir / "cmu_07_01.bvh"
-
-
-@pytest.fixture(scope="module")
-def sliding(tmp_path_factory, walk):
-    return write_sliding_bvh(walk, tmp_path_factory.mktemp("clips") / "walk_sliding.bvh", 1.25)
-
-
-@pytest.fixture(scope="module")
 def reference(walk):
     """The unscaled walk's contacts, (legs, frames), left leg first."""
     labels = reference_labels(walk)
