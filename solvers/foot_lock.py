@@ -59,12 +59,33 @@ def leg_length(gpos, rig):
     return float(np.mean(lengths))
 
 
+def travel(skeleton, gpos, rig, up):
+    """Positions (F, 3) of the joint that carries the character across the ground.
+
+    The topmost ancestor of the pelvis that travels at least half as far as the pelvis
+    does (a root bone at the feet that carries the root motion), else the pelvis. A
+    runtime that makes feet slide scales that joint's motion, so contact labels
+    compensate for exactly its velocity, not the pelvis's sway on top of it.
+    """
+    up = np.asarray(up, dtype=float)
+
+    def distance(joint):
+        steps = np.diff(gpos[:, joint], axis=0)
+        return np.linalg.norm(steps - (steps @ up)[:, None] * up, axis=-1).sum()
+
+    pelvis_travel = distance(rig.pelvis)
+    for joint in skeleton.closure([rig.pelvis]):
+        if distance(joint) >= 0.5 * pelvis_travel:
+            return gpos[:, joint]
+    return gpos[:, rig.pelvis]
+
+
 def label_contacts(skeleton, motion, rig, up, settings=None):
     """Contact weights (L, F) and the slip factor, for a clip as it is."""
     check_motion(skeleton, motion)
     _, gpos = forward_kinematics(skeleton, motion.rot, motion.pos, _solved_joints(rig))
     toes = np.stack([gpos[:, leg.toe] for leg in rig.legs])
-    return detect_contacts(toes, gpos[:, rig.pelvis], up, motion.fps, leg_length(gpos, rig), settings)
+    return detect_contacts(toes, travel(skeleton, gpos, rig, up), up, motion.fps, leg_length(gpos, rig), settings)
 
 
 def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None, settings=None,
@@ -87,7 +108,7 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
         with _timed(timings, "contacts"):
             toes = np.stack([gpos[:, leg.toe] for leg in rig.legs])
             contacts, slip = detect_contacts(
-                toes, gpos[:, rig.pelvis], up, motion.fps, leg_length(gpos, rig), settings.contacts
+                toes, travel(skeleton, gpos, rig, up), up, motion.fps, leg_length(gpos, rig), settings.contacts
             )
     contacts = _checked_contacts(contacts, len(rig.legs), motion.frames)
     if not (contacts > 0).any():

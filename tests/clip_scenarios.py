@@ -6,6 +6,7 @@ import numpy as np
 from foot_lock.solvers import bvh, kinematics
 from foot_lock.solvers.contacts import reference_contacts
 from foot_lock.solvers.kinematics import forward_kinematics
+from foot_lock.solvers.rig import Leg, Rig
 
 CMU_TO_METRES = 0.056444
 CLIPS_DIR = Path(__file__).resolve().parents[2] / "shared" / "clips"
@@ -35,3 +36,27 @@ def f1_score(found, reference):
     found, reference = np.asarray(found) > 0.5, np.asarray(reference) > 0.5
     true_positive = np.sum(found & reference)
     return 2.0 * true_positive / max(found.sum() + reference.sum(), 1)
+
+
+def with_ground_root(skeleton, motion, rig, window=1.0):
+    """The clip re-rigged game-style: a new root joint on the ground carries the smoothed
+    horizontal travel (root motion), the pelvis below it keeps only the rest (sway, height)."""
+    frames, up = motion.frames, np.asarray(bvh.UP)
+    pelvis_root = motion.pos[:, 0]
+    width = int(window * motion.fps) | 1
+    kernel = np.ones(width) / width
+    travel = np.stack(
+        [np.convolve(np.pad(pelvis_root[:, a], width // 2, mode="edge"), kernel, "valid") for a in range(3)], -1
+    )
+    travel -= (travel @ up)[:, None] * up
+    rot = np.concatenate([np.tile([1.0, 0.0, 0.0, 0.0], (frames, 1, 1)), motion.rot], axis=1)
+    pos = np.concatenate([travel[:, None], motion.pos], axis=1)
+    pos[:, 1] = pelvis_root - travel
+    parents = [-1, 0] + [p + 1 for p in skeleton.parents[1:]]
+    legs = [Leg(leg.name, leg.hip + 1, leg.knee + 1, leg.ankle + 1, leg.toe + 1,
+                None if leg.toe_end is None else leg.toe_end + 1) for leg in rig.legs]
+    return (
+        kinematics.Skeleton(["root", *skeleton.names], parents),
+        kinematics.Motion(rot, pos, motion.fps),
+        Rig(rig.pelvis + 1, legs),
+    )

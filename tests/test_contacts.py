@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from clip_scenarios import ALL_CLIPS, f1_score, load, reference_labels, scale_root_motion
+from clip_scenarios import ALL_CLIPS, f1_score, load, reference_labels, scale_root_motion, with_ground_root
 from foot_lock.solvers import bvh
 from foot_lock.solvers.contacts import ContactSettings, fill_gaps, majority_vote
 from foot_lock.solvers.foot_lock import label_contacts
@@ -17,6 +17,17 @@ def test_labels_on_sliding_clip_match_original_contacts(clip, root_scale):
     labels, slip = label_contacts(skeleton, sliding, rig, bvh.UP)
     assert f1_score(labels, reference) >= 0.9
     assert slip == pytest.approx(root_scale - 1.0, abs=0.1)
+
+
+@pytest.mark.parametrize("clip", ["cmu_07_01", "cmu_131_01"])
+def test_root_motion_on_a_ground_root_above_the_pelvis(clip):
+    """Game rigs carry root motion on a root bone at the feet; scaling that slides the feet."""
+    skeleton, motion, rig = with_ground_root(*load(clip))
+    assert skeleton.names[rig.pelvis] != skeleton.names[0]
+    reference = reference_labels(skeleton, motion, rig)
+    labels, slip = label_contacts(skeleton, scale_root_motion(skeleton, motion, 1.25), rig, bvh.UP)
+    assert f1_score(labels, reference) >= 0.95
+    assert slip == pytest.approx(0.25, abs=0.05)
 
 
 def test_plain_velocity_threshold_fails_where_ours_holds():
