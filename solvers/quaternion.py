@@ -16,11 +16,18 @@ def normalize(v, eps=1e-12):
     return v / np.maximum(length, eps)
 
 
+def _common_shape(a, b):
+    """Broadcast shape of two arrays; the common equal-shape case skips numpy's general
+    (and, on the one-frame arrays of the live preview, comparatively slow) machinery."""
+    a_shape, b_shape = np.shape(a), np.shape(b)
+    return a_shape if a_shape == b_shape else np.broadcast_shapes(a_shape, b_shape)
+
+
 def multiply(a, b):
     """Hamilton product ``a * b`` (apply ``b`` first, then ``a``)."""
     aw, ax, ay, az = a[..., 0], a[..., 1], a[..., 2], a[..., 3]
     bw, bx, by, bz = b[..., 0], b[..., 1], b[..., 2], b[..., 3]
-    out = np.empty(np.broadcast_shapes(a.shape, b.shape))
+    out = np.empty(_common_shape(a, b))
     out[..., 0] = aw * bw - ax * bx - ay * by - az * bz
     out[..., 1] = aw * bx + ax * bw + ay * bz - az * by
     out[..., 2] = aw * by - ax * bz + ay * bw + az * bx
@@ -37,7 +44,7 @@ def cross(u, v):
     """Cross products along the last axis; leaner than ``np.cross`` on small trailing axes."""
     ux, uy, uz = u[..., 0], u[..., 1], u[..., 2]
     vx, vy, vz = v[..., 0], v[..., 1], v[..., 2]
-    out = np.empty(np.broadcast_shapes(np.shape(u), np.shape(v)))
+    out = np.empty(_common_shape(u, v))
     out[..., 0] = uy * vz - uz * vy
     out[..., 1] = uz * vx - ux * vz
     out[..., 2] = ux * vy - uy * vx
