@@ -428,3 +428,29 @@ def test_rig_without_toe_bones_locks_the_foot_tail(addon, clips_dir, tmp_path):
     fps = addon.context.scene.render.fps / addon.context.scene.render.fps_base
     assert slide_cm_s(foot_tails(source), contacts, fps) > 20.0
     assert slide_cm_s(foot_tails(obj.animation_data.action), contacts, fps) < 1.5
+
+
+def write_half_rate_bvh(source, target):
+    """Every other frame of a BVH file, at half its frame rate: the same motion, sampled coarser."""
+    from foot_lock.solvers import bvh
+
+    parsed = bvh.read(source)
+    rows = parsed.tokens[::2]
+    header = parsed.header.replace(f"Frames: {len(parsed.tokens)}", f"Frames: {len(rows)}")
+    header = header.replace(f"Frame Time: {parsed.header.split('Frame Time:')[1].split()[0]}",
+                            f"Frame Time: {2 * parsed.frame_time:.7f}")
+    target.write_text(header + "\n".join(" ".join(row) for row in rows) + "\n")
+    return target
+
+
+def test_same_motion_at_another_scene_frame_rate_bakes_the_same(addon, clips_dir, tmp_path):
+    full = import_clip(addon, write_sliding_bvh(clips_dir / "cmu_07_01.bvh", tmp_path / "walk.bvh", 1.25))
+    addon.ops.foot_lock.remove_sliding()
+    toes = leg_bones(full, "toe")
+    expected = world_joints(full, toes + ["Hips"])[::2]
+
+    half = import_clip(addon, write_half_rate_bvh(tmp_path / "walk.bvh", tmp_path / "walk_60.bvh"))
+    assert addon.context.scene.render.fps / addon.context.scene.render.fps_base == pytest.approx(60, abs=0.01)
+    addon.ops.foot_lock.remove_sliding()
+    got = world_joints(half, toes + ["Hips"])
+    assert np.linalg.norm(got - expected[: len(got)], axis=-1).mean() < 0.01
