@@ -60,3 +60,37 @@ def with_ground_root(skeleton, motion, rig, window=1.0):
         kinematics.Motion(rot, pos, motion.fps),
         Rig(rig.pelvis + 1, legs),
     )
+
+
+def with_front_legs(skeleton, motion, rig, offset=(0.0, 0.0, 0.9)):
+    """A four-legged version of a biped clip: a chest joint ``offset`` (world axes) from the
+    pelvis carries a copy of both legs, moving exactly as the hind legs do (a pacing gait)."""
+    from foot_lock.solvers import quaternion as quat
+
+    names, parents = list(skeleton.names), list(skeleton.parents)
+    rots, poss = [motion.rot], [motion.pos]
+    _, gpos = forward_kinematics(skeleton, motion.rot, motion.pos)
+    grot, _ = forward_kinematics(skeleton, motion.rot, motion.pos)
+    pelvis_rot = grot[:, rig.pelvis]
+    chest = len(names)
+    names.append("chest")
+    parents.append(rig.pelvis)
+    rots.append(quat.conjugate(pelvis_rot)[:, None])  # the chest keeps world axes
+    poss.append(quat.rotate(quat.conjugate(pelvis_rot), np.broadcast_to(offset, (motion.frames, 3)))[:, None])
+    legs = list(rig.legs)
+    for leg in rig.legs:
+        copies = {}
+        for j in skeleton.chain(rig.pelvis, leg.toe_end)[1:]:
+            copies[j] = len(names)
+            names.append("front_" + skeleton.names[j])
+            first = skeleton.parents[j] == rig.pelvis
+            parents.append(chest if first else copies[skeleton.parents[j]])
+            # Below the chest, the first joint takes on the pelvis rotation the chest undid.
+            rots.append((quat.multiply(pelvis_rot, motion.rot[:, j]) if first else motion.rot[:, j])[:, None])
+            poss.append((quat.rotate(pelvis_rot, motion.pos[:, j]) if first else motion.pos[:, j])[:, None])
+        legs.append(Leg("front_" + leg.name, *(copies[j] for j in (leg.hip, leg.knee, leg.ankle, leg.toe, leg.toe_end))))
+    return (
+        kinematics.Skeleton(names, parents),
+        kinematics.Motion(np.concatenate(rots, axis=1), np.concatenate(poss, axis=1), motion.fps),
+        Rig(rig.pelvis, legs),
+    )

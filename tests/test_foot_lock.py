@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from clip_scenarios import load, reference_labels, scale_root_motion, toe_positions
+from clip_scenarios import f1_score, load, reference_labels, scale_root_motion, toe_positions, with_front_legs
 from foot_lock.solvers import bvh, metrics
 from foot_lock.solvers.banded import solve_block_tridiagonal
 from foot_lock.solvers.foot_lock import remove_foot_sliding
@@ -168,3 +168,19 @@ def test_same_motion_at_half_the_frame_rate_gives_the_same_result():
     assert np.linalg.norm(got[:, toes] - expected[:, toes], axis=-1).mean() < 0.01
     assert np.linalg.norm(got[:, rig.pelvis] - expected[:, rig.pelvis], axis=-1).mean() < 0.01
     assert half_rate.after["toe_slide_cm_s"] < 1.0
+
+
+def test_four_legs_are_locked_together():
+    skeleton, motion, rig = with_front_legs(*load("cmu_07_01"))
+    _, gpos = forward_kinematics(skeleton, motion.rot, motion.pos)
+    hind, front = rig.legs[0], rig.legs[2]
+    assert np.allclose(gpos[:, front.toe] - gpos[:, hind.toe], [0.0, 0.0, 0.9], atol=1e-9)
+    reference = reference_labels(skeleton, motion, rig)
+    sliding = scale_root_motion(skeleton, motion, 1.25)
+    result = remove_foot_sliding(skeleton, sliding, rig, bvh.UP)
+    assert result.contacts.shape == (4, motion.frames)
+    assert f1_score(result.contacts, reference) >= 0.9
+    toes = toe_positions(skeleton, result.motion, rig)
+    for leg in range(4):
+        assert 100.0 * metrics.toe_slide(toes[leg:leg + 1], reference[leg:leg + 1], bvh.UP, motion.fps) < 1.0
+    assert result.after["pelvis_deviation_cm"] < 4.0
