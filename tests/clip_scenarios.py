@@ -69,7 +69,6 @@ def with_front_legs(skeleton, motion, rig, offset=(0.0, 0.0, 0.9)):
 
     names, parents = list(skeleton.names), list(skeleton.parents)
     rots, poss = [motion.rot], [motion.pos]
-    _, gpos = forward_kinematics(skeleton, motion.rot, motion.pos)
     grot, _ = forward_kinematics(skeleton, motion.rot, motion.pos)
     pelvis_rot = grot[:, rig.pelvis]
     chest = len(names)
