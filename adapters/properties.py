@@ -136,7 +136,7 @@ class FOOT_LOCK_PG_settings(PropertyGroup):
     max_correction: FloatProperty(
         name="Max Correction",
         description="Ground further above or below the clip's floor than this is a ledge or a bad hit "
-        "and is ignored",
+        "and is ignored (for an adult; scaled by leg length)",
         default=_RUNTIME_DEFAULTS.max_correction, min=0.0, soft_max=2.0, unit="LENGTH",
     )
     lock_distance: FloatProperty(

@@ -36,6 +36,7 @@ from .runtime_lock import (
     PelvisDrop,
     RuntimeSettings,
     align_to_normal,
+    length_scale,
     root_follow,
     terrain_targets,
 )
@@ -127,6 +128,8 @@ class TerrainFootLock:
         self.toe_joints = [leg.toe for leg in clip.rig.legs]
         self.ankle_joints = [leg.ankle for leg in clip.rig.legs]
         self.reach = np.stack([lim.max_extension - lim.softening for lim in clip.limits])  # (L, F)
+        # Like every threshold, the ledge limit is for an adult: scaled to this character.
+        self.max_correction = self.settings.max_correction * length_scale(clip.leg_length)
         self.locker = FootLocker(clip.leg_length, self.settings, self.up)
         self.pelvis = PelvisDrop(self.settings.pelvis_drop_smoothing,
                                  self.settings.max_pelvis_drop * clip.leg_length, self.up)
@@ -180,9 +183,9 @@ class TerrainFootLock:
         s, floor = self.settings, self.clip.floor
         lift = 0.0 if self.lift is None else self.lift
         origin = pelvis + lift * self.up
-        depth = origin @ self.up - (floor + lift) + s.max_correction
+        depth = origin @ self.up - (floor + lift) + self.max_correction
         height, _, hit = ground(origin[None], depth)
-        if hit[0] and (self.lift is None or abs(height[0] - floor - lift) <= s.max_correction):
+        if hit[0] and (self.lift is None or abs(height[0] - floor - lift) <= self.max_correction):
             self.lift_target = float(height[0] - floor)
         # else: a ledge or a hole under the pelvis; keep going toward the last ground.
         self.lift = float(root_follow(lift, self.lift_target, dt, s.root_follow_smoothing))
@@ -191,18 +194,18 @@ class TerrainFootLock:
     def _sample_feet(self, frame, lift, dt, ground):
         """Rays under each toe, a little ahead of it, and under its heel, from above the
         character's current ground: only corrections up to ``max_correction`` can hit."""
-        c, s, up = self.clip, self.settings, self.up
+        c, up = self.clip, self.up
         authored = c.gpos[frame, self.toe_joints]
         later = authored + (authored - c.gpos[max(frame - 1, 0), self.toe_joints]) * (c.fps * LOOKAHEAD)
         points = np.concatenate((authored, later, c.gpos[frame, self.ankle_joints]))
         base = c.floor + lift
-        origins = points + (base + s.max_correction - points @ up)[:, None] * up
-        heights, normals, hit = ground(origins, 2.0 * s.max_correction)
+        origins = points + (base + self.max_correction - points @ up)[:, None] * up
+        heights, normals, hit = ground(origins, 2.0 * self.max_correction)
         under, ahead, heel = np.where(hit, heights, np.nan).reshape(3, -1)
         self.ground = _ease(self.ground, np.fmax(under, ahead), dt)
         self.normals = _ease(self.normals, _foot_normals(normals, hit, up), dt)
         toes = authored + lift * up
-        toe_inputs = terrain_targets(toes, base, self.ground, np.isfinite(self.ground), s.max_correction, up)
+        toe_inputs = terrain_targets(toes, base, self.ground, np.isfinite(self.ground), self.max_correction, up)
         toe_shift = (toe_inputs - authored) @ up
         return _FeetSample(
             toe_inputs=toe_inputs,

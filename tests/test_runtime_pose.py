@@ -120,3 +120,20 @@ def test_feet_turn_toward_the_ground_normal_up_to_the_tilt_limit(walk):
     # Where a leg is at full reach the leg solver moves the heel a little: a degree or two,
     # against 15 without the limit and 25 without turning at all.
     assert np.median(error) < 0.5 and error.max() < 3.0
+
+
+def test_stairs_in_centimetres_are_walked_as_in_metres(walk):
+    """Same walk and stairs, everything x100 (a centimetre scene): the same result x100."""
+    skeleton, motion, rig, clip = walk
+    height, ground = terrain(clip, "stairs")
+    metres, _, _ = play_on(clip, ground)
+    cm_motion = motion.copy()
+    cm_motion.pos *= 100.0
+    cm_clip = runtime_clip(skeleton, cm_motion, rig, floor=0.0, up=UP)
+
+    def cm_ground(origins, distance):
+        heights, normals, hit = ground(origins / 100.0, distance / 100.0)
+        return 100.0 * heights, normals, hit
+
+    centimetres, _, _ = play_on(cm_clip, cm_ground)
+    assert np.abs(centimetres / 100.0 - metres).max() < 1e-6
