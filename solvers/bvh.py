@@ -140,6 +140,8 @@ def write(path, bvh, motion, scale, rotation_joints=(), location_joints=()):
     column = np.cumsum([0] + [len(j.channels) for j in bvh.joints])
     for j in location_joints:
         joint = bvh.joints[j]
+        if not _has_position(joint):
+            raise SolverInputError(f"BVH joint {joint.name!r} has no position channels to write its motion to")
         for c, channel in enumerate(joint.channels, start=column[j]):
             if channel[1:].lower() == "position":
                 axis = AXES[channel[0].upper()]
@@ -202,7 +204,22 @@ def detect_rig(bvh):
         if toe is None:
             raise SolverInputError(f"BVH leg {leg.side!r} has no joint below its foot to lock")
         legs.append(Leg(leg.side, leg.thigh, leg.shin, leg.foot, toe, toe_end))
-    return Rig(guess.pelvis, legs)
+    return Rig(_translated_ancestor(bvh, guess.pelvis), legs)
+
+
+def _translated_ancestor(bvh, joint):
+    """The joint (or its nearest ancestor) that has position channels: where a pelvis
+    correction can be written. A file whose root carries the translation and whose
+    pelvis only rotates moves the whole body through that root."""
+    while joint >= 0 and not _has_position(bvh.joints[joint]):
+        joint = bvh.joints[joint].parent
+    if joint < 0:
+        raise SolverInputError("no joint of this BVH file has position channels: the body cannot be moved")
+    return joint
+
+
+def _has_position(joint):
+    return any(channel[1:].lower() == "position" for channel in joint.channels)
 
 
 def load(path, scale=1.0):

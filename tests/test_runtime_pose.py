@@ -125,7 +125,7 @@ def test_feet_turn_toward_the_ground_normal_up_to_the_tilt_limit(walk):
 def test_stairs_in_centimetres_are_walked_as_in_metres(walk):
     """Same walk and stairs, everything x100 (a centimetre scene): the same result x100."""
     skeleton, motion, rig, clip = walk
-    height, ground = terrain(clip, "stairs")
+    _, ground = terrain(clip, "stairs")
     metres, _, _ = play_on(clip, ground)
     cm_motion = motion.copy()
     cm_motion.pos *= 100.0

@@ -1,0 +1,59 @@
+"""BVH files in and out of the solver core, including rigs whose root, not the pelvis,
+carries the translation."""
+
+import numpy as np
+import pytest
+from clip_scenarios import CMU_TO_METRES, reference_labels, toe_positions
+from foot_lock.solvers import bvh, metrics
+from foot_lock.solvers.foot_lock import remove_foot_sliding
+from foot_lock.solvers.kinematics import SolverInputError
+
+
+def with_ground_root(text):
+    """The same BVH with a new root joint carrying only the translation and the pelvis
+    (``Hips``) only rotating: the column order, and so the motion data, stay the same."""
+    head = "ROOT Hips\n{\n\tOFFSET 0.00000 0.00000 0.00000\n\tCHANNELS 6 Xposition Yposition Zposition Zrotation Yrotation Xrotation \n"
+    assert text.startswith("HIERARCHY\n" + head)
+    new_head = (
+        "ROOT Ground\n{\n\tOFFSET 0 0 0\n\tCHANNELS 3 Xposition Yposition Zposition\n"
+        "JOINT Hips\n{\n\tOFFSET 0 0 0\n\tCHANNELS 3 Zrotation Yrotation Xrotation\n"
+    )
+    hierarchy, motion = text.split("MOTION", 1)
+    hierarchy = "HIERARCHY\n" + new_head + hierarchy[len("HIERARCHY\n" + head):] + "}\n"
+    return hierarchy + "MOTION" + motion
+
+
+def test_a_pelvis_without_position_channels_moves_through_the_root(clips_dir, tmp_path):
+    source = tmp_path / "ground_root.bvh"
+    source.write_text(with_ground_root((clips_dir / "cmu_07_01.bvh").read_text()))
+    sliding = bvh.write_sliding_copy(source, tmp_path / "sliding.bvh", 1.25)
+    skeleton, motion, rig = bvh.load(sliding, CMU_TO_METRES)
+    assert skeleton.names[rig.pelvis] == "Ground"
+    result = remove_foot_sliding(skeleton, motion, rig, bvh.UP)
+    assert result.after["pelvis_deviation_cm"] > 0.1  # the solve did move the body
+    fixed = tmp_path / "fixed.bvh"
+    bvh.write(fixed, bvh.read(sliding), result.motion, CMU_TO_METRES, result.rotation_joints, result.location_joints)
+
+    original = bvh.load(source, CMU_TO_METRES)
+    reference = reference_labels(*original)
+    skeleton, written, rig = bvh.load(fixed, CMU_TO_METRES)
+    toes = toe_positions(skeleton, written, rig)
+    assert 100.0 * metrics.toe_slide(toes, reference, bvh.UP, written.fps) < 1.0
+    assert np.allclose(toes, toe_positions(skeleton, result.motion, rig), atol=1e-4)
+
+
+def test_writing_a_position_to_a_joint_without_position_channels_is_refused(clips_dir, tmp_path):
+    parsed = bvh.read(clips_dir / "cmu_07_01.bvh")
+    skeleton, motion = bvh.to_motion(parsed)
+    knee = skeleton.index("LeftLeg")
+    with pytest.raises(SolverInputError, match="no position channels"):
+        bvh.write(tmp_path / "out.bvh", parsed, motion, 1.0, location_joints=[knee])
+
+
+def test_unchanged_motion_is_written_back_verbatim(clips_dir, tmp_path):
+    source = clips_dir / "cmu_131_01.bvh"
+    parsed = bvh.read(source)
+    _, motion = bvh.to_motion(parsed)
+    bvh.write(tmp_path / "same.bvh", parsed, motion, 1.0)
+    assert bvh.read(tmp_path / "same.bvh").tokens.tolist() == parsed.tokens.tolist()
+    assert (tmp_path / "same.bvh").read_text().startswith(parsed.header)
