@@ -137,6 +137,9 @@ def read_clip(obj, action):
         raise AdapterError(f"action {action.name!r} has a single frame ({start}): there is no motion to fix")
     tails = [leg.toe or leg.foot for leg in settings.legs]
     skeleton, motion, joint_map = armature.read_motion(obj, action, start, end, extra_tails=tails)
+    solved = [leg.toe or leg.foot for leg in settings.legs] + [settings.pelvis]
+    _refuse_constrained_legs(obj, joint_map, solved)
+    joint_map.require_exact(solved)  # before anything is written: a failed job changes nothing
     legs = []
     for leg in settings.legs:
         joint = joint_map.joint
@@ -148,6 +151,20 @@ def read_clip(obj, action):
     rig = Rig(joint_map.joint(translation_bone(obj, settings.pelvis)), legs)
     frames = np.arange(start, end + 1)
     return Clip(skeleton, motion, joint_map, rig, [contact_bone(leg) for leg in settings.legs], frames)
+
+
+def _refuse_constrained_legs(obj, joint_map, bones):
+    """The pose comes from the keys; bones that constraints move (a Rigify deform rig, an
+    IK setup) would be solved from a pose Blender does not show. Say so instead."""
+    for bone in bones:
+        for name in joint_map.ancestors(bone):
+            active = [c.name for c in obj.pose.bones[name].constraints if not c.mute and c.influence > 0.0]
+            if active:
+                raise AdapterError(
+                    f"bone {name!r} is moved by constraints ({', '.join(active)}); Foot Lock works on keyed "
+                    "motion: bake the action first (Pose > Animation > Bake Action, Visual Keying) or pick "
+                    "unconstrained bones in the Legs panel"
+                )
 
 
 def unit_scale(scene):

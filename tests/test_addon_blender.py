@@ -454,3 +454,26 @@ def test_same_motion_at_another_scene_frame_rate_bakes_the_same(addon, clips_dir
     addon.ops.foot_lock.remove_sliding()
     got = world_joints(half, toes + ["Hips"])
     assert np.linalg.norm(got - expected[: len(got)], axis=-1).mean() < 0.01
+
+
+def test_legs_moved_by_constraints_are_refused_clearly(addon, clips_dir):
+    obj = import_clip(addon, clips_dir / "cmu_07_01.bvh")
+    constraint = obj.pose.bones["LeftLeg"].constraints.new("COPY_ROTATION")
+    constraint.target = obj
+    constraint.subtarget = "RightLeg"
+    before = snapshot(obj, obj.animation_data.action)
+    with pytest.raises(RuntimeError, match=r"'LeftLeg' is moved by constraints \(Copy Rotation\)"):
+        addon.ops.foot_lock.remove_sliding()
+    assert snapshot(obj, obj.animation_data.action) == before
+    constraint.mute = True  # a muted constraint moves nothing
+    assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
+
+
+def test_a_refused_bone_setting_writes_nothing_not_even_contact_curves(addon, clips_dir):
+    obj = import_clip(addon, clips_dir / "cmu_07_01.bvh")
+    obj.data.bones["LeftFoot"].use_inherit_rotation = False
+    before = snapshot(obj, obj.animation_data.action)
+    with pytest.raises(RuntimeError, match="does not inherit rotation"):
+        addon.ops.foot_lock.remove_sliding()
+    assert snapshot(obj, obj.animation_data.action) == before
+    assert [action.name for action in addon.data.actions] == ["cmu_07_01"]
