@@ -1,5 +1,6 @@
 """Shared-clip scenarios of the clips README: the sliding input and its reference labels."""
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -9,7 +10,17 @@ from foot_lock.solvers.kinematics import forward_kinematics
 from foot_lock.solvers.rig import Leg, Rig
 
 CMU_TO_METRES = 0.056444
-CLIPS_DIR = Path(__file__).resolve().parents[2] / "shared" / "clips"
+def find_clips_dir():
+    """FOOT_LOCK_CLIPS if set, else ``<repo>/../shared/clips`` (CI puts a copy of shared/
+    beside the clone), else ``<repo>/tests/data``; None when none exists."""
+    override = os.environ.get("FOOT_LOCK_CLIPS")
+    if override:
+        return Path(override).expanduser().resolve()
+    repo = Path(__file__).resolve().parents[1]
+    return next((p for p in (repo.parent / "shared" / "clips", repo / "tests" / "data") if p.is_dir()), None)
+
+
+CLIPS_DIR = find_clips_dir()
 ALL_CLIPS = ["cmu_131_01", "cmu_131_02", "cmu_131_03", "cmu_01_01", "cmu_03_01", "cmu_07_01", "cmu_03_02"]
 
 

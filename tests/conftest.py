@@ -89,24 +89,15 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session")
 def clips_dir():
-    """Folder of the shared mocap clips (*.bvh).
+    """Folder of the shared mocap clips (*.bvh): see ``clip_scenarios.find_clips_dir``."""
+    from clip_scenarios import find_clips_dir
 
-    FOOT_LOCK_CLIPS if set, else ``<repo>/../shared/clips`` (CI puts a copy of shared/
-    beside the clone), else ``<repo>/tests/data``.
-    """
-    override = os.environ.get("FOOT_LOCK_CLIPS")
-    if override:
-        path = Path(override).expanduser().resolve()
-        if not path.is_dir():
-            pytest.fail(f"FOOT_LOCK_CLIPS={override!r} is not a folder")
-        return path
-    candidates = (ROOT.parent / "shared" / "clips", ROOT / "tests" / "data")
-    for path in candidates:
-        if path.is_dir():
-            return path
-    pytest.skip(
-        "no mocap clips found: set FOOT_LOCK_CLIPS or put them in " + " or ".join(map(str, candidates))
-    )
+    path = find_clips_dir()
+    if path is None:
+        pytest.skip("no mocap clips found: set FOOT_LOCK_CLIPS or put them beside the clone in ../shared/clips")
+    if not path.is_dir():
+        pytest.fail(f"FOOT_LOCK_CLIPS={os.environ.get('FOOT_LOCK_CLIPS')!r} is not a folder")
+    return path
 
 
 @pytest.fixture

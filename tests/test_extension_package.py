@@ -109,7 +109,7 @@ def test_register_unregister_twice(blender):
 
 
 def test_solver_core_imports_without_bpy():
-    """``import foot_lock.solvers`` must work where bpy does not exist."""
+    """Every module of ``foot_lock.solvers`` must import where bpy does not exist."""
     code = textwrap.dedent(
         f"""
         import importlib.util, sys
@@ -127,7 +127,10 @@ def test_solver_core_imports_without_bpy():
         module = importlib.util.module_from_spec(spec)
         sys.modules["foot_lock"] = module
         spec.loader.exec_module(module)
+        import importlib, pkgutil
         import foot_lock.solvers
+        for info in pkgutil.iter_modules(foot_lock.solvers.__path__):
+            importlib.import_module("foot_lock.solvers." + info.name)
         """
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
