@@ -1,14 +1,17 @@
-"""Foot Lock operators, one module per operator."""
+"""Foot Lock operators, one module per operator (Add and Remove Leg share one)."""
 
 import bpy
 
 from .bake_preview import FOOT_LOCK_OT_bake_preview
 from .detect_contacts import FOOT_LOCK_OT_detect_contacts
 from .detect_legs import FOOT_LOCK_OT_detect_legs
+from .edit_legs import FOOT_LOCK_OT_add_leg, FOOT_LOCK_OT_remove_leg
 from .remove_sliding import FOOT_LOCK_OT_remove_sliding
 
 classes = (
     FOOT_LOCK_OT_detect_legs,
+    FOOT_LOCK_OT_add_leg,
+    FOOT_LOCK_OT_remove_leg,
     FOOT_LOCK_OT_detect_contacts,
     FOOT_LOCK_OT_remove_sliding,
     FOOT_LOCK_OT_bake_preview,

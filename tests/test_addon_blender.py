@@ -477,3 +477,33 @@ def test_a_refused_bone_setting_writes_nothing_not_even_contact_curves(addon, cl
         addon.ops.foot_lock.remove_sliding()
     assert snapshot(obj, obj.animation_data.action) == before
     assert [action.name for action in addon.data.actions] == ["cmu_07_01"]
+
+
+def test_legs_set_up_by_hand_are_used_as_they_are(addon, clips_dir):
+    """Where detection cannot help, the animator builds the legs: they are kept and used."""
+    obj = import_clip(addon, clips_dir / "cmu_07_01.bvh")
+    for old, new in {"LeftUpLeg": "bone_a", "LeftLeg": "bone_b", "LeftFoot": "bone_c", "LeftToeBase": "bone_d"}.items():
+        obj.data.bones[old].name = new
+    settings = obj.foot_lock
+    settings.pelvis = "Hips"
+    assert addon.ops.foot_lock.add_leg() == {"FINISHED"}
+    assert addon.ops.foot_lock.add_leg() == {"FINISHED"}
+    hand, spare = settings.legs
+    hand.thigh, hand.shin, hand.foot, hand.toe = "bone_a", "bone_b", "bone_c", "bone_d"
+    assert addon.ops.foot_lock.remove_leg(index=1) == {"FINISHED"}
+    with pytest.raises(RuntimeError, match="no leg number 5"):
+        addon.ops.foot_lock.remove_leg(index=4)
+    assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
+    assert [(leg.name, leg.thigh, leg.toe) for leg in settings.legs] == [("leg_1", "bone_a", "bone_d")]
+    assert obj.foot_lock.report.contact_frames > 0
+
+
+def test_the_panel_report_says_what_the_bake_did(addon, clips_dir, tmp_path):
+    obj = import_clip(addon, write_sliding_bvh(clips_dir / "cmu_07_01.bvh", tmp_path / "walk.bvh", 1.25))
+    assert not obj.foot_lock.report.valid
+    addon.ops.foot_lock.remove_sliding()
+    report = obj.foot_lock.report
+    assert report.valid and report.action == "walk.footlock" and report.frames == 317
+    assert 250 < report.contact_frames < 634  # some, not all, leg-frames were locked
+    assert report.slide_before > 20.0 and report.slide_after < 1.0
+    assert 0.0 < report.pelvis_shift < 4.0 and report.seconds > 0.0

@@ -52,13 +52,17 @@ class FOOT_LOCK_PT_legs(FootLockPanel, bpy.types.Panel):
         layout = self.layout
         obj = context.active_object
         settings = obj.foot_lock
-        layout.operator("foot_lock.detect_legs", icon="BONE_DATA")
+        row = layout.row(align=True)
+        row.operator("foot_lock.detect_legs", icon="BONE_DATA")
+        row.operator("foot_lock.add_leg", text="", icon="ADD")
         layout.prop_search(settings, "pelvis", obj.data, "bones")
         if not settings.legs:
             layout.label(text="No legs yet: Detect Legs, or Remove Foot Sliding finds them", icon="QUESTION")
-        for leg in settings.legs:
+        for index, leg in enumerate(settings.legs):
             box = layout.box()
-            box.label(text=leg.name.replace("_", " ").title(), icon="MOD_ARMATURE")
+            header = box.row()
+            header.prop(leg, "name", text="", icon="MOD_ARMATURE")
+            header.operator("foot_lock.remove_leg", text="", icon="X").index = index
             for role in ("thigh", "shin", "foot", "toe"):
                 box.prop_search(leg, role, obj.data, "bones")
 
