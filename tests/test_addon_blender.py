@@ -488,7 +488,7 @@ def test_legs_set_up_by_hand_are_used_as_they_are(addon, clips_dir):
     settings.pelvis = "Hips"
     assert addon.ops.foot_lock.add_leg() == {"FINISHED"}
     assert addon.ops.foot_lock.add_leg() == {"FINISHED"}
-    hand, spare = settings.legs
+    hand, _ = settings.legs
     hand.thigh, hand.shin, hand.foot, hand.toe = "bone_a", "bone_b", "bone_c", "bone_d"
     assert addon.ops.foot_lock.remove_leg(index=1) == {"FINISHED"}
     with pytest.raises(RuntimeError, match="no leg number 5"):
