@@ -135,27 +135,39 @@ def rotate_joint(skeleton, rot, grot, joint, world_rotation):
 
 
 def solve_two_bone(skeleton, rot, pos, grot, gpos, leg, limits, heel_target, chain):
-    """Rotate hip and knee so the ankle reaches ``heel_target`` (soft-clamped)."""
+    """Rotate hip and knee so the ankle reaches ``heel_target`` (soft-clamped).
+
+    As in the seed: the knee turns about its hinge (the normal of the leg's bend plane)
+    to give the hip-to-ankle distance, the hip turns about the same hinge so the ankle
+    stays on its ray, and one shortest swing at the hip brings that ray onto the target.
+    The knee never twists; the thigh keeps its roll.
+    """
     a, b, c = gpos[:, leg.hip], gpos[:, leg.knee], gpos[:, leg.ankle]
     to_target = heel_target - a
-    length = np.linalg.norm(to_target, axis=-1)
-    clamped = soft_clamp_length(length, limits.max_extension, limits.softening)
-    axis = quat.normalize(to_target)
-    target = a + axis * clamped[:, None]
-
+    clamped = soft_clamp_length(np.linalg.norm(to_target, axis=-1), limits.max_extension, limits.softening)
     thigh = np.linalg.norm(b - a, axis=-1)
     shin = np.linalg.norm(c - b, axis=-1)
-    cos_hip = np.clip((thigh**2 + clamped**2 - shin**2) / (2.0 * thigh * np.maximum(clamped, 1e-12)), -1.0, 1.0)
-    bend = _knee_bend_direction(grot, a, b, c, leg, limits, thigh)
-    bend = quat.normalize(_perpendicular(bend, axis))
-    new_knee = a + thigh[:, None] * (cos_hip[:, None] * axis + np.sqrt(1.0 - cos_hip**2)[:, None] * bend)
+    leg_axis = quat.normalize(c - a)
+    bend = quat.normalize(_perpendicular(_knee_bend_direction(grot, a, b, c, leg, limits, thigh), leg_axis))
+    hinge = quat.normalize(quat.cross(bend, leg_axis))  # thigh x shin for a bent leg
 
-    hip_turn = quat.between(b - a, new_knee - a)
-    rotate_joint(skeleton, rot, grot, leg.hip, hip_turn)
-    update_chain(skeleton, rot, pos, grot, gpos, chain[: chain.index(leg.ankle) + 1])
-    knee_turn = quat.between(gpos[:, leg.ankle] - gpos[:, leg.knee], target - gpos[:, leg.knee])
-    rotate_joint(skeleton, rot, grot, leg.knee, knee_turn)
-    update_chain(skeleton, rot, pos, grot, gpos, chain[chain.index(leg.knee) :])
+    knee_now = _angle(a - b, c - b)
+    knee_wanted = np.arccos(np.clip((thigh**2 + shin**2 - clamped**2) / (2.0 * thigh * shin), -1.0, 1.0))
+    hip_now = _angle(b - a, c - a)
+    hip_wanted = np.arccos(
+        np.clip((thigh**2 + clamped**2 - shin**2) / (2.0 * thigh * np.maximum(clamped, 1e-12)), -1.0, 1.0)
+    )
+    rotate_joint(skeleton, rot, grot, leg.knee, quat.from_axis_angle(hinge, knee_now - knee_wanted))
+    update_chain(skeleton, rot, pos, grot, gpos, chain[chain.index(leg.knee) : chain.index(leg.ankle) + 1])
+    hip_bend = quat.from_axis_angle(hinge, hip_now - hip_wanted)
+    ankle_ray = quat.rotate(hip_bend, gpos[:, leg.ankle] - a)
+    rotate_joint(skeleton, rot, grot, leg.hip, quat.multiply(quat.between(ankle_ray, to_target), hip_bend))
+    update_chain(skeleton, rot, pos, grot, gpos, chain)
+
+
+def _angle(u, v):
+    """Angle between vectors (..., 3), accurate near 0 and pi (unlike arccos of a dot)."""
+    return np.arctan2(np.linalg.norm(quat.cross(u, v), axis=-1), np.sum(u * v, axis=-1))
 
 
 def _knee_bend_direction(grot, a, b, c, leg, limits, thigh):

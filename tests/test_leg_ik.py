@@ -162,3 +162,18 @@ def test_zero_length_shin_is_rejected():
     grot, gpos = forward_kinematics(skeleton, rot, pos)
     with pytest.raises(SolverInputError, match="zero length"):
         measure_leg(grot, gpos, LEG, UP)
+
+
+def test_knee_turns_only_about_its_hinge(leg):
+    """The knee bends in the leg's plane: in the thigh's frame its change of rotation is
+    about the plane's normal, so the shin never twists (it keeps its authored roll)."""
+    skeleton, rot, pos, rng = leg
+    grot0, gpos0 = forward_kinematics(skeleton, rot, pos)
+    target = gpos0[:, LEG.toe] + rng.uniform(-0.1, 0.1, (len(rot), 3))
+    solved, _, _ = solve(skeleton, rot, pos, target, height_clamp=False)
+    change = quat.multiply(solved[:, LEG.knee], quat.conjugate(rot[:, LEG.knee]))  # in the thigh's frame
+    normal = np.cross(gpos0[:, LEG.knee] - gpos0[:, LEG.hip], gpos0[:, LEG.ankle] - gpos0[:, LEG.knee])
+    hinge = quat.normalize(quat.rotate(quat.conjugate(grot0[:, LEG.hip]), normal))  # in the thigh's frame
+    turned = np.linalg.norm(change[:, 1:], axis=-1) > 1e-6
+    assert turned.sum() > 100
+    assert np.abs(np.sum(quat.normalize(change[turned, 1:]) * hinge[turned], axis=-1)).min() > 0.9999
