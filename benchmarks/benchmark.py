@@ -45,14 +45,14 @@ def clip_of_length(skeleton, motion, frames, root_scale=1.25):
     return Motion(rot, pos, motion.fps)
 
 
-def core_figures(clips_dir):
+def core_figures(clips_dir, sizes=(1000, 10000)):
     from foot_lock.solvers import bvh
     from foot_lock.solvers.foot_lock import label_contacts, remove_foot_sliding
 
     skeleton, source, rig = bvh.load(Path(clips_dir) / "cmu_01_01.bvh", CMU_TO_METRES)
     print("Solver core (numpy), cmu_01_01 looped, root motion x1.25, 2 legs")
     print(f"{'frames':>7} {'contacts':>9} {'offline':>9} {'leg IK':>9} {'solve+IK':>9} {'lock res':>9} {'reach':>9}")
-    for frames in (1000, 10000):
+    for frames in sizes:
         motion = clip_of_length(skeleton, source, frames)
         remove_foot_sliding(skeleton, motion, rig, bvh.UP)  # warm-up
         best = None

@@ -23,7 +23,7 @@ def sliding_copy(source, folder, root_scale, frames=None):
     parsed.tokens = np.zeros((frames, parsed.tokens.shape[1]), dtype=parsed.tokens.dtype)
     parsed.header = parsed.header.replace(f"Frames: {motion.frames}", f"Frames: {frames}")
     target = Path(folder) / f"{Path(source).stem}_{frames}.bvh"
-    bvh.write(target, parsed, looped, 1.0, range(len(parsed.joints)), range(len(parsed.joints)))
+    bvh.write(target, parsed, looped, 1.0, range(len(parsed.joints)), np.flatnonzero(skeleton.parents < 0))
     return target
 
 
