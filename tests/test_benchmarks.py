@@ -21,5 +21,5 @@ def test_looped_sliding_copy_for_the_blender_benchmark(clips_dir, tmp_path):
     from foot_lock.solvers import bvh
 
     path = blender_benchmark.sliding_copy(clips_dir / "cmu_07_01.bvh", tmp_path, 1.25, frames=500)
-    skeleton, motion = bvh.to_motion(bvh.read(path))
+    _, motion = bvh.to_motion(bvh.read(path))
     assert motion.frames == 500 and np.isfinite(motion.pos).all()
