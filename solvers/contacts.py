@@ -14,6 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from .quaternion import horizontal
+
 REFERENCE_LEG_LENGTH = 0.85  # hip-to-ankle bone length of a reference adult, metres
 
 
@@ -28,11 +30,6 @@ class ContactSettings:
     smoothing: float = 0.0  # s; > 0 turns labels into a 0..1 ramp of that width
     compensate_slip: bool = True
     max_slip: float = 1.0  # largest root speed mismatch considered, as a fraction
-
-
-def horizontal(v, up):
-    up = np.asarray(up, dtype=float)
-    return v - (v @ up)[..., None] * up
 
 
 def velocity(positions, fps, axis=-2):

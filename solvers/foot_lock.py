@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import metrics
+from . import quaternion as quat
 from .contacts import ContactSettings, detect_contacts
 from .kinematics import SolverInputError, check_motion, forward_kinematics, local_position, update_chain
 from .leg_ik import measure_leg, solve_leg
@@ -67,11 +68,8 @@ def travel(skeleton, gpos, rig, up):
     runtime that makes feet slide scales that joint's motion, so contact labels
     compensate for exactly its velocity, not the pelvis's sway on top of it.
     """
-    up = np.asarray(up, dtype=float)
-
     def distance(joint):
-        steps = np.diff(gpos[:, joint], axis=0)
-        return np.linalg.norm(steps - (steps @ up)[:, None] * up, axis=-1).sum()
+        return np.linalg.norm(quat.horizontal(np.diff(gpos[:, joint], axis=0), up), axis=-1).sum()
 
     pelvis_travel = distance(rig.pelvis)
     for joint in skeleton.closure([rig.pelvis]):

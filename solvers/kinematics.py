@@ -124,11 +124,9 @@ def scale_root_motion(skeleton, motion, factor, up):
     about the first frame: the classic way a runtime makes a clip slide (and the
     clips README's test scenario)."""
     scaled = motion.copy()
-    up = np.asarray(up, dtype=float)
     for root in np.flatnonzero(skeleton.parents < 0):
         offset = scaled.pos[:, root] - scaled.pos[0, root]
-        horizontal = offset - (offset @ up)[:, None] * up
-        scaled.pos[:, root] = scaled.pos[0, root] + offset + (factor - 1.0) * horizontal
+        scaled.pos[:, root] = scaled.pos[0, root] + offset + (factor - 1.0) * quat.horizontal(offset, up)
     return scaled
 
 

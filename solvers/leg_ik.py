@@ -80,7 +80,7 @@ def _knee_forward_local(grot, gpos, leg, up):
     if np.linalg.norm(total) > 1e-3 * np.mean(np.linalg.norm(knee - hip, axis=-1)):
         return quat.normalize(total)
     # A leg that never bends: bow the knee toward where the foot points.
-    forward = _horizontal(gpos[:, leg.toe] - gpos[:, leg.ankle], up)
+    forward = quat.horizontal(gpos[:, leg.toe] - gpos[:, leg.ankle], up)
     return quat.normalize(quat.rotate(quat.conjugate(grot[:, leg.hip]), forward).mean(axis=0))
 
 
@@ -88,11 +88,6 @@ def _perpendicular(v, axis):
     """Component of ``v`` perpendicular to ``axis`` (both (..., 3))."""
     unit = quat.normalize(axis)
     return v - np.sum(v * unit, -1, keepdims=True) * unit
-
-
-def _horizontal(v, up):
-    up = np.asarray(up, dtype=float)
-    return v - (v @ up)[..., None] * up
 
 
 def _raise_to(points, min_height, up):
@@ -113,7 +108,7 @@ def _lift_tip(origin, tip, min_height, up):
     length = np.linalg.norm(offset, axis=-1)
     rise = np.clip(min_height - origin @ up, -length, length)
     lifted_rise = np.maximum(offset @ up, rise)
-    flat = _horizontal(offset, up)
+    flat = quat.horizontal(offset, up)
     flat_length = np.sqrt(np.maximum(length**2 - lifted_rise**2, 0.0))
     heading = quat.normalize(flat)
     return origin + heading * flat_length[:, None] + lifted_rise[:, None] * up

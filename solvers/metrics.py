@@ -7,7 +7,7 @@ units. Frame-based filters use the clip's own frame rate.
 
 import numpy as np
 
-from .contacts import horizontal
+from .quaternion import horizontal
 
 SKATE_HEIGHT = 0.05  # m: a foot this close to the ground should not move fast ...
 SKATE_SPEED = 0.5  # m/s: ... faster than this is a skate

@@ -40,6 +40,12 @@ def conjugate(q):
     return q * np.array([1.0, -1.0, -1.0, -1.0])
 
 
+def horizontal(v, up):
+    """The part of vectors ``v`` (..., 3) across the unit ``up`` axis."""
+    up = np.asarray(up, dtype=float)
+    return v - (v @ up)[..., None] * up
+
+
 def cross(u, v):
     """Cross products along the last axis; leaner than ``np.cross`` on small trailing axes."""
     ux, uy, uz = u[..., 0], u[..., 1], u[..., 2]
