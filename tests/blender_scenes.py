@@ -22,13 +22,14 @@ def import_clip(bpy, path):
     return bpy.context.active_object
 
 
-def world_joints(obj, bone_names, action=None):
-    """World positions (F, len(bone_names), 3) of bone heads over the action's range."""
+def world_joints(obj, bone_names, action=None, tails=False):
+    """World positions (F, len(bone_names), 3) of bone heads (or ``tails``) over the action's range."""
     action = action or active_action(obj)
     start, end = frame_range(action)
-    skeleton, motion, joint_map = armature.read_motion(obj, action, start, end)
+    skeleton, motion, joint_map = armature.read_motion(obj, action, start, end, bone_names if tails else ())
     _, gpos = forward_kinematics(skeleton, motion.rot, motion.pos)
-    return gpos[:, [joint_map.joint(name) for name in bone_names]]
+    suffix = armature.TAIL_SUFFIX if tails else ""
+    return gpos[:, [joint_map.joint_names.index(name + suffix) for name in bone_names]]
 
 
 def leg_bones(obj, role):
