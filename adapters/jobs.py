@@ -220,11 +220,8 @@ def remove_sliding(obj, scene, progress=lambda fraction: None):
     progress(0.05)
     clip = read_clip(obj, action)
     progress(0.3)
-    contacts = stored_contacts(obj, action, clip)
-    missing = np.isnan(contacts).any(axis=1)
-    if missing.any():
-        labels, _ = label_contacts(clip.skeleton, clip.motion, clip.rig, UP, contact_settings(settings))
-        contacts[missing] = labels[missing]
+    contacts = stored_contacts(obj, action, clip)  # legs without a curve: NaN rows, labelled by the solve
+    missing = np.isnan(contacts).all(axis=1)
     progress(0.4)
     result = remove_foot_sliding(
         clip.skeleton, clip.motion, clip.rig, UP, contacts=contacts,
@@ -234,7 +231,7 @@ def remove_sliding(obj, scene, progress=lambda fraction: None):
     joint_map = clip.joint_map
     written = [bone for bone, miss in zip(clip.contact_bones, missing) if miss]
     for bone in written:  # the animator sees (and can edit) what was locked
-        armature.write_contact_curve(obj, action, bone, clip.frames, contacts[clip.contact_bones.index(bone)])
+        armature.write_contact_curve(obj, action, bone, clip.frames, result.contacts[clip.contact_bones.index(bone)])
     target = armature.write_motion(
         obj, action, joint_map, result.motion, int(clip.frames[0]),
         rotation_bones=[joint_map.joint_bone[j] for j in result.rotation_joints],

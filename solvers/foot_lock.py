@@ -90,7 +90,8 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
                         unit_scale=1.0):
     """Lock the feet of ``motion`` during contacts; returns a :class:`FootLockResult`.
 
-    ``contacts`` (L, F) in 0..1 overrides automatic labelling (hand-edited curves).
+    ``contacts`` (L, F) in 0..1 overrides automatic labelling (hand-edited curves); a leg
+    whose row is all NaN (no curve) is labelled automatically, as are all without ``contacts``.
     ``unit_scale`` is metres per world unit, used only for the reported figures.
     """
     settings = settings or FootLockSettings()
@@ -102,13 +103,16 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
     with _timed(timings, "kinematics"):
         grot, gpos = forward_kinematics(skeleton, motion.rot, motion.pos, _solved_joints(rig))
         limits = [measure_leg(grot, gpos, leg, up, settings.softening_ratio) for leg in rig.legs]
-    if contacts is None:
+    contacts = np.full((len(rig.legs), motion.frames), np.nan) if contacts is None else contacts
+    contacts = _checked_contacts(contacts, len(rig.legs), motion.frames)
+    missing = np.isnan(contacts).all(axis=1)
+    if missing.any():
         with _timed(timings, "contacts"):
             toes = np.stack([gpos[:, leg.toe] for leg in rig.legs])
-            contacts, slip = detect_contacts(
+            labels, slip = detect_contacts(
                 toes, travel(skeleton, gpos, rig, up), up, motion.fps, leg_length(gpos, rig), settings.contacts
             )
-    contacts = _checked_contacts(contacts, len(rig.legs), motion.frames)
+        contacts[missing] = labels[missing]
     if not (contacts > 0).any():
         warnings.append("no foot contacts: nothing to lock")
 
@@ -167,10 +171,12 @@ def _bone_length(gpos, leg):
 
 
 def _checked_contacts(contacts, legs, frames):
-    contacts = np.asarray(contacts, dtype=float)
+    """Contact weights clipped to 0..1; a row of NaN (a leg without labels) stays NaN."""
+    contacts = np.array(contacts, dtype=float)
     if contacts.shape != (legs, frames):
         raise SolverInputError(f"contacts must be ({legs} legs, {frames} frames), got {contacts.shape}")
-    if not np.isfinite(contacts).all():
+    unlabelled = np.isnan(contacts).all(axis=1)
+    if not np.isfinite(contacts[~unlabelled]).all():
         raise SolverInputError("contact weights contain values that are not numbers")
     return np.clip(contacts, 0.0, 1.0)
 

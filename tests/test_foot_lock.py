@@ -150,6 +150,15 @@ class TestBadInput:
         result = remove_foot_sliding(self.skeleton, self.motion, self.rig, bvh.UP, contacts=every)
         assert np.isfinite(result.motion.rot).all() and np.isfinite(result.motion.pos).all()
 
+    def test_a_leg_without_contacts_is_labelled_but_a_broken_curve_is_rejected(self):
+        contacts = np.zeros((len(self.rig.legs), self.motion.frames))
+        contacts[1] = np.nan  # no curve for this leg: label it
+        result = remove_foot_sliding(self.skeleton, self.motion, self.rig, bvh.UP, contacts=contacts)
+        assert not result.contacts[0].any() and result.contacts[1].any()
+        contacts[1, :10] = 1.0  # a curve with holes is not "no curve"
+        with pytest.raises(SolverInputError, match="not numbers"):
+            remove_foot_sliding(self.skeleton, self.motion, self.rig, bvh.UP, contacts=contacts)
+
     def test_contacts_of_the_wrong_shape_are_rejected(self):
         with pytest.raises(SolverInputError, match="contacts must be"):
             remove_foot_sliding(self.skeleton, self.motion, self.rig, bvh.UP, contacts=np.ones(3))
