@@ -13,9 +13,10 @@ import numpy as np
 from . import metrics
 from . import quaternion as quat
 from .contacts import ContactSettings, detect_contacts
-from .kinematics import SolverInputError, check_motion, forward_kinematics, local_position, update_chain
-from .leg_ik import measure_leg, solve_leg
+from .kinematics import Motion, Pose, SolverInputError, check_motion, forward_kinematics
+from .leg_ik import LegOptions, measure_leg, solve_leg
 from .offline_lock import OfflineProblem, OfflineWeights, solve_offline_lock
+from .rig import leg_bone_length, leg_length
 
 
 @dataclass
@@ -23,24 +24,22 @@ class FootLockSettings:
     contacts: ContactSettings = field(default_factory=ContactSettings)
     weights: OfflineWeights = field(default_factory=OfflineWeights)
     softening_ratio: float = 0.02  # soft-clamp width as a share of the leg's length
-    height_clamp: bool = True
-    heel_look_at: bool = True
-    toe_look_at: bool = True
+    leg_options: LegOptions = field(default_factory=LegOptions)
 
 
 @dataclass
 class FootLockResult:
-    motion: object  # the solved Motion
+    motion: Motion  # the solved motion
     contacts: np.ndarray  # (L, F) weights that were locked
-    rotation_joints: list  # joints whose local rotation changed
-    location_joints: list  # joints whose local translation changed
-    before: dict
-    after: dict
+    rotation_joints: list[int]  # joints whose local rotation changed
+    location_joints: list[int]  # joints whose local translation changed
+    before: dict[str, float]  # figures of the input (metrics.motion_metrics)
+    after: dict[str, float]  # the same figures of the result
     slip: float  # root speed mismatch found while labelling contacts
     lock_residual: float
     reach_violation: float
-    warnings: list = field(default_factory=list)
-    timings: dict = field(default_factory=dict)  # seconds per stage
+    warnings: list[str] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)  # seconds per stage
 
 
 @contextmanager
@@ -48,16 +47,6 @@ def _timed(timings, stage):
     start = time.perf_counter()
     yield
     timings[stage] = timings.get(stage, 0.0) + time.perf_counter() - start
-
-
-def leg_length(gpos, rig):
-    """Mean thigh-plus-shin length: the character's size for scale-free thresholds."""
-    lengths = [
-        np.median(np.linalg.norm(gpos[:, leg.knee] - gpos[:, leg.hip], axis=-1)
-                  + np.linalg.norm(gpos[:, leg.ankle] - gpos[:, leg.knee], axis=-1))
-        for leg in rig.legs
-    ]
-    return float(np.mean(lengths))
 
 
 def travel(skeleton, gpos, rig, up):
@@ -128,21 +117,20 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
         )
 
     with _timed(timings, "leg_ik"):
-        rot, pos = motion.rot.copy(), motion.pos.copy()
-        _move_pelvis(skeleton, rot, pos, grot, gpos, rig, solution.pelvis)
+        pose = Pose(skeleton, motion.rot.copy(), motion.pos.copy(), grot, gpos)
+        _move_pelvis(pose, rig, solution.pelvis)
         for leg, leg_limits, target in zip(rig.legs, limits, solution.toes):
-            solve_leg(skeleton, rot, pos, grot, gpos, leg, leg_limits, target, up,
-                      settings.height_clamp, settings.heel_look_at, settings.toe_look_at)
+            solve_leg(pose, leg, leg_limits, target, up, settings.leg_options)
     after = _state(gpos, rig)
 
     figures = {
         "contacts": contacts, "up": up, "fps": motion.fps, "unit_scale": unit_scale,
         "floors": np.array([lim.toe_min_height for lim in limits]),
-        "bone_lengths": np.array([_bone_length(gpos, leg) for leg in rig.legs]),
+        "bone_lengths": np.array([leg_bone_length(gpos, leg) for leg in rig.legs]),
         "reference_pelvis": before["pelvis"],
     }
     return FootLockResult(
-        motion=type(motion)(rot, pos, motion.fps, dict(motion.meta)),
+        motion=type(motion)(pose.rot, pose.pos, motion.fps, dict(motion.meta)),
         contacts=contacts,
         rotation_joints=sorted({j for leg in rig.legs for j in _rotated_joints(leg)}),
         location_joints=[rig.pelvis],
@@ -158,16 +146,11 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
 
 def _solved_joints(rig):
     """Every joint the solve reads: the pelvis and each leg down to its tip."""
-    return [rig.pelvis] + [leg.toe_end if leg.toe_end is not None else leg.toe for leg in rig.legs]
+    return [rig.pelvis] + [leg.tip for leg in rig.legs]
 
 
 def _rotated_joints(leg):
-    return [leg.hip, leg.knee, leg.ankle] + ([leg.toe] if leg.toe_end is not None else [])
-
-
-def _bone_length(gpos, leg):
-    return float(np.min(np.linalg.norm(gpos[:, leg.knee] - gpos[:, leg.hip], axis=-1)
-                        + np.linalg.norm(gpos[:, leg.ankle] - gpos[:, leg.knee], axis=-1)))
+    return [leg.hip, leg.knee, leg.ankle] + ([leg.toe] if leg.has_toe_bone else [])
 
 
 def _checked_contacts(contacts, legs, frames):
@@ -199,15 +182,10 @@ def _metrics(state, contacts, up, fps, unit_scale, floors, bone_lengths, referen
     )
 
 
-def _move_pelvis(skeleton, rot, pos, grot, gpos, rig, pelvis_positions):
+def _move_pelvis(pose, rig, pelvis_positions):
     """Translate the pelvis to ``pelvis_positions`` and update the joints down to the feet."""
-    parent = skeleton.parents[rig.pelvis]
-    if parent < 0:
-        pos[:, rig.pelvis] = pelvis_positions
-    else:
-        pos[:, rig.pelvis] = local_position(grot[:, parent], gpos[:, parent], pelvis_positions)
-    below = []
+    pose.place(rig.pelvis, pelvis_positions)
+    below = set()
     for leg in rig.legs:
-        tip = leg.toe_end if leg.toe_end is not None else leg.toe
-        below += [j for j in skeleton.chain(rig.pelvis, tip) if j not in below]
-    update_chain(skeleton, rot, pos, grot, gpos, sorted(below))
+        below.update(pose.skeleton.chain(rig.pelvis, leg.tip))
+    pose.update(sorted(below))

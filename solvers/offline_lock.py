@@ -1,6 +1,7 @@
-"""Offline foot locking (seed "Offline Foot Locking"), solved directly.
+"""Offline foot locking, solved directly.
 
-The seed relaxes springs between pelvis and toe "particles" for 25,000 iterations.
+"Offline Foot Locking" in the seed document ``/work/shared/seeds/ik-and-foot-locking.txt``
+relaxes springs between pelvis and toe "particles" for 25,000 iterations.
 The same constraints are quadratic in the particles' corrections, so we minimise
 them in one least-squares solve: per frame the unknowns are the pelvis correction
 ``e`` and each toe's correction ``d``, every term couples a frame only with its

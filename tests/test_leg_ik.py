@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 from foot_lock.solvers import quaternion as quat
-from foot_lock.solvers.kinematics import Skeleton, SolverInputError, forward_kinematics
-from foot_lock.solvers.leg_ik import measure_leg, soft_clamp_length, solve_leg
+from foot_lock.solvers.kinematics import Pose, Skeleton, SolverInputError, forward_kinematics
+from foot_lock.solvers.leg_ik import LegOptions, measure_leg, soft_clamp_length, solve_leg
 from foot_lock.solvers.rig import Leg
 
 UP = np.array([0.0, 0.0, 1.0])
@@ -49,9 +49,9 @@ def skeleton_and_pose(rng, gpos):
 def solve(skeleton, rot, pos, target, limits=None, **options):
     grot, gpos = forward_kinematics(skeleton, rot, pos)
     limits = limits or measure_leg(grot, gpos, LEG, UP)
-    rot = rot.copy()
-    solve_leg(skeleton, rot, pos, grot, gpos, LEG, limits, target, UP, **options)
-    return rot, gpos, limits
+    pose = Pose(skeleton, rot.copy(), pos, grot, gpos)
+    solve_leg(pose, LEG, limits, target, UP, LegOptions(**options))
+    return pose.rot, gpos, limits
 
 
 @pytest.fixture(params=[0, 1, 2])
