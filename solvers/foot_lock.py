@@ -30,7 +30,8 @@ class FootLockSettings:
 @dataclass
 class FootLockResult:
     motion: Motion  # the solved motion
-    contacts: np.ndarray  # (L, F) weights that were locked
+    contacts: np.ndarray  # (L, F) toe (ball) weights that were locked
+    heel_contacts: np.ndarray  # (L, F) heel weights that were locked; 0 on legs without a toe bone
     rotation_joints: list[int]  # joints whose local rotation changed
     location_joints: list[int]  # joints whose local translation changed
     before: dict[str, float]  # figures of the input (metrics.motion_metrics)
@@ -68,20 +69,71 @@ def travel(skeleton, gpos, rig, up):
 
 
 def label_contacts(skeleton, motion, rig, up, settings=None):
-    """Contact weights (L, F) and the slip factor, for a clip as it is."""
+    """Toe contact weights (L, F) and the slip factor, for a clip as it is."""
+    _, toes, slip = label_foot_contacts(skeleton, motion, rig, up, settings)
+    return toes, slip
+
+
+def label_foot_contacts(skeleton, motion, rig, up, settings=None):
+    """Heel and toe contact weights, (L, F) each, and the slip factor, for a clip as it is.
+
+    A leg without a toe bone has one point to pin (see :func:`remove_foot_sliding`): its
+    heel row is 0."""
     check_motion(skeleton, motion)
     _, gpos = forward_kinematics(skeleton, motion.rot, motion.pos, _solved_joints(rig))
-    toes = np.stack([gpos[:, leg.toe] for leg in rig.legs])
-    return detect_contacts(toes, travel(skeleton, gpos, rig, up), up, motion.fps, leg_length(gpos, rig), settings)
+    return _label_feet(skeleton, gpos, rig, up, motion.fps, settings)
+
+
+def _label_feet(skeleton, gpos, rig, up, fps, settings):
+    heels, toes = _points(gpos, rig, "ankle"), _points(gpos, rig, "toe")
+    heel_labels, toe_labels, slip = detect_foot_contacts(
+        heels, toes, travel(skeleton, gpos, rig, up), up, fps, leg_length(gpos, rig), settings
+    )
+    heel_labels[[not leg.has_toe_bone for leg in rig.legs]] = 0.0
+    return heel_labels, _bridge_toe_breaks(toe_labels, heel_labels), slip
+
+
+def _bridge_toe_breaks(toe_labels, heel_labels):
+    """Toe labels with every break that lies wholly inside a heel contact filled.
+
+    A foot in contact rolls heel, flat, ball (or ball, flat, heel walking backward): a toe
+    lifting and landing again under a planted heel is a labelling flicker, and locking the
+    ball again somewhere else would turn the foot under the held heel."""
+    out = toe_labels.copy()
+    for toe, heel in zip(out, heel_labels > 0):
+        on = toe > 0
+        edges = np.flatnonzero(np.diff(on.astype(np.int8)))
+        breaks, landings = edges[on[edges]] + 1, edges[~on[edges]] + 1
+        for start in breaks:
+            later = landings[landings > start]
+            if len(later) and heel[start - 1 : later[0] + 1].all():
+                toe[start : later[0]] = np.maximum(toe[start - 1], toe[later[0]])
+    return out
+
+
+def detect_foot_contacts(heels, toes, root, up, fps, length, settings=None):
+    """Heel and toe contact weights, (L, F) each, from heel (ankle) and toe (ball) points
+    (L, F, 3), and the toes' slip factor.
+
+    For now each point is labelled on its own trajectory by :func:`~.contacts.detect_contacts`;
+    the heel/toe labeller of issue 10 item 1 takes this one's place."""
+    toe_labels, slip = detect_contacts(toes, root, up, fps, length, settings)
+    heel_labels, _ = detect_contacts(heels, root, up, fps, length, settings)
+    return heel_labels, toe_labels, slip
 
 
 def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None, settings=None,
-                        unit_scale=1.0):
+                        unit_scale=1.0, heel_contacts=None):
     """Lock the feet of ``motion`` during contacts; returns a :class:`FootLockResult`.
 
-    ``contacts`` (L, F) in 0..1 overrides automatic labelling (hand-edited curves); a leg
-    whose row is all NaN (no curve) is labelled automatically, as are all without ``contacts``.
-    ``unit_scale`` is metres per world unit, used only for the reported figures.
+    Each foot has two points to pin: the toe (the ball, ``leg.toe``) while ``contacts``
+    says so and the heel (the ankle) while ``heel_contacts`` does; the foot rolls about
+    the pinned point as the source foot turns (heel strike: heel pinned, push-off: ball
+    pinned; flat: both). A leg without a toe bone pins its one point, ``leg.toe``.
+    ``contacts`` and ``heel_contacts`` (L, F) in 0..1 override automatic labelling
+    (hand-edited curves); a leg whose row is all NaN (no curve) is labelled automatically,
+    as are all without the array. ``unit_scale`` is metres per world unit, used only for
+    the reported figures.
     """
     settings = settings or FootLockSettings()
     up = np.asarray(up, dtype=float) / np.linalg.norm(up)
@@ -92,17 +144,16 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
     with _timed(timings, "kinematics"):
         grot, gpos = forward_kinematics(skeleton, motion.rot, motion.pos, _solved_joints(rig))
         limits = [measure_leg(grot, gpos, leg, up, settings.softening_ratio) for leg in rig.legs]
-    contacts = np.full((len(rig.legs), motion.frames), np.nan) if contacts is None else contacts
     contacts = _checked_contacts(contacts, len(rig.legs), motion.frames)
-    missing = np.isnan(contacts).all(axis=1)
-    if missing.any():
+    heel_contacts = _checked_contacts(heel_contacts, len(rig.legs), motion.frames)
+    missing, heel_missing = np.isnan(contacts).all(axis=1), np.isnan(heel_contacts).all(axis=1)
+    if missing.any() or heel_missing.any():
         with _timed(timings, "contacts"):
-            toes = np.stack([gpos[:, leg.toe] for leg in rig.legs])
-            labels, slip = detect_contacts(
-                toes, travel(skeleton, gpos, rig, up), up, motion.fps, leg_length(gpos, rig), settings.contacts
-            )
+            heel_labels, labels, slip = _label_feet(skeleton, gpos, rig, up, motion.fps, settings.contacts)
         contacts[missing] = labels[missing]
-    if not (contacts > 0).any():
+        heel_contacts[heel_missing] = heel_labels[heel_missing]
+    heel_contacts[[not leg.has_toe_bone for leg in rig.legs]] = 0.0  # the one point is the toe
+    if not (contacts > 0).any() and not (heel_contacts > 0).any():
         warnings.append("no foot contacts: nothing to lock")
 
     before = _state(gpos, rig)
@@ -111,7 +162,7 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
             OfflineProblem(
                 pelvis=before["pelvis"], hips=before["hips"], toes=before["toes"], ankles=before["ankles"],
                 contacts=contacts, reach=np.stack([lim.max_extension - lim.softening for lim in limits]),
-                fps=motion.fps,
+                fps=motion.fps, heel_contacts=heel_contacts,
             ),
             settings.weights,
         )
@@ -119,8 +170,8 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
     with _timed(timings, "leg_ik"):
         pose = Pose(skeleton, motion.rot.copy(), motion.pos.copy(), grot, gpos)
         _move_pelvis(pose, rig, solution.pelvis)
-        for leg, leg_limits, target in zip(rig.legs, limits, solution.toes):
-            solve_leg(pose, leg, leg_limits, target, up, settings.leg_options)
+        for leg, leg_limits, toe, heel in zip(rig.legs, limits, solution.toes, solution.heels):
+            solve_leg(pose, leg, leg_limits, toe, up, settings.leg_options, heel_target=heel)
     after = _state(gpos, rig)
 
     figures = {
@@ -132,6 +183,7 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
     return FootLockResult(
         motion=type(motion)(pose.rot, pose.pos, motion.fps, dict(motion.meta)),
         contacts=contacts,
+        heel_contacts=heel_contacts,
         rotation_joints=sorted({j for leg in rig.legs for j in _rotated_joints(leg)}),
         location_joints=[rig.pelvis],
         before=_metrics(before, **figures),
@@ -154,7 +206,10 @@ def _rotated_joints(leg):
 
 
 def _checked_contacts(contacts, legs, frames):
-    """Contact weights clipped to 0..1; a row of NaN (a leg without labels) stays NaN."""
+    """Contact weights clipped to 0..1; a row of NaN (a leg without labels) stays NaN, as
+    does every row without ``contacts``."""
+    if contacts is None:
+        return np.full((legs, frames), np.nan)
     contacts = np.array(contacts, dtype=float)
     if contacts.shape != (legs, frames):
         raise SolverInputError(f"contacts must be ({legs} legs, {frames} frames), got {contacts.shape}")
@@ -164,15 +219,15 @@ def _checked_contacts(contacts, legs, frames):
     return np.clip(contacts, 0.0, 1.0)
 
 
+def _points(gpos, rig, role):
+    """Positions (L, F, 3) of one joint of every leg, ``role`` naming it ("toe", "ankle" ...)."""
+    return np.stack([gpos[:, getattr(leg, role)] for leg in rig.legs])
+
+
 def _state(gpos, rig):
     """The positions the metrics and the offline solve read, copied from the globals."""
-    return {
-        "pelvis": gpos[:, rig.pelvis].copy(),
-        "hips": np.stack([gpos[:, leg.hip] for leg in rig.legs]),
-        "knees": np.stack([gpos[:, leg.knee] for leg in rig.legs]),
-        "ankles": np.stack([gpos[:, leg.ankle] for leg in rig.legs]),
-        "toes": np.stack([gpos[:, leg.toe] for leg in rig.legs]),
-    }
+    return {"pelvis": gpos[:, rig.pelvis].copy(),
+            **{role + "s": _points(gpos, rig, role) for role in ("hip", "knee", "ankle", "toe")}}
 
 
 def _metrics(state, contacts, up, fps, unit_scale, floors, bone_lengths, reference_pelvis):

@@ -187,14 +187,21 @@ def look_at(pose, joint, child, target, chain):
     pose.update(chain[chain.index(joint) :])
 
 
-def solve_leg(pose, leg, limits, toe_target, up, options=None):
+def solve_leg(pose, leg, limits, toe_target, up, options=None, heel_target=None):
     """SolveLegChain for every frame at once: ``pose`` (a :class:`~.kinematics.Pose`)
-    is updated in place so the toe reaches ``toe_target`` (F, 3)."""
+    is updated in place so the toe (the ball) reaches ``toe_target`` (F, 3).
+
+    The ankle goes to ``heel_target`` (F, 3) and the foot turns so the ball reaches its
+    target: where both points are pinned the foot takes whatever turn that needs. Without
+    ``heel_target`` (the seed's "Find the Heel Target") the ankle keeps its offset from the
+    ball, so the foot turns about the ball as in the pose.
+    """
     options = options or LegOptions()
     chain = leg_chain(pose.skeleton, leg)
     gpos = pose.gpos
     toe_target = _raise_to(toe_target, limits.toe_min_height, up) if options.height_clamp else toe_target
-    heel_target = toe_target + gpos[:, leg.ankle] - gpos[:, leg.toe]
+    if heel_target is None:
+        heel_target = toe_target + gpos[:, leg.ankle] - gpos[:, leg.toe]
     if options.height_clamp:
         heel_target = _raise_to(heel_target, limits.heel_min_height, up)
     solve_two_bone(pose, leg, limits, heel_target, chain)

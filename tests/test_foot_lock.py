@@ -68,8 +68,9 @@ def test_hand_keyed_soft_contact_eases_the_lock():
     skeleton, motion, rig = load("cmu_07_01")
     sliding = scale_root_motion(skeleton, motion, 1.25)
     contacts = reference_labels(skeleton, motion, rig).astype(float)
-    hard = remove_foot_sliding(skeleton, sliding, rig, bvh.UP, contacts=contacts)
-    soft = remove_foot_sliding(skeleton, sliding, rig, bvh.UP, contacts=0.5 * contacts)
+    heels_off = np.zeros_like(contacts)  # keyed too: only the toe curves lock
+    hard = remove_foot_sliding(skeleton, sliding, rig, bvh.UP, contacts=contacts, heel_contacts=heels_off)
+    soft = remove_foot_sliding(skeleton, sliding, rig, bvh.UP, contacts=0.5 * contacts, heel_contacts=heels_off)
     free = slide_cm_s(skeleton, sliding, rig, contacts)
     assert slide_cm_s(skeleton, hard.motion, rig, contacts) < 1.0
     assert 0.2 * free < slide_cm_s(skeleton, soft.motion, rig, contacts) < 0.8 * free
@@ -80,8 +81,11 @@ def test_edited_contacts_are_obeyed():
     sliding = scale_root_motion(skeleton, motion, 1.25)
     reference = reference_labels(skeleton, motion, rig)
     edited = reference.astype(float)
-    edited[0] = 0.0  # the animator keyed the first foot's contact off
-    result = remove_foot_sliding(skeleton, sliding, rig, bvh.UP, contacts=edited)
+    edited[0] = 0.0  # the animator keyed the first foot's contact off, heel and toe
+    heels = np.full_like(edited, np.nan)  # the second foot's heel has no curve: labelled
+    heels[0] = 0.0
+    result = remove_foot_sliding(skeleton, sliding, rig, bvh.UP, contacts=edited, heel_contacts=heels)
+    assert not result.heel_contacts[0].any() and result.heel_contacts[1].any()
     toes = toe_positions(skeleton, result.motion, rig)
     first = 100.0 * metrics.toe_slide(toes[:1], reference[:1], bvh.UP, motion.fps)
     second = 100.0 * metrics.toe_slide(toes[1:], reference[1:], bvh.UP, motion.fps)
@@ -139,7 +143,7 @@ class TestBadInput:
 
     def test_no_contacts_leaves_the_motion_alone(self):
         none = np.zeros((len(self.rig.legs), self.motion.frames))
-        result = remove_foot_sliding(self.skeleton, self.motion, self.rig, bvh.UP, contacts=none)
+        result = remove_foot_sliding(self.skeleton, self.motion, self.rig, bvh.UP, contacts=none, heel_contacts=none)
         assert result.warnings
         _, gpos = forward_kinematics(self.skeleton, result.motion.rot, result.motion.pos)
         _, gpos0 = forward_kinematics(self.skeleton, self.motion.rot, self.motion.pos)
