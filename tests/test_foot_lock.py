@@ -121,6 +121,9 @@ def test_block_tridiagonal_solver_matches_dense_solve():
                 dense[(i - 1) * m:i * m, i * m:(i + 1) * m] = lower[i].T
         x = solve_block_tridiagonal(diag, lower, rhs)
         assert np.allclose(dense @ x.ravel(), rhs.ravel(), atol=1e-9)
+        several = rng.normal(size=(frames, m, 3))  # three right-hand sides at once
+        x = solve_block_tridiagonal(diag, lower, several)
+        assert np.allclose(dense @ x.reshape(-1, 3), several.reshape(-1, 3), atol=1e-9)
 
 
 class TestBadInput:

@@ -102,3 +102,21 @@ def test_the_same_walk_at_another_frame_rate_gives_the_same_solution():
     # The pelvis follows a leg out of reach by up to 4.5 cm here; at 60 fps a little less
     # than at 30 (the reach's active set is per frame), never by more than 1.5 cm.
     assert np.linalg.norm(b.pelvis[::2] - a.pelvis, axis=-1).max() < 0.015
+
+
+def test_heel_and_toe_labels_pin_each_point_where_it_is_labelled():
+    """Heel strike 0.1 s before the ball lands, heel-off 0.2 s before toe-off: each point
+    holds while its own label is on, and the leg's reach still holds."""
+    problem, t = walk(60.0)
+    heel = np.stack([(t / PERIOD + shift + 0.1 + 1e-9) % 1.0 <= STANCE - 0.1 + 2e-9
+                     for shift in (0.0, 0.5)]).astype(float)
+    problem.heel_contacts = heel
+    solution = solve_offline_lock(problem)
+    for points, weights in ((solution.heels, heel), (solution.toes, problem.contacts)):
+        both = (weights[:, 1:] >= 1.0) & (weights[:, :-1] >= 1.0)
+        assert both.sum() > 100
+        assert np.linalg.norm(np.diff(points, axis=1), axis=-1)[both].max() < 1e-4  # m
+    heel_only = (heel[:, 1:] >= 1.0) & (problem.contacts[:, 1:] < 1.0)
+    assert heel_only.any()  # the heel pinned on its own somewhere
+    hips = problem.hips + (solution.pelvis - problem.pelvis)[None]
+    assert (np.linalg.norm(hips - solution.heels, axis=-1) - problem.reach).max() < 1e-3
