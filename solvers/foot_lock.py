@@ -12,12 +12,13 @@ import numpy as np
 
 from . import metrics
 from . import quaternion as quat
-from .contacts import ContactSettings, detect_contacts
+from .contacts import REFERENCE_LEG_LENGTH, ContactSettings, detect_contacts
 from .kinematics import Motion, Pose, SolverInputError, check_motion, forward_kinematics
 from .leg_ik import LegOptions, measure_leg, solve_leg
 from .offline_lock import OfflineProblem, OfflineWeights, solve_offline_lock
 from .rig import leg_bone_length, leg_length
 
+HEEL_LIFT = 0.005  # m for an adult: a heel higher than this above its contact's lowest is not planted
 
 @dataclass
 class FootLockSettings:
@@ -89,8 +90,26 @@ def _label_feet(skeleton, gpos, rig, up, fps, settings):
     heel_labels, toe_labels, slip = detect_foot_contacts(
         heels, toes, travel(skeleton, gpos, rig, up), up, fps, leg_length(gpos, rig), settings
     )
+    heel_labels = _heel_down(heel_labels, heels, up, leg_length(gpos, rig))
     heel_labels[[not leg.has_toe_bone for leg in rig.legs]] = 0.0
     return heel_labels, _bridge_toe_breaks(toe_labels, heel_labels), slip
+
+
+def _heel_down(heel_labels, heels, up, length):
+    """Heel labels kept only where the heel is down: within ``HEEL_LIFT`` (for an adult,
+    scaled to the leg) of its lowest point in that contact. A heel still settling or
+    already rising (the foot rolling onto the ball) is not planted; pinned there it would
+    hold the foot flat against the roll and stretch the leg."""
+    heights = heels @ np.asarray(up, dtype=float)
+    lift = HEEL_LIFT * length / REFERENCE_LEG_LENGTH
+    out = heel_labels.copy()
+    for labels, height in zip(out, heights):
+        on = labels > 0
+        edges = np.flatnonzero(np.diff(np.concatenate(([0], on.astype(np.int8), [0]))))
+        for start, end in zip(edges[::2], edges[1::2]):
+            run = slice(start, end)
+            labels[run] = np.where(height[run] <= height[run].min() + lift, labels[run], 0.0)
+    return out
 
 
 def _bridge_toe_breaks(toe_labels, heel_labels):
