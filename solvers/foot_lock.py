@@ -86,13 +86,13 @@ def label_foot_contacts(skeleton, motion, rig, up, settings=None):
 
 
 def _label_feet(skeleton, gpos, rig, up, fps, settings):
-    heels, toes = _points(gpos, rig, "ankle"), _points(gpos, rig, "toe")
+    heels, toes, length = _points(gpos, rig, "ankle"), _points(gpos, rig, "toe"), leg_length(gpos, rig)
     heel_labels, toe_labels, slip = detect_foot_contacts(
-        heels, toes, travel(skeleton, gpos, rig, up), up, fps, leg_length(gpos, rig), settings
+        heels, toes, travel(skeleton, gpos, rig, up), up, fps, length, settings
     )
-    heel_labels = _heel_down(heel_labels, heels, up, leg_length(gpos, rig))
+    heel_labels = _heel_down(heel_labels, heels, up, length)
     heel_labels[[not leg.has_toe_bone for leg in rig.legs]] = 0.0
-    return heel_labels, _bridge_toe_breaks(toe_labels, heel_labels), slip
+    return heel_labels, toe_labels, slip
 
 
 def _heel_down(heel_labels, heels, up, length):
@@ -109,24 +109,6 @@ def _heel_down(heel_labels, heels, up, length):
         for start, end in zip(edges[::2], edges[1::2]):
             run = slice(start, end)
             labels[run] = np.where(height[run] <= height[run].min() + lift, labels[run], 0.0)
-    return out
-
-
-def _bridge_toe_breaks(toe_labels, heel_labels):
-    """Toe labels with every break that lies wholly inside a heel contact filled.
-
-    A foot in contact rolls heel, flat, ball (or ball, flat, heel walking backward): a toe
-    lifting and landing again under a planted heel is a labelling flicker, and locking the
-    ball again somewhere else would turn the foot under the held heel."""
-    out = toe_labels.copy()
-    for toe, heel in zip(out, heel_labels > 0):
-        on = toe > 0
-        edges = np.flatnonzero(np.diff(on.astype(np.int8)))
-        breaks, landings = edges[on[edges]] + 1, edges[~on[edges]] + 1
-        for start in breaks:
-            later = landings[landings > start]
-            if len(later) and heel[start - 1 : later[0] + 1].all():
-                toe[start : later[0]] = np.maximum(toe[start - 1], toe[later[0]])
     return out
 
 
