@@ -56,8 +56,9 @@ class Workers:
         self._running = set()
         self.stopped = False
 
-    def run(self, command, timeout):
-        """Run ``command``; returns ``(exit status, stderr, timed out)``, or None once stopped."""
+    def run(self, command, timeout, environment=None):
+        """Run ``command`` (``environment``: variables to set); returns ``(exit status,
+        stderr, timed out)``, or None once stopped."""
         with self._lock:
             if self.stopped:
                 return None
@@ -65,7 +66,7 @@ class Workers:
             # in the terminal reaches only us: we decide what stops.
             process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                        stderr=subprocess.PIPE, text=True, errors="replace",
-                                       start_new_session=True)
+                                       env={**os.environ, **(environment or {})}, start_new_session=True)
             self._running.add(process)
         try:
             _, stderr = process.communicate(timeout=timeout)
@@ -74,6 +75,10 @@ class Workers:
             _kill(process)
             _, stderr = process.communicate()
             timed_out = True
+        except BaseException:  # a stop while this thread waited (a single file's run): end the worker too
+            _kill(process)
+            process.wait()
+            raise
         finally:
             with self._lock:
                 self._running.discard(process)
@@ -92,21 +97,30 @@ def _kill(process):
         os.killpg(process.pid, signal.SIGKILL)  # works on a SIGSTOPped process too
 
 
-def run_worker(source, target, report, options, timeout, workers=None):
-    """Fix ``source`` into ``target`` in a worker process; the worker's record (written
-    to the JSON ``report`` path), or one saying why it has none."""
-    argv = ["remove-sliding", str(source), "-o", str(target), "--report", str(report), WORKER_ONLY, *options]
-    finished = (workers or Workers()).run(worker_command(argv), timeout)
-    if finished is None:
-        return FileRecord(str(source), str(target), error="not started: the run was stopped")
-    status, stderr, timed_out = finished
-    if timed_out or (workers is not None and workers.stopped):
-        remove_partial_outputs(target)  # a killed worker cannot clean up after itself
-    if timed_out:
-        return FileRecord(str(source), str(target), error=f"timed out after {timeout:g} s (--timeout)",
-                          seconds=timeout)
-    if report.is_file():
-        return read_record(report)
+def run_worker(source, target, options, timeout, workers=None):
+    """Fix ``source`` into ``target`` in a worker process (one of ``workers``, if given);
+    the worker's record, or one saying why it has none, or None if ``workers`` were
+    stopped before this file finished.
+
+    The worker gets a temporary folder of its own, for its record and as its TMPDIR
+    (Blender's session files), removed once it ends, even when it was killed.
+    """
+    with tempfile.TemporaryDirectory(prefix="foot_lock_worker_") as scratch:
+        report = Path(scratch) / "record.json"
+        argv = ["remove-sliding", str(source), "-o", str(target), "--report", str(report), WORKER_ONLY, *options]
+        finished = (workers or Workers()).run(worker_command(argv), timeout, {"TMPDIR": scratch})
+        if finished is None:
+            return None
+        status, stderr, timed_out = finished
+        if timed_out or (workers is not None and workers.stopped):
+            remove_partial_outputs(target)  # a killed worker cannot clean up after itself
+        if report.is_file():
+            return read_record(report)
+        if workers is not None and workers.stopped:
+            return None
+        if timed_out:
+            return FileRecord(str(source), str(target), error=f"timed out after {timeout:g} s (--timeout)",
+                              seconds=timeout)
     last_words = (stderr.strip().splitlines() or ["no message"])[-1]
     return FileRecord(str(source), str(target), error=f"worker died (exit status {status}): {last_words}")
 
@@ -131,12 +145,9 @@ def fix_folder(source, target, jobs, options, timeout):
         raise ClipError(f"no clips ({', '.join(FORMATS)}) in {source}")
     jobs = capped_by_memory(min(jobs, len(clips)), clips)
     workers, records = Workers(), []
-    with tempfile.TemporaryDirectory(prefix="foot_lock_") as scratch, ThreadPoolExecutor(jobs) as pool:
-        futures = [
-            pool.submit(run_worker, clip, target / clip.relative_to(source), Path(scratch) / f"{i}.json",
-                        options, timeout, workers)
-            for i, clip in enumerate(clips)
-        ]
+    with ThreadPoolExecutor(jobs) as pool:
+        futures = [pool.submit(run_worker, clip, target / clip.relative_to(source), options, timeout, workers)
+                   for clip in clips]
         try:
             for done, future in enumerate(as_completed(futures), 1):
                 records.append(future.result())
@@ -144,6 +155,8 @@ def fix_folder(source, target, jobs, options, timeout):
         except Stopped as stop:
             workers.stop()
             pool.shutdown(wait=True, cancel_futures=True)
+            # Files that finished while the stop came in count as finished too.
+            records = [f.result() for f in futures if f.done() and not f.cancelled() and f.result() is not None]
             finished = {record.input for record in records}
             stop.records = sorted(records, key=lambda record: record.input)
             stop.unfinished = [str(clip) for clip in clips if str(clip) not in finished]

@@ -7,9 +7,8 @@ goes wrong is one line naming the file; Ctrl-C and SIGTERM stop with 130 and 143
 """
 
 import os
+import shutil
 import sys
-import tempfile
-from pathlib import Path
 
 from .arguments import parse_args
 from .batch import clips_in, fix_folder, run_worker
@@ -44,7 +43,9 @@ def run(argv=None):
     turns a success into a segmentation fault, status 139).
     """
     status = main(argv)
-    if "bpy" in sys.modules:
+    bpy = sys.modules.get("bpy")
+    if bpy is not None:
+        shutil.rmtree(bpy.app.tempdir, ignore_errors=True)  # what Blender's exit would have removed
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(status)
@@ -81,9 +82,7 @@ def fix_one_or_all(args):
     if args.in_this_process or _numpy_only(args):
         record = fix_file(args.input, args.output, args)
     else:
-        with tempfile.TemporaryDirectory(prefix="foot_lock_") as scratch:
-            record = run_worker(args.input, args.output, Path(scratch) / "record.json", per_file_argv(args),
-                                args.timeout)
+        record = run_worker(args.input, args.output, per_file_argv(args), args.timeout)
     print(file_line(record), flush=True)
     return [record]
 
