@@ -83,7 +83,7 @@ def test_an_output_or_report_that_is_the_input_is_refused_before_any_work(tmp_pa
 def test_other_formats_over_their_input_are_refused_without_blender(tmp_path, suffix, capsys):
     source = tmp_path / f"scene{suffix}"
     source.write_bytes(b"not looked at")
-    assert cli("remove-sliding", source, "-o", tmp_path / "x" / ".." / source.name, "--in-place") == 1
+    assert cli("remove-sliding", source, "-o", tmp_path / "x" / ".." / source.name) == 1
     assert "is the input" in capsys.readouterr().out and source.read_bytes() == b"not looked at"
     assert sorted(path.name for path in tmp_path.iterdir()) == [source.name]  # no .blend1 either
 
