@@ -17,7 +17,7 @@ from .demo import run_demo
 from .errors import ClipError
 from .paths import refuse_writing_inputs
 from .report import file_line, summary_line, write_report
-from .settings_flags import panel_settings, settings_argv
+from .settings_flags import panel_settings, settings_argv, settings_used
 from .stops import Stopped, stop_on_signals
 
 EXIT_FAILED = 1  # a clip failed (argparse exits with 2 on a bad command line)
@@ -93,7 +93,7 @@ def _numpy_only(args):
 
 def _write_report(args, records, **stop):
     try:
-        write_report(args.report, records, {s.name: getattr(args, s.name) for s in panel_settings()}, **stop)
+        write_report(args.report, records, settings_used(args), **stop)
     except OSError as error:
         print(f"Foot Lock: cannot write the report {args.report}: {error.strerror or error}", flush=True)
         return False
