@@ -87,12 +87,13 @@ def label_contacts(skeleton, motion, rig, up, settings=None):
 
 
 def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None, settings=None,
-                        unit_scale=1.0):
+                        unit_scale=1.0, measured=slice(None)):
     """Lock the feet of ``motion`` during contacts; returns a :class:`FootLockResult`.
 
     ``contacts`` (L, F) in 0..1 overrides automatic labelling (hand-edited curves); a leg
     whose row is all NaN (no curve) is labelled automatically, as are all without ``contacts``.
-    ``unit_scale`` is metres per world unit, used only for the reported figures.
+    ``unit_scale`` is metres per world unit, used only for the reported figures, which are
+    those of the ``measured`` frames (a loop's solve keeps the middle of several cycles).
     """
     settings = settings or FootLockSettings()
     up = np.asarray(up, dtype=float) / np.linalg.norm(up)
@@ -136,18 +137,18 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
     after = _state(gpos, rig)
 
     figures = {
-        "contacts": contacts, "up": up, "fps": motion.fps, "unit_scale": unit_scale,
+        "contacts": contacts[:, measured], "up": up, "fps": motion.fps, "unit_scale": unit_scale,
         "floors": np.array([lim.toe_min_height for lim in limits]),
         "bone_lengths": np.array([_bone_length(gpos, leg) for leg in rig.legs]),
-        "reference_pelvis": before["pelvis"],
+        "reference_pelvis": before["pelvis"][measured],
     }
     return FootLockResult(
         motion=type(motion)(rot, pos, motion.fps, dict(motion.meta)),
         contacts=contacts,
         rotation_joints=sorted({j for leg in rig.legs for j in _rotated_joints(leg)}),
         location_joints=[rig.pelvis],
-        before=_metrics(before, **figures),
-        after=_metrics(after, **figures),
+        before=_metrics(_frames(before, measured), **figures),
+        after=_metrics(_frames(after, measured), **figures),
         slip=slip,
         lock_residual=solution.lock_residual,
         reach_violation=solution.reach_violation,
@@ -190,6 +191,11 @@ def _state(gpos, rig):
         "ankles": np.stack([gpos[:, leg.ankle] for leg in rig.legs]),
         "toes": np.stack([gpos[:, leg.toe] for leg in rig.legs]),
     }
+
+
+def _frames(state, measured):
+    """The state over the ``measured`` frames (the pelvis is (F, 3), the rest (L, F, 3))."""
+    return {key: values[measured] if key == "pelvis" else values[:, measured] for key, values in state.items()}
 
 
 def _metrics(state, contacts, up, fps, unit_scale, floors, bone_lengths, reference_pelvis):

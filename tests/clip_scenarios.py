@@ -104,3 +104,29 @@ def with_front_legs(skeleton, motion, rig, offset=(0.0, 0.0, 0.9)):
         kinematics.Motion(np.concatenate(rots, axis=1), np.concatenate(poss, axis=1), motion.fps),
         Rig(rig.pelvis, legs),
     )
+
+
+def walk_cycle(skeleton, motion, rig, up=bvh.UP):
+    """One gait cycle of a walk made into a loop: the two frames 0.8-1.5 s apart whose poses
+    (joint rotations, pelvis height) match best, the frames between them, and the last
+    pose made the first again plus the cycle's horizontal travel (spread over the cycle)."""
+    from foot_lock.solvers import loops
+
+    up = np.asarray(up, dtype=float)
+    features = np.concatenate([motion.rot[:, 1:].reshape(motion.frames, -1) * np.sign(motion.rot[:, 1:, :1]).reshape(
+        motion.frames, -1).repeat(4, axis=1), (motion.pos[:, 0] @ up)[:, None]], axis=1)
+    shortest, longest = round(0.8 * motion.fps), round(1.5 * motion.fps)
+    best = min(
+        ((np.linalg.norm(features[i] - features[i + length]), i, i + length)
+         for length in range(shortest, longest + 1) for i in range(motion.frames - length)),
+    )
+    _, first, last = best
+    cycle = kinematics.Motion(motion.rot[first : last + 1].copy(), motion.pos[first : last + 1].copy(), motion.fps)
+    offset = np.zeros_like(cycle.pos[0])
+    offset[0] = quat_horizontal(cycle.pos[-1, 0] - cycle.pos[0, 0], up)
+    closed, _ = loops.close_seam(cycle, offset)
+    return closed
+
+
+def quat_horizontal(v, up):
+    return v - (v @ up) * up
