@@ -13,7 +13,8 @@ last frame is spread over the cycle, so the result loops exactly.
 import numpy as np
 
 from . import quaternion as quat
-from .foot_lock import remove_foot_sliding
+from .foot_lock import leg_length, remove_foot_sliding
+from .kinematics import forward_kinematics
 
 # Cycles solved on either side of the kept one, at least this long: the pelvis correction
 # of an end, where the tiled clip stops, fades by about 20x per second into the clip.
@@ -27,12 +28,13 @@ def cycle_offset(motion):
     return motion.pos[-1] - motion.pos[0]
 
 
-def is_closed_loop(skeleton, motion, up, size):
+def is_closed_loop(skeleton, motion, rig, up):
     """Whether the clip's last pose is its first: every rotation within a fraction of a
     degree, every translation within a millimetre per metre of leg length, the roots
     allowed to have travelled across the ground (a loop repeated with offset)."""
     if motion.frames < 3:
         return False
+    size = leg_length(forward_kinematics(skeleton, motion.rot[:1], motion.pos[:1])[1], rig)
     turn = 2.0 * np.arccos(np.clip(np.abs(np.sum(motion.rot[0] * motion.rot[-1], axis=-1)), 0.0, 1.0))
     offset = cycle_offset(motion)
     roots = skeleton.parents < 0

@@ -21,9 +21,9 @@ def played(skeleton, motion, cycles):
 
 
 def test_a_cycle_is_recognised_and_a_whole_clip_is_not(clips_dir, cycle):
-    skeleton, motion, _ = load("cmu_07_01", clips_dir=clips_dir)
-    assert loops.is_closed_loop(*cycle[:2], bvh.UP, 0.85)
-    assert not loops.is_closed_loop(skeleton, motion, bvh.UP, 0.85)
+    skeleton, motion, rig = load("cmu_07_01", clips_dir=clips_dir)
+    assert loops.is_closed_loop(*cycle, bvh.UP)
+    assert not loops.is_closed_loop(skeleton, motion, rig, bvh.UP)
 
 
 def test_a_sliding_loop_is_fixed_and_still_loops_over_four_cycles(cycle):
