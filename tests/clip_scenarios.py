@@ -106,27 +106,28 @@ def with_front_legs(skeleton, motion, rig, offset=(0.0, 0.0, 0.9)):
     )
 
 
-def walk_cycle(skeleton, motion, rig, up=bvh.UP):
-    """One gait cycle of a walk made into a loop: the two frames 0.8-1.5 s apart whose poses
-    (joint rotations, pelvis height) match best, the frames between them, and the last
-    pose made the first again plus the cycle's horizontal travel (spread over the cycle)."""
-    from foot_lock.solvers import loops
-
+def gait_cycle(motion, up=bvh.UP):
+    """(first, last) frames 0.8-1.5 s apart whose poses (joint rotations, pelvis height)
+    match best: one gait cycle of a walk."""
     up = np.asarray(up, dtype=float)
-    features = np.concatenate([motion.rot[:, 1:].reshape(motion.frames, -1) * np.sign(motion.rot[:, 1:, :1]).reshape(
-        motion.frames, -1).repeat(4, axis=1), (motion.pos[:, 0] @ up)[:, None]], axis=1)
+    rotations = motion.rot[:, 1:] * np.sign(motion.rot[:, 1:, :1])  # one sign per rotation
+    features = np.concatenate([rotations.reshape(motion.frames, -1), (motion.pos[:, :1] @ up)], axis=1)
     shortest, longest = round(0.8 * motion.fps), round(1.5 * motion.fps)
-    best = min(
-        ((np.linalg.norm(features[i] - features[i + length]), i, i + length)
-         for length in range(shortest, longest + 1) for i in range(motion.frames - length)),
+    _, first, last = min(
+        (np.linalg.norm(features[i] - features[i + length]), i, i + length)
+        for length in range(shortest, longest + 1) for i in range(motion.frames - length)
     )
-    _, first, last = best
+    return first, last
+
+
+def walk_cycle(motion, up=bvh.UP):
+    """One gait cycle of a walk made into a loop: its last pose made the first again plus
+    the cycle's horizontal travel, the difference spread over the cycle."""
+    from foot_lock.solvers import loops
+    from foot_lock.solvers.quaternion import horizontal
+
+    first, last = gait_cycle(motion, up)
     cycle = kinematics.Motion(motion.rot[first : last + 1].copy(), motion.pos[first : last + 1].copy(), motion.fps)
     offset = np.zeros_like(cycle.pos[0])
-    offset[0] = quat_horizontal(cycle.pos[-1, 0] - cycle.pos[0, 0], up)
-    closed, _ = loops.close_seam(cycle, offset)
-    return closed
-
-
-def quat_horizontal(v, up):
-    return v - (v @ up) * up
+    offset[0] = horizontal(cycle.pos[-1, 0] - cycle.pos[0, 0], up)
+    return loops.close_seam(cycle, offset)[0]

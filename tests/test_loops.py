@@ -11,7 +11,7 @@ from foot_lock.solvers.metrics import toe_slide
 @pytest.fixture(scope="module")
 def cycle(clips_dir):
     skeleton, motion, rig = load("cmu_07_01", clips_dir=clips_dir)
-    return skeleton, walk_cycle(skeleton, motion, rig), rig
+    return skeleton, walk_cycle(motion), rig
 
 
 def played(skeleton, motion, cycles):

@@ -6,7 +6,7 @@ import re
 import numpy as np
 import pytest
 from blender_scenes import import_clip
-from clip_scenarios import CMU_TO_METRES, reference_labels, scale_root_motion, walk_cycle
+from clip_scenarios import CMU_TO_METRES, gait_cycle, reference_labels, scale_root_motion, walk_cycle
 from foot_lock.solvers import bvh
 from foot_lock.solvers.kinematics import forward_kinematics
 
@@ -29,7 +29,7 @@ def write_cycle_bvh(clip, target, root_scale):
     parsed = bvh.read(clip)
     skeleton, motion = bvh.to_motion(parsed)
     rig = bvh.detect_rig(parsed)
-    cycle = walk_cycle(skeleton, motion, rig)
+    cycle = walk_cycle(motion)
     parsed.tokens = parsed.tokens[: cycle.frames]
     parsed.header = re.sub(r"Frames:\s*\d+", f"Frames: {cycle.frames}", parsed.header)
     sliding = scale_root_motion(skeleton, cycle, root_scale)
@@ -94,3 +94,37 @@ def test_a_cycled_walk_is_fixed_as_a_loop(addon, clips_dir, tmp_path):
     per_cycle = [deviation[k * period : (k + 1) * period].mean() for k in range(CYCLES)]
     assert per_cycle[0] > 0.0
     assert per_cycle[-1] <= 1.5 * per_cycle[0]
+
+
+def test_a_cyclic_manual_frame_range_is_the_cycle(addon, clips_dir, tmp_path):
+    """A long take with a manual frame range marked cyclic: that range is solved as a loop
+    (the legs' curves end where they start, the contacts wrap) and nothing outside it changes.
+    The take's own upper body and heading do not loop: they are not the solve's to change."""
+    from blender_scenes import leg_bones, write_sliding_bvh
+    from foot_lock.adapters import action_compat
+
+    clip = clips_dir / "cmu_07_01.bvh"
+    obj = import_clip(addon, write_sliding_bvh(clip, tmp_path / "sliding.bvh", 1.25))
+    source = obj.animation_data.action
+    first, last = (frame + 1 for frame in gait_cycle(bvh.to_motion(bvh.read(clip))[1]))  # Blender starts at 1
+    source.use_frame_range, source.use_cyclic = True, True
+    source.frame_start, source.frame_end = first, last
+
+    assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
+    fixed = obj.animation_data.action
+    report = obj.foot_lock.report
+    assert report.frames == last - first + 1
+    assert report.slide_after <= 1.0 < 20.0 < report.slide_before
+    legs = {f'pose.bones["{name}"]' for role in ("thigh", "shin", "foot") for name in leg_bones(obj, role)}
+    source_curves = {(fc.data_path, fc.array_index): fc for fc in action_compat.iter_fcurves(obj, source)}
+    checked = 0
+    for fcurve in action_compat.iter_fcurves(obj, fixed):
+        if fcurve.data_path.rpartition(".")[0] in legs:
+            assert abs(fcurve.evaluate(last) - fcurve.evaluate(first)) < 1e-4, fcurve.data_path
+            original = source_curves[(fcurve.data_path, fcurve.array_index)]
+            outside = [*range(1, first), *range(last + 1, 318)]
+            assert [fcurve.evaluate(f) for f in outside] == [original.evaluate(f) for f in outside]
+            checked += 1
+        elif fcurve.data_path.endswith('["foot_contact"]'):
+            assert fcurve.evaluate(first) == fcurve.evaluate(last)  # a stance across the seam goes on
+    assert checked >= 18
