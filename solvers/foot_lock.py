@@ -16,6 +16,10 @@ from .contacts import ContactSettings, detect_contacts
 from .kinematics import SolverInputError, check_motion, forward_kinematics, local_position, update_chain
 from .leg_ik import measure_leg, solve_leg
 from .offline_lock import OfflineProblem, OfflineWeights, solve_offline_lock
+from .root_motion import is_in_place
+
+IN_PLACE = ("the clip walks in place (its root stays put while the planted feet glide back): "
+            "nothing locked; Root Motion from Feet makes it travel")
 
 
 @dataclass
@@ -110,11 +114,13 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
     if missing.any():
         with _timed(timings, "contacts"):
             toes = np.stack([gpos[:, leg.toe] for leg in rig.legs])
-            labels, slip = detect_contacts(
-                toes, travel(skeleton, gpos, rig, up), up, motion.fps, leg_length(gpos, rig), settings.contacts
-            )
+            root = travel(skeleton, gpos, rig, up)
+            labels, slip = detect_contacts(toes, root, up, motion.fps, leg_length(gpos, rig), settings.contacts)
+        if is_in_place(toes, root, up, motion.fps, leg_length(gpos, rig)):
+            labels[:] = 0.0  # its feet glide by design: locking them would tear the legs off the body
+            warnings.append(IN_PLACE)
         contacts[missing] = labels[missing]
-    if not (contacts > 0).any():
+    if not (contacts > 0).any() and IN_PLACE not in warnings:
         warnings.append("no foot contacts: nothing to lock")
 
     before = _state(gpos, rig)

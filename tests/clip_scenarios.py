@@ -49,17 +49,30 @@ def f1_score(found, reference):
     return 2.0 * true_positive / max(found.sum() + reference.sum(), 1)
 
 
-def with_ground_root(skeleton, motion, rig, window=1.0):
-    """The clip re-rigged game-style: a new root joint on the ground carries the smoothed
-    horizontal travel (root motion), the pelvis below it keeps only the rest (sway, height)."""
-    frames, up = motion.frames, np.asarray(bvh.UP)
-    pelvis_root = motion.pos[:, 0]
+def smoothed_travel(motion, window=1.0, up=bvh.UP):
+    """(F, 3) the root's horizontal travel, averaged over ``window`` seconds: root motion."""
+    up = np.asarray(up, dtype=float)
     width = int(window * motion.fps) | 1
     kernel = np.ones(width) / width
     travel = np.stack(
-        [np.convolve(np.pad(pelvis_root[:, a], width // 2, mode="edge"), kernel, "valid") for a in range(3)], -1
+        [np.convolve(np.pad(motion.pos[:, 0, a], width // 2, mode="edge"), kernel, "valid") for a in range(3)], -1
     )
-    travel -= (travel @ up)[:, None] * up
+    return travel - (travel @ up)[:, None] * up
+
+
+def in_place(motion, window=1.0):
+    """The clip walking in place, game-style: its smoothed root travel taken away."""
+    still = motion.copy()
+    still.pos[:, 0] -= smoothed_travel(motion, window) - smoothed_travel(motion, window)[:1]
+    return still
+
+
+def with_ground_root(skeleton, motion, rig, window=1.0):
+    """The clip re-rigged game-style: a new root joint on the ground carries the smoothed
+    horizontal travel (root motion), the pelvis below it keeps only the rest (sway, height)."""
+    frames = motion.frames
+    pelvis_root = motion.pos[:, 0]
+    travel = smoothed_travel(motion, window)
     rot = np.concatenate([np.tile([1.0, 0.0, 0.0, 0.0], (frames, 1, 1)), motion.rot], axis=1)
     pos = np.concatenate([travel[:, None], motion.pos], axis=1)
     pos[:, 1] = pelvis_root - travel
