@@ -16,7 +16,7 @@ from ..solvers import loops
 from ..solvers.foot_lock import leg_length
 from ..solvers.kinematics import forward_kinematics
 from ..solvers.quaternion import horizontal
-from ..solvers.root_motion import feet_travel, with_travel
+from ..solvers.root_motion import plant_feet
 from . import action_compat as compat
 from . import armature, cycles, jobs
 from .errors import AdapterError
@@ -44,9 +44,8 @@ def root_motion_from_feet(obj, scene, onto_object=False):
     looped = cycles.is_marked_cyclic(obj, action) or loops.is_closed_loop(
         clip.skeleton, clip.motion, clip.rig, jobs.UP)
     _, gpos = forward_kinematics(clip.skeleton, clip.motion.rot, clip.motion.pos)
-    toes = np.stack([gpos[:, leg.toe] for leg in clip.rig.legs])
-    travel, contacts = feet_travel(toes, jobs.UP, clip.motion.fps, leg_length(gpos, clip.rig),
-                                   contact_settings(settings), looped)
+    moved, travel, contacts = plant_feet(clip.skeleton, clip.motion, clip.rig, jobs.UP, leg_length(gpos, clip.rig),
+                                         contact_settings(settings), looped)
     if not (contacts > 0.5).any():
         raise AdapterError(f"no planted foot found in {action.name!r}: there is no travel to take from the feet")
     name = None if settings.in_place else action.name + ROOT_MOTION_SUFFIX
@@ -54,7 +53,6 @@ def root_motion_from_feet(obj, scene, onto_object=False):
         target, carrier = _key_object_travel(obj, action, clip.frames, travel, name), obj.name
     else:
         carrier = clip.joint_map.joint_bone[clip.rig.pelvis]  # the translation bone
-        moved = with_travel(clip.skeleton, clip.motion, clip.rig.pelvis, travel)
         target = armature.write_motion(obj, action, clip.joint_map, moved, int(clip.frames[0]),
                                        rotation_bones=[], location_bones=[carrier], new_action_name=name)
         if looped:

@@ -40,6 +40,27 @@ def fix_in_blender(source, target, args):
     return clips
 
 
+def root_motion_in_blender(source, target, args):
+    """Root Motion from Feet on each chosen armature of ``source``, saved to ``target``;
+    returns a line per armature."""
+    from ..adapters import root_motion
+
+    try:
+        with redirect_stdout(sys.stderr):
+            load(source, args)
+        with addon_registered():
+            lines = []
+            for obj, _ in chosen_clips(args):
+                obj.foot_lock.in_place = target.suffix.lower() != ".blend"  # exported takes keep their names
+                outcome = root_motion.root_motion_from_feet(obj, bpy.context.scene, args.onto_object)
+                lines.append(f"{obj.name}: {root_motion.summary(outcome)}")
+            with redirect_stdout(sys.stderr):
+                save(target)
+    except (AdapterError, RuntimeError) as error:
+        raise ClipError(str(error).strip()) from None
+    return lines
+
+
 @contextmanager
 def addon_registered():
     """The add-on's classes registered for the job, unless this Blender has it enabled.

@@ -1,4 +1,4 @@
-"""The argument parser and the two commands: ``remove-sliding`` and ``demo``."""
+"""The argument parser and the commands: ``remove-sliding``, ``root-motion`` and ``demo``."""
 
 import argparse
 import os
@@ -10,6 +10,7 @@ from .clip_files import FORMATS, fix_file
 from .demo import BUNDLED_CLIP, run_demo
 from .errors import ClipError
 from .report import file_line, summary_line, write_report
+from .root_motion_files import add_root_motion_command
 from .settings_flags import add_flags, panel_settings, resolve, settings_argv
 
 EXIT_FAILED = 1  # a clip failed (argparse exits with 2 on a bad command line)
@@ -54,6 +55,7 @@ def build_parser(settings):
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_remove_sliding(commands, settings)
+    add_root_motion_command(commands)
     _add_demo(commands)
     return parser
 

@@ -115,3 +115,12 @@ def with_travel(skeleton, motion, joint, travel):
     grot, gpos = forward_kinematics(skeleton, motion.rot, motion.pos, [joint])
     moved.pos[:, joint] = local_position(grot[:, parent], gpos[:, parent], gpos[:, joint] + travel)
     return moved
+
+
+def plant_feet(skeleton, motion, rig, up, size, settings=None, looped=False):
+    """``motion`` carried by the travel of its feet (see :func:`feet_travel`) on the rig's
+    translation joint (``rig.pelvis``); returns (motion, travel, contacts)."""
+    _, gpos = forward_kinematics(skeleton, motion.rot, motion.pos, [leg.toe for leg in rig.legs])
+    toes = np.stack([gpos[:, leg.toe] for leg in rig.legs])
+    travel, contacts = feet_travel(toes, up, motion.fps, size, settings, looped)
+    return with_travel(skeleton, motion, rig.pelvis, travel), travel, contacts
