@@ -16,6 +16,7 @@ import sys
 from contextlib import contextmanager, redirect_stdout
 
 import bpy
+import numpy as np
 
 from .. import register, unregister
 from ..adapters import action_compat, armature, jobs
@@ -135,6 +136,10 @@ def fix_scene(args, keep_originals):
         current = current_action(obj)
         fixed = {}
         for action in actions:
+            reason = why_kept(obj, action)
+            if reason:  # a pose, not a motion: it never fails the file
+                clips.append(_kept_entry(obj, action, reason))
+                continue
             try:
                 outcome = fix_clip(obj, action, args, keep_originals)
             except (AdapterError, ValueError) as error:  # ValueError: the solvers' input errors
@@ -143,17 +148,23 @@ def fix_scene(args, keep_originals):
             clips.append(_entry(obj, action.name, outcome))
         if current is not None:  # the armature ends up playing what it played, fixed
             action_compat.assign_action(obj, fixed.get(current.name, current))
+    if not keep_originals:
+        whole_frame_ranges()
     return clips
 
 
 def chosen_clips(args):
-    """``[(armature, [actions])]`` to fix, per ``--armature``, ``--action``, ``--all-actions``."""
+    """``[(armature, [actions])]`` to fix, per ``--armature``, ``--action``, ``--all-actions``.
+
+    By default each armature's current action in a ``.blend``; in an imported file (FBX,
+    glTF: no ``.blend`` behind the session) every take of each armature.
+    """
     armatures = [obj for obj in bpy.context.scene.objects if obj.type == "ARMATURE"]
     if args.armature:
         armatures = [obj for obj in armatures if obj.name == args.armature]
         if not armatures:
             raise ClipError(f"no armature named {args.armature!r} in the scene")
-    if args.all_actions:
+    if args.all_actions or not (args.action or bpy.data.filepath):
         chosen = [(obj, actions_of(obj)) for obj in armatures]
     elif args.action:
         action = bpy.data.actions.get(args.action)
@@ -166,6 +177,29 @@ def chosen_clips(args):
     if not chosen:
         raise ClipError("nothing to fix: no armature with an action to clean up in the scene")
     return chosen
+
+
+def why_kept(obj, action):
+    """Why ``action`` is kept as it is (a one-frame pose, or keys that never change), or None."""
+    start, end = jobs.frame_range(action)
+    if end <= start:
+        return f"one frame ({start}): a pose, kept unchanged"
+    frames = np.arange(start, end + 1)
+    bones = {armature.bone_data_path(bone.name) for bone in obj.pose.bones}
+    for fcurve in action_compat.iter_fcurves(obj, action):
+        if fcurve.data_path.rpartition(".")[0] in bones and np.ptp(action_compat.read_values(fcurve, frames)) > 0:
+            return None
+    return f"no motion over frames {start}-{end}: kept unchanged"
+
+
+def whole_frame_ranges():
+    """Give every action with a fractional key range (an FBX take's last key lands a hair
+    before its frame) its whole-frame range, so the exporter bakes that last frame too."""
+    for action in bpy.data.actions:
+        start, end = action.frame_range
+        if (round(start), round(end)) != (start, end):
+            action.use_frame_range = True
+            action.frame_start, action.frame_end = round(start), round(end)
 
 
 def current_action(obj):
@@ -195,6 +229,12 @@ def fix_clip(obj, action, args, keep_original):
     outcome = jobs.remove_sliding(obj, bpy.context.scene)
     outcome.action.use_fake_user = True  # saved with the .blend even once another action is assigned
     return outcome
+
+
+def _kept_entry(obj, action, reason):
+    start, end = jobs.frame_range(action)
+    return {"armature": obj.name, "action": action.name, "output_action": action.name,
+            "frames": end - start + 1, "frame_start": start, "kept": reason}
 
 
 def _entry(obj, action_name, outcome):
