@@ -60,14 +60,16 @@ def build_mixamo_style_fbx(bpy, clip, folder):
     assert spine.y > 10.0 * max(abs(spine.x), abs(spine.z))  # Y-up bones, in centimetres
     rig.rotation_euler = (math.pi / 2.0, 0.0, 0.0)
     rig.scale = (0.01, 0.01, 0.01)
+    # The skin: a small triangle at each bone's head, weighted to that bone.
     bones = list(rig.data.bones)
+    corners = [tuple(np.add(bone.head_local, offset)) for bone in bones for offset in ((0, 0, 0), (2, 0, 0), (0, 0, 2))]
     mesh = bpy.data.meshes.new("Body")
-    mesh.from_pydata([tuple(bone.head_local) for bone in bones], [], [])
+    mesh.from_pydata(corners, [], [(3 * i, 3 * i + 1, 3 * i + 2) for i in range(len(bones))])
     body = bpy.data.objects.new("Body", mesh)
     bpy.context.scene.collection.objects.link(body)
     body.parent = rig
     for index, bone in enumerate(bones):
-        body.vertex_groups.new(name=bone.name).add([index], 1.0, "REPLACE")
+        body.vertex_groups.new(name=bone.name).add([3 * index, 3 * index + 1, 3 * index + 2], 1.0, "REPLACE")
     body.modifiers.new("Armature", "ARMATURE").object = rig
     path = folder / "mixamo.fbx"
     bpy.ops.export_scene.fbx(filepath=str(path), bake_anim_use_all_actions=True, add_leaf_bones=False)
@@ -126,3 +128,50 @@ def test_a_take_can_be_picked_and_a_one_frame_take_never_fails_the_file(blender,
     line = capsys.readouterr().out
     assert line.count("contact frames") == 1 and "kept" not in line
     assert takes_of(blender, tmp_path / "out.fbx")[1] == before  # the untouched takes keep every frame
+
+
+def test_gltf_takes_are_all_fixed_and_keep_their_names_and_frames(blender, clips_dir, tmp_path):
+    """The same three takes as a GLB. Exported and fixed in subprocesses: the bpy 4.2 wheel
+    crashes at exit once its glTF exporter has run."""
+    from cli_helpers import package_parent, run_python
+
+    clip = clips_dir / "cmu_07_01.bvh"
+    fbx = build_mixamo_style_fbx(blender, clip, tmp_path)
+    source, target = tmp_path / "mixamo.glb", tmp_path / "out" / "mixamo.glb"
+    script = f"""
+import os, sys, bpy
+bpy.ops.wm.read_factory_settings(use_empty=True)
+bpy.ops.import_scene.fbx(filepath={str(fbx)!r})
+bpy.context.scene.render.fps = 120
+for action in bpy.data.actions:  # whole frames: the FBX takes end a hair before theirs
+    action.use_frame_range = True
+    action.frame_start, action.frame_end = (round(f) for f in action.frame_range)
+bpy.ops.export_scene.gltf(filepath={str(source)!r}, export_format="GLB", export_animation_mode="ACTIONS")
+sys.stdout.flush()
+os._exit(0)
+"""
+    assert run_python(["-c", script], cwd=tmp_path).returncode == 0
+    result = run_python(["-m", "foot_lock", "remove-sliding", source, "-o", target], cwd=tmp_path,
+                        pythonpath=package_parent(tmp_path / "pythonpath"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "kept unchanged" in result.stdout
+    assert result.stdout.count("contact frames") == 2
+
+    def takes(path):
+        from foot_lock.cli.blender_files import load
+
+        load(path, None)
+        (obj,) = [o for o in blender.context.scene.objects if o.type == "ARMATURE"]
+        return obj, {a.name: tuple(round(f) for f in a.frame_range) for a in blender.data.actions}
+
+    obj, before = takes(source)
+    labels = reference_labels(clip)
+    labels = np.stack([labels["left"], labels["right"]])
+    fps = blender.context.scene.render.fps / blender.context.scene.render.fps_base
+    walk = next(a for a in blender.data.actions if "walk" in a.name)
+    assert slide_cm_s(world_joints(obj, TOES, walk), labels, fps) > 10.0
+    obj, after = takes(target)
+    assert after == before
+    assert sorted(frames[1] - frames[0] + 1 for frames in after.values()) == [1, 90, 317]
+    walk = next(a for a in blender.data.actions if "walk" in a.name)
+    assert slide_cm_s(world_joints(obj, TOES, walk), labels, fps) <= 1.0
