@@ -143,9 +143,12 @@ import os, sys, bpy
 bpy.ops.wm.read_factory_settings(use_empty=True)
 bpy.ops.import_scene.fbx(filepath={str(fbx)!r})
 bpy.context.scene.render.fps = 120
+rig = next(o for o in bpy.context.scene.objects if o.type == "ARMATURE")
 for action in bpy.data.actions:  # whole frames: the FBX takes end a hair before theirs
     action.use_frame_range = True
     action.frame_start, action.frame_end = (round(f) for f in action.frame_range)
+    # One NLA track per take, as a glTF file's animations come in (Blender 4.2 exports those).
+    rig.animation_data.nla_tracks.new().strips.new(action.name, 1, action)
 bpy.ops.export_scene.gltf(filepath={str(source)!r}, export_format="GLB", export_animation_mode="ACTIONS")
 sys.stdout.flush()
 os._exit(0)
