@@ -150,6 +150,9 @@ def fix_scene(args, keep_originals):
             action_compat.assign_action(obj, fixed.get(current.name, current))
     if not keep_originals:
         whole_frame_ranges()
+        for obj in bpy.context.scene.objects:
+            if obj.type == "ARMATURE":
+                name_slots_after(obj, actions_of(obj))
     return clips
 
 
@@ -190,6 +193,19 @@ def why_kept(obj, action):
         if fcurve.data_path.rpartition(".")[0] in bones and np.ptp(action_compat.read_values(fcurve, frames)) > 0:
             return None
     return f"no motion over frames {start}-{end}: kept unchanged"
+
+
+def name_slots_after(obj, actions):
+    """Name the slot each of ``actions`` animates ``obj`` with after ``obj`` (4.4+).
+
+    The exporters assign each take to the object in turn, and Blender 4.4/4.5 then picks
+    the slot by the object's last slot name: a take whose slot has another name (an FBX
+    take's slot is named after its take) would be exported without motion.
+    """
+    for action in actions:
+        slot = action_compat.action_slot(obj, action)
+        if slot is not None and slot.name_display != obj.name:
+            slot.name_display = obj.name
 
 
 def whole_frame_ranges():

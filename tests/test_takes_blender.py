@@ -50,12 +50,20 @@ def build_mixamo_style_fbx(bpy, clip, folder):
 
     bpy.ops.wm.read_factory_settings(use_empty=True)
     paths = write_takes(clip, folder)
+    from foot_lock.adapters.action_compat import assign_action
+    from foot_lock.cli.blender_files import name_slots_after
+
     rig = imported(paths["walk"])
+    walk = rig.animation_data.action
     for name in ("idle", "tpose"):
         other = imported(paths[name])
-        other.animation_data.action.use_fake_user = True
+        action = other.animation_data.action
         bpy.data.objects.remove(other)
+        action.use_fake_user = True
+        assign_action(rig, action)  # its slot now animates the rig, as the exporter's takes need
+    assign_action(rig, walk)
     rig.name = "Armature"
+    name_slots_after(rig, bpy.data.actions)  # as Blender names a slot made for the rig
     spine = rig.data.bones["Spine"].head_local - rig.data.bones["Hips"].head_local
     assert spine.y > 10.0 * max(abs(spine.x), abs(spine.z))  # Y-up bones, in centimetres
     rig.rotation_euler = (math.pi / 2.0, 0.0, 0.0)
