@@ -13,8 +13,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..solvers import loops
-from ..solvers.foot_lock import leg_length
-from ..solvers.kinematics import forward_kinematics
 from ..solvers.quaternion import horizontal
 from ..solvers.root_motion import plant_feet
 from . import action_compat as compat
@@ -43,9 +41,8 @@ def root_motion_from_feet(obj, scene, onto_object=False):
     clip = jobs.read_clip(obj, action)
     looped = cycles.is_marked_cyclic(obj, action) or loops.is_closed_loop(
         clip.skeleton, clip.motion, clip.rig, jobs.UP)
-    _, gpos = forward_kinematics(clip.skeleton, clip.motion.rot, clip.motion.pos)
-    moved, travel, contacts = plant_feet(clip.skeleton, clip.motion, clip.rig, jobs.UP, leg_length(gpos, clip.rig),
-                                         contact_settings(settings), looped)
+    moved, travel, contacts = plant_feet(clip.skeleton, clip.motion, clip.rig, jobs.UP, contact_settings(settings),
+                                         looped)
     if not (contacts > 0.5).any():
         raise AdapterError(f"no planted foot found in {action.name!r}: there is no travel to take from the feet")
     name = None if settings.in_place else action.name + ROOT_MOTION_SUFFIX

@@ -12,8 +12,6 @@ from pathlib import Path
 import numpy as np
 
 from ..solvers import bvh, loops
-from ..solvers.foot_lock import leg_length
-from ..solvers.kinematics import forward_kinematics
 from ..solvers.quaternion import horizontal
 from ..solvers.root_motion import plant_feet
 from .bvh_files import unit_scale
@@ -66,9 +64,8 @@ def _bvh_root_motion(source, target, onto_object):
     rig = bvh.detect_rig(parsed)
     scale, _ = unit_scale(parsed, rig)
     skeleton, motion = bvh.to_motion(parsed, scale)
-    _, gpos = forward_kinematics(skeleton, motion.rot, motion.pos)
     looped = loops.is_closed_loop(skeleton, motion, rig, bvh.UP)
-    moved, travel, _ = plant_feet(skeleton, motion, rig, bvh.UP, leg_length(gpos, rig), looped=looped)
+    moved, travel, _ = plant_feet(skeleton, motion, rig, bvh.UP, looped=looped)
     bvh.write(target, parsed, moved, scale, location_joints=[rig.pelvis])
     distance = float(np.linalg.norm(horizontal(travel[-1], bvh.UP)))
     return f"{distance:.2f} m of travel over {motion.frames} frames keyed onto {skeleton.names[rig.pelvis]!r}"

@@ -13,8 +13,9 @@ last frame is spread over the cycle, so the result loops exactly.
 import numpy as np
 
 from . import quaternion as quat
-from .foot_lock import leg_length, remove_foot_sliding
+from .foot_lock import remove_foot_sliding
 from .kinematics import forward_kinematics
+from .rig import leg_length
 
 # Cycles solved on either side of the kept one, at least this long: the pelvis correction
 # of an end, where the tiled clip stops, fades by about 20x per second into the clip.
@@ -83,23 +84,24 @@ def copies_needed(period, fps):
     return 1 + 2 * int(np.ceil(CONTEXT_SECONDS * fps / period))
 
 
-def solve_loop(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None, settings=None, unit_scale=1.0):
+def solve_loop(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None, settings=None, unit_scale=1.0,
+               heel_contacts=None):
     """:func:`~.foot_lock.remove_foot_sliding` for a loop (frames ``0..P``, frame P the
     first again): contacts wrap around the seam, the result loops, and the figures are
     those of the kept cycle (``after["loop_seam_cm"]``: how far its ends were apart
     before the seam was closed)."""
     period = motion.frames - 1
     copies = copies_needed(period, motion.fps)
-    if contacts is None:
-        contacts = np.full((len(rig.legs), motion.frames), np.nan)
-    tiled, (tiled_contacts,) = tile(motion, copies, [contacts])
+    unlabelled = np.full((len(rig.legs), motion.frames), np.nan)
+    rows = [unlabelled if labels is None else labels for labels in (contacts, heel_contacts)]
+    tiled, (tiled_contacts, tiled_heels) = tile(motion, copies, rows)
     middle = slice(period * (copies // 2), period * (copies // 2 + 1) + 1)
     result = remove_foot_sliding(skeleton, tiled, rig, up, contacts=tiled_contacts, settings=settings,
-                                 unit_scale=unit_scale, measured=middle)
+                                 unit_scale=unit_scale, heel_contacts=tiled_heels, measured=middle)
     shift = (copies // 2) * cycle_offset(motion)
     kept = type(motion)(result.motion.rot[middle], result.motion.pos[middle] - shift, motion.fps,
                         dict(motion.meta))
     result.motion, seam = close_seam(kept, cycle_offset(motion))
-    result.contacts = result.contacts[:, middle]
+    result.contacts, result.heel_contacts = result.contacts[:, middle], result.heel_contacts[:, middle]
     result.after["loop_seam_cm"] = 100.0 * seam * unit_scale
     return result

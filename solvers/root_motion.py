@@ -17,6 +17,7 @@ import numpy as np
 from .contacts import REFERENCE_LEG_LENGTH, detect_contacts
 from .kinematics import forward_kinematics, local_position
 from .quaternion import horizontal
+from .rig import leg_length
 
 # In place: over a second, the lower foot glides at least this fast (m/s for the reference
 # adult) while the root covers less than this share of the glide; for this share of the clip.
@@ -117,10 +118,10 @@ def with_travel(skeleton, motion, joint, travel):
     return moved
 
 
-def plant_feet(skeleton, motion, rig, up, size, settings=None, looped=False):
+def plant_feet(skeleton, motion, rig, up, settings=None, looped=False):
     """``motion`` carried by the travel of its feet (see :func:`feet_travel`) on the rig's
     translation joint (``rig.pelvis``); returns (motion, travel, contacts)."""
     _, gpos = forward_kinematics(skeleton, motion.rot, motion.pos, [leg.toe for leg in rig.legs])
     toes = np.stack([gpos[:, leg.toe] for leg in rig.legs])
-    travel, contacts = feet_travel(toes, up, motion.fps, size, settings, looped)
+    travel, contacts = feet_travel(toes, up, motion.fps, leg_length(gpos, rig), settings, looped)
     return with_travel(skeleton, motion, rig.pelvis, travel), travel, contacts

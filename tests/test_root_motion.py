@@ -4,9 +4,10 @@ import numpy as np
 import pytest
 from clip_scenarios import in_place, load, reference_labels, scale_root_motion, toe_positions, walk_cycle
 from foot_lock.solvers import bvh, root_motion
-from foot_lock.solvers.foot_lock import IN_PLACE, leg_length, remove_foot_sliding
+from foot_lock.solvers.foot_lock import IN_PLACE, remove_foot_sliding
 from foot_lock.solvers.kinematics import forward_kinematics
 from foot_lock.solvers.metrics import toe_slide
+from foot_lock.solvers.rig import leg_length
 
 
 @pytest.fixture(scope="module")
