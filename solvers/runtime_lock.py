@@ -28,6 +28,12 @@ import numpy as np
 from . import quaternion as quat
 from .contacts import REFERENCE_LEG_LENGTH
 
+# The ground under a walker is sampled along its path this long (seconds) after the current
+# frame, and a third of it before: a step edge that far ahead starts raising a swinging toe,
+# one passed has let it down again soon after (see eased_ground). A 12 cm rise is climbed
+# at under 1 m/s.
+SWING_WINDOW = 0.15
+
 
 @dataclass
 class RuntimeSettings:
@@ -164,18 +170,30 @@ def _decay_weights(time, blend_time):
     )
 
 
-def terrain_targets(toe_positions, floor_heights, ground_heights, valid, max_correction, up=(0.0, 0.0, 1.0)):
-    """Toes (L, 3) moved along ``up`` so each keeps its authored clearance above the terrain.
+def path_window(fps, window=SWING_WINDOW):
+    """Frame offsets (S,) at which the ground is sampled along a walker's path, every frame
+    from ``window / 3`` seconds before the current frame to ``window`` after it, and the
+    tent weights (S,) of :func:`eased_ground`: 1 at the current frame, falling linearly
+    toward the window's ends. The window behind is shorter: a foot going down a step lands
+    soon after it has passed the edge."""
+    reach = max(1, round(window * fps))
+    behind = max(1, round(window * fps / 3.0))
+    offsets = np.arange(-behind, reach + 1)
+    return offsets, 1.0 - np.abs(offsets) / (np.where(offsets < 0, behind, reach) + 1.0)
 
-    ``floor_heights``: height of the ground the clip was authored on (scalar or (L,));
-    ``ground_heights`` (L,): terrain height under each toe; ``valid`` (L,): where the
-    ray hit. A foot lifted mid-stride stays lifted by as much. Misses and corrections
-    beyond ``max_correction`` (a ledge, a bad hit) keep the authored toe.
+
+def eased_ground(heights, valid, fallback, weights):
+    """Ground height (W,) for each of W walkers from samples (W, S) along its path.
+
+    ``heights`` (W, S): ground hit at each sample, ``valid`` (W, S): where it counts,
+    ``fallback`` (W,): the ground where a sample does not count. Ground that rises ahead
+    (or fell behind) lifts the result by its rise times the sample's tent weight, so a
+    step edge raises a walker gradually as it comes nearer and lets it down gradually
+    once passed; ground lower than here never pulls it down early.
     """
-    up = np.asarray(up, dtype=float) / np.linalg.norm(up)
-    correction = np.asarray(ground_heights, dtype=float) - floor_heights
-    apply = np.asarray(valid, dtype=bool) & (np.abs(correction) <= max_correction)  # NaN fails too
-    return np.asarray(toe_positions, dtype=float) + np.where(apply, correction, 0.0)[:, None] * up
+    heights = np.where(valid, heights, np.asarray(fallback, dtype=float)[:, None])
+    here = heights[:, np.argmax(weights)]
+    return np.max(here[:, None] + weights * (heights - here[:, None]), axis=1)
 
 
 class PelvisDrop:

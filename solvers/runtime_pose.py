@@ -4,11 +4,13 @@
 given the time since the previous call and the ground (the add-on raycasts the scene;
 tests can pass any function). Per frame:
 
-1. root follow: the character rises and falls with the ground under its pelvis, eased
-   (a staircase becomes a climb, not a jolt), on top of the clip's own root motion;
-2. terrain: each toe moves with the ground under it and keeps its authored height above
-   the clip's floor, so a foot lifted mid-stride stays lifted; a swinging toe also looks
-   a little ahead along its motion, so it rises before a step instead of clipping it;
+1. root follow: the character rises and falls with the ground along its pelvis' path,
+   eased (a staircase becomes a climb, not a jolt), on top of the clip's own root motion;
+2. terrain: each toe moves with the ground along its path and keeps its authored height
+   above the clip's floor, so a foot lifted mid-stride stays lifted. The ground is sampled
+   along the clip's path of the toe over the frames around this one (:func:`eased_ground`):
+   a swinging toe rises before a step edge reaches it and comes down after it has passed,
+   instead of clipping the edge or popping up;
 3. foot lock (:class:`~.runtime_lock.FootLocker`) of the footprints under those toes,
    pinned on the ground where they were set down; each toe keeps its authored clearance
    above its footprint, so a locked foot still rolls and lifts as authored;
@@ -17,8 +19,9 @@ tests can pass any function). Per frame:
 6. the legs solved by the core's leg solver (:func:`~.leg_ik.solve_leg`).
 
 Arrays keep the core's leading frame axis with a single frame, so the batched solvers run
-unchanged. Where there is no ground under the character at all, the frame is given back
-as authored and the history is dropped, as a game leaves an airborne character alone.
+unchanged. Where no ray hits (no ground mesh at all, or a foot off its edge), the clip's own
+floor is the ground: the feet still lock, terrain only moves where they plant.
+:func:`play_clip` runs the lock over the whole clip, as the add-on's Preview caches it.
 """
 
 import math
@@ -36,17 +39,14 @@ from .runtime_lock import (
     PelvisDrop,
     RuntimeSettings,
     align_to_normal,
+    eased_ground,
     length_scale,
+    path_window,
     root_follow,
-    terrain_targets,
 )
 
-# A toe also samples the ground where the clip moves it this much later (seconds): it
-# starts to rise before a step, not when it is already inside it.
-LOOKAHEAD = 0.1
-# Time constant (seconds) of the ground and normal under each foot: a step edge passing
-# under a swinging foot is eased over a few frames instead of popping it up.
-GROUND_SMOOTHING = 0.03
+# Time constant (seconds) of the ground normal under each foot.
+NORMAL_SMOOTHING = 0.03
 # Time constant (seconds) of the pelvis drop on terrain, much shorter than the root's: on
 # stairs the body climbs while the back foot is still planted a step below, and a pelvis
 # lagging behind would drag that foot.
@@ -104,10 +104,9 @@ class _FeetSample:
     toe_inputs: np.ndarray  # (L, 3) animated toes on the (eased) terrain
     clearance: np.ndarray  # (L,) authored height of each toe above the clip's floor
     ground_under: np.ndarray  # (L,) ground right under each toe, NaN where none
-    toe_shift: np.ndarray  # (L,) how far root and terrain moved each toe along up
+    toe_shift: np.ndarray  # (L,) how far the ground under each toe is from the floor (the lift where none)
     heel_shift: np.ndarray  # (L,) how far the ground under each heel is from the floor
     normals: np.ndarray  # (L, 3) eased ground normal under each foot, NaN where none
-    found: bool  # whether any ray hit
 
 
 class TerrainFootLock:
@@ -130,6 +129,7 @@ class TerrainFootLock:
         self.reach = np.stack([lim.max_extension - lim.softening for lim in clip.limits])  # (L, F)
         # Like every threshold, the ledge limit is for an adult: scaled to this character.
         self.max_correction = self.settings.max_correction * length_scale(clip.leg_length)
+        self.window, self.window_weights = path_window(clip.fps)
         self.locker = FootLocker(clip.leg_length, self.settings, self.up)
         self.pelvis = PelvisDrop(self.settings.pelvis_drop_smoothing,
                                  self.settings.max_pelvis_drop * clip.leg_length, self.up)
@@ -141,7 +141,6 @@ class TerrainFootLock:
         self.pelvis.reset()
         self.lift = None  # root offset along up
         self.lift_target = 0.0
-        self.ground = None  # (L,) eased ground height under each toe, NaN where none
         self.normals = None
 
     def step(self, frame, dt, ground):
@@ -153,13 +152,10 @@ class TerrainFootLock:
             self.reset()
             dt = 0.0  # every smoother snaps, the locker restarts from its input
         c = self.clip
-        root_found, lift = self._follow_root(c.gpos[frame, c.rig.pelvis], dt, ground)
-        feet = self._sample_feet(frame, lift, dt, ground)
+        rays = self._cast(frame, ground)
+        lift = self._follow_root(rays, dt)
+        feet = self._sample_feet(frame, rays, lift, dt)
         legs = [_GroupPose(group, c, frame) for group in self.groups]
-        if not (root_found or feet.found):
-            self.reset()
-            toes = self._gather(legs, "toe")
-            return FrameResult(c.rot[frame].copy(), c.pos[frame].copy(), toes, toes, np.empty((0, 3)))
         targets = self._lock(feet, frame, dt)
         self._align_feet(legs, feet.normals)
         shift = (lift - self._pelvis_drop(legs, frame, lift, targets, dt)) * self.up
@@ -176,37 +172,57 @@ class TerrainFootLock:
         clearance = feet.clearance[:, None] * self.up
         return self.locker.update(feet.toe_inputs - clearance, dt, contacts, feet.ground_under) + clearance
 
-    def _follow_root(self, pelvis, dt, ground):
-        """(whether there is ground under the pelvis, the root's offset along up)."""
-        if not self.root_follow:
-            return False, 0.0
-        s, floor = self.settings, self.clip.floor
-        lift = 0.0 if self.lift is None else self.lift
-        origin = pelvis + lift * self.up
-        depth = origin @ self.up - (floor + lift) + self.max_correction
-        height, _, hit = ground(origin[None], depth)
-        if hit[0] and (self.lift is None or abs(height[0] - floor - lift) <= self.max_correction):
-            self.lift_target = float(height[0] - floor)
-        # else: a ledge or a hole under the pelvis; keep going toward the last ground.
-        self.lift = float(root_follow(lift, self.lift_target, dt, s.root_follow_smoothing))
-        return bool(hit[0]), self.lift
-
-    def _sample_feet(self, frame, lift, dt, ground):
-        """Rays under each toe, a little ahead of it, and under its heel, from above the
-        character's current ground: only corrections up to ``max_correction`` can hit."""
+    def _cast(self, frame, ground):
+        """One batch of rays for this frame: along the clip's paths of the pelvis and of
+        every toe over the window around ``frame``, then under every heel. Each ray starts
+        ``max_correction`` above the character's current ground and is twice that long: only
+        corrections up to ``max_correction`` can hit."""
         c, up = self.clip, self.up
-        authored = c.gpos[frame, self.toe_joints]
-        later = authored + (authored - c.gpos[max(frame - 1, 0), self.toe_joints]) * (c.fps * LOOKAHEAD)
-        points = np.concatenate((authored, later, c.gpos[frame, self.ankle_joints]))
-        base = c.floor + lift
+        path = np.clip(frame + self.window, 0, c.frames - 1)
+        walkers = [c.rig.pelvis, *self.toe_joints]
+        points = np.concatenate((c.gpos[path][:, walkers].transpose(1, 0, 2).reshape(-1, 3),
+                                 c.gpos[frame, self.ankle_joints]))
+        base = c.floor + (0.0 if self.lift is None else self.lift)
         origins = points + (base + self.max_correction - points @ up)[:, None] * up
         heights, normals, hit = ground(origins, 2.0 * self.max_correction)
-        under, ahead, heel = np.where(hit, heights, np.nan).reshape(3, -1)
-        self.ground = _ease(self.ground, np.fmax(under, ahead), dt)
-        self.normals = _ease(self.normals, _foot_normals(normals, hit, up), dt)
-        toes = authored + lift * up
-        toe_inputs = terrain_targets(toes, base, self.ground, np.isfinite(self.ground), self.max_correction, up)
-        toe_shift = (toe_inputs - authored) @ up
+        return _Rays(heights, normals, hit, len(walkers), len(self.window))
+
+    def _follow_root(self, rays, dt):
+        """The root's offset along up, eased toward the ground along the pelvis' path."""
+        if not self.root_follow:
+            return 0.0
+        s, floor = self.settings, self.clip.floor
+        lift = 0.0 if self.lift is None else self.lift
+        heights, valid = rays.paths()
+        # Ground beyond max_correction from the current one is a ledge or a hole, and no
+        # ground is none: the body keeps going toward the last ground it had.
+        valid = valid[:1] & (np.abs(heights[:1] - floor - lift) <= self.max_correction)
+        # The tent-weighted mean ground along the path: the body starts to climb (or go
+        # down) before the step and ends after it, as symmetric as the step is.
+        ahead = np.where(valid[0], heights[0], floor + self.lift_target)
+        self.lift_target = float(ahead @ self.window_weights / self.window_weights.sum() - floor)
+        self.lift = float(root_follow(lift, self.lift_target, dt, s.root_follow_smoothing))
+        return self.lift
+
+    def _sample_feet(self, frame, rays, lift, dt):
+        """Each toe on the ground along its path, kept at its authored clearance."""
+        c, up = self.clip, self.up
+        heights, valid = rays.paths()
+        heights, valid = heights[1:], valid[1:]
+        base = c.floor + lift
+        # A ledge or a bad hit, like no ground at all, leaves the toe on the clip's floor.
+        valid &= np.abs(heights - base) <= self.max_correction
+        fallback = np.full(len(heights), base)
+        eased = eased_ground(heights, valid, fallback, self.window_weights)
+        centre = int(np.argmax(self.window_weights))
+        under = np.where(valid[:, centre], heights[:, centre], np.nan)
+        heel = rays.heels()
+        self.normals = _ease(self.normals, _foot_normals(rays, centre, up), dt)
+        authored = c.gpos[frame, self.toe_joints]
+        toe_inputs = authored + (lift + eased - base)[:, None] * up
+        # The leg solver's ground clamps hold for the ground right under each toe (the
+        # eased ground is a target, and would hold a foot locked below a step up).
+        toe_shift = np.where(np.isfinite(under), under - c.floor, lift)
         return _FeetSample(
             toe_inputs=toe_inputs,
             clearance=authored @ up - c.floor,
@@ -214,7 +230,6 @@ class TerrainFootLock:
             toe_shift=toe_shift,
             heel_shift=np.where(np.isfinite(heel), heel - c.floor, toe_shift),
             normals=self.normals,
-            found=bool(hit.any()),
         )
 
     def _align_feet(self, legs, normals):
@@ -331,28 +346,73 @@ class _GroupPose:
                   options.height_clamp, options.heel_look_at, options.toe_look_at)
 
 
+@dataclass
+class _Rays:
+    """One frame's ray hits: ``walkers`` paths (the pelvis', then each toe's) of ``samples``
+    points each, then one ray under each heel."""
+
+    heights: np.ndarray
+    normals: np.ndarray
+    hit: np.ndarray
+    walkers: int
+    samples: int
+
+    def paths(self):
+        """Hit heights and hits (walkers, samples)."""
+        cut = self.walkers * self.samples
+        shape = (self.walkers, self.samples)
+        return self.heights[:cut].reshape(shape), self.hit[:cut].reshape(shape)
+
+    def heels(self):
+        """(L,) ground height under each heel, NaN where none."""
+        cut = self.walkers * self.samples
+        return np.where(self.hit[cut:], self.heights[cut:], np.nan)
+
+    def foot_normals(self, centre):
+        """(L, 3) normals (flipped up) and hits (L,) under each toe and under each heel."""
+        normals = self.normals.reshape(-1, 3)
+        cut = self.walkers * self.samples
+        toes = normals[: cut].reshape(self.walkers, self.samples, 3)[1:, centre]
+        hit_toes = self.hit[: cut].reshape(self.walkers, self.samples)[1:, centre]
+        return toes, hit_toes, normals[cut:], self.hit[cut:]
+
+
 def _ease(previous, target, dt):
     """Per-foot exponential smoothing; unknown (NaN) values snap to the new one."""
     if previous is None:
         return target
-    eased = target + (previous - target) * math.exp(-dt / GROUND_SMOOTHING)
+    eased = target + (previous - target) * math.exp(-dt / NORMAL_SMOOTHING)
     return np.where(np.isfinite(previous) & np.isfinite(target), eased, target)
 
 
-def _foot_normals(normals, hit, up):
-    """(L, 3) mean ground normal under each foot's toe and heel rays (the rays ahead are
-    for height only); NaN where neither hit."""
-    normals = np.where((normals @ up)[:, None] < 0.0, -normals, normals)  # a face hit from behind
-    under, _, heel = np.where(hit[:, None], normals, 0.0).reshape(3, -1, 3)
-    hit_under, _, hit_heel = hit.reshape(3, -1)
-    total = under + heel
+def _foot_normals(rays, centre, up):
+    """(L, 3) mean ground normal under each foot's toe and heel (the path's other samples
+    are for height only); NaN where neither hit. A face hit from behind describes the
+    same ground: its normal is flipped up."""
+    toes, hit_toes, heels, hit_heels = rays.foot_normals(centre)
+    total = np.zeros_like(heels)
+    for normals, hit in ((toes, hit_toes), (heels, hit_heels)):
+        facing = np.where((normals @ up)[:, None] < 0.0, -normals, normals)
+        total += np.where(hit[:, None], facing, 0.0)
     mean = total / np.maximum(np.linalg.norm(total, axis=-1, keepdims=True), 1e-12)
-    return np.where((hit_under | hit_heel)[:, None], mean, np.nan)
+    return np.where((hit_toes | hit_heels)[:, None], mean, np.nan)
+
+
+@dataclass
+class PlayedClip:
+    """Every frame of a clip as the runtime lock shows it, played from the start."""
+
+    rot: np.ndarray  # (F, n, 4) local rotations
+    pos: np.ndarray  # (F, n, 3) local translations
+    toe_inputs: np.ndarray  # (F, L, 3) toes on the terrain, before locking
+    toes: np.ndarray  # (F, L, 3) displayed toes
+    contacts: list  # per frame, (K, 3) points the locked toes are pinned to
 
 
 def play_clip(lock, ground):
-    """Every frame of the clip played from the start: local rotations and translations (F, n, ...)."""
+    """Play ``lock`` over its whole clip from the first frame, one frame step at a time."""
     lock.reset()
     step = 1.0 / lock.clip.fps
     results = [lock.step(frame, step, ground) for frame in range(lock.clip.frames)]
-    return np.stack([r.rot for r in results]), np.stack([r.pos for r in results])
+    return PlayedClip(*(np.stack([getattr(r, name) for r in results]) for name in ("rot", "pos", "toe_inputs", "toes")),
+                      [r.contacts for r in results])

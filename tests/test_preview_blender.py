@@ -295,18 +295,21 @@ def own_mesh(bpy, name, height):
     return plane
 
 
-def test_no_ground_leaves_the_animation_as_authored(addon, clips_dir):
-    """Nothing under the character but its own meshes: a child of the armature and a mesh
-    its armature deforms, both right under its feet, are never ground."""
+def test_the_characters_own_meshes_are_never_ground(addon, clips_dir):
+    """A child of the armature and a mesh its armature deforms, both right under its feet,
+    are not ground: the preview is the one without them (on the clip's own floor)."""
     obj = import_clip(addon, clips_dir / f"{CLIP}.bvh")
+    bones = [bone.name for bone in obj.data.bones]
+    frames = frames_of(obj)
+    obj.foot_lock.preview = True
+    alone = play(addon, obj, frames, bones)
+    obj.foot_lock.preview = False
     child = own_mesh(addon, "Child", 0.2)
     child.parent = obj
     skin = own_mesh(addon, "Skin", 0.1)
     skin.modifiers.new("Armature", "ARMATURE").object = obj
-    bones = [bone.name for bone in obj.data.bones]
-    authored = world_joints(obj, bones)
     obj.foot_lock.preview = True
-    assert np.abs(play(addon, obj, frames_of(obj), bones) - authored).max() < 1e-5
+    assert np.abs(play(addon, obj, frames, bones) - alone).max() < 1e-6
     assert obj.foot_lock.preview and obj.foot_lock.preview_error == ""
 
 
@@ -337,26 +340,20 @@ def test_ground_can_be_limited_to_a_collection(addon, clips_dir):
 # --- scrubbing ----------------------------------------------------------------------------
 
 
-def test_scrubbing_and_jumping_never_break_the_preview(addon, clips_dir):
-    """Without contact curves (feet planted by their own speed), on the ramp: any jump
-    starts the lock over from the animation, and playing on from there gives, after a
-    short settling, what playing from the start gives."""
+def test_scrubbing_and_jumping_show_what_playing_from_the_start_shows(addon, clips_dir):
+    """Without contact curves, on the ramp: any frame, reached by a jump, backward or
+    forward, is posed exactly as playing from the first frame poses it."""
     obj = import_clip(addon, clips_dir / f"{CLIP}.bvh")
     addon.ops.foot_lock.detect_legs()
     walk_terrain(obj, "ramp").build(addon)
-    frames, toes = frames_of(obj), leg_bones(obj, "toe")
-    authored = world_joints(obj, toes)
+    frames, bones = frames_of(obj), leg_bones(obj, "toe") + leg_bones(obj, "foot") + ["Hips"]
+    authored = world_joints(obj, bones)
     obj.foot_lock.preview = True
-    from_start = play(addon, obj, frames, toes)
-    assert np.isfinite(from_start).all()
+    from_start = play(addon, obj, frames, bones)
+    assert np.isfinite(from_start).all() and np.abs(from_start - authored).max() > 0.05
     for frame in (200, 150, 151, 152, 40, 300, 10, 9, 317, 1, 120, 90, 250):
-        shown = play(addon, obj, [frame], toes)[0]  # each a jump: the lock starts over there
-        assert np.isfinite(shown).all()
-        assert np.abs(shown[:, :2] - authored[frame - 1, :, :2]).max() < 0.005  # no foot left behind
-    start = 60
-    resumed = play(addon, obj, frames[start - 1 :], toes)
-    settle = round(1.2 * scene_fps(addon))
-    assert np.abs(resumed[settle:] - from_start[start - 1 + settle :]).max() < 0.001
+        shown = play(addon, obj, [frame], bones)[0]
+        assert np.abs(shown - from_start[frame - 1]).max() < 1e-5
     assert obj.foot_lock.preview_error == ""
 
 

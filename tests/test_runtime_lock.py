@@ -7,12 +7,14 @@ import pytest
 from foot_lock.solvers import quaternion as quat
 from foot_lock.solvers.contacts import REFERENCE_LEG_LENGTH
 from foot_lock.solvers.runtime_lock import (
+    SWING_WINDOW,
     FootLocker,
     PelvisDrop,
     RuntimeSettings,
     align_to_normal,
+    eased_ground,
+    path_window,
     root_follow,
-    terrain_targets,
 )
 
 UP = np.array([0.0, 0.0, 1.0])
@@ -206,18 +208,42 @@ def test_contact_height_pins_the_lock_point():
     assert np.allclose(locker.contact[locker.locked, 2], -0.02)
 
 
-def test_terrain_keeps_authored_clearance_and_ignores_ledges():
-    toes = np.array([[0.0, 0.1, 0.03], [0.5, -0.1, 0.2], [1.0, 0.1, 0.03], [1.5, 0.0, 0.03], [2.0, 0, 0.1]])
-    floor = 0.0
-    ground = np.array([0.3, 0.3, -0.2, 0.8, np.nan])
-    valid = np.array([True, True, True, True, False])
-    out = terrain_targets(toes, floor, ground, valid, max_correction=0.5, up=UP)
-    assert np.allclose(out[:, :2], toes[:, :2])
-    assert out[0, 2] == pytest.approx(0.33)  # standing toe on a step
-    assert out[1, 2] == pytest.approx(0.5)  # a toe mid-stride stays 0.2 above the terrain
-    assert out[2, 2] == pytest.approx(-0.17)  # down a slope
-    assert out[3, 2] == pytest.approx(0.03)  # 0.8 m higher is a ledge: kept as authored
-    assert out[4, 2] == pytest.approx(0.1)  # no hit: kept as authored
+@pytest.mark.parametrize("fps", [24.0, 30.0, 60.0, 120.0])
+def test_path_window_spans_the_same_time_at_any_frame_rate(fps):
+    offsets, weights = path_window(fps)
+    assert offsets[np.argmax(weights)] == 0 and weights.max() == 1.0
+    assert offsets.max() / fps == pytest.approx(SWING_WINDOW, abs=0.5 / fps + 1e-9)
+    assert -offsets.min() / fps == pytest.approx(SWING_WINDOW / 3, abs=0.5 / fps + 1e-9)  # shorter behind
+    assert (np.diff(offsets) == 1).all() and (weights > 0).all()
+    assert np.all(np.diff(weights[offsets >= 0]) < 0) and np.all(np.diff(weights[offsets <= 0]) > 0)
+
+
+def test_eased_ground_rises_before_a_step_and_never_dips_early():
+    """A walker at 1 m/s toward a 12 cm step 0.3 m ahead, then over it; then toward a
+    step down, where it keeps the higher ground until it has passed the edge."""
+    fps = 120.0
+    offsets, weights = path_window(fps)
+    times = np.arange(-0.5, 0.6, 1.0 / fps)
+
+    def profile(step):
+        heights = np.array([[step(t + k / fps) for k in offsets] for t in times])
+        return eased_ground(heights, np.ones_like(heights, dtype=bool), np.zeros(len(times)), weights)
+
+    up = profile(lambda t: 0.12 if t >= 0.0 else 0.0)
+    assert np.all(up[times >= 0.0] == pytest.approx(0.12))  # over the step, all of it
+    assert np.all(up[times < -SWING_WINDOW - 1.0 / fps] == 0.0)  # far before it, nothing
+    assert np.all(np.diff(up) >= 0.0) and np.diff(up).max() < 0.12 / (SWING_WINDOW * fps)  # eased over the window
+    down = profile(lambda t: 0.0 if t >= 0.0 else 0.12)
+    assert np.all(down[times < 0.0] == pytest.approx(0.12))
+    assert np.all(down[times > SWING_WINDOW / 3 + 1.0 / fps] == 0.0)
+    assert np.all(np.diff(down) <= 0.0)
+
+
+def test_eased_ground_uses_the_fallback_where_samples_do_not_count():
+    heights = np.array([[0.3, 0.3, 0.3], [0.2, 0.9, 0.2]])
+    valid = np.array([[False, False, False], [True, False, True]])
+    weights = np.array([0.5, 1.0, 0.5])
+    assert eased_ground(heights, valid, np.array([0.0, 0.1]), weights) == pytest.approx([0.0, 0.15])
 
 
 def test_pelvis_drops_just_enough_and_smoothly():

@@ -1,12 +1,14 @@
 """One frame at a time on terrain (numpy only): the runtime lock played over a shared walk
 with the ground given as a function, as the add-on's raycasts give it."""
 
+import math
+
 import numpy as np
 import pytest
-from clip_scenarios import load
+from clip_scenarios import load, scale_root_motion, settled
 from foot_lock.solvers import bvh
 from foot_lock.solvers import quaternion as quat
-from foot_lock.solvers.foot_lock import FootLockSettings
+from foot_lock.solvers.foot_lock import FootLockSettings, label_contacts
 from foot_lock.solvers.kinematics import forward_kinematics
 from foot_lock.solvers.runtime_lock import RuntimeSettings
 from foot_lock.solvers.runtime_pose import TerrainFootLock, play_clip, runtime_clip
@@ -52,10 +54,22 @@ def toes_of(skeleton, rig, rot, pos):
     return gpos[:, [leg.toe for leg in rig.legs]]
 
 
-def test_without_ground_the_clip_is_given_back_unchanged(walk):
-    _, motion, _, clip = walk
-    rot, pos = play_clip(TerrainFootLock(clip, up=UP), terrain(clip, "none")[1])
-    assert np.array_equal(rot, motion.rot) and np.array_equal(pos, motion.pos)
+@pytest.mark.parametrize("root_scale", [1.0, 1.25])
+def test_without_ground_the_feet_lock_on_the_clips_floor(walk, root_scale):
+    """No ray hits anywhere: the feet still lock where the bake's labels plant them, at
+    their authored height, on the clean walk and with its root motion 1.25x too fast."""
+    skeleton, motion, rig, _ = walk
+    sliding = scale_root_motion(skeleton, motion, root_scale)
+    labels, _ = label_contacts(skeleton, sliding, rig, UP)
+    clip = runtime_clip(skeleton, sliding, rig, floor=0.0, contacts=labels, up=UP)
+    played = play_clip(TerrainFootLock(clip, up=UP), terrain(clip, "none")[1])
+    toes, authored = played.toes, clip.gpos[:, [leg.toe for leg in rig.legs]]
+    stance = settled(labels > 0.5, math.ceil(RuntimeSettings().blend_time * clip.fps)).T  # (F, L)
+    both = stance[1:] & stance[:-1]
+    slide = 100.0 * np.linalg.norm(np.diff(toes - (toes @ UP)[..., None] * UP, axis=0), axis=-1)[both].mean() * clip.fps
+    assert np.isfinite(played.rot).all() and np.isfinite(played.pos).all()
+    assert slide < 1.0  # cm/s
+    assert np.abs(toes @ UP - authored @ UP)[stance].max() < 0.01
 
 
 def play_on(clip, ground, **options):
@@ -87,8 +101,8 @@ def test_a_ledge_is_not_stepped_on(walk):
     body stay on the floor beside it."""
     skeleton, _, rig, clip = walk
     _, ground = terrain(clip, "ledge")
-    rot, pos = play_clip(TerrainFootLock(clip, up=UP), ground)
-    assert np.abs(toes_of(skeleton, rig, rot, pos) @ UP - clip.gpos[:, [leg.toe for leg in rig.legs]] @ UP).max() < 0.02
+    played = play_clip(TerrainFootLock(clip, up=UP), ground)
+    assert np.abs(toes_of(skeleton, rig, played.rot, played.pos) @ UP - clip.gpos[:, [leg.toe for leg in rig.legs]] @ UP).max() < 0.02
 
 
 def test_feet_turn_toward_the_ground_normal_up_to_the_tilt_limit(walk):
@@ -104,8 +118,8 @@ def test_feet_turn_toward_the_ground_normal_up_to_the_tilt_limit(walk):
     # hold the lowered heels up.
     lock = TerrainFootLock(clip, RuntimeSettings(max_tilt=limit, pelvis_drop_smoothing=0.03),
                            FootLockSettings(height_clamp=False), up=UP)
-    rot, pos = play_clip(lock, ground)
-    _, gpos = forward_kinematics(skeleton, rot, pos)
+    played = play_clip(lock, ground)
+    _, gpos = forward_kinematics(skeleton, played.rot, played.pos)
 
     def feet(g):
         return g[:, [leg.toe for leg in rig.legs]] - g[:, [leg.ankle for leg in rig.legs]]
