@@ -45,6 +45,7 @@ class RuntimeSettings:
     max_correction: float = 0.5  # m; a larger terrain correction is a ledge or a bad hit
     pelvis_drop_smoothing: float = 0.1  # s; time constant of the pelvis drop
     max_pelvis_drop: float = 0.15  # share of the leg length; more looks like a dinosaur
+    max_pelvis_pull: float = 0.1  # share of the leg length the pelvis may move across toward a foot
     max_tilt: float = math.radians(25.0)  # a foot turns at most this far toward the ground normal
     root_follow_smoothing: float = 0.15  # s; time constant of the root following the terrain
     max_step: float = 0.2  # s; a longer (or non-positive) frame step is a jump, not playback
@@ -226,6 +227,43 @@ class PelvisDrop:
         # Too far out sideways for any drop: lowering to the target's height reaches furthest.
         vertical_reach = np.sqrt(np.maximum(np.square(reach) - across, 0.0))
         return np.maximum(height - vertical_reach, 0.0)
+
+
+class PelvisPull:
+    """How far to move the pelvis across the ground, toward the feet it cannot reach even
+    lowered (a clip whose root runs ahead of its feet), smoothed over time.
+
+    Zero wherever every foot is within reach; at most ``max_pull`` (world units), easing
+    toward what is needed with ``time_constant`` seconds.
+    """
+
+    def __init__(self, time_constant, max_pull, up=(0.0, 0.0, 1.0)):
+        self.time_constant = time_constant
+        self.max_pull = max_pull
+        self.up = np.asarray(up, dtype=float) / np.linalg.norm(up)
+        self.reset()
+
+    def reset(self):
+        self.pull = None
+
+    def update(self, hips, ankle_targets, reach, dt):
+        """Pull (3,) of the pelvis for hip joints (L, 3), ankle targets (L, 3) and reach (L,)."""
+        needed = self._needed(np.asarray(hips, dtype=float), np.asarray(ankle_targets, dtype=float), reach)
+        self.pull = needed if self.pull is None else _approach(self.pull, needed, dt, self.time_constant)
+        return self.pull
+
+    def _needed(self, hips, ankle_targets, reach):
+        """The pull of the leg furthest out of reach: the shortest move across that brings its
+        target within reach, capped."""
+        offset = ankle_targets - hips
+        height = offset @ self.up
+        across = offset - height[:, None] * self.up
+        distance = np.linalg.norm(across, axis=-1)
+        short = np.maximum(distance - np.sqrt(np.maximum(np.square(reach) - height**2, 0.0)), 0.0)
+        worst = int(np.argmax(short))
+        if short[worst] <= 0.0:
+            return np.zeros(3)
+        return across[worst] / distance[worst] * min(short[worst], self.max_pull)
 
 
 def align_to_normal(normals, max_tilt, up=(0.0, 0.0, 1.0)):

@@ -15,7 +15,9 @@ tests can pass any function). Per frame:
    pinned on the ground where they were set down; each toe keeps its authored clearance
    above its footprint, so a locked foot still rolls and lifts as authored;
 4. each foot turned toward the ground normal under its toe and heel, tilt limited;
-5. the pelvis lowered just enough for every foot to reach its target, eased;
+5. the pelvis lowered just enough for every foot to reach its target, eased, and where
+   even that is not enough (a clip whose root runs ahead of its feet), moved across
+   toward the foot a little;
 6. the legs solved by the core's leg solver (:func:`~.leg_ik.solve_leg`).
 
 Arrays keep the core's leading frame axis with a single frame, so the batched solvers run
@@ -37,6 +39,7 @@ from .rig import Leg
 from .runtime_lock import (
     FootLocker,
     PelvisDrop,
+    PelvisPull,
     RuntimeSettings,
     align_to_normal,
     eased_ground,
@@ -133,12 +136,15 @@ class TerrainFootLock:
         self.locker = FootLocker(clip.leg_length, self.settings, self.up)
         self.pelvis = PelvisDrop(self.settings.pelvis_drop_smoothing,
                                  self.settings.max_pelvis_drop * clip.leg_length, self.up)
+        self.pull = PelvisPull(self.settings.pelvis_drop_smoothing,
+                               self.settings.max_pelvis_pull * clip.leg_length, self.up)
         self.reset()
 
     def reset(self):
         """Forget all history: the next step starts from the clip as it is."""
         self.locker.reset()
         self.pelvis.reset()
+        self.pull.reset()
         self.lift = None  # root offset along up
         self.lift_target = 0.0
         self.normals = None
@@ -159,6 +165,7 @@ class TerrainFootLock:
         targets = self._lock(feet, frame, dt)
         self._align_feet(legs, feet.normals)
         shift = (lift - self._pelvis_drop(legs, frame, lift, targets, dt)) * self.up
+        shift = shift + self._pelvis_pull(legs, frame, shift, targets, dt)
         for pose in legs:
             pose.translate(shift)
             pose.solve(targets, feet, frame, self.up, self.solver)
@@ -200,9 +207,20 @@ class TerrainFootLock:
         # The tent-weighted mean ground along the path: the body starts to climb (or go
         # down) before the step and ends after it, as symmetric as the step is.
         ahead = np.where(valid[0], heights[0], floor + self.lift_target)
-        self.lift_target = float(ahead @ self.window_weights / self.window_weights.sum() - floor)
+        target = float(ahead @ self.window_weights / self.window_weights.sum())
+        # Never above the lowest planted foot: on stairs the body stays down with the
+        # foot still planted a step below (its leg could not reach it otherwise) and
+        # rises once that foot has lifted.
+        self.lift_target = min(target, self._lowest_footprint()) - floor
         self.lift = float(root_follow(lift, self.lift_target, dt, s.root_follow_smoothing))
         return self.lift
+
+    def _lowest_footprint(self):
+        """Height along up of the lowest locked footprint (infinite when none is locked)."""
+        locker = self.locker
+        if locker.position is None or not locker.locked.any():
+            return math.inf
+        return float(np.min(locker.contact[locker.locked] @ self.up))
 
     def _sample_feet(self, frame, rays, lift, dt):
         """Each toe on the ground along its path, kept at its authored clearance."""
@@ -247,6 +265,12 @@ class TerrainFootLock:
         hips = self._gather(legs, "hip") + lift * self.up
         ankles = targets + self._gather(legs, "ankle") - self._gather(legs, "toe")
         return self.pelvis.update(hips, ankles, self.reach[:, frame], dt)
+
+    def _pelvis_pull(self, legs, frame, shift, targets, dt):
+        """How far the (lowered) pelvis moves across for every foot to reach its target."""
+        hips = self._gather(legs, "hip") + shift
+        ankles = targets + self._gather(legs, "ankle") - self._gather(legs, "toe")
+        return self.pull.update(hips, ankles, self.reach[:, frame], dt)
 
     def _gather(self, legs, role):
         """(L, 3) world position of one role (``"hip"``, ``"toe"``, ...) of every leg."""

@@ -10,6 +10,7 @@ from foot_lock.solvers.runtime_lock import (
     SWING_WINDOW,
     FootLocker,
     PelvisDrop,
+    PelvisPull,
     RuntimeSettings,
     align_to_normal,
     eased_ground,
@@ -268,6 +269,22 @@ def test_pelvis_drops_just_enough_and_smoothly():
 
     drop.reset()
     assert drop.update(hips, ankles + [0.0, 0.0, -2.0], reach, DT) == 0.3  # clamped to max_drop
+
+
+def test_pelvis_pull_moves_across_just_enough_toward_a_foot_out_of_reach():
+    hips = np.array([[0.0, 0.1, 0.8], [0.0, -0.1, 0.8]])
+    ankles = np.array([[-0.5, 0.1, 0.1], [0.2, -0.1, 0.1]])  # the left foot far behind
+    reach = np.array([0.8, 0.8])
+    pull = PelvisPull(time_constant=0.05, max_pull=0.2, up=UP)
+    first = pull.update(hips, ankles, reach, dt=DT)
+    assert first[0] < 0.0 and first[1] == first[2] == 0.0  # back toward the left foot, across only
+    assert np.linalg.norm(hips + first - ankles, axis=-1).max() == pytest.approx(0.8)  # just enough
+    within = pull.update(hips, ankles * [0.1, 1.0, 1.0], reach, DT)
+    assert np.linalg.norm(within) < np.linalg.norm(first) * math.exp(-DT / 0.05) + 1e-12  # eased back
+    pull.reset()
+    assert np.linalg.norm(pull.update(hips, ankles - [2.0, 0.0, 0.0], reach, DT)) == pytest.approx(0.2)  # capped
+    pull.reset()
+    assert not pull.update(hips, ankles * [0.1, 1.0, 1.0], reach, DT).any()  # within reach: nothing
 
 
 def test_foot_alignment_respects_max_tilt():
