@@ -372,6 +372,55 @@ def test_ground_can_be_limited_to_a_collection(addon, clips_dir):
 # --- scrubbing ----------------------------------------------------------------------------
 
 
+def test_contact_curves_win_where_they_exist(addon, clips_dir, tmp_path):
+    """The sliding walk without ground: a leg whose curve says it never touches the ground
+    is never locked (it slides as authored); the other, without a curve, is locked where
+    the bake's labels plant it."""
+    from foot_lock.adapters import armature
+
+    obj = import_clip(addon, write_sliding_bvh(clips_dir / f"{CLIP}.bvh", tmp_path / f"{CLIP}.bvh", 1.25))
+    addon.ops.foot_lock.detect_legs()
+    frames, toes = frames_of(obj), leg_bones(obj, "toe")
+    armature.write_contact_curve(obj, obj.animation_data.action, toes[0], frames, np.zeros(len(frames)))
+    authored = world_joints(obj, toes)
+    obj.foot_lock.preview = True
+    shown = play(addon, obj, frames, toes)
+    change = np.linalg.norm(shown - authored, axis=-1)
+    assert change[:, 0].max() < 1e-4  # the curve's leg: as authored
+    assert change[:, 1].max() > 0.05  # the labelled leg: held back where it slid
+
+
+def test_a_ground_edit_is_simulated_again(addon, clips_dir):
+    """Terrain added, moved or reshaped while Preview is on counts from the next update on;
+    a character's own mesh deforming does not make the preview simulate again."""
+    from foot_lock.adapters import preview
+
+    obj = import_clip(addon, clips_dir / f"{CLIP}.bvh")
+    skin = own_mesh(addon, "Skin", 0.1)
+    skin.modifiers.new("Armature", "ARMATURE").object = obj
+    frames = frames_of(obj)
+    authored = world_joints(obj, ["Hips"])[-1, 0, 2]
+    obj.foot_lock.preview = True
+
+    def pelvis_lift():
+        addon.context.view_layer.update()  # where depsgraph_update_post runs
+        return play(addon, obj, frames[-1:], ["Hips"])[0, 0, 2] - authored
+
+    assert abs(pelvis_lift()) < 0.01
+    simulated = preview._previews[obj.name]
+    play(addon, obj, frames[::20], ["Hips"])  # the skin deforms: nothing to simulate again
+    assert preview._previews[obj.name] is simulated
+    floor = walk_terrain(obj, "flat").build(addon, lift=0.1)
+    assert pelvis_lift() == pytest.approx(0.1, abs=0.01)
+    floor.location.z = 0.2
+    assert pelvis_lift() == pytest.approx(0.3, abs=0.01)
+    for vertex in floor.data.vertices:
+        vertex.co.z -= 0.25
+    floor.data.update()
+    assert pelvis_lift() == pytest.approx(0.05, abs=0.01)
+    assert obj.foot_lock.preview_error == ""
+
+
 def test_scrubbing_and_jumping_show_what_playing_from_the_start_shows(addon, clips_dir):
     """Without contact curves, on the ramp: any frame, reached by a jump, backward or
     forward, is posed exactly as playing from the first frame poses it."""
