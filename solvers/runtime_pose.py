@@ -106,9 +106,13 @@ class FrameResult:
 class _FeetSample:
     toe_inputs: np.ndarray  # (L, 3) animated toes on the (eased) terrain
     clearance: np.ndarray  # (L,) authored height of each toe above the clip's floor
-    ground_under: np.ndarray  # (L,) ground right under each toe, NaN where none
-    toe_shift: np.ndarray  # (L,) how far the ground under each toe is from the floor (the lift where none)
-    heel_shift: np.ndarray  # (L,) how far the ground under each heel is from the floor
+    ground_under: np.ndarray  # (L,) ground right under each animated toe, NaN where none
+
+
+@dataclass
+class _GroundUnderFeet:
+    toe_shift: np.ndarray  # (L,) how far the ground under each toe target is from the floor (the lift where none)
+    heel_shift: np.ndarray  # (L,) the same under each heel
     normals: np.ndarray  # (L, 3) eased ground normal under each foot, NaN where none
 
 
@@ -158,17 +162,18 @@ class TerrainFootLock:
             self.reset()
             dt = 0.0  # every smoother snaps, the locker restarts from its input
         c = self.clip
-        rays = self._cast(frame, ground)
-        lift = self._follow_root(rays, dt)
-        feet = self._sample_feet(frame, rays, lift, dt)
+        paths = self._cast_paths(frame, ground)
+        lift = self._follow_root(paths, dt)
+        feet = self._sample_feet(frame, paths, lift)
         legs = [_GroupPose(group, c, frame) for group in self.groups]
         targets = self._lock(feet, frame, dt)
-        self._align_feet(legs, feet.normals)
+        under = self._ground_under_feet(legs, targets, lift, dt, ground)
+        self._align_feet(legs, under.normals)
         shift = (lift - self._pelvis_drop(legs, frame, lift, targets, dt)) * self.up
         shift = shift + self._pelvis_pull(legs, frame, shift, targets, dt)
         for pose in legs:
             pose.translate(shift)
-            pose.solve(targets, feet, frame, self.up, self.solver)
+            pose.solve(targets, under, frame, self.up, self.solver)
         return FrameResult(*self._locals(legs, frame, shift), feet.toe_inputs, self._gather(legs, "toe"),
                            self.locker.contact[self.locker.locked].copy())
 
@@ -179,28 +184,32 @@ class TerrainFootLock:
         clearance = feet.clearance[:, None] * self.up
         return self.locker.update(feet.toe_inputs - clearance, dt, contacts, feet.ground_under) + clearance
 
-    def _cast(self, frame, ground):
-        """One batch of rays for this frame: along the clip's paths of the pelvis and of
-        every toe over the window around ``frame``, then under every heel. Each ray starts
-        ``max_correction`` above the character's current ground and is twice that long: only
+    def _cast(self, points, ground):
+        """(heights, normals, hits) of rays down through ``points`` (k, 3), from
+        ``max_correction`` above the character's current ground and twice that long: only
         corrections up to ``max_correction`` can hit."""
-        c, up = self.clip, self.up
+        up = self.up
+        base = self.clip.floor + (0.0 if self.lift is None else self.lift)
+        origins = points + (base + self.max_correction - points @ up)[:, None] * up
+        return ground(origins, 2.0 * self.max_correction)
+
+    def _cast_paths(self, frame, ground):
+        """Ground heights and hits (1 + L, S) along the clip's paths of the pelvis and of
+        every toe over the window around ``frame``."""
+        c = self.clip
         path = np.clip(frame + self.window, 0, c.frames - 1)
         walkers = [c.rig.pelvis, *self.toe_joints]
-        points = np.concatenate((c.gpos[path][:, walkers].transpose(1, 0, 2).reshape(-1, 3),
-                                 c.gpos[frame, self.ankle_joints]))
-        base = c.floor + (0.0 if self.lift is None else self.lift)
-        origins = points + (base + self.max_correction - points @ up)[:, None] * up
-        heights, normals, hit = ground(origins, 2.0 * self.max_correction)
-        return _Rays(heights, normals, hit, len(walkers), len(self.window))
+        heights, _, hit = self._cast(c.gpos[path][:, walkers].transpose(1, 0, 2).reshape(-1, 3), ground)
+        shape = (len(walkers), len(path))
+        return heights.reshape(shape), hit.reshape(shape)
 
-    def _follow_root(self, rays, dt):
+    def _follow_root(self, paths, dt):
         """The root's offset along up, eased toward the ground along the pelvis' path."""
         if not self.root_follow:
             return 0.0
         s, floor = self.settings, self.clip.floor
         lift = 0.0 if self.lift is None else self.lift
-        heights, valid = rays.paths()
+        heights, valid = paths
         # Ground beyond max_correction from the current one is a ledge or a hole, and no
         # ground is none: the body keeps going toward the last ground it had.
         valid = valid[:1] & (np.abs(heights[:1] - floor - lift) <= self.max_correction)
@@ -222,29 +231,34 @@ class TerrainFootLock:
             return math.inf
         return float(np.min(locker.contact[locker.locked] @ self.up))
 
-    def _sample_feet(self, frame, rays, lift, dt):
+    def _sample_feet(self, frame, paths, lift):
         """Each toe on the ground along its path, kept at its authored clearance."""
         c, up = self.clip, self.up
-        heights, valid = rays.paths()
-        heights, valid = heights[1:], valid[1:]
+        heights, valid = paths[0][1:], paths[1][1:]
         base = c.floor + lift
         # A ledge or a bad hit, like no ground at all, leaves the toe on the clip's floor.
-        valid &= np.abs(heights - base) <= self.max_correction
-        fallback = np.full(len(heights), base)
-        eased = eased_ground(heights, valid, fallback, self.window_weights)
+        valid = valid & (np.abs(heights - base) <= self.max_correction)
+        eased = eased_ground(heights, valid, np.full(len(heights), base), self.window_weights)
         centre = int(np.argmax(self.window_weights))
-        under = np.where(valid[:, centre], heights[:, centre], np.nan)
-        heel = rays.heels()
-        self.normals = _ease(self.normals, _foot_normals(rays, centre, up), dt)
         authored = c.gpos[frame, self.toe_joints]
-        toe_inputs = authored + (lift + eased - base)[:, None] * up
-        # The leg solver's ground clamps hold for the ground right under each toe (the
-        # eased ground is a target, and would hold a foot locked below a step up).
-        toe_shift = np.where(np.isfinite(under), under - c.floor, lift)
         return _FeetSample(
-            toe_inputs=toe_inputs,
+            toe_inputs=authored + (lift + eased - base)[:, None] * up,
             clearance=authored @ up - c.floor,
-            ground_under=under,
+            ground_under=np.where(valid[:, centre], heights[:, centre], np.nan),
+        )
+
+    def _ground_under_feet(self, legs, targets, lift, dt, ground):
+        """The ground right under each foot where it is going: under the toe target and
+        under the ankle moved along with it. The leg solver's ground clamps hold for it
+        (the eased ground along the path is a target only), and the feet tilt to it."""
+        c, up = self.clip, self.up
+        ankles = targets + self._gather(legs, "ankle") - self._gather(legs, "toe")
+        heights, normals, hit = self._cast(np.concatenate((targets, ankles)), ground)
+        hit &= np.abs(heights - c.floor - lift) <= self.max_correction
+        toe, heel = np.where(hit, heights, np.nan).reshape(2, -1)
+        toe_shift = np.where(np.isfinite(toe), toe - c.floor, lift)
+        self.normals = _ease(self.normals, _foot_normals(normals, hit, up), dt)
+        return _GroundUnderFeet(
             toe_shift=toe_shift,
             heel_shift=np.where(np.isfinite(heel), heel - c.floor, toe_shift),
             normals=self.normals,
@@ -355,50 +369,19 @@ class _GroupPose:
         self.gpos += offset
         self.pos[:, 0] += offset
 
-    def solve(self, targets, feet, frame, up, options):
+    def solve(self, targets, under, frame, up, options):
         g, lim, legs = self.group, self.group.limits, self.group.legs
         # The core's ground clamps hold for the clip's floor: they move with the terrain.
         here = LegLimits(
             max_extension=lim.max_extension[:, frame],
             softening=lim.softening[:, frame],
             knee_forward_local=lim.knee_forward_local,
-            toe_min_height=lim.toe_min_height + feet.toe_shift[legs],
-            heel_min_height=lim.heel_min_height + feet.heel_shift[legs],
-            toe_end_min_height=lim.toe_end_min_height + feet.toe_shift[legs],
+            toe_min_height=lim.toe_min_height + under.toe_shift[legs],
+            heel_min_height=lim.heel_min_height + under.heel_shift[legs],
+            toe_end_min_height=lim.toe_end_min_height + under.toe_shift[legs],
         )
         solve_leg(g.skeleton, self.rot, self.pos, self.grot, self.gpos, g.leg, here, targets[legs], up,
                   options.height_clamp, options.heel_look_at, options.toe_look_at)
-
-
-@dataclass
-class _Rays:
-    """One frame's ray hits: ``walkers`` paths (the pelvis', then each toe's) of ``samples``
-    points each, then one ray under each heel."""
-
-    heights: np.ndarray
-    normals: np.ndarray
-    hit: np.ndarray
-    walkers: int
-    samples: int
-
-    def paths(self):
-        """Hit heights and hits (walkers, samples)."""
-        cut = self.walkers * self.samples
-        shape = (self.walkers, self.samples)
-        return self.heights[:cut].reshape(shape), self.hit[:cut].reshape(shape)
-
-    def heels(self):
-        """(L,) ground height under each heel, NaN where none."""
-        cut = self.walkers * self.samples
-        return np.where(self.hit[cut:], self.heights[cut:], np.nan)
-
-    def foot_normals(self, centre):
-        """(L, 3) normals (flipped up) and hits (L,) under each toe and under each heel."""
-        normals = self.normals.reshape(-1, 3)
-        cut = self.walkers * self.samples
-        toes = normals[: cut].reshape(self.walkers, self.samples, 3)[1:, centre]
-        hit_toes = self.hit[: cut].reshape(self.walkers, self.samples)[1:, centre]
-        return toes, hit_toes, normals[cut:], self.hit[cut:]
 
 
 def _ease(previous, target, dt):
@@ -409,17 +392,14 @@ def _ease(previous, target, dt):
     return np.where(np.isfinite(previous) & np.isfinite(target), eased, target)
 
 
-def _foot_normals(rays, centre, up):
-    """(L, 3) mean ground normal under each foot's toe and heel (the path's other samples
-    are for height only); NaN where neither hit. A face hit from behind describes the
-    same ground: its normal is flipped up."""
-    toes, hit_toes, heels, hit_heels = rays.foot_normals(centre)
-    total = np.zeros_like(heels)
-    for normals, hit in ((toes, hit_toes), (heels, hit_heels)):
-        facing = np.where((normals @ up)[:, None] < 0.0, -normals, normals)
-        total += np.where(hit[:, None], facing, 0.0)
+def _foot_normals(normals, hit, up):
+    """(L, 3) mean ground normal under each foot's toe and heel rays (2L, ...); NaN where
+    neither hit. A face hit from behind describes the same ground: its normal is flipped up."""
+    normals = np.where((normals @ up)[:, None] < 0.0, -normals, normals)
+    toes, heels = np.where(hit[:, None], normals, 0.0).reshape(2, -1, 3)
+    total = toes + heels
     mean = total / np.maximum(np.linalg.norm(total, axis=-1, keepdims=True), 1e-12)
-    return np.where((hit_toes | hit_heels)[:, None], mean, np.nan)
+    return np.where(hit.reshape(2, -1).any(axis=0)[:, None], mean, np.nan)
 
 
 @dataclass
