@@ -35,6 +35,10 @@ from .contacts import REFERENCE_LEG_LENGTH
 SWING_WINDOW = 0.15
 
 
+# Share of the blend time over which an offset along up decays (across the ground: all of it).
+VERTICAL_BLEND_SHARE = 1.0 / 3.0
+
+
 @dataclass
 class RuntimeSettings:
     lock_distance: float = 0.1  # m; a toe locks only this close to its animated position ...
@@ -116,9 +120,17 @@ class FootLocker:
         """InertializeCubicUpdate: the current target plus the decaying switch offset."""
         target, target_velocity = self._targets()
         self.time += dt
-        w0, w1, w2, w3 = _decay_weights(self.time, self.settings.blend_time)
-        self.position = target + w0 * self.offset_position + w1 * self.offset_velocity
-        self.velocity = target_velocity + w2 * self.offset_position + w3 * self.offset_velocity
+        up = self.up
+        self.position, self.velocity = target.copy(), target_velocity.copy()
+        # Across the ground over the blend time; along up faster: a foot released where
+        # the ground ahead rises (a step edge) must catch up with its lifted animation
+        # before it reaches the edge.
+        for share, project in ((1.0, lambda v: v - (v @ up)[:, None] * up),
+                               (VERTICAL_BLEND_SHARE, lambda v: (v @ up)[:, None] * up)):
+            w0, w1, w2, w3 = _decay_weights(self.time, share * self.settings.blend_time)
+            offset, offset_velocity = project(self.offset_position), project(self.offset_velocity)
+            self.position += w0 * offset + w1 * offset_velocity
+            self.velocity += w2 * offset + w3 * offset_velocity
 
     def _targets(self):
         locked = self.locked[:, None]

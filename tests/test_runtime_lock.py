@@ -8,6 +8,7 @@ from foot_lock.solvers import quaternion as quat
 from foot_lock.solvers.contacts import REFERENCE_LEG_LENGTH
 from foot_lock.solvers.runtime_lock import (
     SWING_WINDOW,
+    VERTICAL_BLEND_SHARE,
     FootLocker,
     PelvisDrop,
     PelvisPull,
@@ -158,6 +159,24 @@ def test_replanting_during_catch_up_eases_in():
     # ... and it does get there: at rest on the new contact once the blend has run out.
     settled = out[relock + math.ceil(settings.blend_time * FPS) + 1 :]
     assert np.allclose(settled, locker.contact[0])
+
+
+def test_a_release_catches_up_along_up_faster_than_across():
+    """Released 10 cm behind and 10 cm below its animation (the ground ahead rose while it
+    was locked), a toe is up with it after a third of the blend time, still easing in
+    across the ground, and never overshoots."""
+    settings = RuntimeSettings()
+    locker = FootLocker(REFERENCE_LEG_LENGTH, settings, UP)
+    drift = np.linspace(0.0, 0.1, round(0.5 * FPS))[:, None] * [1.0, 0.0, 1.0]
+    for toe in drift:  # locked while the animation drifts forward and up
+        locker.update(toe[None], DT, np.ones(1))
+    assert locker.locked[0] and np.allclose(locker.position, locker.contact) and locker.contact[0, 2] < 0.01
+    frames = math.ceil(settings.blend_time * VERTICAL_BLEND_SHARE * FPS)
+    moving = drift[-1] + np.arange(1, frames + 2)[:, None] * (drift[1] - drift[0])
+    out = np.array([locker.update(toe[None], DT, np.zeros(1))[0] for toe in moving])
+    assert not locker.locked[0]
+    assert out[-1, 2] == pytest.approx(moving[-1, 2], abs=1e-9) and moving[-1, 0] - out[-1, 0] > 0.02
+    assert np.all(np.diff(out, axis=0)[:, [0, 2]] >= -1e-12) and np.all(out[:, 2] <= moving[:, 2] + 1e-9)
 
 
 @pytest.mark.parametrize("bad_dt", [-DT, 0.0, float("nan"), 5.0])

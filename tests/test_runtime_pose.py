@@ -73,27 +73,25 @@ def test_without_ground_the_feet_lock_on_the_clips_floor(walk, root_scale):
 
 
 def play_on(clip, ground, **options):
-    """Toes (F, L, 3), whether each was locked (F, L) and the pelvis drop (F,) per frame."""
+    """Toes (F, L, 3) and whether each was locked (F, L), per frame."""
     lock = TerrainFootLock(clip, up=UP, **options)
-    toes, locked, drops = [], [], []
+    toes, locked = [], []
     for frame in range(clip.frames):
         toes.append(lock.step(frame, 1.0 / clip.fps, ground).toes)
         locked.append(lock.locker.locked.copy())
-        drops.append(lock.pelvis.drop)
-    return np.array(toes), np.array(locked), np.array(drops)
+    return np.array(toes), np.array(locked)
 
 
 @pytest.mark.parametrize("kind", ["stairs", "down"])
 def test_stairs_are_walked_with_planted_feet_on_the_steps(walk, kind):
     _, _, rig, clip = walk
     height, ground = terrain(clip, kind)
-    toes, locked, drops = play_on(clip, ground)
+    toes, locked = play_on(clip, ground)
     authored = clip.gpos[:, [leg.toe for leg in rig.legs]] @ UP
     above = np.stack([toes[:, leg] @ UP - height(toes[:, leg]) for leg in range(len(rig.legs))], axis=1)
     assert locked.mean() > 0.3
     assert np.abs(above - authored)[locked].max() < 0.01
     assert np.abs(height(toes[-1])).min() >= 4 * RISE  # the walk ended several steps up or down
-    assert drops.max() > 0.02  # the pelvis went down for a foot a step below
 
 
 def test_a_ledge_is_not_stepped_on(walk):
@@ -140,7 +138,7 @@ def test_stairs_in_centimetres_are_walked_as_in_metres(walk):
     """Same walk and stairs, everything x100 (a centimetre scene): the same result x100."""
     skeleton, motion, rig, clip = walk
     _, ground = terrain(clip, "stairs")
-    metres, _, _ = play_on(clip, ground)
+    metres, _ = play_on(clip, ground)
     cm_motion = motion.copy()
     cm_motion.pos *= 100.0
     cm_clip = runtime_clip(skeleton, cm_motion, rig, floor=0.0, up=UP)
@@ -149,5 +147,5 @@ def test_stairs_in_centimetres_are_walked_as_in_metres(walk):
         heights, normals, hit = ground(origins / 100.0, distance / 100.0)
         return 100.0 * heights, normals, hit
 
-    centimetres, _, _ = play_on(cm_clip, cm_ground)
+    centimetres, _ = play_on(cm_clip, cm_ground)
     assert np.abs(centimetres / 100.0 - metres).max() < 1e-6
