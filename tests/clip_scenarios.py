@@ -42,6 +42,19 @@ def reference_labels(skeleton, motion, rig, unit_scale=1.0):
     return reference_contacts(toe_positions(skeleton, motion, rig), motion.fps, unit_scale)
 
 
+def settled(contacts, frames):
+    """Contact frames (L, F) from the ``frames``-th frame of each contact on (the runtime
+    lock's first ``blend_time`` of a contact is its inertialized catch-up, not the stance)."""
+    contacts = np.asarray(contacts, dtype=bool)
+    out = np.zeros_like(contacts)
+    for leg, row in enumerate(contacts):
+        run = 0
+        for f, on in enumerate(row):
+            run = run + 1 if on else 0
+            out[leg, f] = run > frames
+    return out
+
+
 def f1_score(found, reference):
     found, reference = np.asarray(found) > 0.5, np.asarray(reference) > 0.5
     true_positive = np.sum(found & reference)
