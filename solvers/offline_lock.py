@@ -11,8 +11,10 @@ Each foot has two points that can be pinned, as Cascadeur's fulcrum points: the 
 (the ankle joint) and the toe (the ball). The correction ``d`` moves the whole foot, so
 the foot keeps the source's rotation about whichever point is pinned: at heel strike the
 heel stays and the foot rotates down about it, at push-off the ball stays and the heel
-rises. Where both are pinned and the source foot still turns a little, a second, small
-causal pass per point (:func:`_hold`) adds what each point needs on top of ``d``.
+rises. Where the toe is pinned ``d`` follows the ball; where both are pinned and the
+source foot still turns, the heel holds by turning the foot about the ball (its own
+correction from a causal pass, :func:`_hold`, in :func:`_targets`), and a ball landing
+under a planted heel holds where the foot turned about that heel puts it.
 
 Terms, all weighted per second of animation so any frame rate gives the same result:
 
