@@ -1,12 +1,20 @@
-"""Automatic foot-contact labels (seed "Contact Times").
+"""Automatic foot-contact labels (seed "Contact Times"), robust to the sliding they fix.
 
-Velocity and height heuristics with a majority vote, made robust to the very
-sliding they exist to fix: when the root travels faster or slower than the feet
-(the usual cause of sliding), a planted toe moves with a fraction of the root's
-horizontal velocity. We estimate that fraction for the clip -- the slip factor --
-and remove it before thresholding, so the labels match those of the unslipped
-motion. Thresholds are for a reference human and scale with the character's leg
-length, so metres, centimetres or CMU units give identical labels.
+The seed thresholds the toe's speed and height. Sliding breaks the speed cue: when a
+runtime plays the root faster or slower than the feet step, a planted foot travels with
+part of the root's velocity. So the speed that is thresholded is measured against a
+*moving ground*: a share ``a(t)`` of the root's horizontal velocity, estimated locally
+(over about a second) so that the slower foot -- the planted one in locomotion -- stands
+as still as possible; airborne frames are capped so they cannot pull the estimate. Being
+local, it follows a root-speed factor that drifts over the clip; being a share of the
+root's velocity, it follows turns, starts, stops and reversals, and it absorbs a stance
+foot drifting on its own along the walk. The height cue is
+left untouched by any horizontal sliding: a contact must be near the foot's *local* ground
+(the lowest it goes within a quarter second), so stairs, boxes and raised blocks work.
+
+Every threshold is in seconds or scales with the character's leg length (a reference
+adult's values below), so any unit and any frame rate give the same labels in time.
+Labels work on any point set (L, F, 3): toes, heels, ball-of-foot markers.
 """
 
 from dataclasses import dataclass
@@ -21,15 +29,20 @@ REFERENCE_LEG_LENGTH = 0.85  # hip-to-ankle bone length of a reference adult, me
 
 @dataclass
 class ContactSettings:
-    speed_threshold: float = 0.25  # m/s for the reference human
+    speed_threshold: float = 0.25  # m/s for the reference human, against the moving ground
     height_threshold: float = 0.10  # m above the foot's local ground
     ground_window: float = 0.25  # s either side for the local ground (a step, a box)
     vote_window: float = 0.04  # s; majority vote over about 5 frames at 120 fps
-    min_gap: float = 0.1  # s; shorter breaks inside a stance are filled (no swing is that short)
+    min_gap: float = 0.05  # s; shorter breaks inside a stance are filled (no swing is that short)
     widen: float = 0.01  # s; a stance's edges move out by this much (a frame at 120 fps)
     smoothing: float = 0.0  # s; > 0 turns labels into a 0..1 ramp of that width
     compensate_slip: bool = True
     max_slip: float = 1.0  # largest root speed mismatch considered, as a fraction
+    slip_window: float = 1.0  # s either side over which the moving ground is estimated
+    # Foot-level edges (heel strike, toe-off): a stance found with the thresholds above grows
+    # while the point stays this slow and this close to its local ground (hysteresis).
+    edge_speed: float = 0.5  # m/s for the reference human: twice the stance threshold
+    edge_height: float = 0.04  # m above the point's local ground
 
 
 def velocity(positions, fps, axis=-2):
@@ -54,54 +67,125 @@ def rolling_min(values, half_width):
     return sliding_window_view(padded, 2 * half_width + 1, axis=-1).min(-1)
 
 
-def estimate_slip(toe_velocity, root_velocity, speed_scale, max_slip=1.0):
-    """Fraction of the root's horizontal velocity that planted toes share.
+def window_sum(values, half_width, axis=-1):
+    """Sum over ``2 * half_width + 1`` frames around each frame (fewer at the clip's ends)."""
+    values = np.moveaxis(values, axis, -1)
+    frames = values.shape[-1]
+    total = np.concatenate([np.zeros(values.shape[:-1] + (1,)), np.cumsum(values, axis=-1)], axis=-1)
+    index = np.arange(frames)
+    upper, lower = np.minimum(index + half_width + 1, frames), np.maximum(index - half_width, 0)
+    return np.moveaxis(total[..., upper] - total[..., lower], -1, axis)
 
-    Chooses ``a`` minimising, over frames, the slower foot's speed after removing
-    ``a * root velocity`` (the slower foot is the planted one in locomotion);
-    speeds are capped so airborne phases do not pull the estimate.
+
+def local_slip(point_velocity, root_velocity, cap, half_width, max_slip=1.0):
+    """Per-frame share ``a(t)`` (F,) of the root's horizontal velocity the planted points share.
+
+    For each candidate share, the slower point's speed left after removing it (capped, so
+    airborne frames do not pull) is summed over a window; each frame takes the best
+    candidate of its window, refined between grid points by a parabola.
     """
-    cap = 2.0 * speed_scale
-    # One factor for the whole clip: a few thousand evenly spread frames pin it down.
-    stride = max(1, toe_velocity.shape[1] // 4000)
-    toe_velocity, root_velocity = toe_velocity[:, ::stride], root_velocity[::stride]
-
-    def cost(candidates):
-        residual = toe_velocity[None] - candidates[:, None, None, None] * root_velocity[None, None]
-        slowest = np.linalg.norm(residual, axis=-1).min(axis=1)
-        return np.minimum(slowest, cap).sum(axis=-1)
-
-    coarse = np.linspace(-max_slip, max_slip, 41)
-    best = coarse[np.argmin(cost(coarse))]
-    step = coarse[1] - coarse[0]
-    fine = np.linspace(best - step, best + step, 41)
-    return float(fine[np.argmin(cost(fine))])
+    candidates = np.linspace(-max_slip, max_slip, 81)
+    residual = point_velocity[None] - candidates[:, None, None, None] * root_velocity[None, None]
+    slowest = np.minimum(np.linalg.norm(residual, axis=-1).min(axis=1), cap)  # (C, F)
+    cost = window_sum(slowest, half_width)
+    best = np.clip(np.argmin(cost, axis=0), 1, len(candidates) - 2)
+    frames = np.arange(cost.shape[1])
+    left, middle, right = cost[best - 1, frames], cost[best, frames], cost[best + 1, frames]
+    curvature = left - 2.0 * middle + right
+    shift = np.where(curvature > 0, 0.5 * (left - right) / np.where(curvature > 0, curvature, 1.0), 0.0)
+    return candidates[best] + np.clip(shift, -1.0, 1.0) * (candidates[1] - candidates[0])
 
 
-def detect_contacts(toes, root, up, fps, leg_length, settings=None):
-    """Contact weights (L, F) in 0..1 from toe positions (L, F, 3) and root positions (F, 3)."""
-    settings = settings or ContactSettings()
-    scale = leg_length / REFERENCE_LEG_LENGTH
-    toe_velocity = horizontal(velocity(toes, fps), up)
-    vertical_speed = np.abs(velocity(toes, fps) @ np.asarray(up, dtype=float))
-    slip = 0.0
-    if settings.compensate_slip and toes.shape[1] > 2:
-        root_velocity = horizontal(velocity(root, fps, axis=0), up)
-        slip = estimate_slip(toe_velocity, root_velocity, settings.speed_threshold * scale, settings.max_slip)
-        toe_velocity = toe_velocity - slip * root_velocity[None]
-    speed = np.sqrt(np.sum(toe_velocity**2, axis=-1) + vertical_speed**2)
-    heights = toes @ np.asarray(up, dtype=float)
-    local_ground = rolling_min(heights, round(settings.ground_window * fps))
-    labels = (speed < settings.speed_threshold * scale) & (
-        heights - local_ground < settings.height_threshold * scale
-    )
+def moving_ground(points, root, up, fps, scale, settings):
+    """Horizontal velocity (F, 3) of the ground the planted points stand on, and the mean
+    root-speed share ``a`` (the clip's slip, for the report)."""
+    point_velocity = horizontal(velocity(points, fps), up)
+    frames = points.shape[1]
+    if not settings.compensate_slip or frames < 3:
+        return np.zeros((frames, 3)), 0.0
+    half_width = max(1, round(settings.slip_window * fps))
+    cap = 2.0 * settings.speed_threshold * scale
+    root_velocity = horizontal(velocity(root, fps, axis=0), up)
+    share = local_slip(point_velocity, root_velocity, cap, half_width, settings.max_slip)
+    return share[:, None] * root_velocity, float(np.median(share))
+
+
+def label_points(points, ground, up, fps, scale, settings, grow_edges=False):
+    """Boolean contacts (L, F) of points (L, F, 3) standing on a ground moving at ``ground``.
+
+    ``grow_edges`` extends each contact to the foot-level edges (see :func:`grow_into`).
+    """
+    up = np.asarray(up, dtype=float)
+    point_velocity = velocity(points, fps)
+    vertical_speed = point_velocity @ up
+    horizontal_speed = np.linalg.norm(horizontal(point_velocity, up) - ground[None], axis=-1)
+    speed = np.sqrt(horizontal_speed**2 + vertical_speed**2)
+    heights = points @ up
+    clearance = heights - rolling_min(heights, round(settings.ground_window * fps))
+    labels = (speed < settings.speed_threshold * scale) & (clearance < settings.height_threshold * scale)
     labels = majority_vote(labels, round(settings.vote_window * fps))
+    if grow_edges:
+        near = (speed < settings.edge_speed * scale) & (clearance < settings.edge_height * scale)
+        labels = grow_into(labels, near | labels)
     labels = fill_gaps(labels, round(settings.min_gap * fps))
-    labels = widen(labels, round(settings.widen * fps))
+    return widen(labels, round(settings.widen * fps))
+
+
+def to_weights(labels, fps, settings):
     weights = labels.astype(float)
     if settings.smoothing > 0:
         weights = smooth(weights, settings.smoothing * fps)
-    return weights, slip
+    return weights
+
+
+def detect_contacts(points, root, up, fps, leg_length, settings=None):
+    """Contact weights (L, F) in 0..1 of points (L, F, 3) -- toes, heels, any markers -- and
+    the clip's slip (mean share of the root's velocity the planted points showed).
+
+    ``root`` (F, 3) is the joint that carries the character across the ground.
+    """
+    settings = settings or ContactSettings()
+    scale = leg_length / REFERENCE_LEG_LENGTH
+    ground, slip = moving_ground(points, root, up, fps, scale, settings)
+    return to_weights(label_points(points, ground, up, fps, scale, settings), fps, settings), slip
+
+
+def detect_foot_contacts(heels, toes, root, up, fps, leg_length, settings=None, toe_tips=None):
+    """Separate heel and toe contact weights, each (L, F), of L feet.
+
+    ``heels``: (L, F, 3) heel points (the ankle joint or the foot bone's head on a rig, the
+    heel marker in a gait lab); ``toes``: (L, F, 3) toe points (the toe joint or ball of the
+    foot, a metatarsal-head marker); ``toe_tips`` optional (L, F, 3), counted as toe too (the
+    toe is planted when either toe point is). ``root`` (F, 3): the joint carrying the
+    character across the ground. The moving ground is estimated once from all points of
+    both feet, so heel and toe labels agree on what "still" means.
+
+    The foot is in contact from heel strike to toe-off: ``np.maximum(heel, toe)``. Returns
+    ``(heel_weights, toe_weights)``.
+    """
+    settings = settings or ContactSettings()
+    scale = leg_length / REFERENCE_LEG_LENGTH
+    toe_points = toes if toe_tips is None else np.concatenate([toes, toe_tips])
+    ground, _ = moving_ground(np.concatenate([heels, toe_points]), root, up, fps, scale, settings)
+    heel = label_points(heels, ground, up, fps, scale, settings, grow_edges=True)
+    toe = label_points(toe_points, ground, up, fps, scale, settings, grow_edges=True)
+    if toe_tips is not None:
+        toe = toe[: len(toes)] | toe[len(toes) :]
+    return to_weights(heel, fps, settings), to_weights(toe, fps, settings)
+
+
+def grow_into(labels, allowed):
+    """Each run of ``allowed`` frames that holds a label becomes a contact as a whole.
+
+    A heel still settling onto the ground, a toe rolling off it: near the ground and slowing
+    (or speeding up) but not yet (or no longer) still. The hardware measures contact there.
+    """
+    flat_allowed, flat_labels = allowed.reshape(-1, allowed.shape[-1]), labels.reshape(-1, labels.shape[-1])
+    padded = np.pad(flat_allowed, [(0, 0), (1, 0)])
+    run = np.cumsum(padded[:, 1:] & ~padded[:, :-1], axis=1) + flat_allowed.shape[1] * np.arange(len(flat_allowed))[:, None]
+    held = np.zeros(run.max() + 1, dtype=bool)
+    held[run[flat_labels & flat_allowed]] = True
+    return (held[run] & flat_allowed).reshape(labels.shape)
 
 
 def fill_gaps(labels, max_gap):
