@@ -34,7 +34,7 @@ class ContactSettings:
     ground_window: float = 0.25  # s either side for the local ground (a step, a box)
     vote_window: float = 0.04  # s; majority vote over about 5 frames at 120 fps
     min_gap: float = 0.05  # s; shorter breaks inside a stance are filled (no swing is that short)
-    widen: float = 0.01  # s; a stance's edges move out by this much (a frame at 120 fps)
+    widen: float = 0.01  # s; a stance's edges move out by at most this much (a frame at 120 fps)
     smoothing: float = 0.0  # s; > 0 turns labels into a 0..1 ramp of that width
     compensate_slip: bool = True
     max_slip: float = 1.0  # largest root speed mismatch considered, as a fraction
@@ -128,7 +128,8 @@ def label_points(points, ground, up, fps, scale, settings, grow_edges=False):
         near = (speed < settings.edge_speed * scale) & (clearance < settings.edge_height * scale)
         labels = grow_into(labels, near | labels)
     labels = fill_gaps(labels, round(settings.min_gap * fps))
-    return widen(labels, round(settings.widen * fps))
+    # Whole frames only, never more than the time asked: at 30 or 60 fps a frame is already more.
+    return widen(labels, int(np.floor(settings.widen * fps + 1e-6)))
 
 
 def to_weights(labels, fps, settings):

@@ -141,12 +141,17 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
         "bone_lengths": np.array([_bone_length(gpos, leg) for leg in rig.legs]),
         "reference_pelvis": before["pelvis"],
     }
+    before_figures = _metrics(before, **figures)
+    warnings += metrics.implausible_contacts(
+        contacts, metrics.foot_points(before["ankles"], before["toes"]), up, motion.fps,
+        metrics.adult_size(figures["bone_lengths"], unit_scale), [leg.name for leg in rig.legs],
+    )
     return FootLockResult(
         motion=type(motion)(rot, pos, motion.fps, dict(motion.meta)),
         contacts=contacts,
         rotation_joints=sorted({j for leg in rig.legs for j in _rotated_joints(leg)}),
         location_joints=[rig.pelvis],
-        before=_metrics(before, **figures),
+        before=before_figures,
         after=_metrics(after, **figures),
         slip=slip,
         lock_residual=solution.lock_residual,
