@@ -67,6 +67,13 @@ def pick(labels, positions, names):
     return positions[:, found[0]]
 
 
+def mean_of_seen(tracks):
+    """Mean (F, 3) of the tracks seen at each frame; NaN where none is."""
+    seen = np.isfinite(tracks)
+    with np.errstate(invalid="ignore"):
+        return np.where(seen, tracks, 0.0).sum(axis=0) / seen.sum(axis=0)
+
+
 def fill_gaps(track):
     """Linear interpolation over NaN frames of a (F, 3) track (the edges are cut off before)."""
     frames = np.arange(len(track))
@@ -81,7 +88,7 @@ def load_trial(c3d_path):
     heels = [pick(labels, positions, HEEL_MARKERS[foot]) for foot in FEET]
     toes = [pick(labels, positions, TOE_MARKERS[foot]) for foot in FEET]
     pelvis = [positions[:, labels.index(name)] for name in PELVIS_MARKERS if name in labels]
-    root = np.nanmean(np.stack(pelvis), axis=0) if pelvis else None
+    root = mean_of_seen(np.stack(pelvis))
     tracks = np.stack([*heels, *toes, root])
     seen = np.flatnonzero(np.isfinite(tracks).all(axis=(0, 2)))
     first, last = seen[0], seen[-1] + 1
@@ -152,7 +159,15 @@ def foot_labels(trial, settings=None):
 
 
 def score(labels, trial):
-    """Pooled F1 over the scored frames, and the mean onset / offset errors (ms) per stance."""
+    """F1 over the scored frames, and the mean onset / offset errors (ms) per stance."""
+    counts, onset, offset = stance_counts(labels, trial)
+    f1 = 2.0 * counts[0] / max(counts[1] + counts[2], 1)
+    return f1, float(np.mean(onset)) if onset else np.nan, float(np.mean(offset)) if offset else np.nan
+
+
+def stance_counts(labels, trial):
+    """(true positives, labelled, true) frames around the plate stances, and the onset and
+    offset errors (ms) of each stance whose edge lies inside the trial."""
     margin = round(SCORE_MARGIN * trial.fps)
     hits = found = truths = 0
     onset, offset = [], []
@@ -169,8 +184,21 @@ def score(labels, trial):
                 onset.append(abs(run[0] - (start - low)) / trial.fps * 1e3)
             if high - end == margin:
                 offset.append(abs(run[1] - (end - low)) / trial.fps * 1e3)
-    f1 = 2.0 * hits / max(found + truths, 1)
-    return f1, float(np.mean(onset)) if onset else np.nan, float(np.mean(offset)) if offset else np.nan
+    return (hits, found, truths), onset, offset
+
+
+def pooled_scores(loaded, settings=None):
+    """Per scenario: F1 over the scored frames of all trials, mean onset and offset errors (ms)."""
+    pooled = {}
+    for trial in loaded:
+        for name, variant in scenarios(trial).items():
+            counts, onset, offset = stance_counts(foot_labels(variant, settings), variant)
+            total = pooled.setdefault(name, [np.zeros(3), [], []])
+            total[0] += counts
+            total[1] += onset
+            total[2] += offset
+    return {name: (2.0 * c[0] / max(c[1] + c[2], 1), float(np.mean(on)), float(np.mean(off)))
+            for name, (c, on, off) in pooled.items()}
 
 
 def contact_run(window, truth):
@@ -201,9 +229,8 @@ def print_forceplate_table(folder):
     for trial, name, f1, onset, offset in rows:
         missed = f1 < TARGET_F1 or not onset <= TARGET_ERROR_MS or not offset <= TARGET_ERROR_MS
         print(f"{trial:<10} {name:<13} {f1:>6.3f} {onset:>6.1f}ms {offset:>6.1f}ms{'  MISSED' if missed else ''}")
-    figures = np.array([row[2:] for row in rows])
-    print(f"all: F1 {figures[:, 0].mean():.3f} (min {figures[:, 0].min():.3f}), onset {np.nanmean(figures[:, 1]):.1f} ms, "
-          f"offset {np.nanmean(figures[:, 2]):.1f} ms")
+    for name, (f1, onset, offset) in pooled_scores(trials(folder)).items():
+        print(f"{'all trials':<10} {name:<13} {f1:>6.3f} {onset:>6.1f}ms {offset:>6.1f}ms")
     return rows
 
 

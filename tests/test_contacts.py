@@ -2,10 +2,30 @@
 
 import numpy as np
 import pytest
-from clip_scenarios import ALL_CLIPS, f1_score, load, reference_labels, scale_root_motion, with_ground_root
+from clip_scenarios import (
+    ALL_CLIPS,
+    decimate,
+    drift_root_motion,
+    f1_score,
+    load,
+    reference_labels,
+    root_scenarios,
+    scale_root_motion,
+    with_ground_root,
+)
 from foot_lock.solvers import bvh
-from foot_lock.solvers.contacts import ContactSettings, fill_gaps, majority_vote
+from foot_lock.solvers.contacts import (
+    ContactSettings,
+    detect_foot_contacts,
+    fill_gaps,
+    grow_into,
+    local_slip,
+    majority_vote,
+    velocity,
+)
 from foot_lock.solvers.foot_lock import label_contacts
+from foot_lock.solvers.kinematics import forward_kinematics
+from foot_lock.solvers.quaternion import horizontal
 
 
 @pytest.mark.parametrize("clip", ALL_CLIPS)
@@ -64,3 +84,66 @@ def test_smoothing_gives_a_ramp_between_zero_and_one():
     weights, _ = label_contacts(skeleton, motion, rig, bvh.UP, ContactSettings(smoothing=0.1))
     assert weights.min() == 0.0 and weights.max() == 1.0
     assert np.any((weights > 0.0) & (weights < 1.0))
+
+
+SHARED_WALKS = ["cmu_131_01", "cmu_131_02", "cmu_07_01", "cmu_03_01"]
+
+
+@pytest.mark.parametrize("clip", SHARED_WALKS)
+@pytest.mark.parametrize("fps", [30, 60])
+def test_decimated_sliding_clips_match_the_original_contacts(clip, fps):
+    """The Targets' scenarios: root speed x1.0 / x0.75 / x1.25 and a factor drifting 0.8 -> 1.2."""
+    skeleton, original, rig = load(clip)
+    reference = reference_labels(skeleton, original, rig)[:, :: round(original.fps / fps)]
+    for name, motion in root_scenarios(skeleton, decimate(original, fps)).items():
+        labels, _ = label_contacts(skeleton, motion, rig, bvh.UP)
+        assert f1_score(labels, reference) >= 0.95, name
+
+
+def test_a_drifting_root_speed_is_followed_frame_by_frame():
+    skeleton, motion, rig = load("cmu_131_02")
+    drifted = drift_root_motion(skeleton, motion, 0.8, 1.2)
+    _, dpos = forward_kinematics(skeleton, drifted.rot, drifted.pos)
+    toes = np.stack([dpos[:, leg.toe] for leg in rig.legs])
+    point_velocity = horizontal(velocity(toes, motion.fps), bvh.UP)
+    root_velocity = horizontal(velocity(dpos[:, 0], motion.fps, axis=0), bvh.UP)
+    share = local_slip(point_velocity, root_velocity, 0.5, round(motion.fps), 1.0)
+    # The root moved by factor k while the feet stepped as before: they share 1 - 1/k of it.
+    expected = 1.0 - 1.0 / np.linspace(0.8, 1.2, motion.frames)
+    middle = slice(motion.frames // 5, -motion.frames // 5)
+    assert np.abs(share - expected)[middle].mean() < 0.1  # starts and stops: little root speed to share
+    assert np.corrcoef(share[middle], expected[middle])[0, 1] > 0.8
+    assert share[-motion.frames // 5:].mean() - share[: motion.frames // 5].mean() > 0.2
+
+
+@pytest.mark.parametrize("clip", ["cmu_131_01", "cmu_03_01"])
+def test_labels_in_seconds_do_not_depend_on_the_frame_rate(clip):
+    skeleton, motion, rig = load(clip)
+    at = {fps: label_contacts(skeleton, decimate(motion, fps), rig, bvh.UP)[0] > 0.5 for fps in (30, 60, 120)}
+    for fps in (60, 120):
+        assert f1_score(at[fps][:, :: round(fps / 30)], at[30]) >= 0.95
+
+
+def test_heel_and_toe_labels_of_a_foot_from_heel_strike_to_toe_off():
+    """The heel lands first and lifts first; the toe lands later and leaves last."""
+    skeleton, motion, rig = load("cmu_07_01")
+    _, gpos = forward_kinematics(skeleton, motion.rot, motion.pos)
+    heels = np.stack([gpos[:, leg.ankle] for leg in rig.legs])
+    toes = np.stack([gpos[:, leg.toe] for leg in rig.legs])
+    size = np.linalg.norm(gpos[:, rig.legs[0].knee] - gpos[:, rig.legs[0].hip], axis=-1).mean() * 2
+    heel, toe = detect_foot_contacts(heels, toes, gpos[:, 0], bvh.UP, motion.fps, size)
+    assert heel.shape == toe.shape == (2, motion.frames)
+    foot = np.maximum(heel, toe) > 0.5
+    for row_heel, row_toe in zip(heel > 0.5, toe > 0.5):
+        stance_starts = np.flatnonzero(np.diff(row_toe.astype(int)) == 1) + 1
+        assert all(row_heel[start - 1] or row_heel[start] for start in stance_starts[row_heel[stance_starts]])
+    assert foot.sum() > (toe > 0.5).sum() and foot.sum() > (heel > 0.5).sum()
+    tips = np.stack([gpos[:, leg.toe_end] for leg in rig.legs])
+    _, with_tips = detect_foot_contacts(heels, toes, gpos[:, 0], bvh.UP, motion.fps, size, toe_tips=tips)
+    assert with_tips.shape == toe.shape and f1_score(with_tips, toe) > 0.9
+
+
+def test_a_contact_grows_over_the_near_ground_frames_it_touches_only():
+    labels = np.array([[0, 0, 1, 1, 0, 0, 0, 0, 0]], dtype=bool)
+    allowed = np.array([[0, 1, 1, 1, 1, 0, 1, 1, 0]], dtype=bool)
+    assert grow_into(labels, allowed).astype(int).tolist() == [[0, 1, 1, 1, 1, 0, 0, 0, 0]]
