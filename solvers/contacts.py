@@ -84,9 +84,13 @@ def local_slip(point_velocity, root_velocity, cap, half_width, max_slip=1.0):
     airborne frames do not pull) is summed over a window; each frame takes the best
     candidate of its window, refined between grid points by a parabola.
     """
-    candidates = np.linspace(-max_slip, max_slip, 81)
-    residual = point_velocity[None] - candidates[:, None, None, None] * root_velocity[None, None]
-    slowest = np.minimum(np.linalg.norm(residual, axis=-1).min(axis=1), cap)  # (C, F)
+    candidates = np.linspace(-max_slip, max_slip, 81)[:, None, None]
+    # |v - a r|^2 expanded, so no (candidates, points, frames, 3) array is built.
+    vv, vr = np.sum(point_velocity**2, axis=-1), np.sum(point_velocity * root_velocity, axis=-1)
+    rr = np.sum(root_velocity**2, axis=-1)
+    squared = vv - 2.0 * candidates * vr + candidates**2 * rr
+    slowest = np.sqrt(np.maximum(np.minimum(squared.min(axis=1), cap * cap), 0.0))  # (C, F)
+    candidates = candidates[:, 0, 0]
     cost = window_sum(slowest, half_width)
     best = np.clip(np.argmin(cost, axis=0), 1, len(candidates) - 2)
     frames = np.arange(cost.shape[1])
