@@ -36,6 +36,7 @@ class ContactSettings:
     min_gap: float = 0.05  # s; shorter breaks inside a stance are filled (no swing is that short)
     widen: float = 0.01  # s; a stance's edges move out by at most this much (a frame at 120 fps)
     smoothing: float = 0.0  # s; > 0 turns labels into a 0..1 ramp of that width
+    ease: float = 0.1  # s; the lock hands the foot to its swing (and takes it back) over this long
     compensate_slip: bool = True
     max_slip: float = 1.0  # largest root speed mismatch considered, as a fraction
     slip_window: float = 1.0  # s either side over which the moving ground is estimated
@@ -191,6 +192,32 @@ def grow_into(labels, allowed):
     held = np.zeros(run.max() + 1, dtype=bool)
     held[run[flat_labels & flat_allowed]] = True
     return (held[run] & flat_allowed).reshape(labels.shape)
+
+
+EASE_PEAK = 0.5  # the solver's weight on the frame next to a contact: the foot moves at half its speed
+
+
+def ease_edges(weights, fps, seconds):
+    """Weights (L, F) for the solve: each contact (>= 0.5) as it is, plus a ramp outside it
+    from ``EASE_PEAK`` down to 0 over ``seconds`` on both sides.
+
+    Between two weighted frames the solve scales the toe's step by ``1 - weight``, so the
+    foot leaves a lock slowly and speeds up as it rises, and slows down before the next one:
+    the correction the lock built up is paid back in the air, not by the foot rushing along
+    the ground right after toe-off. Frames labelled as contacts are untouched, so the lock
+    starts and ends with the labels; weights already above the ramp (a soft hand-keyed
+    curve) are kept.
+    """
+    weights = np.asarray(weights, dtype=float)
+    if seconds <= 0 or not weights.size:
+        return weights.copy()
+    contact = weights >= 0.5
+    index = np.arange(weights.shape[-1])
+    since = index - np.maximum.accumulate(np.where(contact, index, -(10**9)), axis=-1)
+    until = np.minimum.accumulate(np.where(contact, index, 10**9)[..., ::-1], axis=-1)[..., ::-1] - index
+    x = np.clip(np.minimum(since, until) / (seconds * fps), 0.0, 1.0)
+    ramp = EASE_PEAK * (1.0 - x * x * (3.0 - 2.0 * x))  # smoothstep: no kink where the ramp ends
+    return np.where(contact, weights, np.maximum(weights, ramp))
 
 
 def fill_gaps(labels, max_gap):

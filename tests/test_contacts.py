@@ -17,13 +17,14 @@ from foot_lock.solvers import bvh
 from foot_lock.solvers.contacts import (
     ContactSettings,
     detect_foot_contacts,
+    ease_edges,
     fill_gaps,
     grow_into,
     local_slip,
     majority_vote,
     velocity,
 )
-from foot_lock.solvers.foot_lock import label_contacts
+from foot_lock.solvers.foot_lock import label_contacts, remove_foot_sliding
 from foot_lock.solvers.kinematics import forward_kinematics
 from foot_lock.solvers.quaternion import horizontal
 
@@ -147,3 +148,22 @@ def test_a_contact_grows_over_the_near_ground_frames_it_touches_only():
     labels = np.array([[0, 0, 1, 1, 0, 0, 0, 0, 0]], dtype=bool)
     allowed = np.array([[0, 1, 1, 1, 1, 0, 1, 1, 0]], dtype=bool)
     assert grow_into(labels, allowed).astype(int).tolist() == [[0, 1, 1, 1, 1, 0, 0, 0, 0]]
+
+
+def test_the_solver_eases_the_foot_out_of_and_into_each_lock():
+    labels = np.zeros((1, 40))
+    labels[0, 10:20] = 1.0
+    weights = ease_edges(labels, 100, 0.1)
+    assert np.array_equal(weights[0, 10:20], labels[0, 10:20])  # the lock keeps the label's timing
+    assert weights[0, 20] == weights[0, 9] and 0.4 < weights[0, 20] <= 0.5  # half speed next to it
+    assert np.all(np.diff(weights[0, 20:30]) < 0) and weights[0, 29:].max() == 0.0  # gone 0.1 s after
+    assert np.array_equal(ease_edges(labels[:, ::2], 50, 0.1)[0], weights[0, ::2])  # in seconds
+
+
+def test_a_fix_does_not_make_a_plain_walk_skate_more():
+    """The issue's case: 7.3% of cmu_131_01's frames skate, and the lock used to raise it to 10.5%
+    (the released toe catching up along the ground)."""
+    skeleton, motion, rig = load("cmu_131_01")
+    result = remove_foot_sliding(skeleton, motion, rig, bvh.UP)
+    assert result.after["skate_ratio"] < result.before["skate_ratio"]
+    assert result.after["skate_ratio_5f"] < result.before["skate_ratio_5f"]
