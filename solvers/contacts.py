@@ -39,7 +39,13 @@ class ContactSettings:
     ease: float = 0.1  # s; the lock hands the foot to its swing (and takes it back) over this long
     compensate_slip: bool = True
     max_slip: float = 1.0  # largest root speed mismatch considered, as a fraction
-    slip_window: float = 1.0  # s either side over which the moving ground is estimated
+    slip_window: float = 1.0  # s either side over which the root's share is estimated
+    # A point surely stands when this close to its local ground and this still vertically for
+    # this long; what such points share horizontally is the ground's own drift.
+    planted_height: float = 0.03  # m
+    planted_vertical_speed: float = 0.1  # m/s
+    min_planted: float = 0.1  # s
+    drift_window: float = 0.15  # s either side
     # Foot-level edges (heel strike, toe-off): a stance found with the thresholds above grows
     # while the point stays this slow and this close to its local ground (hysteresis).
     edge_speed: float = 0.5  # m/s for the reference human: twice the stance threshold
@@ -112,7 +118,61 @@ def moving_ground(points, root, up, fps, scale, settings):
     cap = 2.0 * settings.speed_threshold * scale
     root_velocity = horizontal(velocity(root, fps, axis=0), up)
     share = local_slip(point_velocity, root_velocity, cap, half_width, settings.max_slip)
-    return share[:, None] * root_velocity, float(np.median(share))
+    ground = share[:, None] * root_velocity
+    planted = vertically_planted(points, up, fps, scale, settings)
+    drift = planted_drift(point_velocity - ground[None], planted, max(1, round(settings.drift_window * fps)))
+    # A drift well inside the speed threshold is left alone (a planted toe's own jitter and
+    # roll); a larger one is removed down to that margin.
+    ground = ground + shrink(drift, 0.5 * settings.speed_threshold * scale)
+    return ground, float(np.median(share))
+
+
+def vertically_planted(points, up, fps, scale, settings):
+    """Frames (L, F) where a point surely stands: at its local ground and vertically still for
+    a while. Blind to every horizontal motion, so it finds a stance however the foot slides."""
+    heights = points @ np.asarray(up, dtype=float)
+    clearance = heights - rolling_min(heights, round(settings.ground_window * fps))
+    still = np.abs(velocity(points, fps) @ np.asarray(up, dtype=float)) < settings.planted_vertical_speed * scale
+    return long_runs((clearance < settings.planted_height * scale) & still, round(settings.min_planted * fps))
+
+
+def planted_drift(residual, planted, half_width):
+    """Horizontal velocity (F, 3) the surely planted points share beyond the root's share, over
+    a short window: a treadmill's belt, a game's in-place cycle, a foot skating on its own.
+    Frames with no planted point nearby take the value of the nearest ones. Of two planted
+    points the slower counts: a swing toe skimming the floor is low and level too."""
+    speed = np.where(planted, np.linalg.norm(residual, axis=-1), np.inf)
+    slowest = np.argmin(speed, axis=0)
+    frames = np.arange(speed.shape[1])
+    any_planted = planted.any(axis=0)
+    weight = window_sum(any_planted.astype(float), half_width)
+    total = window_sum(np.where(any_planted[:, None], residual[slowest, frames], 0.0), half_width, axis=0)
+    known = weight > 0
+    if not known.any():
+        return np.zeros_like(total)
+    drift = total[known] / weight[known, None]
+    return np.stack([np.interp(frames, frames[known], drift[:, axis]) for axis in range(drift.shape[1])], axis=1)
+
+
+def shrink(vectors, margin):
+    """Vectors (..., 3) shortened by ``margin``; those shorter become zero."""
+    length = np.linalg.norm(vectors, axis=-1, keepdims=True)
+    return vectors * np.maximum(0.0, 1.0 - margin / np.maximum(length, 1e-12))
+
+
+def long_runs(mask, min_length):
+    """``mask`` (L, F) keeping only runs of at least ``min_length`` frames."""
+    if min_length <= 1:
+        return mask.copy()
+    padded = np.pad(mask, [(0, 0), (1, 1)])
+    edges = np.diff(padded.astype(np.int8), axis=1)
+    rows, starts = np.nonzero(edges == 1)
+    _, ends = np.nonzero(edges == -1)
+    out = np.zeros_like(mask)
+    for row, start, end in zip(rows, starts, ends):
+        if end - start >= min_length:
+            out[row, start:end] = True
+    return out
 
 
 def label_points(points, ground, up, fps, scale, settings, grow_edges=False):

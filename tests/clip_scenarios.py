@@ -134,3 +134,9 @@ def root_scenarios(skeleton, motion):
         "x1.25": scale_root_motion(skeleton, motion, 1.25),
         "drift": drift_root_motion(skeleton, motion),
     }
+
+
+def in_place(skeleton, motion):
+    """The clip walked on the spot, as a treadmill or a game's in-place cycle plays it: the
+    roots keep no horizontal travel, so the planted feet move backward together."""
+    return scale_root_motion(skeleton, motion, 0.0)
