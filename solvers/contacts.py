@@ -7,10 +7,13 @@ part of the root's velocity. So the speed that is thresholded is measured agains
 (over about a second) so that the slower foot -- the planted one in locomotion -- stands
 as still as possible; airborne frames are capped so they cannot pull the estimate. Being
 local, it follows a root-speed factor that drifts over the clip; being a share of the
-root's velocity, it follows turns, starts, stops and reversals, and it absorbs a stance
-foot drifting on its own along the walk. The height cue is
-left untouched by any horizontal sliding: a contact must be near the foot's *local* ground
-(the lowest it goes within a quarter second), so stairs, boxes and raised blocks work.
+root's velocity, it follows turns, starts, stops and reversals. On top of it comes the
+drift of the *vertically planted* points -- at their local ground and vertically still for
+a tenth of a second, a cue no horizontal sliding touches: a treadmill's belt, a game's
+in-place cycle (root still, planted feet moving backward together), a stance foot drifting
+on its own. The height cue is also left untouched by sliding: a contact must be near the
+foot's *local* ground (the lowest it goes within a quarter second), so stairs, boxes and
+raised blocks work.
 
 Every threshold is in seconds or scales with the character's leg length (a reference
 adult's values below), so any unit and any frame rate give the same labels in time.
@@ -38,6 +41,7 @@ class ContactSettings:
     smoothing: float = 0.0  # s; > 0 turns labels into a 0..1 ramp of that width
     ease: float = 0.1  # s; the lock hands the foot to its swing (and takes it back) over this long
     compensate_slip: bool = True
+    velocity_span: float = 1.0 / 60.0  # s either side over which speeds are measured
     max_slip: float = 1.0  # largest root speed mismatch considered, as a fraction
     slip_window: float = 1.0  # s either side over which the root's share is estimated
     # A point surely stands when this close to its local ground and this still vertically for
@@ -55,6 +59,19 @@ class ContactSettings:
 def velocity(positions, fps, axis=-2):
     """Central-difference velocity per second along the frame axis."""
     return np.gradient(positions, axis=axis) * fps
+
+
+def span_velocity(positions, fps, span, axis=-2):
+    """Velocity per second as the difference across ``span`` seconds either side (at least a
+    frame): the same stretch of motion at any frame rate, so 120 fps mocap jitter does not
+    read as speed where 30 fps would smooth it. Ends use the frames there are."""
+    positions = np.moveaxis(positions, axis, 0)
+    frames = len(positions)
+    half = max(1, round(span * fps))
+    index = np.arange(frames)
+    ahead, behind = np.minimum(index + half, frames - 1), np.maximum(index - half, 0)
+    steps = np.maximum(ahead - behind, 1).reshape((-1,) + (1,) * (positions.ndim - 1))
+    return np.moveaxis((positions[ahead] - positions[behind]) * fps / steps, 0, axis)
 
 
 def majority_vote(labels, window):
@@ -110,13 +127,13 @@ def local_slip(point_velocity, root_velocity, cap, half_width, max_slip=1.0):
 def moving_ground(points, root, up, fps, scale, settings):
     """Horizontal velocity (F, 3) of the ground the planted points stand on, and the mean
     root-speed share ``a`` (the clip's slip, for the report)."""
-    point_velocity = horizontal(velocity(points, fps), up)
+    point_velocity = horizontal(span_velocity(points, fps, settings.velocity_span), up)
     frames = points.shape[1]
     if not settings.compensate_slip or frames < 3:
         return np.zeros((frames, 3)), 0.0
     half_width = max(1, round(settings.slip_window * fps))
     cap = 2.0 * settings.speed_threshold * scale
-    root_velocity = horizontal(velocity(root, fps, axis=0), up)
+    root_velocity = horizontal(span_velocity(root, fps, settings.velocity_span, axis=0), up)
     share = local_slip(point_velocity, root_velocity, cap, half_width, settings.max_slip)
     ground = share[:, None] * root_velocity
     planted = vertically_planted(points, up, fps, scale, settings)
@@ -132,7 +149,7 @@ def vertically_planted(points, up, fps, scale, settings):
     a while. Blind to every horizontal motion, so it finds a stance however the foot slides."""
     heights = points @ np.asarray(up, dtype=float)
     clearance = heights - rolling_min(heights, round(settings.ground_window * fps))
-    still = np.abs(velocity(points, fps) @ np.asarray(up, dtype=float)) < settings.planted_vertical_speed * scale
+    still = np.abs(span_velocity(points, fps, settings.velocity_span) @ np.asarray(up, dtype=float)) < settings.planted_vertical_speed * scale
     return long_runs((clearance < settings.planted_height * scale) & still, round(settings.min_planted * fps))
 
 
@@ -181,7 +198,7 @@ def label_points(points, ground, up, fps, scale, settings, grow_edges=False):
     ``grow_edges`` extends each contact to the foot-level edges (see :func:`grow_into`).
     """
     up = np.asarray(up, dtype=float)
-    point_velocity = velocity(points, fps)
+    point_velocity = span_velocity(points, fps, settings.velocity_span)
     vertical_speed = point_velocity @ up
     horizontal_speed = np.linalg.norm(horizontal(point_velocity, up) - ground[None], axis=-1)
     speed = np.sqrt(horizontal_speed**2 + vertical_speed**2)
