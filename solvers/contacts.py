@@ -50,6 +50,9 @@ class ContactSettings:
     planted_vertical_speed: float = 0.1  # m/s
     min_planted: float = 0.1  # s
     drift_window: float = 0.15  # s either side
+    # Where most planted frames slide, planted frames count as contacts up to this speed (m/s):
+    skate_speed: float = 1.5
+    skate_window: float = 0.5  # s either side
     # Foot-level edges (heel strike, toe-off): a stance found with the thresholds above grows
     # while the point stays this slow and this close to its local ground (hysteresis).
     edge_speed: float = 0.5  # m/s for the reference human: twice the stance threshold
@@ -125,23 +128,24 @@ def local_slip(point_velocity, root_velocity, cap, half_width, max_slip=1.0):
 
 
 def moving_ground(points, root, up, fps, scale, settings):
-    """Horizontal velocity (F, 3) of the ground the planted points stand on, and the mean
-    root-speed share ``a`` (the clip's slip, for the report)."""
+    """Horizontal velocity (F, 3) of the ground the planted points stand on, the frames (L, F)
+    where points are vertically planted, and the mean root-speed share ``a`` (the clip's
+    slip, for the report)."""
     point_velocity = horizontal(span_velocity(points, fps, settings.velocity_span), up)
     frames = points.shape[1]
+    planted = vertically_planted(points, up, fps, scale, settings)
     if not settings.compensate_slip or frames < 3:
-        return np.zeros((frames, 3)), 0.0
+        return np.zeros((frames, 3)), planted, 0.0
     half_width = max(1, round(settings.slip_window * fps))
     cap = 2.0 * settings.speed_threshold * scale
     root_velocity = horizontal(span_velocity(root, fps, settings.velocity_span, axis=0), up)
     share = local_slip(point_velocity, root_velocity, cap, half_width, settings.max_slip)
     ground = share[:, None] * root_velocity
-    planted = vertically_planted(points, up, fps, scale, settings)
     drift = planted_drift(point_velocity - ground[None], planted, max(1, round(settings.drift_window * fps)))
     # A drift well inside the speed threshold is left alone (a planted toe's own jitter and
     # roll); a larger one is removed down to that margin.
     ground = ground + shrink(drift, 0.5 * settings.speed_threshold * scale)
-    return ground, float(np.median(share))
+    return ground, planted, float(np.median(share))
 
 
 def vertically_planted(points, up, fps, scale, settings):
@@ -192,8 +196,9 @@ def long_runs(mask, min_length):
     return out
 
 
-def label_points(points, ground, up, fps, scale, settings, grow_edges=False):
-    """Boolean contacts (L, F) of points (L, F, 3) standing on a ground moving at ``ground``.
+def label_points(points, ground, planted, up, fps, scale, settings, grow_edges=False):
+    """Boolean contacts (L, F) of points (L, F, 3) standing on a ground moving at ``ground``;
+    ``planted`` (L, F): their vertically planted frames (see :func:`skating_stances`).
 
     ``grow_edges`` extends each contact to the foot-level edges (see :func:`grow_into`).
     """
@@ -204,7 +209,10 @@ def label_points(points, ground, up, fps, scale, settings, grow_edges=False):
     speed = np.sqrt(horizontal_speed**2 + vertical_speed**2)
     heights = points @ up
     clearance = heights - rolling_min(heights, round(settings.ground_window * fps))
-    labels = (speed < settings.speed_threshold * scale) & (clearance < settings.height_threshold * scale)
+    slow = speed < settings.speed_threshold * scale
+    labels = slow & (clearance < settings.height_threshold * scale)
+    labels |= skating_stances(planted, slow, horizontal_speed < settings.skate_speed * scale,
+                              round(settings.skate_window * fps))
     labels = majority_vote(labels, round(settings.vote_window * fps))
     if grow_edges:
         near = (speed < settings.edge_speed * scale) & (clearance < settings.edge_height * scale)
@@ -212,6 +220,18 @@ def label_points(points, ground, up, fps, scale, settings, grow_edges=False):
     labels = fill_gaps(labels, round(settings.min_gap * fps))
     # Whole frames only, never more than the time asked: at 30 or 60 fps a frame is already more.
     return widen(labels, int(np.floor(settings.widen * fps + 1e-6)))
+
+
+def skating_stances(planted, slow, below_skate_speed, half_width):
+    """Vertically planted frames kept as contacts although they move, where the motion skates:
+    within ``half_width`` frames most planted frames are too fast for the speed threshold
+    (a foot sliding to and fro faster than any moving ground explains). Elsewhere the
+    planted-but-moving frames are a clip's own small slides at stance edges, not contacts.
+    A swing toe skimming the floor stays out: it is faster than ``skate_speed``."""
+    planted_frames = window_sum(planted.astype(float), half_width)
+    sliding_frames = window_sum((planted & ~slow).astype(float), half_width)
+    skating = sliding_frames > 0.5 * np.maximum(planted_frames, 1.0)
+    return planted & skating & below_skate_speed
 
 
 def to_weights(labels, fps, settings):
@@ -229,8 +249,8 @@ def detect_contacts(points, root, up, fps, leg_length, settings=None):
     """
     settings = settings or ContactSettings()
     scale = leg_length / REFERENCE_LEG_LENGTH
-    ground, slip = moving_ground(points, root, up, fps, scale, settings)
-    return to_weights(label_points(points, ground, up, fps, scale, settings), fps, settings), slip
+    ground, planted, slip = moving_ground(points, root, up, fps, scale, settings)
+    return to_weights(label_points(points, ground, planted, up, fps, scale, settings), fps, settings), slip
 
 
 def detect_foot_contacts(heels, toes, root, up, fps, leg_length, settings=None, toe_tips=None):
@@ -249,9 +269,9 @@ def detect_foot_contacts(heels, toes, root, up, fps, leg_length, settings=None, 
     settings = settings or ContactSettings()
     scale = leg_length / REFERENCE_LEG_LENGTH
     toe_points = toes if toe_tips is None else np.concatenate([toes, toe_tips])
-    ground, _ = moving_ground(np.concatenate([heels, toe_points]), root, up, fps, scale, settings)
-    heel = label_points(heels, ground, up, fps, scale, settings, grow_edges=True)
-    toe = label_points(toe_points, ground, up, fps, scale, settings, grow_edges=True)
+    ground, planted, _ = moving_ground(np.concatenate([heels, toe_points]), root, up, fps, scale, settings)
+    heel = label_points(heels, ground, planted[: len(heels)], up, fps, scale, settings, grow_edges=True)
+    toe = label_points(toe_points, ground, planted[len(heels) :], up, fps, scale, settings, grow_edges=True)
     if toe_tips is not None:
         toe = toe[: len(toes)] | toe[len(toes) :]
     return to_weights(heel, fps, settings), to_weights(toe, fps, settings)
