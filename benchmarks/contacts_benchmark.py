@@ -74,18 +74,34 @@ def print_cmu_table(clips_dir, clips=SHARED_CLIPS):
 
 
 def print_robustness(clips_dir, clips=CHECKED_CLIPS):
-    """Hop, jumps and the raw capture: labels and solve stay finite."""
-    print("Other clips (hop, jumps, defects): finite output, contact share per foot")
+    """Hop, jumps and the raw capture: labels against the reference, solve stays finite."""
+    print("Other clips (hop, jumps, defects), root x1.25: F1, finite output, contact share per foot")
     for clip in clips:
         skeleton, motion, rig = cs.load(clip, clips_dir=clips_dir)
+        reference = cs.reference_labels(skeleton, motion, rig)
         for fps in (30, 120):
-            decimated = cs.decimate(motion, fps)
+            decimated = cs.scale_root_motion(skeleton, cs.decimate(motion, fps), 1.25)
             labels, _ = label_contacts(skeleton, decimated, rig, bvh.UP)
             result = remove_foot_sliding(skeleton, decimated, rig, bvh.UP, contacts=labels)
             finite = bool(np.isfinite(result.motion.pos).all() and np.isfinite(result.motion.rot).all())
             shares = " ".join(f"{s:.2f}" for s in (labels > 0.5).mean(axis=1))
-            print(f"{clip:<11} {fps:>3} fps: finite {finite}, contact share {shares}, "
+            f1 = cs.f1_score(labels, reference[:, :: round(motion.fps / fps)])
+            print(f"{clip:<11} {fps:>3} fps: F1 {f1:.3f}, finite {finite}, contact share {shares}, "
                   f"warnings {result.warnings}")
+
+
+def print_in_place(clips_dir, clips=SHARED_CLIPS):
+    """Treadmill / game in-place cycles: root still, planted feet moving backward together."""
+    print("Shared walks played in place: label F1, and the feet's speed on the ground before -> after")
+    for clip in clips:
+        skeleton, original, rig = cs.load(clip, clips_dir=clips_dir)
+        reference = cs.reference_labels(skeleton, original, rig)
+        for fps in (30, 120):
+            motion = cs.in_place(skeleton, cs.decimate(original, fps))
+            labels, _ = label_contacts(skeleton, motion, rig, bvh.UP)
+            result = remove_foot_sliding(skeleton, motion, rig, bvh.UP, contacts=labels)
+            print(f"{clip:<11} {fps:>3} fps: F1 {cs.f1_score(labels, reference[:, :: round(original.fps / fps)]):.3f}, "
+                  f"on the ground {result.before['ground_slide_cm_s']:.1f} -> {result.after['ground_slide_cm_s']:.1f} cm/s")
 
 
 def print_labelling_speed(clips_dir, frames=1000):
@@ -111,6 +127,7 @@ def main(argv=None):
     if not args.skip_cmu:
         print_cmu_table(args.clips)
         print_robustness(args.clips)
+        print_in_place(args.clips)
         print_labelling_speed(args.clips)
     from forceplate import print_forceplate_table
 
