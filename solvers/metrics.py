@@ -7,7 +7,7 @@ units. Frame-based filters use the clip's own frame rate.
 
 import numpy as np
 
-from .contacts import REFERENCE_LEG_LENGTH, rolling_min
+from .contacts import REFERENCE_LEG_LENGTH, long_runs, rolling_min
 from .quaternion import horizontal
 
 SKATE_HEIGHT = 0.05  # m: a foot this close to the ground should not move fast ...
@@ -15,12 +15,16 @@ SKATE_SPEED = 0.5  # m/s: ... faster than this is a skate
 SKATE_WINDOW = 5  # frames of the averaged variant
 FULL_EXTENSION = 0.995  # hip-to-ankle distance over thigh plus shin counted as straight
 # A foot is "on the ground" when its lowest point is this close to its local ground (the
-# lowest it goes within GROUND_WINDOW either side) and this slow vertically, for a
-# reference adult (scaled by leg length). Neither cue is touched by horizontal sliding,
+# lowest it goes within GROUND_WINDOW either side) and this slow vertically for at least
+# GROUND_TIME, for a reference adult (scaled by leg length). Neither cue is touched by horizontal sliding,
 # nor chosen by the solve: its contacts are labels, this is a look at the feet themselves.
 GROUND_HEIGHT = 0.03  # m
 GROUND_VERTICAL_SPEED = 0.1  # m/s
 GROUND_WINDOW = 0.5  # s
+GROUND_TIME = 0.1  # s; shorter spells near the ground are a swing toe skimming the floor
+# A foot "on the ground" faster than this is a pop of the data (a capture's first frame, a
+# cut), not a slide: left out of the mean rather than letting one frame swamp it.
+POP_SPEED = 5.0  # m/s
 IMPLAUSIBLE_SHARE = 1.0 / 3.0  # a walking foot has contacts on more of its frames than this
 
 
@@ -90,7 +94,7 @@ def grounded_feet(foot_points, up, fps, size):
     height = np.take_along_axis(heights, lowest, axis=2)[..., 0]
     clearance = height - rolling_min(height, round(GROUND_WINDOW * fps))
     on_ground = (clearance < GROUND_HEIGHT * size) & (np.abs(velocity @ up) < GROUND_VERTICAL_SPEED * size)
-    return on_ground, horizontal(velocity, up)
+    return long_runs(on_ground, round(GROUND_TIME * fps)), horizontal(velocity, up)
 
 
 def ground_slide(foot_points, up, fps, size, unit_scale=1.0):
@@ -98,7 +102,8 @@ def ground_slide(foot_points, up, fps, size, unit_scale=1.0):
     share of frames each foot (L,) is on the ground."""
     on_ground, velocity = grounded_feet(foot_points, up, fps, size)
     speed = np.linalg.norm(velocity, axis=-1) * unit_scale
-    return (float(speed[on_ground].mean()) if on_ground.any() else 0.0), on_ground.mean(axis=1)
+    sliding = on_ground & (speed < POP_SPEED * size * unit_scale)
+    return (float(speed[sliding].mean()) if sliding.any() else 0.0), on_ground.mean(axis=1)
 
 
 def implausible_contacts(contacts, foot_points, up, fps, size, leg_names):

@@ -91,3 +91,15 @@ def test_labels_on_a_third_of_a_walking_foot_s_frames_are_flagged():
     few = planted & (np.arange(planted.shape[1]) % 5 == 0)
     warnings = metrics.implausible_contacts(few, feet, UP, 100, 1.0, ["left"])
     assert len(warnings) == 1 and "left" in warnings[0]
+
+
+def test_a_toe_skimming_the_floor_and_a_pop_are_not_slides():
+    toes, planted = walking_toe(slide=0.0)
+    skim = ~planted[0] & (np.arange(planted.shape[1]) % 100 >= 70) & (np.arange(planted.shape[1]) % 100 < 73)
+    toes[0, skim, 2] = 0.005  # mid-swing, 3 frames at 2 m/s just above the floor
+    feet = metrics.foot_points(toes + [0.0, 0.0, 0.08], toes)
+    assert metrics.ground_slide(feet, UP, 100, size=1.0)[0] < 0.01
+    popped = toes.copy()
+    popped[0, 20:, 0] += 0.3  # a cut in mid-stance: one 30 m/s step
+    feet = metrics.foot_points(popped + [0.0, 0.0, 0.08], popped)
+    assert metrics.ground_slide(feet, UP, 100, size=1.0)[0] < 0.01
