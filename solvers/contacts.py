@@ -151,9 +151,11 @@ def moving_ground(points, root, up, fps, scale, settings):
 def vertically_planted(points, up, fps, scale, settings):
     """Frames (L, F) where a point surely stands: at its local ground and vertically still for
     a while. Blind to every horizontal motion, so it finds a stance however the foot slides."""
-    heights = points @ np.asarray(up, dtype=float)
+    up = np.asarray(up, dtype=float)
+    heights = points @ up
     clearance = heights - rolling_min(heights, round(settings.ground_window * fps))
-    still = np.abs(span_velocity(points, fps, settings.velocity_span) @ np.asarray(up, dtype=float)) < settings.planted_vertical_speed * scale
+    vertical_speed = np.abs(span_velocity(points, fps, settings.velocity_span) @ up)
+    still = vertical_speed < settings.planted_vertical_speed * scale
     return long_runs((clearance < settings.planted_height * scale) & still, round(settings.min_planted * fps))
 
 
@@ -181,19 +183,22 @@ def shrink(vectors, margin):
     return vectors * np.maximum(0.0, 1.0 - margin / np.maximum(length, 1e-12))
 
 
+def run_ids(mask):
+    """A number per frame of ``mask`` (..., F), the same along each run of True frames and
+    different between runs (and rows); frames outside runs carry their last run's number."""
+    flat = mask.reshape(-1, mask.shape[-1])
+    starts = flat & ~np.pad(flat, [(0, 0), (1, 0)])[:, :-1]
+    ids = np.cumsum(starts, axis=1) + (flat.shape[1] + 1) * np.arange(len(flat))[:, None]
+    return ids.reshape(mask.shape)
+
+
 def long_runs(mask, min_length):
     """``mask`` (L, F) keeping only runs of at least ``min_length`` frames."""
     if min_length <= 1:
         return mask.copy()
-    padded = np.pad(mask, [(0, 0), (1, 1)])
-    edges = np.diff(padded.astype(np.int8), axis=1)
-    rows, starts = np.nonzero(edges == 1)
-    _, ends = np.nonzero(edges == -1)
-    out = np.zeros_like(mask)
-    for row, start, end in zip(rows, starts, ends):
-        if end - start >= min_length:
-            out[row, start:end] = True
-    return out
+    ids = run_ids(mask)
+    lengths = np.bincount(ids[mask], minlength=ids.max() + 1)
+    return mask & (lengths[ids] >= min_length)
 
 
 def label_points(points, ground, planted, up, fps, scale, settings, grow_edges=False):
@@ -264,7 +269,12 @@ def detect_foot_contacts(heels, toes, root, up, fps, leg_length, settings=None, 
     both feet, so heel and toe labels agree on what "still" means.
 
     The foot is in contact from heel strike to toe-off: ``np.maximum(heel, toe)``. Returns
-    ``(heel_weights, toe_weights)``.
+    ``(heel_weights, toe_weights)``, 0/1 (or ramps with ``settings.smoothing``), to key as
+    curves and to pin each point while its weight is 1. Unlike :func:`detect_contacts`,
+    whose toe labels follow the clips README's still-toe criterion, both grow to the
+    foot-level edges (hysteresis, :func:`grow_into`): force-plate truth counts the heel
+    settling and the toe rolling off as contact. Before a solve, pass each through
+    :func:`ease_edges` as :func:`..foot_lock.remove_foot_sliding` does for its contacts.
     """
     settings = settings or ContactSettings()
     scale = leg_length / REFERENCE_LEG_LENGTH
@@ -283,12 +293,10 @@ def grow_into(labels, allowed):
     A heel still settling onto the ground, a toe rolling off it: near the ground and slowing
     (or speeding up) but not yet (or no longer) still. The hardware measures contact there.
     """
-    flat_allowed, flat_labels = allowed.reshape(-1, allowed.shape[-1]), labels.reshape(-1, labels.shape[-1])
-    padded = np.pad(flat_allowed, [(0, 0), (1, 0)])
-    run = np.cumsum(padded[:, 1:] & ~padded[:, :-1], axis=1) + flat_allowed.shape[1] * np.arange(len(flat_allowed))[:, None]
-    held = np.zeros(run.max() + 1, dtype=bool)
-    held[run[flat_labels & flat_allowed]] = True
-    return (held[run] & flat_allowed).reshape(labels.shape)
+    ids = run_ids(allowed)
+    held = np.zeros(ids.max() + 1, dtype=bool)
+    held[ids[labels & allowed]] = True
+    return held[ids] & allowed
 
 
 EASE_PEAK = 0.5  # the solver's weight on the frame next to a contact: the foot moves at half its speed

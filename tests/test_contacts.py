@@ -23,6 +23,7 @@ from foot_lock.solvers.contacts import (
     fill_gaps,
     grow_into,
     local_slip,
+    long_runs,
     majority_vote,
     velocity,
 )
@@ -219,3 +220,8 @@ def test_strongly_skated_feet_are_still_labelled(clip):
     toes = oscillating_skate(np.stack([gpos[:, leg.toe] for leg in rig.legs]), motion.fps)
     labels, _ = detect_contacts(toes, gpos[:, 0], bvh.UP, motion.fps, 0.85)
     assert f1_score(labels, reference) >= 0.75
+
+
+def test_only_long_enough_runs_stay():
+    mask = np.array([[1, 1, 0, 1, 1, 1, 0, 1], [1, 1, 1, 0, 0, 0, 0, 0]], dtype=bool)
+    assert long_runs(mask, 3).astype(int).tolist() == [[0, 0, 0, 1, 1, 1, 0, 0], [1, 1, 1, 0, 0, 0, 0, 0]]
