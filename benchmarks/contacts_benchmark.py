@@ -36,13 +36,15 @@ ACCEL_TARGET = 1.5
 
 
 def scenario_figures(skeleton, motion, rig, reference):
-    """F1, slide (cm/s) over the reference frames, pelvis deviation (cm), p99 ankle accel ratio."""
-    labels, _ = label_contacts(skeleton, motion, rig, bvh.UP)
-    result = remove_foot_sliding(skeleton, motion, rig, bvh.UP, contacts=labels)
+    """F1 of the labeller's toe labels and of the toe contacts the solve locked (after its
+    heel/toe bridging), slide (cm/s) over the reference frames, pelvis deviation (cm), p99
+    ankle acceleration over the input's."""
+    result = remove_foot_sliding(skeleton, motion, rig, bvh.UP)
     toes = cs.toe_positions(skeleton, result.motion, rig)
     slide = 100.0 * metrics.toe_slide(toes, reference, bvh.UP, motion.fps)
     ratio = result.after["ankle_accel_p99"] / max(result.before["ankle_accel_p99"], 1e-9)
-    return cs.f1_score(labels, reference), slide, result.after["pelvis_deviation_cm"], ratio
+    return (cs.f1_score(cs.toe_labels(skeleton, motion, rig), reference), cs.f1_score(result.contacts, reference),
+            slide, result.after["pelvis_deviation_cm"], ratio)
 
 
 def cmu_rows(clips_dir, clips, rates=(30, 60)):
@@ -59,17 +61,19 @@ def cmu_rows(clips_dir, clips, rates=(30, 60)):
 
 def print_cmu_table(clips_dir, clips=SHARED_CLIPS):
     print("Shared CMU clips: labels and lock on decimated, sliding copies (targets in brackets)")
-    print(f"{'clip':<11} {'fps':>3} {'scenario':<8} {'F1':>6} {'slide':>12} {'pelvis':>11} {'accel':>11}")
+    print("F1: the labeller's toe labels / the toe contacts the solve locked (target 0.95)")
+    print(f"{'clip':<11} {'fps':>3} {'scenario':<8} {'F1':>13} {'slide':>12} {'pelvis':>11} {'accel':>11}")
     rows = list(cmu_rows(clips_dir, clips))
-    for clip, fps, name, f1, slide, pelvis, accel in rows:
-        flag = "" if (f1 >= 0.95 and slide <= SLIDE_TARGETS[name] and pelvis <= PELVIS_TARGETS[name]
-                      and accel <= ACCEL_TARGET) else "  MISSED"
-        print(f"{clip:<11} {fps:>3} {name:<8} {f1:>6.3f} {slide:>5.2f}cm/s({SLIDE_TARGETS[name]:.1f})"
+    for clip, fps, name, f1, locked_f1, slide, pelvis, accel in rows:
+        flag = "" if (min(f1, locked_f1) >= 0.95 and slide <= SLIDE_TARGETS[name]
+                      and pelvis <= PELVIS_TARGETS[name] and accel <= ACCEL_TARGET) else "  MISSED"
+        print(f"{clip:<11} {fps:>3} {name:<8} {f1:>6.3f}/{locked_f1:.3f} {slide:>5.2f}cm/s({SLIDE_TARGETS[name]:.1f})"
               f" {pelvis:>5.2f}cm({PELVIS_TARGETS[name]:.0f}) {accel:>6.2f}x(1.5){flag}")
     for name in SLIDE_TARGETS:
         picked = np.array([row[3:] for row in rows if row[2] == name])
-        print(f"mean {name}: F1 {picked[:, 0].mean():.3f} (min {picked[:, 0].min():.3f}), slide "
-              f"{picked[:, 1].mean():.2f} cm/s, pelvis {picked[:, 2].mean():.2f} cm, accel {picked[:, 3].mean():.2f}x")
+        print(f"mean {name}: F1 {picked[:, 0].mean():.3f} (min {picked[:, 0].min():.3f}) / locked "
+              f"{picked[:, 1].mean():.3f} (min {picked[:, 1].min():.3f}), slide {picked[:, 2].mean():.2f} cm/s, "
+              f"pelvis {picked[:, 3].mean():.2f} cm, accel {picked[:, 4].mean():.2f}x")
     return rows
 
 
@@ -91,17 +95,15 @@ def print_robustness(clips_dir, clips=CHECKED_CLIPS):
 
 
 def print_in_place(clips_dir, clips=SHARED_CLIPS):
-    """Treadmill / game in-place cycles: root still, planted feet moving backward together."""
-    print("Shared walks played in place: label F1, and the feet's speed on the ground before -> after")
+    """Treadmill / game in-place cycles: root still, planted feet moving backward together.
+    (Remove Foot Sliding leaves such clips as they are; the labels still have to hold.)"""
+    print("Shared walks played in place: label F1 against the travelling original's")
     for clip in clips:
         skeleton, original, rig = cs.load(clip, clips_dir=clips_dir)
         reference = cs.reference_labels(skeleton, original, rig)
         for fps in (30, 120):
-            motion = cs.in_place(skeleton, cs.decimate(original, fps))
-            labels, _ = label_contacts(skeleton, motion, rig, bvh.UP)
-            result = remove_foot_sliding(skeleton, motion, rig, bvh.UP, contacts=labels)
-            print(f"{clip:<11} {fps:>3} fps: F1 {cs.f1_score(labels, reference[:, :: round(original.fps / fps)]):.3f}, "
-                  f"on the ground {result.before['ground_slide_cm_s']:.1f} -> {result.after['ground_slide_cm_s']:.1f} cm/s")
+            labels, _ = label_contacts(skeleton, cs.in_place(cs.decimate(original, fps)), rig, bvh.UP)
+            print(f"{clip:<11} {fps:>3} fps: F1 {cs.f1_score(labels, reference[:, :: round(original.fps / fps)]):.3f}")
 
 
 def print_labelling_speed(clips_dir, frames=1000):

@@ -153,7 +153,7 @@ def foot_labels(trial, settings=None):
     """Foot contact (heel or toe), boolean (2, F), from the labeller under test."""
     from foot_lock.solvers.contacts import detect_foot_contacts
 
-    heel, toe = detect_foot_contacts(trial.heels, trial.toes, trial.root, trial.up, trial.fps,
+    heel, toe, _ = detect_foot_contacts(trial.heels, trial.toes, trial.root, trial.up, trial.fps,
                                      trial.leg_length, settings)
     return np.maximum(heel, toe) > 0.5
 

@@ -36,10 +36,10 @@ class ContactSettings:
     height_threshold: float = 0.10  # m above the foot's local ground
     ground_window: float = 0.25  # s either side for the local ground (a step, a box)
     vote_window: float = 0.04  # s; majority vote over about 5 frames at 120 fps
-    min_gap: float = 0.05  # s; shorter breaks inside a stance are filled (no swing is that short)
+    min_gap: float = 0.05  # s; shorter breaks inside a point's stance are filled
+    min_swing: float = 0.1  # s; a whole foot off the ground for less did not swing
     widen: float = 0.01  # s; a stance's edges move out by at most this much (a frame at 120 fps)
     smoothing: float = 0.0  # s; > 0 turns labels into a 0..1 ramp of that width
-    ease: float = 0.1  # s; the lock hands the foot to its swing (and takes it back) over this long
     compensate_slip: bool = True
     velocity_span: float = 1.0 / 60.0  # s either side over which speeds are measured
     max_slip: float = 1.0  # largest root speed mismatch considered, as a fraction
@@ -201,11 +201,12 @@ def long_runs(mask, min_length):
     return mask & (lengths[ids] >= min_length)
 
 
-def label_points(points, ground, planted, up, fps, scale, settings, grow_edges=False):
+def label_points(points, ground, planted, up, fps, scale, settings, grow_edges=None):
     """Boolean contacts (L, F) of points (L, F, 3) standing on a ground moving at ``ground``;
     ``planted`` (L, F): their vertically planted frames (see :func:`skating_stances`).
 
-    ``grow_edges`` extends each contact to the foot-level edges (see :func:`grow_into`).
+    ``grow_edges`` -1 / +1 extends each contact's start / end to the foot-level edge (see
+    :func:`grow_into`).
     """
     up = np.asarray(up, dtype=float)
     point_velocity = span_velocity(points, fps, settings.velocity_span)
@@ -221,7 +222,7 @@ def label_points(points, ground, planted, up, fps, scale, settings, grow_edges=F
     labels = majority_vote(labels, round(settings.vote_window * fps))
     if grow_edges:
         near = (speed < settings.edge_speed * scale) & (clearance < settings.edge_height * scale)
-        labels = grow_into(labels, near | labels)
+        labels = grow_into(labels, near | labels, grow_edges)
     labels = fill_gaps(labels, round(settings.min_gap * fps))
     # Whole frames only, never more than the time asked: at 30 or 60 fps a frame is already more.
     return widen(labels, int(np.floor(settings.widen * fps + 1e-6)))
@@ -258,37 +259,69 @@ def detect_contacts(points, root, up, fps, leg_length, settings=None):
     return to_weights(label_points(points, ground, planted, up, fps, scale, settings), fps, settings), slip
 
 
-def detect_foot_contacts(heels, toes, root, up, fps, leg_length, settings=None, toe_tips=None):
-    """Separate heel and toe contact weights, each (L, F), of L feet.
+def detect_foot_contacts(heels, toes, root, up, fps, leg_length, settings=None, toe_tips=None,
+                         foot_edges=True):
+    """Separate heel and toe contact weights, each (L, F), of L feet, and the slip.
 
     ``heels``: (L, F, 3) heel points (the ankle joint or the foot bone's head on a rig, the
     heel marker in a gait lab); ``toes``: (L, F, 3) toe points (the toe joint or ball of the
     foot, a metatarsal-head marker); ``toe_tips`` optional (L, F, 3), counted as toe too (the
     toe is planted when either toe point is). ``root`` (F, 3): the joint carrying the
-    character across the ground. The moving ground is estimated once from all points of
-    both feet, so heel and toe labels agree on what "still" means.
+    character across the ground. The moving ground is estimated once, from the toes (they
+    stand longest: a walk's toes see the ground best), so heel and toe labels agree on what
+    "still" means and the toe labels are :func:`detect_contacts`'s.
 
-    The foot is in contact from heel strike to toe-off: ``np.maximum(heel, toe)``. Returns
-    ``(heel_weights, toe_weights)``, 0/1 (or ramps with ``settings.smoothing``), to key as
-    curves and to pin each point while its weight is 1. Unlike :func:`detect_contacts`,
-    whose toe labels follow the clips README's still-toe criterion, both grow to the
-    foot-level edges (hysteresis, :func:`grow_into`): force-plate truth counts the heel
-    settling and the toe rolling off as contact. Before a solve, pass each through
-    :func:`ease_edges` as :func:`..foot_lock.remove_foot_sliding` does for its contacts.
+    The foot is in contact from heel strike to toe-off: ``np.maximum(heel, toe)``. With
+    ``foot_edges`` the heel's contacts start, and the toe's end, where the foot's do (the
+    heel settling, the toe rolling off: near the ground, under twice the stance speed;
+    see :func:`grow_into`), as force plates measure them; without, each point is labelled
+    as still or not, the clips README's criterion (pins that must not drag). Returns
+    ``(heel_weights, toe_weights, slip)``: 0/1 (ramps with ``settings.smoothing``), to key
+    as curves and to pin each point while its weight is 1. A foot off the ground for less
+    than ``settings.min_swing`` between two contacts did not leave it (:func:`fill_foot_gaps`).
     """
     settings = settings or ContactSettings()
     scale = leg_length / REFERENCE_LEG_LENGTH
     toe_points = toes if toe_tips is None else np.concatenate([toes, toe_tips])
-    ground, planted, _ = moving_ground(np.concatenate([heels, toe_points]), root, up, fps, scale, settings)
-    heel = label_points(heels, ground, planted[: len(heels)], up, fps, scale, settings, grow_edges=True)
-    toe = label_points(toe_points, ground, planted[len(heels) :], up, fps, scale, settings, grow_edges=True)
+    ground, toe_planted, slip = moving_ground(toe_points, root, up, fps, scale, settings)
+    heel_planted = vertically_planted(heels, up, fps, scale, settings)
+    # The heel strikes first, the toe leaves last: each grows at the edge the foot has it for.
+    heel = label_points(heels, ground, heel_planted, up, fps, scale, settings, grow_edges=-foot_edges)
+    toe = label_points(toe_points, ground, toe_planted, up, fps, scale, settings, grow_edges=+foot_edges)
     if toe_tips is not None:
         toe = toe[: len(toes)] | toe[len(toes) :]
-    return to_weights(heel, fps, settings), to_weights(toe, fps, settings)
+    heel, toe = fill_foot_gaps(heel, toe, round(settings.min_swing * fps))
+    return to_weights(heel, fps, settings), to_weights(toe, fps, settings), slip
 
 
-def grow_into(labels, allowed):
-    """Each run of ``allowed`` frames that holds a label becomes a contact as a whole.
+def fill_foot_gaps(heel, toe, max_gap):
+    """Heel and toe labels (L, F) with each break of the whole foot (neither point on) of at
+    most ``max_gap`` frames closed, on the point that is in contact on both sides of it, else
+    on both: a foot that lifts and lands within a flicker did not swing, and pinning it
+    again a little elsewhere after an instant free would make it jump."""
+    heel, toe = heel.copy(), toe.copy()
+    for row in range(len(heel)):
+        foot = heel[row] | toe[row]
+        gaps = fill_gaps(foot[None], max_gap)[0] & ~foot
+        for start, end in zip(*run_edges(gaps)):
+            if start == 0 or end == len(foot):
+                continue
+            by_heel, by_toe = heel[row, start - 1] and heel[row, end], toe[row, start - 1] and toe[row, end]
+            heel[row, start:end] |= by_heel or not by_toe
+            toe[row, start:end] |= by_toe or not by_heel
+    return heel, toe
+
+
+def run_edges(mask):
+    """Starts and ends (exclusive) of the runs of True in a 1-D mask."""
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], mask.astype(np.int8), [0]])))
+    return edges[::2], edges[1::2]
+
+
+def grow_into(labels, allowed, direction=0):
+    """Each run of ``allowed`` frames that holds a label becomes a contact as a whole; with
+    ``direction`` -1 only its frames up to the run's last label (contacts start earlier), +1
+    only those from its first label on (contacts end later).
 
     A heel still settling onto the ground, a toe rolling off it: near the ground and slowing
     (or speeding up) but not yet (or no longer) still. The hardware measures contact there.
@@ -296,33 +329,14 @@ def grow_into(labels, allowed):
     ids = run_ids(allowed)
     held = np.zeros(ids.max() + 1, dtype=bool)
     held[ids[labels & allowed]] = True
-    return held[ids] & allowed
-
-
-EASE_PEAK = 0.5  # the solver's weight on the frame next to a contact: the foot moves at half its speed
-
-
-def ease_edges(weights, fps, seconds):
-    """Weights (L, F) for the solve: each contact (>= 0.5) as it is, plus a ramp outside it
-    from ``EASE_PEAK`` down to 0 over ``seconds`` on both sides.
-
-    Between two weighted frames the solve scales the toe's step by ``1 - weight``, so the
-    foot leaves a lock slowly and speeds up as it rises, and slows down before the next one:
-    the correction the lock built up is paid back in the air, not by the foot rushing along
-    the ground right after toe-off. Frames labelled as contacts are untouched, so the lock
-    starts and ends with the labels; weights already above the ramp (a soft hand-keyed
-    curve) are kept.
-    """
-    weights = np.asarray(weights, dtype=float)
-    if seconds <= 0 or not weights.size:
-        return weights.copy()
-    contact = weights >= 0.5
-    index = np.arange(weights.shape[-1])
-    since = index - np.maximum.accumulate(np.where(contact, index, -(10**9)), axis=-1)
-    until = np.minimum.accumulate(np.where(contact, index, 10**9)[..., ::-1], axis=-1)[..., ::-1] - index
-    x = np.clip(np.minimum(since, until) / (seconds * fps), 0.0, 1.0)
-    ramp = EASE_PEAK * (1.0 - x * x * (3.0 - 2.0 * x))  # smoothstep: no kink where the ramp ends
-    return np.where(contact, weights, np.maximum(weights, ramp))
+    grown = held[ids] & allowed
+    if direction:
+        index = np.broadcast_to(np.arange(labels.shape[-1]), labels.shape)
+        first, last = np.full(ids.max() + 1, labels.shape[-1]), np.full(ids.max() + 1, -1)
+        np.minimum.at(first, ids[labels & allowed], index[labels & allowed])
+        np.maximum.at(last, ids[labels & allowed], index[labels & allowed])
+        grown &= (index <= last[ids]) if direction < 0 else (index >= first[ids])
+    return grown | labels
 
 
 def fill_gaps(labels, max_gap):

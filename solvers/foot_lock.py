@@ -12,7 +12,7 @@ import numpy as np
 
 from . import metrics
 from . import quaternion as quat
-from .contacts import ContactSettings, detect_contacts, ease_edges
+from .contacts import ContactSettings, detect_foot_contacts
 from .kinematics import Motion, Pose, SolverInputError, check_motion, forward_kinematics
 from .leg_ik import LegOptions, measure_leg, solve_leg
 from .offline_lock import OfflineProblem, OfflineWeights, solve_offline_lock
@@ -91,7 +91,7 @@ def label_foot_contacts(skeleton, motion, rig, up, settings=None):
 def _label_feet(skeleton, gpos, rig, up, fps, settings):
     heels, toes = _points(gpos, rig, "ankle"), _points(gpos, rig, "toe")
     heel_labels, toe_labels, slip = detect_foot_contacts(
-        heels, toes, travel(skeleton, gpos, rig, up), up, fps, leg_length(gpos, rig), settings
+        heels, toes, travel(skeleton, gpos, rig, up), up, fps, leg_length(gpos, rig), settings, foot_edges=False
     )
     heel_labels[[not leg.has_toe_bone for leg in rig.legs]] = 0.0
     return heel_labels, _bridge_toe_breaks(toe_labels, heel_labels), slip
@@ -113,17 +113,6 @@ def _bridge_toe_breaks(toe_labels, heel_labels):
             if len(later) and heel[start - 1 : later[0] + 1].all():
                 toe[start : later[0]] = np.maximum(toe[start - 1], toe[later[0]])
     return out
-
-
-def detect_foot_contacts(heels, toes, root, up, fps, length, settings=None):
-    """Heel and toe contact weights, (L, F) each, from heel (ankle) and toe (ball) points
-    (L, F, 3), and the toes' slip factor.
-
-    For now each point is labelled on its own trajectory by :func:`~.contacts.detect_contacts`;
-    the heel/toe labeller of issue 10 item 1 takes this one's place."""
-    toe_labels, slip = detect_contacts(toes, root, up, fps, length, settings)
-    heel_labels, _ = detect_contacts(heels, root, up, fps, length, settings)
-    return heel_labels, toe_labels, slip
 
 
 def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None, settings=None,
@@ -170,8 +159,7 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
         solution = solve_offline_lock(
             OfflineProblem(
                 pelvis=before["pelvis"], hips=before["hips"], toes=before["toes"], ankles=before["ankles"],
-                contacts=ease_edges(contacts, motion.fps, settings.contacts.ease),
-                reach=np.stack([lim.max_extension - lim.softening for lim in limits]),
+                contacts=contacts, reach=np.stack([lim.max_extension - lim.softening for lim in limits]),
                 fps=motion.fps, heel_contacts=heel_contacts,
             ),
             settings.weights,

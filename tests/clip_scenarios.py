@@ -161,12 +161,6 @@ def root_scenarios(skeleton, motion):
     }
 
 
-def in_place(skeleton, motion):
-    """The clip walked on the spot, as a treadmill or a game's in-place cycle plays it: the
-    roots keep no horizontal travel, so the planted feet move backward together."""
-    return scale_root_motion(skeleton, motion, 0.0)
-
-
 def gait_cycle(motion, up=bvh.UP):
     """(first, last) frames 0.8-1.5 s apart whose poses (joint rotations, pelvis height)
     match best: one gait cycle of a walk."""
@@ -192,3 +186,15 @@ def walk_cycle(motion, up=bvh.UP):
     offset = np.zeros_like(cycle.pos[0])
     offset[0] = horizontal(cycle.pos[-1, 0] - cycle.pos[0, 0], up)
     return loops.close_seam(cycle, offset)[0]
+
+
+def toe_labels(skeleton, motion, rig, settings=None):
+    """The contact labeller's own toe labels (L, F), before the solve's heel/toe bridging."""
+    from foot_lock.solvers.contacts import detect_contacts
+    from foot_lock.solvers.foot_lock import travel
+    from foot_lock.solvers.rig import leg_length
+
+    _, gpos = forward_kinematics(skeleton, motion.rot, motion.pos)
+    toes = np.stack([gpos[:, leg.toe] for leg in rig.legs])
+    return detect_contacts(toes, travel(skeleton, gpos, rig, bvh.UP), bvh.UP, motion.fps, leg_length(gpos, rig),
+                           settings)[0]
