@@ -20,6 +20,7 @@ from foot_lock.solvers.contacts import (
     ContactSettings,
     detect_contacts,
     detect_foot_contacts,
+    fill_foot_gaps,
     fill_gaps,
     grow_into,
     local_slip,
@@ -226,3 +227,11 @@ def test_strongly_skated_feet_are_still_labelled(clip):
 def test_only_long_enough_runs_stay():
     mask = np.array([[1, 1, 0, 1, 1, 1, 0, 1], [1, 1, 1, 0, 0, 0, 0, 0]], dtype=bool)
     assert long_runs(mask, 3).astype(int).tolist() == [[0, 0, 0, 1, 1, 1, 0, 0], [1, 1, 1, 0, 0, 0, 0, 0]]
+
+
+def test_a_foot_off_the_ground_for_an_instant_did_not_swing():
+    heel = np.array([[1, 1, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0]], dtype=bool)
+    toe = np.array([[0, 1, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 1]], dtype=bool)
+    filled_heel, filled_toe = fill_foot_gaps(heel, toe, 2)
+    assert filled_heel.astype(int).tolist() == [[1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 0]]  # heel on both sides
+    assert filled_toe.astype(int).tolist() == [[0, 1, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1]]  # neither: both
