@@ -105,7 +105,8 @@ def _clip_summary(clip):
     contacts = sum(leg["frames"] for leg in clip["contacts"].values())
     text = (
         f"{name}{clip['frames']} frames, {contacts} contact frames, "
-        f"toe slide {before['toe_slide_cm_s']:.1f} -> {after['toe_slide_cm_s']:.2f} cm/s, "
+        f"toe slide {before['toe_slide_cm_s']:.1f} -> {after['toe_slide_cm_s']:.2f} cm/s "
+        f"(feet on the ground {before['ground_slide_cm_s']:.1f} -> {after['ground_slide_cm_s']:.1f} cm/s), "
         f"skating {100 * before['skate_ratio']:.1f}% -> {100 * after['skate_ratio']:.1f}%"
     )
     return text + "".join(f" [warning: {w}]" for w in clip["warnings"])

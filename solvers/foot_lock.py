@@ -12,7 +12,7 @@ import numpy as np
 
 from . import metrics
 from . import quaternion as quat
-from .contacts import REFERENCE_LEG_LENGTH, ContactSettings, detect_contacts
+from .contacts import REFERENCE_LEG_LENGTH, ContactSettings, detect_foot_contacts
 from .kinematics import Motion, Pose, SolverInputError, check_motion, forward_kinematics
 from .leg_ik import LegOptions, measure_leg, solve_leg
 from .offline_lock import OfflineProblem, OfflineWeights, solve_offline_lock
@@ -92,7 +92,7 @@ def label_foot_contacts(skeleton, motion, rig, up, settings=None):
 def _label_feet(skeleton, gpos, rig, up, fps, settings):
     heels, toes, length = _points(gpos, rig, "ankle"), _points(gpos, rig, "toe"), leg_length(gpos, rig)
     heel_labels, toe_labels, slip = detect_foot_contacts(
-        heels, toes, travel(skeleton, gpos, rig, up), up, fps, length, settings
+        heels, toes, travel(skeleton, gpos, rig, up), up, fps, length, settings, foot_edges=False
     )
     heel_labels = _heel_down(heel_labels, heels, up, length)
     heel_labels[[not leg.has_toe_bone for leg in rig.legs]] = 0.0
@@ -114,17 +114,6 @@ def _heel_down(heel_labels, heels, up, length):
             run = slice(start, end)
             labels[run] = np.where(height[run] <= height[run].min() + lift, labels[run], 0.0)
     return out
-
-
-def detect_foot_contacts(heels, toes, root, up, fps, length, settings=None):
-    """Heel and toe contact weights, (L, F) each, from heel (ankle) and toe (ball) points
-    (L, F, 3), and the toes' slip factor.
-
-    For now each point is labelled on its own trajectory by :func:`~.contacts.detect_contacts`;
-    the heel/toe labeller of issue 10 item 1 takes this one's place."""
-    toe_labels, slip = detect_contacts(toes, root, up, fps, length, settings)
-    heel_labels, _ = detect_contacts(heels, root, up, fps, length, settings)
-    return heel_labels, toe_labels, slip
 
 
 def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None, settings=None,
@@ -190,13 +179,19 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
         "bone_lengths": np.array([leg_bone_length(gpos, leg) for leg in rig.legs]),
         "reference_pelvis": before["pelvis"][measured],
     }
+    before_figures = _metrics(_frames(before, measured), **figures)
+    if IN_PLACE not in warnings:  # an in-place walk is left unlocked on purpose: its labels are not the news
+        warnings += metrics.implausible_contacts(
+            contacts, metrics.foot_points(before["ankles"], before["toes"]), up, motion.fps,
+            metrics.adult_size(figures["bone_lengths"], unit_scale), [leg.name for leg in rig.legs],
+        )
     return FootLockResult(
         motion=type(motion)(pose.rot, pose.pos, motion.fps, dict(motion.meta)),
         contacts=contacts,
         heel_contacts=heel_contacts,
         rotation_joints=sorted({j for leg in rig.legs for j in _rotated_joints(leg)}),
         location_joints=[rig.pelvis],
-        before=_metrics(_frames(before, measured), **figures),
+        before=before_figures,
         after=_metrics(_frames(after, measured), **figures),
         slip=slip,
         lock_residual=solution.lock_residual,

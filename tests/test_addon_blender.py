@@ -500,4 +500,5 @@ def test_the_panel_report_says_what_the_bake_did(addon, clips_dir, tmp_path):
     assert report.valid and report.action == "walk.footlock" and report.frames == 317
     assert 250 < report.contact_frames < 634  # some, not all, leg-frames were locked
     assert report.slide_before > 20.0 and report.slide_after < 1.0
+    assert report.ground_slide_before > 20.0 > 5.0 > report.ground_slide_after  # not only the locked frames
     assert 0.0 < report.pelvis_shift < 4.0 and report.seconds > 0.0
