@@ -232,3 +232,17 @@ def test_corrupt_scenes_are_one_line_each_in_a_single_run_and_a_batch(blender, t
         (line,) = single.stdout.splitlines()
         assert line.startswith(f"FAILED {folder / name}: ") and expected[name] in line
     assert not (tmp_path / "out").exists() or list((tmp_path / "out").iterdir()) == []
+
+
+def test_keys_that_are_not_numbers_are_never_saved(blender, walk):
+    """The last check before any save, whatever put the keys there."""
+    from foot_lock.adapters import action_compat
+    from foot_lock.cli.blender_files import refuse_non_finite_keys
+    from foot_lock.cli.errors import ClipError
+
+    obj = import_clip(blender, walk)
+    refuse_non_finite_keys()  # a clean scene passes
+    fcurve = next(iter(action_compat.iter_fcurves(obj, obj.animation_data.action)))
+    fcurve.keyframe_points[10].co.y = float("nan")
+    with pytest.raises(ClipError, match="not numbers: nothing was written"):
+        refuse_non_finite_keys()
