@@ -9,6 +9,7 @@ import os
 from pathlib import Path
 
 from .clip_files import FORMATS
+from .root_motion_files import add_root_motion_command
 from .settings_flags import add_flags, panel_settings, resolve
 
 DEFAULT_TIMEOUT = 3600.0  # seconds per file: generous, a long clip takes a minute or two
@@ -27,6 +28,7 @@ def build_parser(settings):
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_remove_sliding(commands, settings)
+    add_root_motion_command(commands)
     _add_demo(commands)
     return parser
 

@@ -1,4 +1,4 @@
-"""The two commands, ``remove-sliding`` and ``demo`` (their arguments: :mod:`.arguments`).
+"""The commands ``remove-sliding``, ``root-motion`` and ``demo`` (their arguments: :mod:`.arguments`).
 
 ``remove-sliding`` on one file fixes a BVH going to a BVH in this process (numpy only)
 and every file that goes through Blender in a worker process (:mod:`.batch`), so that a
@@ -17,6 +17,7 @@ from .demo import run_demo
 from .errors import ClipError
 from .paths import refuse_writing_inputs
 from .report import file_line, summary_line, write_report
+from .root_motion_files import root_motion
 from .settings_flags import panel_settings, settings_argv, settings_used
 from .stops import Stopped, stop_on_signals
 
@@ -28,7 +29,7 @@ def main(argv=None):
     args = parse_args(argv)
     with stop_on_signals():
         try:
-            return remove_sliding(args) if args.command == "remove-sliding" else run_demo(args)
+            return COMMANDS[args.command](args)
         except Stopped as stop:
             print(f"Foot Lock: {stop}", flush=True)
             return stop.exit_status
@@ -109,3 +110,5 @@ def per_file_argv(args):
             argv += [flag, str(value)]
     return argv + (["--all-actions"] if args.all_actions else [])
 
+
+COMMANDS = {"remove-sliding": remove_sliding, "root-motion": root_motion, "demo": run_demo}
