@@ -10,11 +10,14 @@ import subprocess
 import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from functools import partial
 from pathlib import Path
 
 from .clip_files import FORMATS
 from .errors import ClipError
+from .farm import planned
 from .report import FileRecord, file_line, read_record
+from .resume import stamped
 
 SCRIPT = Path(__file__).resolve().with_name("blender_script.py")
 
@@ -24,24 +27,43 @@ def clips_in(folder):
     return sorted(path for path in folder.rglob("*") if path.suffix.lower() in FORMATS and path.is_file())
 
 
-def fix_folder(source, target, jobs, options):
+def fix_folder(source, target, jobs, options, farm):
     """Fix every clip of ``source`` into the same place under ``target``; prints a line per file.
 
-    ``options`` are the command-line arguments each worker gets besides its files.
+    ``options`` are the command-line arguments each worker gets besides its files; ``farm``
+    the command line's shard, resume and scheduler choices (:mod:`.farm`).
     """
     clips = clips_in(source)
     if not clips:
         raise ClipError(f"no clips ({', '.join(FORMATS)}) in {source}")
-    records = []
-    with tempfile.TemporaryDirectory(prefix="foot_lock_") as scratch, ThreadPoolExecutor(min(jobs, len(clips))) as pool:
-        futures = [
-            pool.submit(run_worker, clip, target / clip.relative_to(source), Path(scratch) / f"{i}.json", options)
-            for i, clip in enumerate(clips)
-        ]
-        for done, future in enumerate(as_completed(futures), 1):
-            records.append(future.result())
-            print(f"[{done}/{len(clips)}] {file_line(records[-1])}", flush=True)
+    pairs, done = planned(source, target, clips, farm, options)
+    records = list(done.values())
+    for count, record in enumerate(_records(pairs, jobs, options, farm.scheduler), 1):
+        records.append(record)
+        print(f"[{count}/{len(pairs)}] {file_line(record)}", flush=True)
     return sorted(records, key=lambda record: record.input)
+
+
+def _records(pairs, jobs, options, scheduler):
+    """The records of the ``pairs`` fixed, as they finish: on a Dask cluster or the local pool."""
+    if not pairs:
+        return iter(())
+    if scheduler:
+        from .dask_engine import cluster_records  # Dask is optional
+
+        return cluster_records(scheduler, pairs, options)
+    return local_records(pairs, jobs, options)
+
+
+def local_records(pairs, jobs, options):
+    """The records of the ``(source, target)`` pairs fixed by ``jobs`` local worker processes."""
+    with tempfile.TemporaryDirectory(prefix="foot_lock_") as scratch, ThreadPoolExecutor(min(jobs, len(pairs))) as pool:
+        futures = [
+            pool.submit(stamped, clip, options, partial(run_worker, clip, output, Path(scratch) / f"{i}.json", options))
+            for i, (clip, output) in enumerate(pairs)
+        ]
+        for future in as_completed(futures):
+            yield future.result()
 
 
 def run_worker(source, target, report, options):

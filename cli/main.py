@@ -3,16 +3,21 @@
 import argparse
 import os
 import sys
+from functools import partial
 from pathlib import Path
 
 from .batch import fix_folder
 from .clip_files import FORMATS, fix_file
 from .demo import BUNDLED_CLIP, run_demo
 from .errors import ClipError
+from .farm import add_farm_flags, farm_misuse
+from .merge_reports import add_merge_reports, merge_reports
 from .report import file_line, summary_line, write_report
+from .resume import stamped
 from .settings_flags import add_flags, panel_settings, resolve, settings_argv
 
-EXIT_FAILED = 1  # a clip failed (argparse exits with 2 on a bad command line)
+EXIT_FAILED = 1  # a clip failed
+EXIT_USAGE = 2  # a bad command line (as argparse exits)
 
 
 def main(argv=None):
@@ -55,6 +60,7 @@ def build_parser(settings):
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_remove_sliding(commands, settings)
     _add_demo(commands)
+    add_merge_reports(commands).set_defaults(run=merge_reports)
     return parser
 
 
@@ -82,6 +88,7 @@ def _add_remove_sliding(commands, settings):
         help="metres per BVH unit, for the figures reported (default: guessed from the leg length, "
         "taking the common unit that makes the legs an adult's: m, cm, mm, inch or CMU's 0.056444 m)",
     )
+    add_farm_flags(parser)
     if settings:
         add_flags(parser, settings)
     else:
@@ -115,15 +122,19 @@ def _positive(kind):
 
 
 def remove_sliding(args):
+    misuse = farm_misuse(args)
+    if misuse:
+        print(f"Foot Lock: {misuse}")
+        return EXIT_USAGE
     if args.input.is_dir():
         try:
-            records = fix_folder(args.input, args.output, args.jobs, per_file_argv(args))
+            records = fix_folder(args.input, args.output, args.jobs, per_file_argv(args), args)
         except ClipError as error:
             print(f"Foot Lock: {error}")
             return EXIT_FAILED
         print(summary_line(records, args.report), flush=True)
     else:
-        records = [fix_file(args.input, args.output, args)]
+        records = [stamped(args.input, per_file_argv(args), partial(fix_file, args.input, args.output, args))]
         print(file_line(records[0]), flush=True)
     if args.report:
         write_report(args.report, records, {s.name: getattr(args, s.name) for s in panel_settings()})

@@ -1,0 +1,67 @@
+"""``merge-reports A.json B.json ... -o all.json``: the reports of a batch's shards as one.
+
+The merged report is the one an unsharded run would have written (files in the same
+order, the same summary). Reports of different settings or Foot Lock versions, or that
+share a file, are not shards of one batch: they are refused rather than mixed.
+"""
+
+import json
+from pathlib import Path
+
+from .report import FileRecord, summary_line, write_report
+
+EXIT_REFUSED = 2
+
+
+def add_merge_reports(commands):
+    parser = commands.add_parser(
+        "merge-reports", help="join the --report files of a batch's shards into one",
+        description="Join the reports of the shards of one batch (--shard K/N) into the report an "
+        "unsharded run would have written. Exit status: 0 when every file was fixed, 1 when any "
+        "failed, 2 when the reports cannot be merged.",
+    )
+    parser.add_argument("reports", type=Path, nargs="+", metavar="REPORT", help="the shards' JSON reports")
+    parser.add_argument("-o", "--output", type=Path, required=True, metavar="JSON", help="the merged report")
+    return parser
+
+
+def merge_reports(args):
+    try:
+        records, settings = merged(args.reports)
+    except MergeError as error:
+        print(f"Foot Lock: cannot merge the reports: {error}")
+        return EXIT_REFUSED
+    write_report(args.output, records, settings)
+    print(summary_line(records, args.output), flush=True)
+    return 0 if all(record.ok for record in records) else 1
+
+
+class MergeError(Exception):
+    """The reports are not the shards of one batch (or not reports)."""
+
+
+def merged(paths):
+    """All records of the reports at ``paths``, by input, and their common settings."""
+    documents = [_read(path) for path in paths]
+    for key in ("foot_lock_version", "settings"):
+        differing = [str(path) for path, document in zip(paths, documents) if document[key] != documents[0][key]]
+        if differing:
+            raise MergeError(f"{', '.join(differing)}: other {key.replace('_', ' ')} than {paths[0]}")
+    records, origin = [], {}
+    for path, document in zip(paths, documents):
+        for entry in document["files"]:
+            if entry["input"] in origin:
+                raise MergeError(f"{entry['input']} is in both {origin[entry['input']]} and {path}")
+            origin[entry["input"]] = path
+            records.append(FileRecord(**entry))
+    return sorted(records, key=lambda record: record.input), documents[0]["settings"]
+
+
+def _read(path):
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+        if not {"foot_lock_version", "settings", "files"} <= document.keys():
+            raise ValueError("not a Foot Lock report")
+        return document
+    except (OSError, ValueError, AttributeError) as error:
+        raise MergeError(f"{path}: {error}") from error
