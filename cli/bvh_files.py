@@ -3,7 +3,7 @@
 The output is the input file with only the solved joints' channel values rewritten
 (:func:`~..solvers.bvh.write`): hierarchy, joint order, channel order, axes (Y-up),
 units, frame rate and every other value stay as they were, so the file drops back into
-the same pipeline.
+the same pipeline. It is written atomically (:func:`~.paths.atomic_output`).
 """
 
 import time
@@ -13,6 +13,7 @@ import numpy as np
 from ..solvers import bvh
 from ..solvers.contacts import REFERENCE_LEG_LENGTH
 from ..solvers.foot_lock import remove_foot_sliding
+from .paths import atomic_output
 from .report import clip_entry
 
 # Metres per file unit of the units BVH files come in. CMU's files use their own unit.
@@ -50,7 +51,8 @@ def fix_bvh(source, target, settings, unit_override=None):
     # Solved in metres, the regime the solver is tuned and tested in; written back in file units.
     skeleton, motion = bvh.to_motion(parsed, scale)
     result = remove_foot_sliding(skeleton, motion, rig, bvh.UP, settings=settings)
-    bvh.write(target, parsed, result.motion, scale, result.rotation_joints, result.location_joints)
+    with atomic_output(target) as temp:
+        bvh.write(temp, parsed, result.motion, scale, result.rotation_joints, result.location_joints)
     return [clip_entry(
         result, [leg.name for leg in rig.legs], frame_start=1, fps=motion.fps, unit_scale=scale,
         seconds=time.perf_counter() - start, armature=None, action=None, output_action=None,

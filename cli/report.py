@@ -5,11 +5,14 @@ summary and the demo's table are printed from.
 """
 
 import json
+import math
 import tomllib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
+
+from .paths import atomic_output
 
 MANIFEST = Path(__file__).resolve().parents[1] / "blender_manifest.toml"
 
@@ -57,16 +60,32 @@ def foot_lock_version():
     return tomllib.loads(MANIFEST.read_text(encoding="utf-8"))["version"]
 
 
-def write_report(path, records, settings):
+def write_report(path, records, settings, stopped=None, unfinished=()):
+    """The run's JSON report, strict JSON (a figure that is not a number is ``null``),
+    written atomically. A stopped run reports the files that finished and lists the rest."""
     failed = [r.input for r in records if not r.ok]
+    summary = {"files": len(records), "fixed": len(records) - len(failed), "failed": failed}
+    if stopped:
+        summary.update(stopped=stopped, unfinished=list(unfinished))
     document = {
         "foot_lock_version": foot_lock_version(),
         "settings": settings,
-        "summary": {"files": len(records), "fixed": len(records) - len(failed), "failed": failed},
+        "summary": summary,
         "files": [asdict(record) for record in records],
     }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    text = json.dumps(_finite_or_null(document), indent=2, allow_nan=False) + "\n"
+    with atomic_output(path) as temp:
+        temp.write_text(text, encoding="utf-8")
+
+
+def _finite_or_null(value):
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _finite_or_null(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite_or_null(item) for item in value]
+    return value
 
 
 def read_record(path):
