@@ -31,7 +31,7 @@ from .batch import Workers, run_worker
 from .errors import ClipError
 from .farm import INSTALL, LOCAL_PREFIX
 from .report import FileRecord
-from .resume import stamped
+from .resume import stamp, stamped
 
 ATTEMPTS = 2  # a task whose worker is lost is retried once
 
@@ -114,14 +114,18 @@ class _Run:
             return future.result()
         error = future.exception()
         if type(error).__name__ != "KilledWorker":
-            return FileRecord(str(source), str(target), error=f"the Dask task failed: {error!r}")
+            return self.failed(source, target, f"the Dask task failed: {error!r}")
         attempts = earlier_attempts + client.get_metadata(future.key, 0)  # + its starts under this key
         if attempts >= ATTEMPTS:
-            return FileRecord(str(source), str(target), error=_lost_message(attempts))
+            return self.failed(source, target, _lost_message(attempts))
         again = self.submit(client, source, target, attempts)
         tasks[again] = (source, target, attempts)
         finished.add(again)
         return None
+
+    def failed(self, source, target, error):
+        """The record of a file whose task gave none (the input was not read here: no hash)."""
+        return stamp(FileRecord(str(source), str(target), error=error), None, self.options)
 
 
 def _lost_message(attempts):

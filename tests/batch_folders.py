@@ -1,6 +1,7 @@
 """Folders of short clips for the batch tests: pieces of the CMU walk, each sliding its own way."""
 
 import json
+import math
 import os
 from pathlib import Path
 
@@ -38,6 +39,20 @@ def without_timings(value):
     if isinstance(value, list):
         return [without_timings(item) for item in value]
     return value
+
+
+def differences(a, b, rel=1e-9, where=""):
+    """Where two reports (or parts) differ: every path whose values are not equal, numbers
+    compared to ``rel`` (another process may sum in another order: BLAS threads)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return [d for key in sorted(a.keys() | b.keys(), key=str)
+                for d in differences(a.get(key), b.get(key), rel, f"{where}/{key}")]
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [d for i, (x, y) in enumerate(zip(a, b)) for d in differences(x, y, rel, f"{where}[{i}]")]
+    numbers = all(isinstance(v, float | int) and not isinstance(v, bool) for v in (a, b))
+    if numbers and math.isclose(a, b, rel_tol=rel, abs_tol=rel):
+        return []
+    return [] if a == b else [f"{where}: {a!r} != {b!r}"]
 
 
 def read_report(path):
