@@ -88,7 +88,7 @@ def scheduler(tmp_path_factory, pythonpath):
                          "--scheduler-file", scheduler_file], env, folder / "scheduler.log")]
     worker_env = {**env, "FOOT_LOCK_TEST_KILL_PARENT": str(marks)}
     try:
-        _wait_for(scheduler_file.is_file, processes[0], folder / "scheduler.log")
+        _wait_for(scheduler_file.is_file, folder / "scheduler.log", process=processes[0])
         processes += [
             _start([*dask, "worker", "--scheduler-file", scheduler_file, "--nthreads", "1", "--no-dashboard",
                     "--name", f"worker-{i}"], worker_env, folder / f"worker-{i}.log")
@@ -114,10 +114,11 @@ def _start(command, env, log):
         return subprocess.Popen([str(part) for part in command], env=env, stdout=output, stderr=subprocess.STDOUT)
 
 
-def _wait_for(condition, process, log, seconds=120):
+def _wait_for(condition, log, seconds=120, process=None):
+    """Wait until ``condition()`` (and while ``process``, if given, runs)."""
     deadline = time.monotonic() + seconds
     while not condition():
-        assert process.poll() is None, log.read_text()
+        assert process is None or process.poll() is None, log.read_text()
         assert time.monotonic() < deadline, f"not ready after {seconds} s: {log.read_text()}"
         time.sleep(0.2)
 
@@ -180,3 +181,54 @@ def test_a_killed_worker_is_retried_once_then_the_file_is_reported(runs, folder)
     assert not (out / "sub" / "killed_always.bvh").exists()
     assert report["summary"]["failed"] == sorted(
         str(folder / name) for name in ("hang.bvh", "sub/corrupt.bvh", "sub/killed_always.bvh"))
+
+
+# --- local:N, and a stop -----------------------------------------------------------------
+
+
+def test_a_local_dask_cluster_gives_the_local_pools_report(runs, folder, pythonpath, tmp_path):
+    """``local:2`` on the shard 1/4 of the folder (four BVH walks and a .blend; no fault
+    fires outside the Dask workers started above): the local pool's figures for them."""
+    result = run_python(
+        ["-m", "foot_lock", "remove-sliding", folder, "-o", tmp_path / "out", "--scheduler", "local:2",
+         "--shard", "1/4", "--report", tmp_path / "report.json"], cwd=tmp_path, pythonpath=pythonpath,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    files = _entries(read_report(tmp_path / "report.json"), tmp_path / "out")
+    local = _entries(runs["local"][1], runs["local"][2])
+    assert len(files) == 5 and any(key.endswith(".blend") for key in files)
+    assert differences(without_timings(files), without_timings({key: local[key] for key in files})) == []
+
+
+def test_a_stopped_cluster_run_ends_its_processes_on_the_workers(folder, pythonpath, scheduler, tmp_path):
+    """SIGTERM while the cluster runs the shard 3/4 (with the hung file): exit status 143,
+    the hung file's process on its Dask worker is killed, no partial output is left and the
+    report lists what did not finish."""
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    command = [sys.executable, "-m", "foot_lock", "remove-sliding", folder, "-o", tmp_path / "out", "--scheduler",
+               scheduler, "--shard", "3/4", "--timeout", 600, "--report", tmp_path / "report.json"]
+    with open(tmp_path / "log", "w") as log:
+        run = subprocess.Popen([str(part) for part in command], cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT,
+                               env={**env, "PYTHONPATH": str(pythonpath)})
+    hung = str(folder / "hang.bvh")
+    _wait_for(lambda: _processes_with(hung), tmp_path / "log", process=run)
+    run.send_signal(signal.SIGTERM)
+    assert run.wait(timeout=120) == 143, (tmp_path / "log").read_text()
+    _wait_for(lambda: not _processes_with(hung), tmp_path / "log", seconds=30)
+    summary = read_report(tmp_path / "report.json")["summary"]
+    assert summary["stopped"] == "stopped by SIGTERM" and hung in summary["unfinished"]
+    assert not any(path.name.startswith(".foot_lock-partial-") for path in (tmp_path / "out").rglob("*"))
+
+
+def _processes_with(argument):
+    """The ids of the processes whose command line has ``argument``."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+                arguments = cmdline.read().decode(errors="replace").split("\0")
+        except OSError:
+            continue  # it ended meanwhile
+        if argument in arguments:
+            found.append(int(pid))
+    return found
