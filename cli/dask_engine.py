@@ -44,7 +44,7 @@ def cluster_records(address, pairs, options, timeout):
     """Fix each ``(source, target)`` as a task on the cluster at ``address``; yields the
     records as the tasks finish."""
     distributed = _import_distributed()
-    run = _Run(uuid4().hex, options, timeout)
+    run = _Run(uuid4().hex, options, timeout, distributed.KilledWorker)
     with _connect(distributed, address) as client:
         tasks = {run.submit(client, source, target): (source, target, 0) for source, target in pairs}
         finished = distributed.as_completed(tasks)
@@ -56,7 +56,8 @@ def cluster_records(address, pairs, options, timeout):
         finally:
             if tasks:  # stopped, or this generator closed early: nothing more may start
                 client.cancel(list(tasks), force=True)
-            client.run(_stop_run, run.run_id)  # kill what still runs; forget the run
+            # Kill what still runs. A worker that cannot be reached has lost its processes anyway.
+            client.run(_stop_run, run.run_id, on_error="ignore")
 
 
 def _import_distributed():
@@ -100,8 +101,9 @@ class _ClusterClient:
 class _Run:
     """One batch on the cluster: submits its tasks, and again after a lost worker."""
 
-    def __init__(self, run_id, options, timeout):
+    def __init__(self, run_id, options, timeout, killed_worker):
         self.run_id, self.options, self.timeout = run_id, options, timeout
+        self.killed_worker = killed_worker  # distributed's exception for a task that lost its workers
 
     def submit(self, client, source, target, earlier_attempts=0):
         return client.submit(cluster_task, self.run_id, source, target, self.options, self.timeout,
@@ -112,20 +114,23 @@ class _Run:
         source, target, earlier_attempts = task
         if future.status == "finished":
             return future.result()
+        if future.status == "cancelled":  # by someone else: the scheduler restarted, the client was closed
+            return _failed(source, target, self.options, "the Dask task was cancelled")
         error = future.exception()
-        if type(error).__name__ != "KilledWorker":
-            return self.failed(source, target, f"the Dask task failed: {error!r}")
+        if not isinstance(error, self.killed_worker):
+            return _failed(source, target, self.options, f"the Dask task failed: {error!r}")
         attempts = earlier_attempts + client.get_metadata(future.key, 0)  # + its starts under this key
         if attempts >= ATTEMPTS:
-            return self.failed(source, target, _lost_message(attempts))
+            return _failed(source, target, self.options, _lost_message(attempts))
         again = self.submit(client, source, target, attempts)
         tasks[again] = (source, target, attempts)
         finished.add(again)
         return None
 
-    def failed(self, source, target, error):
-        """The record of a file whose task gave none (the input was not read here: no hash)."""
-        return stamp(FileRecord(str(source), str(target), error=error), None, self.options)
+
+def _failed(source, target, options, error):
+    """The record of a file that was not fixed, and whose input was not read: no hash."""
+    return stamp(FileRecord(str(source), str(target), error=error), None, options)
 
 
 def _lost_message(attempts):
@@ -140,7 +145,7 @@ def cluster_task(run_id, source, target, options, timeout, earlier_attempts):
     worker :data:`ATTEMPTS` times already."""
     attempts = earlier_attempts + _count_start()
     if attempts > ATTEMPTS:
-        return FileRecord(str(source), str(target), error=_lost_message(attempts - 1))
+        return _failed(source, target, options, _lost_message(attempts - 1))
     with tempfile.TemporaryDirectory(prefix="foot_lock_") as scratch:
         report = Path(scratch) / "record.json"
         return stamped(source, options, partial(run_worker, source, target, report, options, timeout,

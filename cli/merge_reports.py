@@ -49,19 +49,22 @@ def merged(paths):
             raise MergeError(f"{', '.join(differing)}: other {key.replace('_', ' ')} than {paths[0]}")
     records, origin = [], {}
     for path, document in zip(paths, documents):
-        for entry in document["files"]:
-            if entry["input"] in origin:
-                raise MergeError(f"{entry['input']} is in both {origin[entry['input']]} and {path}")
-            origin[entry["input"]] = path
-            records.append(FileRecord(**entry))
+        for record in document["files"]:
+            if record.input in origin:
+                raise MergeError(f"{record.input} is in both {origin[record.input]} and {path}")
+            origin[record.input] = path
+            records.append(record)
     return sorted(records, key=lambda record: record.input), documents[0]["settings"]
 
 
 def _read(path):
+    """A report, its files as records."""
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
-        if not {"foot_lock_version", "settings", "files"} <= document.keys():
-            raise ValueError("not a Foot Lock report")
-        return document
-    except (OSError, ValueError, AttributeError) as error:
-        raise MergeError(f"{path}: {error}") from error
+        version, settings, entries = document["foot_lock_version"], document["settings"], document["files"]
+        return {"foot_lock_version": version, "settings": settings,
+                "files": [FileRecord(**entry) for entry in entries]}
+    except OSError as error:
+        raise MergeError(f"cannot read {path}: {error.strerror or error}") from error
+    except (ValueError, TypeError, KeyError, AttributeError) as error:
+        raise MergeError(f"{path} is not a Foot Lock report ({error!r})") from error

@@ -93,7 +93,7 @@ def test_the_shards_write_the_unsharded_outputs(sharded):
     assert {path: (out / path).read_bytes() for path in relative_outputs(out)} == sharded["whole_outputs"]
 
 
-def test_reports_of_different_settings_or_sharing_a_file_are_not_merged(sharded, tmp_path, capsys):
+def test_reports_of_other_settings_sharing_a_file_or_not_reports_are_not_merged(sharded, tmp_path, capsys):
     from foot_lock.cli import main
 
     shard1 = read_report(sharded["root"] / "shard1.json")
@@ -106,4 +106,7 @@ def test_reports_of_different_settings_or_sharing_a_file_are_not_merged(sharded,
     (tmp_path / "same.json").write_text(json.dumps(shard1))
     assert main(argv[:2] + [str(tmp_path / "same.json")] + argv[3:]) == 2
     assert "is in both" in capsys.readouterr().out
+    (tmp_path / "notes.json").write_text('{"files": []}')
+    assert main(argv[:2] + [str(tmp_path / "notes.json")] + argv[3:]) == 2
+    assert "notes.json is not a Foot Lock report" in capsys.readouterr().out
     assert not (tmp_path / "all.json").exists()
