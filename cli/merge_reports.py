@@ -1,7 +1,8 @@
 """``merge-reports A.json B.json ... -o all.json``: the reports of a batch's shards as one.
 
 The merged report is the one an unsharded run would have written (files in the same
-order, the same summary). Reports of different settings or Foot Lock versions, or that
+order, the same summary). A shard that was stopped (Ctrl-C, SIGTERM) makes the merged
+report a stopped one too, listing every file that did not finish. Reports of different settings or Foot Lock versions, or that
 share a file, are not shards of one batch: they are refused rather than mixed.
 """
 
@@ -27,13 +28,15 @@ def add_merge_reports(commands):
 
 def merge_reports(args):
     try:
-        records, settings = merged(args.reports)
+        records, settings, stop = merged(args.reports)
     except MergeError as error:
         print(f"Foot Lock: cannot merge the reports: {error}")
         return EXIT_REFUSED
-    write_report(args.output, records, settings)
+    write_report(args.output, records, settings, **stop)
+    if stop:
+        print(f"Foot Lock: unfinished files: {len(stop['unfinished'])} ({stop['stopped']})")
     print(summary_line(records, args.output), flush=True)
-    return 0 if all(record.ok for record in records) else 1
+    return 0 if all(record.ok for record in records) and not stop else 1
 
 
 class MergeError(Exception):
@@ -41,7 +44,8 @@ class MergeError(Exception):
 
 
 def merged(paths):
-    """All records of the reports at ``paths``, by input, and their common settings."""
+    """All records of the reports at ``paths``, by input, their common settings, and the
+    ``stopped`` and ``unfinished`` summary of the stopped ones (empty if none was)."""
     documents = [_read(path) for path in paths]
     for key in ("foot_lock_version", "settings"):
         differing = [str(path) for path, document in zip(paths, documents) if document[key] != documents[0][key]]
@@ -54,7 +58,11 @@ def merged(paths):
                 raise MergeError(f"{record.input} is in both {origin[record.input]} and {path}")
             origin[record.input] = path
             records.append(record)
-    return sorted(records, key=lambda record: record.input), documents[0]["settings"]
+    stopped = [(path, document["summary"]) for path, document in zip(paths, documents)
+               if document["summary"].get("stopped")]
+    stop = {"stopped": "; ".join(f"{path} {summary['stopped']}" for path, summary in stopped),
+            "unfinished": sorted(name for _, summary in stopped for name in summary["unfinished"])}
+    return sorted(records, key=lambda record: record.input), documents[0]["settings"], stop if stopped else {}
 
 
 def _read(path):
@@ -62,7 +70,7 @@ def _read(path):
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
         version, settings, entries = document["foot_lock_version"], document["settings"], document["files"]
-        return {"foot_lock_version": version, "settings": settings,
+        return {"foot_lock_version": version, "settings": settings, "summary": document["summary"],
                 "files": [FileRecord(**entry) for entry in entries]}
     except OSError as error:
         raise MergeError(f"cannot read {path}: {error.strerror or error}") from error

@@ -106,7 +106,21 @@ def test_reports_of_other_settings_sharing_a_file_or_not_reports_are_not_merged(
     (tmp_path / "same.json").write_text(json.dumps(shard1))
     assert main(argv[:2] + [str(tmp_path / "same.json")] + argv[3:]) == 2
     assert "is in both" in capsys.readouterr().out
-    (tmp_path / "notes.json").write_text('{"files": []}')
+    (tmp_path / "notes.json").write_text('{"files": [], "settings": {}}')
     assert main(argv[:2] + [str(tmp_path / "notes.json")] + argv[3:]) == 2
     assert "notes.json is not a Foot Lock report" in capsys.readouterr().out
     assert not (tmp_path / "all.json").exists()
+
+
+def test_a_stopped_shard_makes_the_merged_report_a_stopped_one(sharded, tmp_path, capsys):
+    from foot_lock.cli import main
+
+    shard2 = read_report(sharded["root"] / "shard2.json")
+    unfinished = shard2["files"].pop()["input"]
+    shard2["summary"].update(stopped="stopped by SIGTERM", unfinished=[unfinished])
+    (tmp_path / "shard2.json").write_text(json.dumps(shard2))
+    reports = [sharded["root"] / "shard1.json", tmp_path / "shard2.json", sharded["root"] / "shard3.json"]
+    assert main(["merge-reports", *map(str, reports), "-o", str(tmp_path / "all.json")]) == 1
+    assert f"unfinished files: 1 ({tmp_path / 'shard2.json'} stopped by SIGTERM)" in capsys.readouterr().out
+    summary = read_report(tmp_path / "all.json")["summary"]
+    assert summary["unfinished"] == [unfinished] and summary["files"] == 8
