@@ -27,6 +27,13 @@ from . import action_compat as compat
 from .errors import AdapterError
 
 CONTACT_PROPERTY = "foot_contact"
+HEEL_CONTACT_PROPERTY = "heel_contact"  # on the foot bone: its head, the ankle, is the heel pivot
+_CONTACT_DESCRIPTIONS = {
+    CONTACT_PROPERTY: "Foot contact: 1 where the ball of the foot (the toe bone's head) is planted and locked, "
+    "0 where it moves freely",
+    HEEL_CONTACT_PROPERTY: "Heel contact: 1 where the heel (the foot bone's head) is planted and locked, "
+    "0 where it moves freely",
+}
 TAIL_SUFFIX = ".tail"
 
 _ROTATION_CHANNEL = {"QUATERNION": ("rotation_quaternion", 4), "AXIS_ANGLE": ("rotation_axis_angle", 4)}
@@ -116,8 +123,8 @@ def bone_data_path(bone_name):
     return f'pose.bones["{bpy.utils.escape_identifier(bone_name)}"]'
 
 
-def contact_data_path(bone_name):
-    return f'{bone_data_path(bone_name)}["{CONTACT_PROPERTY}"]'
+def contact_data_path(bone_name, prop=CONTACT_PROPERTY):
+    return f'{bone_data_path(bone_name)}["{prop}"]'
 
 
 def _rotation_channel(mode):
@@ -506,25 +513,26 @@ def write_motion(
 # --- foot-contact curves ----------------------------------------------------------------
 
 
-def _contact_fcurve(obj, action, bone_name):
-    return compat.find_fcurve(compat.channel_bag(obj, action), contact_data_path(bone_name), 0)
+def _contact_fcurve(obj, action, bone_name, prop=CONTACT_PROPERTY):
+    return compat.find_fcurve(compat.channel_bag(obj, action), contact_data_path(bone_name, prop), 0)
 
 
-def has_contact_curve(obj, action, bone_name):
-    """Whether ``action`` has a ``foot_contact`` curve for the pose bone."""
-    return _contact_fcurve(obj, action, bone_name) is not None
+def has_contact_curve(obj, action, bone_name, prop=CONTACT_PROPERTY):
+    """Whether ``action`` has a ``foot_contact`` (or ``prop``) curve for the pose bone."""
+    return _contact_fcurve(obj, action, bone_name, prop) is not None
 
 
-def read_contact_curve(obj, action, bone_name, frames):
-    """The bone's ``foot_contact`` curve evaluated at ``frames``, or None without one."""
-    fcurve = _contact_fcurve(obj, action, bone_name)
+def read_contact_curve(obj, action, bone_name, frames, prop=CONTACT_PROPERTY):
+    """The bone's ``foot_contact`` (or ``prop``) curve evaluated at ``frames``, or None without one."""
+    fcurve = _contact_fcurve(obj, action, bone_name, prop)
     return None if fcurve is None else compat.read_values(fcurve, frames)
 
 
-def write_contact_curve(obj, action, bone_name, frames, values01):
-    """Key the pose bone's ``foot_contact`` property (0..1) on ``frames``: a key where the
-    value changes (and on the first frame), constant interpolation. Keys of the curve
-    outside ``frames`` stay. Creates the property with its 0..1 limits when missing.
+def write_contact_curve(obj, action, bone_name, frames, values01, prop=CONTACT_PROPERTY):
+    """Key the pose bone's ``foot_contact`` property (or ``prop``, e.g. ``heel_contact``)
+    (0..1) on ``frames``: a key where the value changes (and on the first frame), constant
+    interpolation. Keys of the curve outside ``frames`` stay. Creates the property with
+    its 0..1 limits when missing.
     """
     pose_bone = obj.pose.bones.get(bone_name)
     if pose_bone is None:
@@ -535,24 +543,24 @@ def write_contact_curve(obj, action, bone_name, frames, values01):
         raise AdapterError("contact frames and values must be non-empty and equally long")
     if not np.all(np.isfinite(values)):
         raise AdapterError(f"contact values of {bone_name!r} contain NaN")
-    if not isinstance(pose_bone.get(CONTACT_PROPERTY), float):
-        pose_bone[CONTACT_PROPERTY] = float(values[0])
+    if not isinstance(pose_bone.get(prop), float):
+        pose_bone[prop] = float(values[0])
         obj.update_tag()  # else the evaluated copy lacks the new property and ignores the curve
-    pose_bone.id_properties_ui(CONTACT_PROPERTY).update(
+    pose_bone.id_properties_ui(prop).update(
         min=0.0,
         max=1.0,
         soft_min=0.0,
         soft_max=1.0,
-        description="Foot contact: 1 where the foot is planted and locked, 0 where it moves freely",
+        description=_CONTACT_DESCRIPTIONS[prop],
     )
     bag = compat.channel_bag(obj, action, create=True)
-    fcurve = compat.find_fcurve(bag, contact_data_path(bone_name), 0)
+    fcurve = compat.find_fcurve(bag, contact_data_path(bone_name, prop), 0)
     changes = np.ones(len(values), dtype=bool)
     changes[1:] = values[1:] != values[:-1]
     key_frames, key_values = frames[changes], values[changes]
     span = (frames.min(), frames.max())  # every old key in here goes, even after the last change
     if fcurve is None:
-        fcurve = compat.new_fcurve(bag, contact_data_path(bone_name), 0, group=bone_name)
+        fcurve = compat.new_fcurve(bag, contact_data_path(bone_name, prop), 0, group=bone_name)
     else:
         # The frame after the range keeps its old value.
         after = int(frames.max()) + 1

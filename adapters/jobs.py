@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..solvers.foot_lock import label_contacts, remove_foot_sliding
+from ..solvers.foot_lock import label_foot_contacts, remove_foot_sliding
 from ..solvers.legs import detect_legs
 from ..solvers.rig import Leg, Rig
 from . import armature
@@ -103,6 +103,12 @@ def contact_bone(leg):
     return leg.toe or leg.foot
 
 
+def heel_bone(leg):
+    """The bone that carries a leg's ``heel_contact`` curve: the foot, whose head is the
+    heel pivot; None on a leg without a toe bone (its one point is the foot's tail)."""
+    return leg.foot if leg.toe else None
+
+
 # --- reading ----------------------------------------------------------------------------
 
 
@@ -175,13 +181,30 @@ def unit_scale(scene):
 # --- contacts ---------------------------------------------------------------------------
 
 
-def stored_contacts(obj, action, clip):
-    """(L, F) contact curves as keyed, NaN rows where a leg has none."""
+def stored_contacts(obj, action, clip, bones=None, prop=armature.CONTACT_PROPERTY):
+    """(L, F) contact curves as keyed, NaN rows where a leg has none; ``bones`` and
+    ``prop`` name other curves (default: each leg's ``foot_contact``)."""
     rows = []
-    for bone in clip.contact_bones:
-        values = armature.read_contact_curve(obj, action, bone, clip.frames)
+    for bone in clip.contact_bones if bones is None else bones:
+        values = None if bone is None else armature.read_contact_curve(obj, action, bone, clip.frames, prop)
         rows.append(np.full(len(clip.frames), np.nan) if values is None else values)
     return np.array(rows)
+
+
+def stored_heel_contacts(obj, action, clip):
+    """(L, F) ``heel_contact`` curves as keyed, NaN rows where a leg has none."""
+    return stored_contacts(obj, action, clip, _heel_bones(obj), armature.HEEL_CONTACT_PROPERTY)
+
+
+def _heel_bones(obj):
+    return [heel_bone(leg) for leg in obj.foot_lock.legs]
+
+
+def _curves(obj, clip):
+    """(bone or None, property) of every contact curve: per leg the toe's, then the heel's."""
+    return [(bone, armature.CONTACT_PROPERTY) for bone in clip.contact_bones] + [
+        (bone, armature.HEEL_CONTACT_PROPERTY) for bone in _heel_bones(obj)
+    ]
 
 
 def detect_contacts(obj, overwrite=False):
@@ -189,13 +212,15 @@ def detect_contacts(obj, overwrite=False):
     settings = ensure_legs(obj)
     action = editable_action(obj)
     clip = read_clip(obj, action)
-    labels, _ = label_contacts(clip.skeleton, clip.motion, clip.rig, UP, contact_settings(settings))
+    heels, toes, _ = label_foot_contacts(clip.skeleton, clip.motion, clip.rig, UP, contact_settings(settings))
     written, kept = [], []
-    for bone, values in zip(clip.contact_bones, labels):
-        if armature.has_contact_curve(obj, action, bone) and not overwrite:
+    for (bone, prop), values in zip(_curves(obj, clip), np.concatenate([toes, heels])):
+        if bone is None:
+            continue
+        if armature.has_contact_curve(obj, action, bone, prop) and not overwrite:
             kept.append(bone)
             continue
-        armature.write_contact_curve(obj, action, bone, clip.frames, values)
+        armature.write_contact_curve(obj, action, bone, clip.frames, values, prop)
         written.append(bone)
     return written, kept
 
@@ -221,17 +246,21 @@ def remove_sliding(obj, scene, progress=lambda fraction: None):
     clip = read_clip(obj, action)
     progress(0.3)
     contacts = stored_contacts(obj, action, clip)  # legs without a curve: NaN rows, labelled by the solve
-    missing = np.isnan(contacts).all(axis=1)
+    heel_contacts = stored_heel_contacts(obj, action, clip)
+    missing = np.isnan(np.concatenate([contacts, heel_contacts])).all(axis=1)
     progress(0.4)
     result = remove_foot_sliding(
         clip.skeleton, clip.motion, clip.rig, UP, contacts=contacts,
-        settings=solver_settings(settings), unit_scale=unit_scale(scene),
+        settings=solver_settings(settings), unit_scale=unit_scale(scene), heel_contacts=heel_contacts,
     )
     progress(0.7)
     joint_map = clip.joint_map
-    written = [bone for bone, miss in zip(clip.contact_bones, missing) if miss]
-    for bone in written:  # the animator sees (and can edit) what was locked
-        armature.write_contact_curve(obj, action, bone, clip.frames, result.contacts[clip.contact_bones.index(bone)])
+    written = []
+    locked = np.concatenate([result.contacts, result.heel_contacts])
+    for (bone, prop), miss, values in zip(_curves(obj, clip), missing, locked):
+        if miss and bone is not None:  # the animator sees (and can edit) what was locked
+            armature.write_contact_curve(obj, action, bone, clip.frames, values, prop)
+            written.append(bone)
     target = armature.write_motion(
         obj, action, joint_map, result.motion, int(clip.frames[0]),
         rotation_bones=[joint_map.joint_bone[j] for j in result.rotation_joints],

@@ -34,7 +34,8 @@ from .stops import Stopped
 SCRIPT = Path(__file__).resolve().with_name("blender_script.py")
 
 # What one worker may need at most, for capping --jobs by free memory: Blender with a
-# long clip's arrays, or Python and numpy with a long BVH (measured peaks are below these).
+# long clip's arrays, or Python and numpy with a long BVH. (Measured peaks: 0.3 GB for a
+# 317-frame .blend to FBX, 0.3 GB for a 994-frame BVH with bpy loaded, 0.06 GB without.)
 BLENDER_WORKER_BYTES = 1_500_000_000
 BVH_WORKER_BYTES = 500_000_000
 
@@ -59,8 +60,9 @@ class Workers:
         self._running = set()
         self.stopped = False
 
-    def run(self, command, timeout):
-        """Run ``command``; returns ``(exit status, stderr, timed out)``, or None once stopped."""
+    def run(self, command, timeout, environment=None):
+        """Run ``command`` (``environment``: variables to set); returns ``(exit status,
+        stderr, timed out)``, or None once stopped."""
         with self._lock:
             if self.stopped:
                 return None
@@ -68,7 +70,7 @@ class Workers:
             # in the terminal reaches only us: we decide what stops.
             process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                        stderr=subprocess.PIPE, text=True, errors="replace",
-                                       start_new_session=True)
+                                       env={**os.environ, **(environment or {})}, start_new_session=True)
             self._running.add(process)
         try:
             _, stderr = process.communicate(timeout=timeout)
@@ -77,6 +79,10 @@ class Workers:
             _kill(process)
             _, stderr = process.communicate()
             timed_out = True
+        except BaseException:  # a stop while this thread waited (a single file's run): end the worker too
+            _kill(process)
+            process.wait()
+            raise
         finally:
             with self._lock:
                 self._running.discard(process)
@@ -95,21 +101,30 @@ def _kill(process):
         os.killpg(process.pid, signal.SIGKILL)  # works on a SIGSTOPped process too
 
 
-def run_worker(source, target, report, options, timeout, workers=None):
-    """Fix ``source`` into ``target`` in a worker process; the worker's record (written
-    to the JSON ``report`` path), or one saying why it has none."""
-    argv = ["remove-sliding", str(source), "-o", str(target), "--report", str(report), WORKER_ONLY, *options]
-    finished = (workers or Workers()).run(worker_command(argv), timeout)
-    if finished is None:
-        return FileRecord(str(source), str(target), error="not started: the run was stopped")
-    status, stderr, timed_out = finished
-    if timed_out or (workers is not None and workers.stopped):
-        remove_partial_outputs(target)  # a killed worker cannot clean up after itself
-    if timed_out:
-        return FileRecord(str(source), str(target), error=f"timed out after {timeout:g} s (--timeout)",
-                          seconds=timeout)
-    if report.is_file():
-        return read_record(report)
+def run_worker(source, target, options, timeout, workers=None):
+    """Fix ``source`` into ``target`` in a worker process (one of ``workers``, if given);
+    the worker's record, or one saying why it has none, or None if ``workers`` were
+    stopped before this file finished.
+
+    The worker gets a temporary folder of its own, for its record and as its TMPDIR
+    (Blender's session files), removed once it ends, even when it was killed.
+    """
+    with tempfile.TemporaryDirectory(prefix="foot_lock_worker_") as scratch:
+        report = Path(scratch) / "record.json"
+        argv = ["remove-sliding", str(source), "-o", str(target), "--report", str(report), WORKER_ONLY, *options]
+        finished = (workers or Workers()).run(worker_command(argv), timeout, {"TMPDIR": scratch})
+        if finished is None:
+            return None
+        status, stderr, timed_out = finished
+        if timed_out or (workers is not None and workers.stopped):
+            remove_partial_outputs(target)  # a killed worker cannot clean up after itself
+        if report.is_file():
+            return read_record(report)
+        if workers is not None and workers.stopped:
+            return None
+        if timed_out:
+            return FileRecord(str(source), str(target), error=f"timed out after {timeout:g} s (--timeout)",
+                              seconds=timeout)
     last_words = (stderr.strip().splitlines() or ["no message"])[-1]
     return FileRecord(str(source), str(target), error=f"worker died (exit status {status}): {last_words}")
 
@@ -134,14 +149,15 @@ def fix_folder(source, target, jobs, options, timeout, farm):
     if not clips:
         raise ClipError(f"no clips ({', '.join(FORMATS)}) in {source}")
     pairs, done = planned(source, target, clips, farm, options)
-    records = list(done.values())
-    results = _records(pairs, jobs, options, timeout, farm.scheduler)
+    records, late = list(done.values()), []
+    results = _records(pairs, jobs, options, timeout, farm.scheduler, late)
     try:
         for count, record in enumerate(results, 1):
             records.append(record)
             print(f"[{count}/{len(pairs)}] {file_line(record)}", flush=True)
     except Stopped as stop:
-        results.close()  # ends the workers
+        results.close()  # ends the workers; files that finished while the stop came in are in late
+        records += late
         finished = {record.input for record in records}
         stop.records = sorted(records, key=lambda record: record.input)
         stop.unfinished = [str(clip) for clip, _ in pairs if str(clip) not in finished]
@@ -149,35 +165,39 @@ def fix_folder(source, target, jobs, options, timeout, farm):
     return sorted(records, key=lambda record: record.input)
 
 
-def _records(pairs, jobs, options, timeout, scheduler):
-    """The records of the ``pairs`` fixed, as they finish: on a Dask cluster or the local pool."""
+def _records(pairs, jobs, options, timeout, scheduler, late):
+    """The records of the ``pairs`` fixed, as they finish: on a Dask cluster or the local pool.
+
+    Closing this generator ends the workers; the records of files that finished meanwhile,
+    not yielded, go to the list ``late``.
+    """
     if not pairs:
         return
     if scheduler:
         from .dask_engine import cluster_records  # Dask is optional: imported when asked for
 
-        yield from cluster_records(scheduler, pairs, options, timeout)
+        yield from cluster_records(scheduler, pairs, options, timeout, late)
     else:
-        yield from local_records(pairs, jobs, options, timeout)
+        yield from local_records(pairs, jobs, options, timeout, late)
 
 
-def local_records(pairs, jobs, options, timeout):
-    """The records of the ``(source, target)`` pairs fixed by ``jobs`` local worker processes,
-    as they finish; closing this generator ends the workers."""
+def local_records(pairs, jobs, options, timeout, late):
+    """The records of the ``(source, target)`` pairs fixed by ``jobs`` local worker
+    processes, as they finish (see :func:`_records`)."""
     jobs = capped_by_memory(min(jobs, len(pairs)), [clip for clip, _ in pairs])
     workers = Workers()
-    with tempfile.TemporaryDirectory(prefix="foot_lock_") as scratch, ThreadPoolExecutor(jobs) as pool:
-        futures = [
-            pool.submit(stamped, clip, options, partial(
-                run_worker, clip, output, Path(scratch) / f"{i}.json", options, timeout, workers))
-            for i, (clip, output) in enumerate(pairs)
-        ]
+    with ThreadPoolExecutor(jobs) as pool:
+        futures = [pool.submit(stamped, clip, options, partial(run_worker, clip, output, options, timeout, workers))
+                   for clip, output in pairs]
+        waiting = set(futures)
         try:
             for future in as_completed(futures):
+                waiting.discard(future)
                 yield future.result()
         finally:
             workers.stop()
             pool.shutdown(wait=True, cancel_futures=True)
+            late += [f.result() for f in waiting if f.done() and not f.cancelled() and f.result() is not None]
 
 
 def capped_by_memory(jobs, clips):

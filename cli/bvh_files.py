@@ -13,6 +13,7 @@ import numpy as np
 from ..solvers import bvh
 from ..solvers.contacts import REFERENCE_LEG_LENGTH
 from ..solvers.foot_lock import remove_foot_sliding
+from .errors import ClipError
 from .paths import atomic_output
 from .report import clip_entry
 
@@ -31,6 +32,8 @@ def unit_scale(parsed, rig, override=None):
         return override, "--bvh-unit-scale"
     legs = [np.linalg.norm(parsed.joints[leg.knee].offset) + np.linalg.norm(parsed.joints[leg.ankle].offset)
             for leg in rig.legs]
+    if not np.mean(legs) > 0:
+        raise ClipError("the legs have no length (their knees' and ankles' OFFSETs are zero): nothing to solve")
     exact = REFERENCE_LEG_LENGTH / np.mean(legs)
     name = min(COMMON_UNITS, key=lambda unit: abs(np.log(COMMON_UNITS[unit] / exact)))
     return COMMON_UNITS[name], f"guessed from leg length: {name}"

@@ -21,10 +21,8 @@ every Dask worker, whose partial outputs the runner removes.
 Dask and ``distributed`` are optional: they are imported only here, only when asked for.
 """
 
-import tempfile
 import threading
 from functools import partial
-from pathlib import Path
 from uuid import uuid4
 
 from .batch import Workers, run_worker
@@ -40,9 +38,10 @@ _RUNS = {}
 _RUNS_LOCK = threading.Lock()
 
 
-def cluster_records(address, pairs, options, timeout):
+def cluster_records(address, pairs, options, timeout, late):
     """Fix each ``(source, target)`` as a task on the cluster at ``address``; yields the
-    records as the tasks finish."""
+    records as the tasks finish. Closed early, it cancels the rest and kills what runs;
+    the records of tasks that finished meanwhile go to the list ``late``."""
     distributed = _import_distributed()
     run = _Run(uuid4().hex, options, timeout, distributed.KilledWorker)
     with _connect(distributed, address) as client:
@@ -55,6 +54,7 @@ def cluster_records(address, pairs, options, timeout):
                     yield record
         finally:
             if tasks:  # stopped, or this generator closed early: nothing more may start
+                late += [f.result() for f in tasks if f.status == "finished" and f.result() is not None]
                 client.cancel(list(tasks), force=True)
             # Kill what still runs. A worker that cannot be reached has lost its processes anyway.
             client.run(_stop_run, run.run_id, on_error="ignore")
@@ -146,10 +146,7 @@ def cluster_task(run_id, source, target, options, timeout, earlier_attempts):
     attempts = earlier_attempts + _count_start()
     if attempts > ATTEMPTS:
         return _failed(source, target, options, _lost_message(attempts - 1))
-    with tempfile.TemporaryDirectory(prefix="foot_lock_") as scratch:
-        report = Path(scratch) / "record.json"
-        return stamped(source, options, partial(run_worker, source, target, report, options, timeout,
-                                                _workers_of(run_id)))
+    return stamped(source, options, partial(run_worker, source, target, options, timeout, _workers_of(run_id)))
 
 
 def _count_start():

@@ -7,10 +7,9 @@ goes wrong is one line naming the file; Ctrl-C and SIGTERM stop with 130 and 143
 """
 
 import os
+import shutil
 import sys
-import tempfile
 from functools import partial
-from pathlib import Path
 
 from .arguments import parse_args
 from .batch import clips_in, fix_folder, run_worker
@@ -22,7 +21,7 @@ from .merge_reports import merge_reports
 from .paths import refuse_writing_inputs
 from .report import file_line, summary_line, write_report
 from .resume import stamped
-from .settings_flags import panel_settings, settings_argv
+from .settings_flags import panel_settings, settings_argv, settings_used
 from .stops import Stopped, stop_on_signals
 
 EXIT_FAILED = 1  # a clip failed
@@ -49,7 +48,9 @@ def run(argv=None):
     turns a success into a segmentation fault, status 139).
     """
     status = main(argv)
-    if "bpy" in sys.modules:
+    bpy = sys.modules.get("bpy")
+    if bpy is not None:
+        shutil.rmtree(bpy.app.tempdir, ignore_errors=True)  # what Blender's exit would have removed
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(status)
@@ -90,10 +91,8 @@ def fix_one_or_all(args):
     if args.in_this_process or _numpy_only(args):
         record = stamped(args.input, per_file_argv(args), partial(fix_file, args.input, args.output, args))
     else:
-        with tempfile.TemporaryDirectory(prefix="foot_lock_") as scratch:
-            record = stamped(args.input, per_file_argv(args), partial(
-                run_worker, args.input, args.output, Path(scratch) / "record.json", per_file_argv(args),
-                args.timeout))
+        record = stamped(args.input, per_file_argv(args), partial(
+            run_worker, args.input, args.output, per_file_argv(args), args.timeout))
     print(file_line(record), flush=True)
     return [record]
 
@@ -104,7 +103,7 @@ def _numpy_only(args):
 
 def _write_report(args, records, **stop):
     try:
-        write_report(args.report, records, {s.name: getattr(args, s.name) for s in panel_settings()}, **stop)
+        write_report(args.report, records, settings_used(args), **stop)
     except OSError as error:
         print(f"Foot Lock: cannot write the report {args.report}: {error.strerror or error}", flush=True)
         return False

@@ -23,35 +23,46 @@ PARTIAL_PREFIX = ".foot_lock-partial-"  # files being written; never taken as in
 
 
 def refuse_writing_inputs(source, output, report, inputs):
-    """Raise :class:`ClipError` if ``output`` or ``report`` would overwrite any of ``inputs``."""
+    """Raise :class:`ClipError` if ``output`` (a file, or a folder for a folder ``source``)
+    or ``report`` would write over any of ``inputs``, or outside ``output`` through a symlink."""
     if source.is_dir():
-        inside = _resolved(output) == _resolved(source) or _resolved(source) in _resolved(output).parents
-        if inside:
+        if _resolved(output) == _resolved(source) or _resolved(source) in _resolved(output).parents:
             raise ClipError(f"the output folder {output} is inside the input folder {source}: "
                             "choose a folder outside it (its files would be read as inputs)")
         if output.exists() and not output.is_dir():
             raise ClipError(f"the output {output} of a folder must be a folder")
-    elif output.exists() and output.is_dir():
-        raise ClipError(f"the output {output} is a folder: give a file name")
-    named = [("output", output)] if not source.is_dir() else []
-    named += [("report", report)] if report is not None else []
-    for what, path in named:
-        for clip in inputs:
-            if same_file(path, clip):
-                raise ClipError(f"the {what} {path} is the input {clip}: write it elsewhere (inputs are never written)")
+        targets = [output / clip.relative_to(source) for clip in inputs]
+        escaping = next((target for target in targets if leaves_folder(target, output)), None)
+        if escaping is not None:
+            raise ClipError(f"{escaping} would be written outside {output} through a symlinked folder: "
+                            "remove the link")
+    else:
+        if output.is_dir():
+            raise ClipError(f"the output {output} is a folder: give a file name")
+        targets = [output]
+    known = {_identity(clip): clip for clip in inputs if _identity(clip) is not None}
+    known.update({_resolved(clip): clip for clip in inputs})
+    for what, path in [*(("output", target) for target in targets), *([("report", report)] if report else [])]:
+        clip = known.get(_identity(path)) or known.get(_resolved(path))
+        if clip is not None:
+            raise ClipError(f"the {what} {path} is the input {clip}: write it elsewhere (inputs are never written)")
     if report is not None and not source.is_dir() and same_file(report, output):
         raise ClipError(f"the report {report} is the output {output}: give them different names")
+
+
+def _identity(path):
+    """The file's device and inode (a hard link shares them), or None if it does not exist."""
+    try:
+        status = os.stat(path)
+    except OSError:
+        return None
+    return status.st_dev, status.st_ino
 
 
 def same_file(path, other):
     """True if the two paths lead to the same file: the same name after ``..`` and
     symlinks, or the same file under another name (a hard link)."""
-    if _resolved(path) == _resolved(other):
-        return True
-    try:
-        return os.path.samefile(path, other)
-    except OSError:  # one of them does not exist (yet)
-        return False
+    return _resolved(path) == _resolved(other) or (_identity(path) is not None and _identity(path) == _identity(other))
 
 
 def _resolved(path):

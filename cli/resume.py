@@ -25,10 +25,12 @@ def input_sha256(path):
 
 
 def stamped(source, options, fix):
-    """The record of ``fix()`` (which fixes ``source`` with ``options``), stamped with what
-    resume compares. The input is hashed before the fix, so the hash is of what it read."""
+    """The record of ``fix()`` (which fixes ``source`` with ``options``; None if it was
+    stopped), stamped with what resume compares. The input is hashed before the fix, so
+    the hash is of what it read."""
     digest = input_sha256(source)
-    return stamp(fix(), digest, options)
+    record = fix()
+    return record if record is None else stamp(record, digest, options)
 
 
 def stamp(record, digest, options):
