@@ -12,10 +12,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..solvers import loops
 from ..solvers.foot_lock import label_foot_contacts, remove_foot_sliding
 from ..solvers.legs import detect_legs
 from ..solvers.rig import Leg, Rig
-from . import armature
+from . import armature, cycles
 from .errors import AdapterError
 from .properties import contact_settings, solver_settings
 
@@ -249,7 +250,9 @@ def remove_sliding(obj, scene, progress=lambda fraction: None):
     heel_contacts = stored_heel_contacts(obj, action, clip)
     missing = np.isnan(np.concatenate([contacts, heel_contacts])).all(axis=1)
     progress(0.4)
-    result = remove_foot_sliding(
+    looped = cycles.is_marked_cyclic(obj, action) or loops.is_closed_loop(
+        clip.skeleton, clip.motion, clip.rig, UP)
+    result = (loops.solve_loop if looped else remove_foot_sliding)(
         clip.skeleton, clip.motion, clip.rig, UP, contacts=contacts,
         settings=solver_settings(settings), unit_scale=unit_scale(scene), heel_contacts=heel_contacts,
     )
@@ -267,6 +270,9 @@ def remove_sliding(obj, scene, progress=lambda fraction: None):
         location_bones=[joint_map.joint_bone[j] for j in result.location_joints],
         new_action_name=None if settings.in_place else action.name + FOOTLOCK_SUFFIX,
     )
+    if looped:  # curves the fix created loop like the rest
+        solved = result.rotation_joints + result.location_joints
+        cycles.keep_looping(obj, target, [joint_map.joint_bone[j] for j in solved])
     progress(1.0)
     outcome = BakeOutcome(target, result, len(clip.frames), time.perf_counter() - start_time, written)
     _store_report(settings.report, outcome)

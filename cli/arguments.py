@@ -11,6 +11,7 @@ from pathlib import Path
 from .clip_files import FORMATS
 from .farm import add_farm_flags
 from .merge_reports import add_merge_reports
+from .root_motion_files import add_root_motion_command
 from .settings_flags import add_flags, panel_settings, resolve
 
 DEFAULT_TIMEOUT = 3600.0  # seconds per file: generous, a long clip takes a minute or two
@@ -29,6 +30,7 @@ def build_parser(settings):
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_remove_sliding(commands, settings)
+    add_root_motion_command(commands)
     _add_demo(commands)
     add_merge_reports(commands)
     return parser

@@ -45,6 +45,27 @@ def fix_in_blender(source, target, args):
     return clips
 
 
+def root_motion_in_blender(source, target, args):
+    """Root Motion from Feet on each chosen armature of ``source``, saved to ``target``;
+    returns a line per armature."""
+    from ..adapters import root_motion
+
+    try:
+        with redirect_stdout(sys.stderr):
+            load(source, args)
+        with addon_registered():
+            lines = []
+            for obj, _ in chosen_clips(args):
+                obj.foot_lock.in_place = target.suffix.lower() != ".blend"  # exported takes keep their names
+                outcome = root_motion.root_motion_from_feet(obj, bpy.context.scene, args.onto_object)
+                lines.append(f"{obj.name}: {root_motion.summary(outcome)}")
+            with redirect_stdout(sys.stderr):
+                save(target)
+    except (AdapterError, RuntimeError) as error:
+        raise ClipError(str(error).strip()) from None
+    return lines
+
+
 @contextmanager
 def addon_registered():
     """The add-on's classes registered for the job, unless this Blender has it enabled.
@@ -138,6 +159,10 @@ def fix_scene(args, keep_originals):
         current = current_action(obj)
         fixed = {}
         for action in actions:
+            reason = why_kept(obj, action)
+            if reason:  # a pose, not a motion: it never fails the file
+                clips.append(_kept_entry(obj, action, reason))
+                continue
             try:
                 outcome = fix_clip(obj, action, args, keep_originals)
             except (AdapterError, ValueError) as error:  # ValueError: the solvers' input errors
@@ -146,17 +171,26 @@ def fix_scene(args, keep_originals):
             clips.append(_entry(obj, action.name, outcome))
         if current is not None:  # the armature ends up playing what it played, fixed
             action_compat.assign_action(obj, fixed.get(current.name, current))
+    if not keep_originals:
+        whole_frame_ranges()
+        for obj in bpy.context.scene.objects:
+            if obj.type == "ARMATURE":
+                name_slots_after(obj, actions_of(obj))
     return clips
 
 
 def chosen_clips(args):
-    """``[(armature, [actions])]`` to fix, per ``--armature``, ``--action``, ``--all-actions``."""
+    """``[(armature, [actions])]`` to fix, per ``--armature``, ``--action``, ``--all-actions``.
+
+    By default each armature's current action in a ``.blend``; in an imported file (FBX,
+    glTF: no ``.blend`` behind the session) every take of each armature.
+    """
     armatures = [obj for obj in bpy.context.scene.objects if obj.type == "ARMATURE"]
     if args.armature:
         armatures = [obj for obj in armatures if obj.name == args.armature]
         if not armatures:
             raise ClipError(f"no armature named {args.armature!r} in the scene")
-    if args.all_actions:
+    if args.all_actions or not (args.action or bpy.data.filepath):
         chosen = [(obj, actions_of(obj)) for obj in armatures]
     elif args.action:
         action = bpy.data.actions.get(args.action)
@@ -169,6 +203,42 @@ def chosen_clips(args):
     if not chosen:
         raise ClipError("nothing to fix: no armature with an action to clean up in the scene")
     return chosen
+
+
+def why_kept(obj, action):
+    """Why ``action`` is kept as it is (a one-frame pose, or keys that never change), or None."""
+    start, end = jobs.frame_range(action)
+    if end <= start:
+        return f"one frame ({start}): a pose, kept unchanged"
+    frames = np.arange(start, end + 1)
+    bones = {armature.bone_data_path(bone.name) for bone in obj.pose.bones}
+    for fcurve in action_compat.iter_fcurves(obj, action):
+        if fcurve.data_path.rpartition(".")[0] in bones and np.ptp(action_compat.read_values(fcurve, frames)) > 0:
+            return None
+    return f"no motion over frames {start}-{end}: kept unchanged"
+
+
+def name_slots_after(obj, actions):
+    """Name the slot each of ``actions`` animates ``obj`` with after ``obj`` (4.4+).
+
+    The exporters assign each take to the object in turn, and Blender 4.4/4.5 then picks
+    the slot by the object's last slot name: a take whose slot has another name (an FBX
+    take's slot is named after its take) would be exported without motion.
+    """
+    for action in actions:
+        slot = action_compat.action_slot(obj, action)
+        if slot is not None and slot.name_display != obj.name:
+            slot.name_display = obj.name
+
+
+def whole_frame_ranges():
+    """Give every action with a fractional key range (an FBX take's last key lands a hair
+    before its frame) its whole-frame range, so the exporter bakes that last frame too."""
+    for action in bpy.data.actions:
+        start, end = action.frame_range
+        if (round(start), round(end)) != (start, end):
+            action.use_frame_range = True
+            action.frame_start, action.frame_end = round(start), round(end)
 
 
 def current_action(obj):
@@ -198,6 +268,12 @@ def fix_clip(obj, action, args, keep_original):
     outcome = jobs.remove_sliding(obj, bpy.context.scene)
     outcome.action.use_fake_user = True  # saved with the .blend even once another action is assigned
     return outcome
+
+
+def _kept_entry(obj, action, reason):
+    start, end = jobs.frame_range(action)
+    return {"armature": obj.name, "action": action.name, "output_action": action.name,
+            "frames": end - start + 1, "frame_start": start, "kept": reason}
 
 
 def _entry(obj, action_name, outcome):

@@ -1,4 +1,4 @@
-"""The two commands, ``remove-sliding`` and ``demo`` (their arguments: :mod:`.arguments`).
+"""The commands ``remove-sliding``, ``root-motion`` and ``demo`` (their arguments: :mod:`.arguments`).
 
 ``remove-sliding`` on one file fixes a BVH going to a BVH in this process (numpy only)
 and every file that goes through Blender in a worker process (:mod:`.batch`), so that a
@@ -21,6 +21,7 @@ from .merge_reports import merge_reports
 from .paths import refuse_writing_inputs
 from .report import file_line, summary_line, write_report
 from .resume import stamped
+from .root_motion_files import root_motion
 from .settings_flags import panel_settings, settings_argv, settings_used
 from .stops import Stopped, stop_on_signals
 
@@ -120,4 +121,5 @@ def per_file_argv(args):
     return argv + (["--all-actions"] if args.all_actions else [])
 
 
-COMMANDS = {"remove-sliding": remove_sliding, "demo": run_demo, "merge-reports": merge_reports}
+COMMANDS = {"remove-sliding": remove_sliding, "root-motion": root_motion, "demo": run_demo,
+            "merge-reports": merge_reports}

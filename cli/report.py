@@ -104,8 +104,10 @@ def file_line(record):
 
 
 def _clip_summary(clip):
-    before, after = clip["before"], clip["after"]
     name = f"{clip['armature']} / {clip['action']}: " if clip.get("armature") else ""
+    if "kept" in clip:
+        return f"{name}{clip['kept']}"
+    before, after = clip["before"], clip["after"]
     contacts = sum(leg["frames"] for leg in clip["contacts"].values())
     text = (
         f"{name}{clip['frames']} frames, {contacts} contact frames, "
