@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -232,3 +233,13 @@ def _processes_with(argument):
         if argument in arguments:
             found.append(int(pid))
     return found
+
+
+def test_the_engines_benchmark_runs(walk, tmp_path, capsys):
+    """benchmarks/batch_engines.py on two clips (its figures are for the notes, not a test)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import batch_engines
+
+    seconds = batch_engines.engine_figures(walk, clips=2, workers=2, folder=tmp_path)
+    assert {name: len(runs) for name, runs in seconds.items()} == {"local pool": 2, "Dask local": 2}
+    assert "same figures for every clip: yes" in capsys.readouterr().out
