@@ -8,19 +8,23 @@ failed job changes nothing.
 """
 
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 
+import bpy
 import numpy as np
 
 from ..solvers.foot_lock import label_contacts, remove_foot_sliding
 from ..solvers.legs import detect_legs
 from ..solvers.rig import Leg, Rig
-from . import armature
+from . import action_compat as compat
+from . import armature, evaluated, sources
 from .errors import AdapterError
 from .properties import contact_settings, solver_settings
 
 UP = (0.0, 0.0, 1.0)  # Blender's world is Z-up
 FOOTLOCK_SUFFIX = ".footlock"
+SOURCE_PROPERTY = "foot_lock_source"  # on a result action: the action it was made from
 
 
 @dataclass
@@ -130,14 +134,54 @@ def frame_range(action):
 
 
 def read_clip(obj, action):
-    """The action over its frame range, with the object's legs as solver joints."""
+    """The action over its frame range, read from its F-curves, with the object's legs as
+    solver joints."""
+    start, end = _motion_frames(action)[[0, -1]]
+    tails = _tail_bones(obj.foot_lock)
+    return _clip(obj, *armature.read_motion(obj, action, start, end, extra_tails=tails))
+
+
+def read_source_clip(obj, scene, source, action):
+    """The clip as :func:`read_clip` (``action`` standing for the source's), or, where the
+    keys alone do not say how it moves (:mod:`.sources`), as the evaluated scene shows it;
+    then also the :class:`~.evaluated.EvaluatedPose` it was read from."""
+    if not source.sampled:
+        return read_clip(obj, action), None
+    _refuse_driven_legs(obj, _solved_bones(obj.foot_lock))
+    with _playing(obj, action):
+        sampled = evaluated.sample_pose(obj, scene, source.frames)
+        sources.check_evaluated(obj)
+    return _clip(obj, *armature.read_evaluated_motion(obj, sampled, _tail_bones(obj.foot_lock))), sampled
+
+
+@contextmanager
+def _playing(obj, action):
+    """``action`` assigned while the scene is sampled (a rerun samples a result's source),
+    the object's own action and slot restored after."""
+    anim = obj.animation_data
+    current = anim.action if anim is not None else None
+    if action is None or action == current:
+        yield
+        return
+    slot = compat.action_slot(obj, current)
+    compat.assign_action(obj, action)
+    try:
+        yield
+    finally:
+        compat.assign_action(obj, current, slot.identifier if slot is not None else "")
+
+
+def _tail_bones(settings):
+    return [leg.toe or leg.foot for leg in settings.legs]
+
+
+def _solved_bones(settings):
+    return _tail_bones(settings) + [settings.pelvis]
+
+
+def _clip(obj, skeleton, motion, joint_map):
     settings = obj.foot_lock
-    start, end = frame_range(action)
-    if end <= start:
-        raise AdapterError(f"action {action.name!r} has a single frame ({start}): there is no motion to fix")
-    tails = [leg.toe or leg.foot for leg in settings.legs]
-    skeleton, motion, joint_map = armature.read_motion(obj, action, start, end, extra_tails=tails)
-    solved = [leg.toe or leg.foot for leg in settings.legs] + [settings.pelvis]
+    solved = _solved_bones(settings)
     _refuse_constrained_legs(obj, joint_map, solved)
     joint_map.require_exact(solved)  # before anything is written: a failed job changes nothing
     legs = []
@@ -149,8 +193,33 @@ def read_clip(obj, action):
         else:
             legs.append(Leg(leg.name, joint(leg.thigh), joint(leg.shin), joint(leg.foot), tail, None))
     rig = Rig(joint_map.joint(translation_bone(obj, settings.pelvis)), legs)
-    frames = np.arange(start, end + 1)
+    frames = np.arange(joint_map.frame_start, joint_map.frame_end + 1)
     return Clip(skeleton, motion, joint_map, rig, [contact_bone(leg) for leg in settings.legs], frames)
+
+
+def _motion_frames(action):
+    start, end = frame_range(action)
+    if end <= start:
+        raise AdapterError(f"action {action.name!r} has a single frame ({start}): there is no motion to fix")
+    return np.arange(start, end + 1)
+
+
+def _refuse_driven_legs(obj, bones):
+    """A key on a driven channel would be overridden by the driver: say so instead."""
+    chains = {name for bone in bones for name in _bone_and_ancestors(obj, bone)}
+    driven = sources.driven_bones(obj, sorted(chains))
+    if driven:
+        raise AdapterError(
+            f"bone {driven[0]!r} is moved by a driver; Foot Lock keys the legs and the pelvis: remove the "
+            "driver or pick undriven bones in the Legs panel"
+        )
+
+
+def _bone_and_ancestors(obj, name):
+    bone = obj.data.bones[name]
+    while bone is not None:
+        yield bone.name
+        bone = bone.parent
 
 
 def _refuse_constrained_legs(obj, joint_map, bones):
@@ -177,22 +246,43 @@ def unit_scale(scene):
 
 def stored_contacts(obj, action, clip):
     """(L, F) contact curves as keyed, NaN rows where a leg has none."""
+    return _contact_rows(obj, [action], clip, lambda obj, action, bone: armature.has_contact_curve(obj, action, bone))
+
+
+def _animator_contacts(obj, actions, clip, overwrite):
+    """(L, F) contact curves an animator keyed or edited, from the first of ``actions``
+    that has one per leg; NaN rows elsewhere (labelled again with the current settings),
+    all NaN with ``overwrite``."""
+    if overwrite:
+        return np.full((len(clip.contact_bones), len(clip.frames)), np.nan)
+    return _contact_rows(obj, actions, clip, armature.animator_contact_curve)
+
+def _contact_rows(obj, actions, clip, counts):
     rows = []
     for bone in clip.contact_bones:
-        values = armature.read_contact_curve(obj, action, bone, clip.frames)
+        owner = next((action for action in actions if action is not None and counts(obj, action, bone)), None)
+        values = None if owner is None else armature.read_contact_curve(obj, owner, bone, clip.frames)
         rows.append(np.full(len(clip.frames), np.nan) if values is None else values)
     return np.array(rows)
 
 
-def detect_contacts(obj, overwrite=False):
-    """Label contacts and key them as ``foot_contact`` curves; returns (written, kept) bone names."""
+def detect_contacts(obj, scene=None, overwrite=False):
+    """Label contacts (on the motion the viewport shows) and key them as ``foot_contact``
+    curves on the active action; returns (written, kept) bone names. Curves Foot Lock
+    wrote itself are labelled again; an animator's are kept unless ``overwrite``."""
     settings = ensure_legs(obj)
+    source = sources.motion_source(obj, _motion_frames)
+    if source.kind == sources.NLA:
+        raise AdapterError(
+            f"{obj.name!r} plays NLA strips: Detect Contacts keys the active action; Remove Foot Sliding "
+            "labels and bakes the NLA in one go"
+        )
     action = editable_action(obj)
-    clip = read_clip(obj, action)
+    clip, _ = read_source_clip(obj, scene or bpy.context.scene, source, action)
     labels, _ = label_contacts(clip.skeleton, clip.motion, clip.rig, UP, contact_settings(settings))
     written, kept = [], []
     for bone, values in zip(clip.contact_bones, labels):
-        if armature.has_contact_curve(obj, action, bone) and not overwrite:
+        if armature.animator_contact_curve(obj, action, bone) and not overwrite:
             kept.append(bone)
             continue
         armature.write_contact_curve(obj, action, bone, clip.frames, values)
@@ -210,18 +300,40 @@ class BakeOutcome:
     frames: int
     seconds: float
     contacts_written: list
+    source: str = sources.KEYS  # how the motion was read: sources.KEYS, EVALUATED or NLA
+
+
+def refresh_origin(action):
+    """The action a Foot Lock result ``action`` was made from, or None when it is not one
+    (or its source is gone)."""
+    if action is None:
+        return None
+    name = action.get(SOURCE_PROPERTY)
+    if name is None and action.name.endswith(FOOTLOCK_SUFFIX):
+        name = action.name[: -len(FOOTLOCK_SUFFIX)]
+    origin = bpy.data.actions.get(name) if name else None
+    return origin if origin is not None and origin != action else None
 
 
 def remove_sliding(obj, scene, progress=lambda fraction: None):
-    """Lock the feet of ``obj``'s action and bake it (see the operator for the behaviour)."""
+    """Lock the feet of the motion ``obj`` shows and bake it (see the operator for the
+    behaviour). Everything that can fail is checked before the first write."""
     start_time = time.perf_counter()
     settings = ensure_legs(obj)
-    action = editable_action(obj)
+    source = sources.motion_source(obj, _motion_frames)
+    action = source.action
+    origin = None if settings.in_place or source.kind == sources.NLA else refresh_origin(action)
+    if settings.in_place:
+        if source.kind == sources.NLA:
+            raise AdapterError(f"{obj.name!r} plays NLA strips: turn In Place off to bake them into a new action")
+        action = editable_action(obj)
+    if origin is not None:  # a rerun on a result: start again from its source
+        source = sources.motion_source_for(obj, origin, _motion_frames)
     progress(0.05)
-    clip = read_clip(obj, action)
+    clip, sampled = read_source_clip(obj, scene, source, origin or action)
     progress(0.3)
-    contacts = stored_contacts(obj, action, clip)  # legs without a curve: NaN rows, labelled by the solve
-    missing = np.isnan(contacts).all(axis=1)
+    contacts = _animator_contacts(obj, [action, origin], clip, settings.overwrite_contacts)
+    missing = np.isnan(contacts).all(axis=1)  # labelled by the solve with the current settings
     progress(0.4)
     result = remove_foot_sliding(
         clip.skeleton, clip.motion, clip.rig, UP, contacts=contacts,
@@ -229,19 +341,63 @@ def remove_sliding(obj, scene, progress=lambda fraction: None):
     )
     progress(0.7)
     joint_map = clip.joint_map
+    rotation_bones = [joint_map.joint_bone[j] for j in result.rotation_joints]
+    location_bones = [joint_map.joint_bone[j] for j in result.location_joints]
+    armature.check_writable(joint_map, result.motion, int(clip.frames[0]), rotation_bones, location_bones)
+
+    target = _target_action(obj, source, action, origin, sampled, settings.in_place)
+    armature.write_motion(obj, target, joint_map, result.motion, int(clip.frames[0]), rotation_bones, location_bones)
     written = [bone for bone, miss in zip(clip.contact_bones, missing) if miss]
-    for bone in written:  # the animator sees (and can edit) what was locked
-        armature.write_contact_curve(obj, action, bone, clip.frames, result.contacts[clip.contact_bones.index(bone)])
-    target = armature.write_motion(
-        obj, action, joint_map, result.motion, int(clip.frames[0]),
-        rotation_bones=[joint_map.joint_bone[j] for j in result.rotation_joints],
-        location_bones=[joint_map.joint_bone[j] for j in result.location_joints],
-        new_action_name=None if settings.in_place else action.name + FOOTLOCK_SUFFIX,
-    )
+    for bone in written:  # the animator sees (and can edit) what was locked, on the result
+        armature.write_contact_curve(obj, target, bone, clip.frames, result.contacts[clip.contact_bones.index(bone)])
+    sources.mute_tracks(source.tracks)
     progress(1.0)
-    outcome = BakeOutcome(target, result, len(clip.frames), time.perf_counter() - start_time, written)
+    outcome = BakeOutcome(target, result, len(clip.frames), time.perf_counter() - start_time, written, source.kind)
     _store_report(settings.report, outcome)
     return outcome
+
+
+def _target_action(obj, source, action, origin, sampled, in_place):
+    """The action the fix is keyed into, made and assigned (the source stays as it was)."""
+    if in_place:
+        return action
+    if source.kind == sources.NLA:
+        base = action or _first_strip_action(source.tracks)
+        target = bpy.data.actions.new(_result_name(base.name if base else obj.name))
+        compat.assign_action(obj, target)
+        armature.bake_pose(obj, target, sampled)
+    elif origin is not None:
+        target = _refreshed(obj, action, origin)
+    else:
+        target = compat.copy_action(obj, action, _result_name(action.name))
+    target[SOURCE_PROPERTY] = (origin or action or target).name if source.kind != sources.NLA else ""
+    return target
+
+
+def _result_name(name):
+    return name + FOOTLOCK_SUFFIX
+
+
+def _first_strip_action(tracks):
+    return next((strip.action for track in tracks for strip in track.strips if strip.action), None)
+
+
+def _refreshed(obj, result, origin):
+    """``result`` made again from ``origin``: a fresh copy takes its name and its users;
+    contact curves an animator edited on it are carried over."""
+    fresh = compat.copy_action(obj, origin, result.name + ".refresh")
+    settings = obj.foot_lock
+    frames = _motion_frames(origin)
+    for leg in settings.legs:
+        bone = contact_bone(leg)
+        if armature.animator_contact_curve(obj, result, bone):
+            values = armature.read_contact_curve(obj, result, bone, frames)
+            armature.write_contact_curve(obj, fresh, bone, frames, values, stamp=False)
+    name = result.name
+    result.user_remap(fresh)
+    bpy.data.actions.remove(result)
+    fresh.name = name
+    return fresh
 
 
 def _store_report(report, outcome):
@@ -262,7 +418,7 @@ def summary(outcome):
     """One line for the status bar."""
     before, after = outcome.result.before, outcome.result.after
     return (
-        f"{outcome.frames} frames baked to {outcome.action.name!r}; "
+        f"{outcome.frames} frames baked to {outcome.action.name!r} (motion read from the {outcome.source}); "
         f"{int(np.sum(outcome.result.contacts > 0.5))} contact frames locked; "
         f"toe slide {before['toe_slide_cm_s']:.1f} -> {after['toe_slide_cm_s']:.2f} cm/s, "
         f"skating {100 * before['skate_ratio']:.1f}% -> {100 * after['skate_ratio']:.1f}%"

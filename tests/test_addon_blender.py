@@ -60,10 +60,10 @@ def test_detect_contacts_keys_readable_constant_curves_and_keeps_edits(addon, cl
 
     toe = leg_bones(obj, "toe")[0]
     frames = np.arange(1, 318)
-    edited = np.zeros(len(frames))
-    from foot_lock.adapters import armature
-
-    armature.write_contact_curve(obj, action, toe, frames, edited)
+    edited = next(fc for fc in curves if f'"{toe}"' in fc.data_path)
+    for key in edited.keyframe_points:  # the animator drags every key to 0 in the Graph Editor
+        key.co.y = 0.0
+    edited.update()
     addon.ops.foot_lock.detect_contacts()
     assert np.all(contact_curve(obj, action, toe, frames) == 0.0)  # the animator's edit is kept
     obj.foot_lock.overwrite_contacts = True
@@ -95,7 +95,8 @@ def baked_scenarios(tmp_path_factory, clips_dir):
             scenarios[scale] = {
                 "fps": bpy.context.scene.render.fps / bpy.context.scene.render.fps_base,
                 "reference": contacts,
-                "found": np.array([contact_curve(obj, source_action, t, frames) for t in toes]),
+                "found": np.array([contact_curve(obj, obj.animation_data.action, t, frames) for t in toes]),
+                "source_curves": [contact_curve(obj, source_action, t, frames) for t in toes],
                 "toes_before": world_joints(obj, toes, source_action),
                 "toes_after": world_joints(obj, toes),
                 "pelvis_before": world_joints(obj, ["Hips"], source_action)[:, 0],
@@ -119,6 +120,10 @@ def test_baked_toe_slide_meets_target(baked_scenarios, scale, limit):
     assert s["action"] == f"walk_{scale}.footlock"
     assert slide_cm_s(s["toes_before"], s["reference"], s["fps"]) > 3.0
     assert slide_cm_s(s["toes_after"], s["reference"], s["fps"]) <= limit
+
+
+def test_a_bake_leaves_the_source_action_without_contact_curves(baked_scenarios):
+    assert baked_scenarios[1.0]["source_curves"] == [None, None]
 
 
 @pytest.mark.parametrize(("scale", "limit"), [(1.0, 1.0), (0.75, 4.0), (1.25, 4.0)])
@@ -219,7 +224,7 @@ def test_hand_edited_contact_is_obeyed(addon, clips_dir, tmp_path):
     edited[first : last + 1] = 0.0
     from foot_lock.adapters import armature
 
-    armature.write_contact_curve(obj, action, toe, frames, edited)
+    armature.write_contact_curve(obj, action, toe, frames, edited, stamp=False)  # keyed by hand
     addon.ops.foot_lock.remove_sliding()
     stance = np.zeros((1, len(frames)), dtype=bool)
     stance[0, first : last + 1] = True
@@ -367,6 +372,7 @@ class TestBadInput:
         with self.bpy.data.libraries.load(str(library), link=True) as (source, target):
             target.actions = list(source.actions)
         self.obj.animation_data.action = target.actions[0]
+        self.obj.foot_lock.in_place = True  # a new action (the default) would be a local copy
         self.assert_refused("linked from")
 
 

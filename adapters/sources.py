@@ -1,0 +1,167 @@
+"""Where an armature's motion comes from, decided by the data: the keys, or the scene.
+
+Three cases, checked in this order:
+
+- ``NLA``: unmuted NLA strips play (with or without an active action on top). The motion
+  is what the NLA evaluates; the result is baked into a new action with every channel.
+- ``EVALUATED``: an active action, but something besides its bone F-curves moves the
+  character in the world: object keys, constraints on the object or an ancestor, an
+  animated parent at any depth, drivers, an action blended at less than full influence.
+  The motion is sampled from the evaluated scene; the fix is keyed into the action.
+- ``KEYS``: only the action's bone F-curves move it. They are read directly (exact, and
+  about ten times faster than stepping the scene).
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import action_compat as compat
+from .armature import bone_data_path
+from .errors import AdapterError
+
+KEYS, EVALUATED, NLA = "keys", "evaluated scene", "NLA"
+_TRANSFORM_PATHS = ("location", "rotation_", "scale", "delta_")
+
+
+@dataclass
+class MotionSource:
+    kind: str  # KEYS, EVALUATED or NLA
+    action: object  # the active action (None for the NLA without one)
+    frames: np.ndarray  # scene frames to read and write
+    tracks: list  # NLA tracks that play (muted, kept, once the result is baked)
+
+    @property
+    def sampled(self):
+        return self.kind != KEYS
+
+
+def motion_source(obj, action_frames):
+    """The :class:`MotionSource` of ``obj``; ``action_frames(action)`` gives an action's
+    frames (its frame range). Refuses NLA tweak mode and broken inputs before anything
+    is read."""
+    anim = obj.animation_data
+    if anim is not None and anim.use_tweak_mode:
+        raise AdapterError(
+            f"{obj.name!r} is in NLA tweak mode: leave tweak mode first (Tab in the NLA editor); nothing was changed"
+        )
+    action = anim.action if anim is not None else None
+    tracks = playing_tracks(anim)
+    if tracks:
+        return MotionSource(NLA, action, _nla_frames(tracks, action, action_frames), tracks)
+    if action is None:
+        raise AdapterError(f"armature {obj.name!r} has no action: assign the animation to clean up first")
+    return motion_source_for(obj, action, action_frames)
+
+
+def motion_source_for(obj, action, action_frames):
+    """The :class:`MotionSource` of ``obj`` were ``action`` its active action (a rerun
+    that starts again from a result's source)."""
+    kind = KEYS if keys_are_exact(obj, action) else EVALUATED
+    return MotionSource(kind, action, action_frames(action), [])
+
+
+def playing_tracks(anim):
+    """NLA tracks with unmuted strips that Blender evaluates (solo respected)."""
+    if anim is None or not anim.use_nla:
+        return []
+    tracks = [track for track in anim.nla_tracks if not track.mute]
+    solo = [track for track in tracks if track.is_solo]
+    return [track for track in (solo or tracks) if any(not strip.mute for strip in track.strips)]
+
+
+def _nla_frames(tracks, action, action_frames):
+    starts, ends = [], []
+    for track in tracks:
+        for strip in track.strips:
+            if strip.mute:
+                continue
+            if strip.frame_end - strip.frame_start < 1.0:
+                raise AdapterError(
+                    f"NLA strip {strip.name!r} on track {track.name!r} has zero length "
+                    f"({strip.frame_start:g}..{strip.frame_end:g}): delete or lengthen it"
+                )
+            starts.append(strip.frame_start)
+            ends.append(strip.frame_end)
+    if action is not None:
+        frames = action_frames(action)
+        starts.append(frames[0])
+        ends.append(frames[-1])
+    return np.arange(int(np.floor(min(starts))), int(np.ceil(max(ends))) + 1)
+
+
+def keys_are_exact(obj, action):
+    """Whether the action's bone F-curves alone determine the armature's world motion."""
+    anim = obj.animation_data
+    if anim.drivers or anim.action_influence < 1.0 or anim.action_blend_type != "REPLACE":
+        return False
+    if any(_animates_transform(obj, fcurve) for fcurve in compat.iter_fcurves(obj, action)):
+        return False
+    return not any(moves_itself(ancestor) for ancestor in _ancestors(obj))
+
+
+def _animates_transform(obj, fcurve):
+    """An unmuted F-curve that changes one of the object's own transform channels."""
+    if fcurve.mute or not fcurve.data_path.startswith(_TRANSFORM_PATHS):
+        return False
+    first, last = fcurve.range()
+    values = compat.read_values(fcurve, np.arange(int(first), int(last) + 1))
+    return np.ptp(values) > 1e-7 or bool(len(fcurve.modifiers))
+
+
+def _ancestors(obj):
+    """``obj`` and its parents up to the top."""
+    while obj is not None:
+        yield obj
+        obj = obj.parent
+
+
+def moves_itself(obj):
+    """Whether something may move ``obj`` over time (for the armature's own object, the
+    bone curves of its action are not counted: see :func:`keys_are_exact`)."""
+    if any(not c.mute and c.influence > 0.0 for c in obj.constraints):
+        return True
+    anim = obj.animation_data
+    if anim is None:
+        return False
+    if anim.drivers or playing_tracks(anim):
+        return True
+    if obj.type == "ARMATURE":
+        return False  # its own action: the caller looks at the transform curves
+    return anim.action is not None
+
+
+def check_evaluated(obj):
+    """After sampling: refuse object constraints without a valid target and drivers that
+    failed, on the armature and its ancestors (Blender evaluated them as if absent)."""
+    for item in _ancestors(obj):
+        for constraint in item.constraints:
+            if not constraint.mute and constraint.influence > 0.0 and not constraint.is_valid:
+                raise AdapterError(
+                    f"constraint {constraint.name!r} on {item.name!r} is not valid (its target was deleted?): "
+                    "fix or remove it first; nothing was changed"
+                )
+        anim = item.animation_data
+        for fcurve in anim.drivers if anim is not None else ():
+            if not fcurve.mute and not fcurve.driver.is_valid:
+                raise AdapterError(
+                    f"the driver of {item.name!r} {fcurve.data_path}[{fcurve.array_index}] fails to evaluate: "
+                    "fix its expression or variables first; nothing was changed"
+                )
+
+
+def driven_bones(obj, bone_names):
+    """Names among ``bone_names`` whose transform channels a driver sets (a key there would
+    be overridden)."""
+    anim = obj.animation_data
+    paths = [fcurve.data_path for fcurve in anim.drivers] if anim is not None else []
+    return [
+        name for name in bone_names
+        if any(path.startswith(bone_data_path(name) + ".") and not path.endswith("]") for path in paths)
+    ]
+
+
+def mute_tracks(tracks):
+    """The result replaces these: muted, kept for the animator to compare or go back."""
+    for track in tracks:
+        track.mute = True
