@@ -14,7 +14,8 @@ from dataclasses import dataclass
 import bpy
 import numpy as np
 
-from ..solvers.foot_lock import label_contacts, remove_foot_sliding
+from ..solvers.foot_lock import label_contacts, leg_length, remove_foot_sliding
+from ..solvers.kinematics import forward_kinematics
 from ..solvers.legs import detect_legs
 from ..solvers.rig import Leg, Rig
 from . import action_compat as compat
@@ -23,6 +24,7 @@ from .errors import AdapterError
 from .properties import contact_settings, solver_settings
 
 UP = (0.0, 0.0, 1.0)  # Blender's world is Z-up
+CUT_SPEED = 20.0  # leg lengths per second: a pelvis this fast jumped (a repeat, a strip change)
 FOOTLOCK_SUFFIX = ".footlock"
 SOURCE_PROPERTY = "foot_lock_source"  # on a result action: the action it was made from
 
@@ -266,6 +268,44 @@ def _contact_rows(obj, actions, clip, counts):
     return np.array(rows)
 
 
+def cut_frames(clip):
+    """Indices of the frames where the pelvis jumps instead of moving (an NLA repeat starting
+    again, a cut between strips): no contact spans them."""
+    _, gpos = forward_kinematics(clip.skeleton, clip.motion.rot, clip.motion.pos,
+                                 [clip.rig.pelvis] + [j for leg in clip.rig.legs for j in (leg.hip, leg.knee, leg.ankle)])
+    step = np.linalg.norm(np.diff(gpos[:, clip.rig.pelvis], axis=0), axis=-1)
+    return np.flatnonzero(step * clip.motion.fps > CUT_SPEED * leg_length(gpos, clip.rig)) + 1
+
+
+def label_clip(clip, settings, cuts=None):
+    """(L, F) contact labels of the clip, piece by piece between :func:`cut_frames` (no
+    contact on a cut's first frame)."""
+    cuts = cut_frames(clip) if cuts is None else cuts
+    labels = np.zeros((len(clip.rig.legs), len(clip.frames)))
+    for piece in np.split(np.arange(len(clip.frames)), cuts):
+        if len(piece) < 2:
+            continue
+        motion = clip.motion.copy()
+        motion.rot, motion.pos = motion.rot[piece], motion.pos[piece]
+        labels[:, piece], _ = label_contacts(clip.skeleton, motion, clip.rig, UP, settings)
+    labels[:, cuts] = 0.0
+    return labels
+
+
+def label_missing_across_cuts(clip, contacts, settings):
+    """``contacts`` with the rows of legs without a curve (NaN) labelled by
+    :func:`label_clip` and no contact on a cut; unchanged (the solve labels them, with the
+    slip it measures) where the clip has no cuts."""
+    cuts = cut_frames(clip)
+    missing = np.isnan(contacts).all(axis=1)
+    if not len(cuts) or not missing.any():
+        return contacts
+    contacts = contacts.copy()
+    contacts[missing] = label_clip(clip, settings, cuts)[missing]
+    contacts[:, cuts] = 0.0
+    return contacts
+
+
 def detect_contacts(obj, scene=None, overwrite=False):
     """Label contacts (on the motion the viewport shows) and key them as ``foot_contact``
     curves on the active action; returns (written, kept) bone names. Curves Foot Lock
@@ -279,7 +319,7 @@ def detect_contacts(obj, scene=None, overwrite=False):
         )
     action = editable_action(obj)
     clip, _ = read_source_clip(obj, scene or bpy.context.scene, source, action)
-    labels, _ = label_contacts(clip.skeleton, clip.motion, clip.rig, UP, contact_settings(settings))
+    labels = label_clip(clip, contact_settings(settings))
     written, kept = [], []
     for bone, values in zip(clip.contact_bones, labels):
         if armature.animator_contact_curve(obj, action, bone) and not overwrite:
@@ -333,7 +373,8 @@ def remove_sliding(obj, scene, progress=lambda fraction: None):
     clip, sampled = read_source_clip(obj, scene, source, origin or action)
     progress(0.3)
     contacts = _animator_contacts(obj, [action, origin], clip, settings.overwrite_contacts)
-    missing = np.isnan(contacts).all(axis=1)  # labelled by the solve with the current settings
+    missing = np.isnan(contacts).all(axis=1)  # labelled with the current settings
+    contacts = label_missing_across_cuts(clip, contacts, contact_settings(settings))
     progress(0.4)
     result = remove_foot_sliding(
         clip.skeleton, clip.motion, clip.rig, UP, contacts=contacts,

@@ -136,7 +136,7 @@ def check_evaluated(obj):
     failed, on the armature and its ancestors (Blender evaluated them as if absent)."""
     for item in _ancestors(obj):
         for constraint in item.constraints:
-            if not constraint.mute and constraint.influence > 0.0 and not constraint.is_valid:
+            if not constraint.mute and constraint.influence > 0.0 and not _valid(constraint):
                 raise AdapterError(
                     f"constraint {constraint.name!r} on {item.name!r} is not valid (its target was deleted?): "
                     "fix or remove it first; nothing was changed"
@@ -148,6 +148,12 @@ def check_evaluated(obj):
                     f"the driver of {item.name!r} {fcurve.data_path}[{fcurve.array_index}] fails to evaluate: "
                     "fix its expression or variables first; nothing was changed"
                 )
+
+
+def _valid(constraint):
+    """Blender flags most broken constraints; one whose target object was deleted keeps
+    its flag until the relations are rebuilt, so look at the target too."""
+    return constraint.is_valid and getattr(constraint, "target", True) is not None
 
 
 def driven_bones(obj, bone_names):

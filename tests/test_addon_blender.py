@@ -330,13 +330,55 @@ class TestBadInput:
         self.clips_dir = clips_dir
 
     def state(self):
-        return repr({action.name: snapshot(self.obj, action) for action in self.bpy.data.actions})  # NaN-safe
+        anim = self.obj.animation_data
+        return repr((
+            {action.name: snapshot(self.obj, action) for action in self.bpy.data.actions},  # NaN-safe
+            anim.action.name if anim and anim.action else None,
+            [(track.name, track.mute) for track in anim.nla_tracks] if anim else [],
+        ))
 
-    def assert_refused(self, message):
+    def assert_refused(self, message, operator="remove_sliding"):
         before = self.state()
         with pytest.raises(RuntimeError, match=message):
-            self.bpy.ops.foot_lock.remove_sliding()
+            getattr(self.bpy.ops.foot_lock, operator)()
         assert self.state() == before
+
+    def in_strip(self):
+        """The walk moved from the active action into an NLA strip."""
+        anim = self.obj.animation_data
+        action = anim.action
+        anim.action = None
+        return anim.nla_tracks.new().strips.new("walk", 1, action)
+
+    def test_path_constraint_whose_target_was_deleted(self):
+        path = self.bpy.data.objects.new("Path", self.bpy.data.curves.new("Path", "CURVE"))
+        self.bpy.context.scene.collection.objects.link(path)
+        self.obj.constraints.new("FOLLOW_PATH").target = path
+        self.bpy.data.objects.remove(path)
+        self.assert_refused(r"constraint 'Follow Path' on 'cmu_07_01' is not valid")
+
+    def test_zero_length_nla_strip(self):
+        strip = self.in_strip()
+        strip.frame_end = strip.frame_start
+        self.assert_refused("zero length")
+
+    def test_driver_that_errors(self):
+        driver = self.obj.driver_add("location", 0).driver
+        driver.type = "SCRIPTED"
+        driver.expression = "missing_name * 2"
+        self.assert_refused(r"driver of 'cmu_07_01' location\[0\] fails")
+
+    def test_object_scaled_to_zero_on_some_frames(self):
+        for frame, scale in ((1, 1.0), (50, 0.0), (100, 1.0)):
+            self.obj.scale = (scale,) * 3
+            self.obj.keyframe_insert("scale", frame=frame)
+        self.assert_refused("scaled to zero .* at frame 50")
+
+    @pytest.mark.parametrize("operator", ["remove_sliding", "detect_contacts"])
+    def test_nla_tweak_mode_writes_nothing(self, operator):
+        self.in_strip()
+        self.obj.animation_data.use_tweak_mode = True
+        self.assert_refused("tweak mode", operator)
 
     def test_no_armature_selected(self):
         self.bpy.context.view_layer.objects.active = None

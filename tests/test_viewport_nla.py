@@ -1,0 +1,90 @@
+"""The walk played by the NLA (repeat 2, scale 1.2, from frame 101, no active action) is
+baked into a new action with every channel, the strip's track muted and kept."""
+
+import numpy as np
+import pytest
+from blender_scenes import import_clip, reference_labels, slide_cm_s
+from viewport_scenes import WALK, world_heads
+
+pytestmark = pytest.mark.blender
+
+START, REPEAT, SCALE = 101, 2, 1.2
+
+
+def nla_walk(bpy, clips_dir):
+    obj = import_clip(bpy, clips_dir / WALK)
+    anim = obj.animation_data
+    action = anim.action
+    anim.action = None
+    track = anim.nla_tracks.new()
+    track.name = "Walk"
+    strip = track.strips.new("walk", START, action)
+    strip.scale = SCALE
+    strip.repeat = REPEAT
+    return obj, action, strip
+
+
+def strip_contacts(reference, strip, frames):
+    """The clip's planted frames where the strip plays them; the jump back at the start of
+    each repeat is no contact."""
+    length = reference.shape[1] - 1  # action frames 1..N span N-1 frames
+    local = (frames - strip.frame_start) / strip.scale
+    cycle = np.floor(local / length)
+    action_frame = np.rint(local - cycle * length).astype(int)
+    contacts = reference[:, np.clip(action_frame, 0, length)].copy()
+    contacts[:, np.flatnonzero(np.diff(cycle)) + 1] = False
+    contacts[:, (local < 0) | (cycle >= strip.repeat)] = False
+    return contacts
+
+
+@pytest.fixture(scope="module")
+def baked_nla(clips_dir):
+    import bpy
+    import foot_lock
+
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    foot_lock.register()
+    try:
+        obj, action, strip = nla_walk(bpy, clips_dir)
+        frames = np.arange(int(strip.frame_start), int(np.ceil(strip.frame_end)) + 1)
+        bpy.ops.foot_lock.detect_legs()
+        toes = [leg.toe for leg in obj.foot_lock.legs]
+        reference = np.array([reference_labels(clips_dir / WALK)[leg.name] for leg in obj.foot_lock.legs])
+        contacts = strip_contacts(reference, strip, frames)
+        source_keys = sum(len(fc.keyframe_points) for fc in action.layers[0].strips[0].channelbags[0].fcurves) \
+            if hasattr(action, "layers") and len(action.layers) else None
+        before = world_heads(bpy, obj, toes, frames)
+        result = bpy.ops.foot_lock.remove_sliding()
+        after = world_heads(bpy, obj, toes, frames)
+        anim = obj.animation_data
+        yield {
+            "result": result, "before": before, "after": after, "contacts": contacts,
+            "fps": bpy.context.scene.render.fps / bpy.context.scene.render.fps_base,
+            "action": anim.action.name if anim.action else None,
+            "tracks": [(track.name, track.mute, len(track.strips)) for track in anim.nla_tracks],
+            "source_keys": (source_keys, sum(len(fc.keyframe_points) for fc in action.layers[0].strips[0]
+                                             .channelbags[0].fcurves) if source_keys is not None else None),
+            "frames": frames,
+            "baked_range": tuple(anim.action.frame_range) if anim.action else None,
+        }
+        # Undo is one step: Blender's undo needs a window, so check the pieces instead.
+    finally:
+        foot_lock.unregister()
+
+
+def test_nla_walk_is_fixed_over_both_repeats(baked_nla):
+    b = baked_nla
+    assert b["result"] == {"FINISHED"}
+    assert slide_cm_s(b["before"], b["contacts"], b["fps"]) > 3.0
+    assert slide_cm_s(b["after"], b["contacts"], b["fps"]) <= 1.5
+    half = len(b["frames"]) // 2  # each repeat on its own
+    for part in (slice(0, half), slice(half, None)):
+        assert slide_cm_s(b["after"][part], b["contacts"][:, part], b["fps"]) <= 1.5
+
+
+def test_nla_result_is_a_new_active_action_over_the_evaluated_range_with_the_track_muted(baked_nla):
+    b = baked_nla
+    assert b["action"] == "cmu_07_01.footlock"
+    assert b["tracks"] == [("Walk", True, 1)]
+    assert b["baked_range"] == (b["frames"][0], b["frames"][-1])
+    assert b["source_keys"][0] == b["source_keys"][1]  # the strip's action is not touched
