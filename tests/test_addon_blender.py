@@ -545,3 +545,17 @@ def test_the_panel_report_says_what_the_bake_did(addon, clips_dir, tmp_path):
     assert 250 < report.contact_frames < 634  # some, not all, leg-frames were locked
     assert report.slide_before > 20.0 and report.slide_after < 1.0
     assert 0.0 < report.pelvis_shift < 4.0 and report.seconds > 0.0
+
+
+def test_scale_on_bones_outside_the_legs_does_not_stop_the_job(addon, clips_dir):
+    obj = import_clip(addon, clips_dir / "cmu_07_01.bvh")
+    head = obj.pose.bones["Head"]
+    for frame, squash in ((1, (1.0, 1.0, 1.0)), (40, (1.3, 0.7, 1.3)), (80, (1.0, 1.0, 1.0))):
+        head.scale = squash
+        head.keyframe_insert("scale", frame=frame)
+    obj.pose.bones["LeftHand"].scale = (1.0, 1.0 + 1e-5, 1.0)  # a helper bone's float noise
+    obj.pose.bones["Hips"].scale = (1.0, 1.0 + 5e-5, 1.0)  # within 1e-4 of uniform: uniform
+    assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
+    obj.pose.bones["LeftUpLeg"].scale = (1.0, 1.2, 1.0)  # on a leg: refused
+    with pytest.raises(RuntimeError, match="'LeftUpLeg' is scaled non-uniformly"):
+        addon.ops.foot_lock.remove_sliding()
