@@ -453,6 +453,7 @@ def _store_report(report, outcome):
     report.skate_after = result.after["skate_ratio"]
     report.pelvis_shift = result.after["pelvis_deviation_cm"]
     report.seconds = outcome.seconds
+    report.source = outcome.source
 
 
 def summary(outcome):

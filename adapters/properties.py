@@ -53,6 +53,7 @@ class FOOT_LOCK_PG_report(PropertyGroup):
     skate_after: FloatProperty(name="Skate After", subtype="FACTOR", description="Share of frames skating")
     pelvis_shift: FloatProperty(name="Pelvis Shift", description="Mean pelvis change, cm")
     seconds: FloatProperty(name="Time", unit="TIME_ABSOLUTE", description="Time the bake took")
+    source: StringProperty(name="Read From", description="Where the motion was read: the keys, the evaluated scene or the NLA")
 
 
 class FOOT_LOCK_PG_settings(PropertyGroup):

@@ -556,6 +556,7 @@ def test_scale_on_bones_outside_the_legs_does_not_stop_the_job(addon, clips_dir)
     obj.pose.bones["LeftHand"].scale = (1.0, 1.0 + 1e-5, 1.0)  # a helper bone's float noise
     obj.pose.bones["Hips"].scale = (1.0, 1.0 + 5e-5, 1.0)  # within 1e-4 of uniform: uniform
     assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
+    assert obj.foot_lock.report.source == "keys"  # only the action's bone curves move it: read directly
     obj.pose.bones["LeftUpLeg"].scale = (1.0, 1.2, 1.0)  # on a leg: refused
     with pytest.raises(RuntimeError, match="'LeftUpLeg' is scaled non-uniformly"):
         addon.ops.foot_lock.remove_sliding()

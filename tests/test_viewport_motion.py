@@ -41,6 +41,7 @@ def travelling(request, clips_dir):
             "source_unchanged": source_keys == {(fc.data_path, fc.array_index): len(fc.keyframe_points)
                                                 for fc in action_compat.iter_fcurves(obj, source)},
             "contact_frames": report.contact_frames,
+            "source": report.source,
             "constraints": [c.type for c in obj.constraints],
             "drivers": len(obj.animation_data.drivers),
             "parent": obj.parent.name if obj.parent else None,
@@ -60,6 +61,7 @@ def test_world_toe_slide_over_planted_frames_after_one_click(travelling):
 def test_the_object_motion_is_left_driving_the_character(travelling):
     t = travelling
     assert t["action"] == "cmu_07_01.footlock" and t["source_unchanged"]
+    assert t["source"] == "evaluated scene"  # the keys alone do not say how it moves
     assert (t["constraints"] == ["FOLLOW_PATH"]) == (t["how"] == "path")
     assert (t["drivers"] == 2) == (t["how"] == "driver")
     assert (t["parent"] == "Offset") == (t["how"] == "parent")

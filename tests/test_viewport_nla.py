@@ -65,9 +65,9 @@ def baked_nla(clips_dir):
             "source_keys": (source_keys, sum(len(fc.keyframe_points) for fc in action.layers[0].strips[0]
                                              .channelbags[0].fcurves) if source_keys is not None else None),
             "frames": frames,
+            "source": obj.foot_lock.report.source,
             "baked_range": tuple(anim.action.frame_range) if anim.action else None,
         }
-        # Undo is one step: Blender's undo needs a window, so check the pieces instead.
     finally:
         foot_lock.unregister()
 
@@ -84,7 +84,7 @@ def test_nla_walk_is_fixed_over_both_repeats(baked_nla):
 
 def test_nla_result_is_a_new_active_action_over_the_evaluated_range_with_the_track_muted(baked_nla):
     b = baked_nla
-    assert b["action"] == "cmu_07_01.footlock"
+    assert b["action"] == "cmu_07_01.footlock" and b["source"] == "NLA"
     assert b["tracks"] == [("Walk", True, 1)]
     assert b["baked_range"] == (b["frames"][0], b["frames"][-1])
     assert b["source_keys"][0] == b["source_keys"][1]  # the strip's action is not touched
