@@ -25,8 +25,7 @@ from .properties import contact_settings, solver_settings
 
 UP = (0.0, 0.0, 1.0)  # Blender's world is Z-up
 CUT_SPEED = 20.0  # leg lengths per second: a pelvis this fast jumped (a repeat, a strip change)
-FOOTLOCK_SUFFIX = ".footlock"
-SOURCE_PROPERTY = "foot_lock_source"  # on a result action: the action it was made from
+FOOTLOCK_SUFFIX = sources.RESULT_SUFFIX
 
 
 @dataclass
@@ -143,33 +142,41 @@ def read_clip(obj, action):
     return _clip(obj, *armature.read_motion(obj, action, start, end, extra_tails=tails))
 
 
-def read_source_clip(obj, scene, source, action):
-    """The clip as :func:`read_clip` (``action`` standing for the source's), or, where the
-    keys alone do not say how it moves (:mod:`.sources`), as the evaluated scene shows it;
-    then also the :class:`~.evaluated.EvaluatedPose` it was read from."""
+def read_source_clip(obj, scene, source):
+    """The clip of a :class:`~.sources.MotionSource`: as :func:`read_clip` where the keys
+    say how it moves, else as the evaluated scene shows it; then also the
+    :class:`~.evaluated.EvaluatedPose` it was read from."""
     if not source.sampled:
-        return read_clip(obj, action), None
+        return read_clip(obj, source.action), None
     _refuse_driven_legs(obj, _solved_bones(obj.foot_lock))
-    with _playing(obj, action):
+    with _playing(obj, source):
         sampled = evaluated.sample_pose(obj, scene, source.frames)
         sources.check_evaluated(obj)
     return _clip(obj, *armature.read_evaluated_motion(obj, sampled, _tail_bones(obj.foot_lock))), sampled
 
 
 @contextmanager
-def _playing(obj, action):
-    """``action`` assigned while the scene is sampled (a rerun samples a result's source),
-    the object's own action and slot restored after."""
+def _playing(obj, source):
+    """The scene playing ``source`` while it is sampled (a rerun samples what a result was
+    made from: its action, or the NLA tracks it muted); the object's own action, slot
+    and tracks restored after."""
     anim = obj.animation_data
     current = anim.action if anim is not None else None
-    if action is None or action == current:
+    if source.result is None:
         yield
         return
     slot = compat.action_slot(obj, current)
-    compat.assign_action(obj, action)
+    if source.kind == sources.NLA:
+        anim.action = None
+        for track in source.tracks:
+            track.mute = False
+    else:
+        compat.assign_action(obj, source.action)
     try:
         yield
     finally:
+        for track in source.tracks:
+            track.mute = True
         compat.assign_action(obj, current, slot.identifier if slot is not None else "")
 
 
@@ -311,14 +318,14 @@ def detect_contacts(obj, scene=None, overwrite=False):
     curves on the active action; returns (written, kept) bone names. Curves Foot Lock
     wrote itself are labelled again; an animator's are kept unless ``overwrite``."""
     settings = ensure_legs(obj)
-    source = sources.motion_source(obj, _motion_frames)
+    source = sources.motion_source(obj, _motion_frames, follow_results=False)
     if source.kind == sources.NLA:
         raise AdapterError(
             f"{obj.name!r} plays NLA strips: Detect Contacts keys the active action; Remove Foot Sliding "
             "labels and bakes the NLA in one go"
         )
     action = editable_action(obj)
-    clip, _ = read_source_clip(obj, scene or bpy.context.scene, source, action)
+    clip, _ = read_source_clip(obj, scene or bpy.context.scene, source)
     labels = label_clip(clip, contact_settings(settings))
     written, kept = [], []
     for bone, values in zip(clip.contact_bones, labels):
@@ -343,36 +350,20 @@ class BakeOutcome:
     source: str = sources.KEYS  # how the motion was read: sources.KEYS, EVALUATED or NLA
 
 
-def refresh_origin(action):
-    """The action a Foot Lock result ``action`` was made from, or None when it is not one
-    (or its source is gone)."""
-    if action is None:
-        return None
-    name = action.get(SOURCE_PROPERTY)
-    if name is None and action.name.endswith(FOOTLOCK_SUFFIX):
-        name = action.name[: -len(FOOTLOCK_SUFFIX)]
-    origin = bpy.data.actions.get(name) if name else None
-    return origin if origin is not None and origin != action else None
-
-
 def remove_sliding(obj, scene, progress=lambda fraction: None):
     """Lock the feet of the motion ``obj`` shows and bake it (see the operator for the
     behaviour). Everything that can fail is checked before the first write."""
     start_time = time.perf_counter()
     settings = ensure_legs(obj)
-    source = sources.motion_source(obj, _motion_frames)
-    action = source.action
-    origin = None if settings.in_place or source.kind == sources.NLA else refresh_origin(action)
+    source = sources.motion_source(obj, _motion_frames, follow_results=not settings.in_place)
     if settings.in_place:
         if source.kind == sources.NLA:
             raise AdapterError(f"{obj.name!r} plays NLA strips: turn In Place off to bake them into a new action")
-        action = editable_action(obj)
-    if origin is not None:  # a rerun on a result: start again from its source
-        source = sources.motion_source_for(obj, origin, _motion_frames)
+        editable_action(obj)
     progress(0.05)
-    clip, sampled = read_source_clip(obj, scene, source, origin or action)
+    clip, sampled = read_source_clip(obj, scene, source)
     progress(0.3)
-    contacts = _animator_contacts(obj, [action, origin], clip, settings.overwrite_contacts)
+    contacts = _animator_contacts(obj, [source.result, source.action], clip, settings.overwrite_contacts)
     missing = np.isnan(contacts).all(axis=1)  # labelled with the current settings
     contacts = label_missing_across_cuts(clip, contacts, contact_settings(settings))
     progress(0.4)
@@ -386,50 +377,44 @@ def remove_sliding(obj, scene, progress=lambda fraction: None):
     location_bones = [joint_map.joint_bone[j] for j in result.location_joints]
     armature.check_writable(joint_map, result.motion, int(clip.frames[0]), rotation_bones, location_bones)
 
-    target = _target_action(obj, source, action, origin, sampled, settings.in_place)
+    target = source.action if settings.in_place else _new_result(obj, source, sampled, clip.frames)
     armature.write_motion(obj, target, joint_map, result.motion, int(clip.frames[0]), rotation_bones, location_bones)
     written = [bone for bone, miss in zip(clip.contact_bones, missing) if miss]
     for bone in written:  # the animator sees (and can edit) what was locked, on the result
         armature.write_contact_curve(obj, target, bone, clip.frames, result.contacts[clip.contact_bones.index(bone)])
-    sources.mute_tracks(source.tracks)
+    if source.tracks:
+        sources.mute_tracks(source.tracks, target)
     progress(1.0)
     outcome = BakeOutcome(target, result, len(clip.frames), time.perf_counter() - start_time, written, source.kind)
     _store_report(settings.report, outcome)
     return outcome
 
 
-def _target_action(obj, source, action, origin, sampled, in_place):
-    """The action the fix is keyed into, made and assigned (the source stays as it was)."""
-    if in_place:
-        return action
+def _new_result(obj, source, sampled, frames):
+    """A new action for the fix, assigned (the source stays as it was): a copy of the
+    action, or, from the NLA, every channel baked. It replaces an earlier result of the
+    same source, keeping that one's name, users and the contact curves an animator edited."""
     if source.kind == sources.NLA:
-        base = action or _first_strip_action(source.tracks)
-        target = bpy.data.actions.new(_result_name(base.name if base else obj.name))
-        compat.assign_action(obj, target)
-        armature.bake_pose(obj, target, sampled)
-    elif origin is not None:
-        target = _refreshed(obj, action, origin)
+        base = source.action or _first_strip_action(source.tracks)
+        fresh = bpy.data.actions.new((base.name if base else obj.name) + FOOTLOCK_SUFFIX)
+        compat.assign_action(obj, fresh)
+        armature.bake_pose(obj, fresh, sampled)
     else:
-        target = compat.copy_action(obj, action, _result_name(action.name))
-    target[SOURCE_PROPERTY] = (origin or action or target).name if source.kind != sources.NLA else ""
-    return target
-
-
-def _result_name(name):
-    return name + FOOTLOCK_SUFFIX
+        fresh = compat.copy_action(obj, source.action, source.action.name + FOOTLOCK_SUFFIX)
+        fresh[sources.SOURCE_PROPERTY] = source.action.name
+    if source.result is not None:
+        _replace(obj, source.result, fresh, frames)
+    return fresh
 
 
 def _first_strip_action(tracks):
     return next((strip.action for track in tracks for strip in track.strips if strip.action), None)
 
 
-def _refreshed(obj, result, origin):
-    """``result`` made again from ``origin``: a fresh copy takes its name and its users;
-    contact curves an animator edited on it are carried over."""
-    fresh = compat.copy_action(obj, origin, result.name + ".refresh")
-    settings = obj.foot_lock
-    frames = _motion_frames(origin)
-    for leg in settings.legs:
+def _replace(obj, result, fresh, frames):
+    """``fresh`` takes the place of the earlier ``result``: its name, its users and the
+    contact curves an animator edited on it."""
+    for leg in obj.foot_lock.legs:
         bone = contact_bone(leg)
         if armature.animator_contact_curve(obj, result, bone):
             values = armature.read_contact_curve(obj, result, bone, frames)
@@ -438,7 +423,6 @@ def _refreshed(obj, result, origin):
     result.user_remap(fresh)
     bpy.data.actions.remove(result)
     fresh.name = name
-    return fresh
 
 
 def _store_report(report, outcome):

@@ -14,6 +14,7 @@ Three cases, checked in this order:
 
 from dataclasses import dataclass
 
+import bpy
 import numpy as np
 
 from . import action_compat as compat
@@ -21,25 +22,30 @@ from .armature import bone_data_path
 from .errors import AdapterError
 
 KEYS, EVALUATED, NLA = "keys", "evaluated scene", "NLA"
+RESULT_SUFFIX = ".footlock"
+SOURCE_PROPERTY = "foot_lock_source"  # on a result made from an action: that action's name
+TRACKS_PROPERTY = "foot_lock_tracks"  # on a result baked from the NLA: the tracks it muted
 _TRANSFORM_PATHS = ("location", "rotation_", "scale", "delta_")
 
 
 @dataclass
 class MotionSource:
     kind: str  # KEYS, EVALUATED or NLA
-    action: object  # the active action (None for the NLA without one)
+    action: object  # the action that plays (None for the NLA without one)
     frames: np.ndarray  # scene frames to read and write
     tracks: list  # NLA tracks that play (muted, kept, once the result is baked)
+    result: object = None  # an earlier Foot Lock result to make again from this source
 
     @property
     def sampled(self):
         return self.kind != KEYS
 
 
-def motion_source(obj, action_frames):
+def motion_source(obj, action_frames, follow_results=True):
     """The :class:`MotionSource` of ``obj``; ``action_frames(action)`` gives an action's
-    frames (its frame range). Refuses NLA tweak mode and broken inputs before anything
-    is read."""
+    frames (its frame range). With ``follow_results``, an active action that Foot Lock
+    made is traced back to what it was made from (its action, or the NLA tracks it
+    muted). Refuses NLA tweak mode and broken inputs before anything is read."""
     anim = obj.animation_data
     if anim is not None and anim.use_tweak_mode:
         raise AdapterError(
@@ -51,14 +57,29 @@ def motion_source(obj, action_frames):
         return MotionSource(NLA, action, _nla_frames(tracks, action, action_frames), tracks)
     if action is None:
         raise AdapterError(f"armature {obj.name!r} has no action: assign the animation to clean up first")
-    return motion_source_for(obj, action, action_frames)
+    if follow_results:
+        muted = [anim.nla_tracks[name] for name in action.get(TRACKS_PROPERTY, ()) if name in anim.nla_tracks]
+        if muted:
+            return MotionSource(NLA, None, _nla_frames(muted, None, action_frames), muted, result=action)
+        origin = result_origin(action)
+        if origin is not None:
+            return _action_source(obj, origin, action_frames, result=action)
+    return _action_source(obj, action, action_frames)
 
 
-def motion_source_for(obj, action, action_frames):
-    """The :class:`MotionSource` of ``obj`` were ``action`` its active action (a rerun
-    that starts again from a result's source)."""
+def _action_source(obj, action, action_frames, result=None):
     kind = KEYS if keys_are_exact(obj, action) else EVALUATED
-    return MotionSource(kind, action, action_frames(action), [])
+    return MotionSource(kind, action, action_frames(action), [], result)
+
+
+def result_origin(action):
+    """The action a Foot Lock result ``action`` was made from, or None when it is not one
+    (or its source is gone)."""
+    name = action.get(SOURCE_PROPERTY)
+    if name is None and action.name.endswith(RESULT_SUFFIX):
+        name = action.name[: -len(RESULT_SUFFIX)]
+    origin = bpy.data.actions.get(name) if name else None
+    return origin if origin is not None and origin != action else None
 
 
 def playing_tracks(anim):
@@ -167,7 +188,9 @@ def driven_bones(obj, bone_names):
     ]
 
 
-def mute_tracks(tracks):
-    """The result replaces these: muted, kept for the animator to compare or go back."""
+def mute_tracks(tracks, result):
+    """The result replaces these: muted, kept for the animator to compare or go back, and
+    named on the result (a rerun bakes them again)."""
     for track in tracks:
         track.mute = True
+    result[TRACKS_PROPERTY] = [track.name for track in tracks]
