@@ -42,6 +42,7 @@ _OBJECT_TRANSFORMS = {
     "delta_rotation_quaternion",
     "delta_scale",
 }
+_OBJECT_GROUP = "Object Transforms"  # Blender's own group for an object's channels
 _SCALE_TOLERANCE = 1e-4  # relative: float32 keys and Rigify helpers carry noise below this
 
 
@@ -592,17 +593,24 @@ def write_motion(
     return action
 
 
-def bake_pose(obj, action, sampled):
+def _channels_of(basis):
+    """Location (..., 3), rotation quaternion (..., 4) and scale (..., 3) of T @ R @ S
+    matrices (..., 4, 4)."""
+    linear = basis[..., :3, :3]
+    scale = np.linalg.norm(linear, axis=-2)
+    rotation = quat.from_matrix(linear / np.where(scale > 0.0, scale, 1.0)[..., None, :])
+    return basis[..., :3, 3], rotation, scale
+
+
+def bake_pose(obj, action, sampled, with_object=False):
     """Key every pose bone's channels (location, rotation in its own mode, scale) on every
     sampled frame from the evaluated ``matrix_basis`` (:class:`~.evaluated.EvaluatedPose`),
-    as Blender's Bake Action does: one linear key per frame, for all bones."""
+    as Blender's Bake Action does: one linear key per frame, for all bones; with
+    ``with_object`` the object's own transform channels too."""
     bag = compat.channel_bag(obj, action, create=True)
     table = compat.fcurve_table(bag)
     frames = sampled.frames
-    linear = sampled.basis[..., :3, :3]
-    scale = np.linalg.norm(linear, axis=-2)  # (F, B, 3): matrix_basis is T @ R @ S
-    rotation = quat.from_matrix(linear / np.where(scale > 0.0, scale, 1.0)[..., None, :])
-    location = sampled.basis[..., :3, 3]
+    location, rotation, scale = _channels_of(sampled.basis)  # (F, B, ...)
     names = sampled.bone_names
     modes = [obj.pose.bones[name].rotation_mode for name in names]
     for mode in dict.fromkeys(modes):
@@ -616,6 +624,19 @@ def bake_pose(obj, action, sampled):
         if not obj.data.bones[name].use_connect:
             _write_channel(bag, table, name, "location", frames, location[:, b].T)
         _write_channel(bag, table, name, "scale", frames, scale[:, b].T)
+    if with_object:
+        _bake_object(obj, bag, table, frames, sampled.object_basis)
+
+
+def _bake_object(obj, bag, table, frames, basis):
+    location, rotation, scale = _channels_of(basis)  # (F, ...)
+    prop, _ = _rotation_channel(obj.rotation_mode)
+    reference = np.array(getattr(obj, prop), dtype=float)
+    values = channels.quat_to_channel(obj.rotation_mode, rotation.T, reference)
+    for path, rows in (("location", location.T), (prop, values), ("scale", scale.T)):
+        for index, row in enumerate(rows):
+            fcurve = table.get((path, index)) or compat.new_fcurve(bag, path, index, group=_OBJECT_GROUP)
+            compat.write_keys(fcurve, frames, row, "LINEAR")
 
 
 # --- foot-contact curves ----------------------------------------------------------------

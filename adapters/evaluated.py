@@ -23,7 +23,8 @@ class EvaluatedPose:
 
     ``pose`` holds each pose bone's ``matrix`` (armature space, constraints and drivers
     applied), ``basis`` its ``matrix_basis`` (the channel values the action or the NLA
-    gave it), ``world`` the object's ``matrix_world``; all row-major like ``mathutils``.
+    gave it), ``world`` the object's ``matrix_world`` and ``object_basis`` its
+    ``matrix_basis``; all row-major like ``mathutils``.
     """
 
     bone_names: list
@@ -31,6 +32,7 @@ class EvaluatedPose:
     pose: np.ndarray  # (F, B, 4, 4)
     basis: np.ndarray  # (F, B, 4, 4)
     world: np.ndarray  # (F, 4, 4)
+    object_basis: np.ndarray = None  # (F, 4, 4) the object's matrix_basis (its own channels)
 
     def bone(self, name):
         """Index of bone ``name`` in the arrays."""
@@ -96,6 +98,7 @@ def sample_pose(obj, scene, frames):
     pose = np.empty((len(frames), count, 4, 4))
     basis = np.empty_like(pose)
     world = np.empty((len(frames), 4, 4))
+    object_basis = np.empty_like(world)
     with _frame_kept(scene), _meshes_hidden(scene, obj):
         for i, frame in enumerate(frames):
             scene.frame_set(int(frame))
@@ -103,4 +106,5 @@ def sample_pose(obj, scene, frames):
             pose[i] = _matrices(bones, "matrix", count)
             basis[i] = _matrices(bones, "matrix_basis", count)
             world[i] = np.array(obj.matrix_world, dtype=float)
-    return EvaluatedPose(names, frames, pose, basis, world)
+            object_basis[i] = np.array(obj.matrix_basis, dtype=float)
+    return EvaluatedPose(names, frames, pose, basis, world, object_basis)

@@ -398,7 +398,7 @@ def _new_result(obj, source, sampled, frames):
         base = source.action or _first_strip_action(source.tracks)
         fresh = bpy.data.actions.new((base.name if base else obj.name) + FOOTLOCK_SUFFIX)
         compat.assign_action(obj, fresh)
-        armature.bake_pose(obj, fresh, sampled)
+        armature.bake_pose(obj, fresh, sampled, with_object=sources.strips_move_object(obj, source.tracks))
     else:
         fresh = compat.copy_action(obj, source.action, source.action.name + FOOTLOCK_SUFFIX)
         fresh[sources.SOURCE_PROPERTY] = source.action.name

@@ -121,6 +121,13 @@ def keys_are_exact(obj, action):
     return not any(moves_itself(ancestor) for ancestor in _ancestors(obj))
 
 
+def strips_move_object(obj, tracks):
+    """Whether the strips of ``tracks`` animate the object's own transform (muting them
+    would stop the object: the result keys it too)."""
+    actions = {strip.action for track in tracks for strip in track.strips if strip.action and not strip.mute}
+    return any(_animates_transform(obj, fcurve) for action in actions for fcurve in compat.iter_fcurves(obj, action))
+
+
 def _animates_transform(obj, fcurve):
     """An unmuted F-curve that changes one of the object's own transform channels."""
     if fcurve.mute or not fcurve.data_path.startswith(_TRANSFORM_PATHS):

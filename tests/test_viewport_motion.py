@@ -30,7 +30,7 @@ def travelling(request, clips_dir):
         result = bpy.ops.foot_lock.remove_sliding()
         after = world_heads(bpy, obj, toes, frames)
         report = obj.foot_lock.report
-        yield {
+        return {
             "how": request.param,
             "result": result,
             "before": before,

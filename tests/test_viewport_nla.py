@@ -62,7 +62,7 @@ def baked_nla(clips_dir):
         after = world_heads(bpy, obj, toes, frames)
         anim = obj.animation_data
         rerun = bpy.ops.foot_lock.remove_sliding()  # bakes the muted tracks again, into the same result
-        yield {
+        return {
             "rerun": (rerun, anim.action.name, sorted(a.name for a in bpy.data.actions),
                       [track.mute for track in anim.nla_tracks], world_heads(bpy, obj, toes, frames)),
             "result": result, "before": before, "after": after, "contacts": contacts,
@@ -102,3 +102,33 @@ def test_rerun_on_the_nla_result_bakes_the_tracks_again_into_it(baked_nla):
     assert action == "cmu_07_01.footlock" and actions == ["cmu_07_01", "cmu_07_01.footlock"]
     assert muted == [True]
     assert np.abs(after - baked_nla["after"]).max() < 1e-3  # the same settings: the same result
+
+
+def test_strips_that_also_move_the_object_keep_it_moving(blender, clips_dir):
+    """The in-place walk with its object keys, pushed down into a strip: the result keys
+    the object's travel too, so muting the track does not stop the character."""
+    import foot_lock
+    from viewport_scenes import in_place_walk
+
+    bpy = blender
+    foot_lock.register()
+    try:
+        obj, start, end = in_place_walk(bpy, clips_dir, "keys")
+        anim = obj.animation_data
+        action = anim.action
+        anim.action = None
+        anim.nla_tracks.new().strips.new("walk", start, action)
+        frames = np.arange(start, end + 1)
+        bpy.ops.foot_lock.detect_legs()
+        toes = [leg.toe for leg in obj.foot_lock.legs]
+        contacts = np.array([reference_labels(clips_dir / WALK)[leg.name] for leg in obj.foot_lock.legs])
+        before = world_heads(bpy, obj, toes, frames)
+        assert bpy.ops.foot_lock.remove_sliding() == {"FINISHED"}
+        after = world_heads(bpy, obj, toes, frames)
+        fps = bpy.context.scene.render.fps / bpy.context.scene.render.fps_base
+        assert slide_cm_s(before, contacts, fps) > 10.0
+        assert slide_cm_s(after, contacts, fps) <= 1.0
+        travel = np.linalg.norm(after[-1, 0, :2] - after[0, 0, :2])
+        assert travel > 0.5 * np.linalg.norm(before[-1, 0, :2] - before[0, 0, :2])
+    finally:
+        foot_lock.unregister()
