@@ -255,7 +255,7 @@ def unit_scale(scene):
 
 def stored_contacts(obj, action, clip):
     """(L, F) contact curves as keyed, NaN rows where a leg has none."""
-    return _contact_rows(obj, [action], clip, lambda obj, action, bone: armature.has_contact_curve(obj, action, bone))
+    return _contact_rows(obj, [action], clip, armature.has_contact_curve)
 
 
 def _animator_contacts(obj, actions, clip, overwrite):
@@ -265,6 +265,7 @@ def _animator_contacts(obj, actions, clip, overwrite):
     if overwrite:
         return np.full((len(clip.contact_bones), len(clip.frames)), np.nan)
     return _contact_rows(obj, actions, clip, armature.animator_contact_curve)
+
 
 def _contact_rows(obj, actions, clip, counts):
     rows = []

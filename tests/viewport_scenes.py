@@ -102,6 +102,15 @@ def travel_by_path(bpy, obj, velocity, start, end):
     return path
 
 
+def travel_by_child_of(bpy, obj, velocity, start, end):
+    """A Child Of constraint on an animated Empty (no parent: the constraint carries it)."""
+    carrier = bpy.data.objects.new("Carrier", None)
+    bpy.context.scene.collection.objects.link(carrier)
+    _key_linear(bpy, carrier, "location", [(start, (0.0, 0.0, 0.0)), (end, tuple(velocity * (end - start)))])
+    obj.constraints.new("CHILD_OF").target = carrier
+    return carrier
+
+
 def travel_by_driver(bpy, obj, velocity, start, end):
     for axis in (0, 1):
         driver = obj.driver_add("location", axis).driver
@@ -113,6 +122,7 @@ TRAVELLERS = {
     "keys": travel_by_keys,
     "parent": travel_by_parent,
     "path": travel_by_path,
+    "child_of": travel_by_child_of,
     "driver": travel_by_driver,
 }
 
