@@ -68,3 +68,26 @@ def test_the_object_motion_is_left_driving_the_character(travelling):
     # The body still travels: the toes cover (nearly) the stride distance over the clip.
     travel = np.linalg.norm(t["after"][-1, :, :2] - t["after"][0, :, :2], axis=-1)
     assert np.all(travel > 0.5 * np.linalg.norm(t["before"][-1, :, :2] - t["before"][0, :, :2], axis=-1))
+
+
+def test_hand_keyed_contacts_on_a_travelling_in_place_walk_plant_the_feet_in_the_world(blender, clips_dir):
+    import foot_lock
+    from foot_lock.adapters import armature
+
+    bpy = blender
+    foot_lock.register()
+    try:
+        obj, start, end = in_place_walk(bpy, clips_dir, "keys")
+        frames = np.arange(start, end + 1)
+        bpy.ops.foot_lock.detect_legs()
+        legs = obj.foot_lock.legs
+        contacts = np.array([reference_labels(clips_dir / WALK)[leg.name] for leg in legs])
+        for leg, row in zip(legs, contacts):  # keyed by hand, as the animator sees the steps
+            armature.write_contact_curve(obj, obj.animation_data.action, leg.toe, frames, row, stamp=False)
+        assert bpy.ops.foot_lock.remove_sliding() == {"FINISHED"}
+        after = world_heads(bpy, obj, [leg.toe for leg in legs], frames)
+        fps = bpy.context.scene.render.fps / bpy.context.scene.render.fps_base
+        assert slide_cm_s(after, contacts, fps) <= 1.0
+        assert obj.foot_lock.report.pelvis_shift <= 4.0  # cm: the body keeps its path
+    finally:
+        foot_lock.unregister()
