@@ -292,7 +292,7 @@ def read_motion(obj, action, frame_start, frame_end, extra_tails=()):
     count = len(frames)
     table = compat.fcurve_table(compat.channel_bag(obj, action))
     _check_object_not_animated(obj, table, frames)
-    world = np.broadcast_to(np.array(obj.matrix_world, dtype=float), (count, 4, 4))
+    world = np.array(obj.matrix_world, dtype=float)[None]  # one for every frame
     layout = _Bones.of(obj, extra_tails)
     bones = layout.bones
     nb = len(bones)
@@ -324,15 +324,15 @@ def read_motion(obj, action, frame_start, frame_end, extra_tails=()):
         bone_scale, uneven = np.ones((nb, count)), {}
     else:
         bone_scale, uneven = _uniform_scale(scale, frames)
-    rest_rot, rest_pos = _rest_offsets(bones, layout.parents)
-    rest_q = rest_rot.T[:, :, None]  # (4, bones, 1)
+    rest = _rest_offsets(bones, layout.parents)
+    rest_q = rest[0].T[:, :, None]  # (4, bones, 1)
     rot_c = channels.multiply(rest_q, basis)
     pos_c = np.empty((3, nb, count))
-    pos_c[:] = rest_pos.T[:, :, None]
+    pos_c[:] = rest[1].T[:, :, None]
     moving = np.flatnonzero(np.any(location != 0.0, axis=(0, 2)))  # most bones never translate
     if moving.size:
         pos_c[:, moving] += channels.rotate(rest_q[:, moving], location[:, moving])
-    return _assemble(obj, layout, rot_c, pos_c, bone_scale, uneven, world, frames, modes)
+    return _assemble(obj, layout, rest, rot_c, pos_c, bone_scale, uneven, world, frames, modes)
 
 
 def read_evaluated_motion(obj, sampled, extra_tails=()):
@@ -358,17 +358,22 @@ def read_evaluated_motion(obj, sampled, extra_tails=()):
     rot_c = quat.from_matrix(linear / safe[..., None, :]).transpose(2, 1, 0)
     pos_c = local[..., :3, 3].transpose(2, 1, 0).copy()
     modes = [obj.pose.bones[bone.name].rotation_mode for bone in bones]
-    return _assemble(obj, layout, rot_c, pos_c, bone_scale, uneven, sampled.world, frames, modes)
+    rest = _rest_offsets(bones, layout.parents)
+    return _assemble(obj, layout, rest, rot_c, pos_c, bone_scale, uneven, sampled.world, frames, modes)
 
 
-def _assemble(obj, layout, rot_c, pos_c, bone_scale, uneven, world, frames, modes):
-    """Skeleton, Motion and JointMap from each bone's transform in its parent's frame
-    ``rot_c`` (4, B, F) / ``pos_c`` (3, B, F) (armature units, rest offset included), its
-    uniform pose scale (B, F) and the object's world matrices (F, 4, 4)."""
+def _assemble(obj, layout, rest, rot_c, pos_c, bone_scale, uneven, world, frames, modes):
+    """Skeleton, Motion and JointMap from the bones' rest offsets ``rest`` (rotations,
+    translations), each bone's transform in its parent's frame ``rot_c`` (4, B, F) /
+    ``pos_c`` (3, B, F) (armature units, rest offset included), its uniform pose scale
+    (B, F) and the object's world matrices (F, 4, 4; or one (1, 4, 4) for every frame)."""
     bones, parents, tails_of = layout.bones, layout.parents, layout.tails
     nb, count = len(bones), len(frames)
-    world_rot, world_pos, world_scale = _object_transforms(obj.name, np.asarray(world, dtype=float), frames)
-    rest_rot, rest_pos = _rest_offsets(bones, parents)
+    rest_rot, rest_pos = rest
+    world_rot, world_pos, world_scale = (
+        np.broadcast_to(values, (count, *values.shape[1:]))
+        for values in _object_transforms(obj.name, np.asarray(world, dtype=float), frames)
+    )
 
     # Scale down the chains: world length of an armature unit in each parent's frame.
     parent_scale = np.empty((nb, count))
