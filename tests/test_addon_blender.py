@@ -560,3 +560,20 @@ def test_scale_on_bones_outside_the_legs_does_not_stop_the_job(addon, clips_dir)
     obj.pose.bones["LeftUpLeg"].scale = (1.0, 1.2, 1.0)  # on a leg: refused
     with pytest.raises(RuntimeError, match="'LeftUpLeg' is scaled non-uniformly"):
         addon.ops.foot_lock.remove_sliding()
+
+
+def test_drivers_outside_the_legs_are_evaluated_and_on_the_legs_refused(addon, clips_dir):
+    obj = import_clip(addon, clips_dir / "cmu_07_01.bvh")
+    head = obj.pose.bones["Head"]
+    head.rotation_mode = "XYZ"
+    driver = head.driver_add("rotation_euler", 2).driver
+    driver.type = "SCRIPTED"
+    driver.expression = "frame * 0.01"  # a simple expression: runs without Python
+    assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
+    assert obj.foot_lock.report.source == "evaluated scene"
+    assert len(obj.animation_data.drivers) == 1
+
+    obj.animation_data.action = addon.data.actions["cmu_07_01"]
+    obj.pose.bones["LeftLeg"].driver_add("rotation_euler", 0).driver.expression = "0.1"
+    with pytest.raises(RuntimeError, match="'LeftLeg' is moved by a driver"):
+        addon.ops.foot_lock.remove_sliding()
