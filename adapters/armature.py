@@ -27,6 +27,13 @@ from . import action_compat as compat
 from .errors import AdapterError
 
 CONTACT_PROPERTY = "foot_contact"
+HEEL_CONTACT_PROPERTY = "heel_contact"  # on the foot bone: its head, the ankle, is the heel pivot
+_CONTACT_DESCRIPTIONS = {
+    CONTACT_PROPERTY: "Foot contact: 1 where the ball of the foot (the toe bone's head) is planted and locked, "
+    "0 where it moves freely",
+    HEEL_CONTACT_PROPERTY: "Heel contact: 1 where the heel (the foot bone's head) is planted and locked, "
+    "0 where it moves freely",
+}
 TAIL_SUFFIX = ".tail"
 
 _ROTATION_CHANNEL = {"QUATERNION": ("rotation_quaternion", 4), "AXIS_ANGLE": ("rotation_axis_angle", 4)}
@@ -123,8 +130,8 @@ def bone_data_path(bone_name):
     return f'pose.bones["{bpy.utils.escape_identifier(bone_name)}"]'
 
 
-def contact_data_path(bone_name):
-    return f'{bone_data_path(bone_name)}["{CONTACT_PROPERTY}"]'
+def contact_data_path(bone_name, prop=CONTACT_PROPERTY):
+    return f'{bone_data_path(bone_name)}["{prop}"]'
 
 
 def _rotation_channel(mode):
@@ -647,54 +654,58 @@ def _bake_object(obj, bag, table, frames, basis):
 # --- foot-contact curves ----------------------------------------------------------------
 
 
-# Which contact curves Foot Lock keyed itself: per bone, a digest of the keys it wrote,
+# Which contact curves Foot Lock keyed itself: per curve, a digest of the keys it wrote,
 # kept on the action. A curve whose keys still match was not edited since: a rerun
 # labels it again with the current settings; any other curve is the animator's.
 _WRITTEN_PROPERTY = "foot_lock_contacts"
 
 
-def _stamp(action, bone_name, fcurve):
+def _stamp(action, bone_name, prop, fcurve):
     if _WRITTEN_PROPERTY not in action:
         action[_WRITTEN_PROPERTY] = {}
-    action[_WRITTEN_PROPERTY][bone_name] = compat.keys_digest(fcurve)
+    action[_WRITTEN_PROPERTY][contact_data_path(bone_name, prop)] = compat.keys_digest(fcurve)
 
 
-def contact_curve_is_tool_written(obj, action, bone_name):
-    """Whether the bone's ``foot_contact`` curve is exactly what Foot Lock last keyed there."""
-    fcurve = _contact_fcurve(obj, action, bone_name)
+def contact_curve_is_tool_written(obj, action, bone_name, prop=CONTACT_PROPERTY):
+    """Whether the bone's ``foot_contact`` (or ``prop``) curve is exactly what Foot Lock
+    last keyed there."""
+    fcurve = _contact_fcurve(obj, action, bone_name, prop)
     stamps = action.get(_WRITTEN_PROPERTY)
-    if fcurve is None or stamps is None or bone_name not in stamps:
+    key = contact_data_path(bone_name, prop)
+    if fcurve is None or stamps is None or key not in stamps:
         return False
-    return stamps[bone_name] == compat.keys_digest(fcurve)
+    return stamps[key] == compat.keys_digest(fcurve)
 
 
-def animator_contact_curve(obj, action, bone_name):
-    """Whether ``action`` has a ``foot_contact`` curve for the bone that an animator keyed
-    or edited (not one Foot Lock wrote and nobody touched since)."""
-    return has_contact_curve(obj, action, bone_name) and not contact_curve_is_tool_written(obj, action, bone_name)
+def animator_contact_curve(obj, action, bone_name, prop=CONTACT_PROPERTY):
+    """Whether ``action`` has a ``foot_contact`` (or ``prop``) curve for the bone that an
+    animator keyed or edited (not one Foot Lock wrote and nobody touched since)."""
+    return has_contact_curve(obj, action, bone_name, prop) and not contact_curve_is_tool_written(
+        obj, action, bone_name, prop
+    )
 
 
-def _contact_fcurve(obj, action, bone_name):
-    return compat.find_fcurve(compat.channel_bag(obj, action), contact_data_path(bone_name), 0)
+def _contact_fcurve(obj, action, bone_name, prop=CONTACT_PROPERTY):
+    return compat.find_fcurve(compat.channel_bag(obj, action), contact_data_path(bone_name, prop), 0)
 
 
-def has_contact_curve(obj, action, bone_name):
-    """Whether ``action`` has a ``foot_contact`` curve for the pose bone."""
-    return _contact_fcurve(obj, action, bone_name) is not None
+def has_contact_curve(obj, action, bone_name, prop=CONTACT_PROPERTY):
+    """Whether ``action`` has a ``foot_contact`` (or ``prop``) curve for the pose bone."""
+    return _contact_fcurve(obj, action, bone_name, prop) is not None
 
 
-def read_contact_curve(obj, action, bone_name, frames):
-    """The bone's ``foot_contact`` curve evaluated at ``frames``, or None without one."""
-    fcurve = _contact_fcurve(obj, action, bone_name)
+def read_contact_curve(obj, action, bone_name, frames, prop=CONTACT_PROPERTY):
+    """The bone's ``foot_contact`` (or ``prop``) curve evaluated at ``frames``, or None without one."""
+    fcurve = _contact_fcurve(obj, action, bone_name, prop)
     return None if fcurve is None else compat.read_values(fcurve, frames)
 
 
-def write_contact_curve(obj, action, bone_name, frames, values01, stamp=True):
-    """Key the pose bone's ``foot_contact`` property (0..1) on ``frames``: a key where the
-    value changes (and on the first frame), constant interpolation. Keys of the curve
-    outside ``frames`` stay. Creates the property with its 0..1 limits when missing. With
-    ``stamp`` the curve is marked as Foot Lock's own (see
-    :func:`contact_curve_is_tool_written`); without, it counts as the animator's.
+def write_contact_curve(obj, action, bone_name, frames, values01, prop=CONTACT_PROPERTY, stamp=True):
+    """Key the pose bone's ``foot_contact`` property (or ``prop``, e.g. ``heel_contact``)
+    (0..1) on ``frames``: a key where the value changes (and on the first frame), constant
+    interpolation. Keys of the curve outside ``frames`` stay. Creates the property with
+    its 0..1 limits when missing. With ``stamp`` the curve is marked as Foot Lock's own
+    (see :func:`contact_curve_is_tool_written`); without, it counts as the animator's.
     """
     pose_bone = obj.pose.bones.get(bone_name)
     if pose_bone is None:
@@ -705,24 +716,24 @@ def write_contact_curve(obj, action, bone_name, frames, values01, stamp=True):
         raise AdapterError("contact frames and values must be non-empty and equally long")
     if not np.all(np.isfinite(values)):
         raise AdapterError(f"contact values of {bone_name!r} contain NaN")
-    if not isinstance(pose_bone.get(CONTACT_PROPERTY), float):
-        pose_bone[CONTACT_PROPERTY] = float(values[0])
+    if not isinstance(pose_bone.get(prop), float):
+        pose_bone[prop] = float(values[0])
         obj.update_tag()  # else the evaluated copy lacks the new property and ignores the curve
-    pose_bone.id_properties_ui(CONTACT_PROPERTY).update(
+    pose_bone.id_properties_ui(prop).update(
         min=0.0,
         max=1.0,
         soft_min=0.0,
         soft_max=1.0,
-        description="Foot contact: 1 where the foot is planted and locked, 0 where it moves freely",
+        description=_CONTACT_DESCRIPTIONS[prop],
     )
     bag = compat.channel_bag(obj, action, create=True)
-    fcurve = compat.find_fcurve(bag, contact_data_path(bone_name), 0)
+    fcurve = compat.find_fcurve(bag, contact_data_path(bone_name, prop), 0)
     changes = np.ones(len(values), dtype=bool)
     changes[1:] = values[1:] != values[:-1]
     key_frames, key_values = frames[changes], values[changes]
     span = (frames.min(), frames.max())  # every old key in here goes, even after the last change
     if fcurve is None:
-        fcurve = compat.new_fcurve(bag, contact_data_path(bone_name), 0, group=bone_name)
+        fcurve = compat.new_fcurve(bag, contact_data_path(bone_name, prop), 0, group=bone_name)
     else:
         # The frame after the range keeps its old value.
         after = int(frames.max()) + 1
@@ -733,5 +744,5 @@ def write_contact_curve(obj, action, bone_name, frames, values01, stamp=True):
             span = (span[0], after)
     compat.write_keys(fcurve, key_frames, key_values, "CONSTANT", keep_outside=True, span=span)
     if stamp:
-        _stamp(action, bone_name, fcurve)
+        _stamp(action, bone_name, prop, fcurve)
     return fcurve

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import bpy
 import numpy as np
 
-from ..solvers.foot_lock import label_contacts, leg_length, remove_foot_sliding
+from ..solvers.foot_lock import label_foot_contacts, leg_length, remove_foot_sliding
 from ..solvers.kinematics import forward_kinematics
 from ..solvers.legs import detect_legs
 from ..solvers.rig import Leg, Rig
@@ -106,6 +106,12 @@ def translation_bone(obj, pelvis):
 def contact_bone(leg):
     """The bone that carries a leg's ``foot_contact`` curve: the toe, or the foot."""
     return leg.toe or leg.foot
+
+
+def heel_bone(leg):
+    """The bone that carries a leg's ``heel_contact`` curve: the foot, whose head is the
+    heel pivot; None on a leg without a toe bone (its one point is the foot's tail)."""
+    return leg.foot if leg.toe else None
 
 
 # --- reading ----------------------------------------------------------------------------
@@ -253,27 +259,45 @@ def unit_scale(scene):
 # --- contacts ---------------------------------------------------------------------------
 
 
-def stored_contacts(obj, action, clip):
-    """(L, F) contact curves as keyed, NaN rows where a leg has none."""
-    return _contact_rows(obj, [action], clip, armature.has_contact_curve)
+def stored_contacts(obj, action, clip, bones=None, prop=armature.CONTACT_PROPERTY):
+    """(L, F) contact curves as keyed, NaN rows where a leg has none; ``bones`` and
+    ``prop`` name other curves (default: each leg's ``foot_contact``)."""
+    rows = []
+    for bone in clip.contact_bones if bones is None else bones:
+        values = None if bone is None else armature.read_contact_curve(obj, action, bone, clip.frames, prop)
+        rows.append(np.full(len(clip.frames), np.nan) if values is None else values)
+    return np.array(rows)
+
+
+def stored_heel_contacts(obj, action, clip):
+    """(L, F) ``heel_contact`` curves as keyed, NaN rows where a leg has none."""
+    return stored_contacts(obj, action, clip, _heel_bones(obj), armature.HEEL_CONTACT_PROPERTY)
+
+
+def _heel_bones(obj):
+    return [heel_bone(leg) for leg in obj.foot_lock.legs]
+
+
+def _curves(obj, clip):
+    """(bone or None, property) of every contact curve: per leg the toe's, then the heel's."""
+    return [(bone, armature.CONTACT_PROPERTY) for bone in clip.contact_bones] + [
+        (bone, armature.HEEL_CONTACT_PROPERTY) for bone in _heel_bones(obj)
+    ]
 
 
 def _animator_contacts(obj, actions, clip, overwrite):
-    """(L, F) contact curves an animator keyed or edited, from the first of ``actions``
-    that has one per leg; NaN rows elsewhere (labelled again with the current settings),
-    all NaN with ``overwrite``."""
+    """(2L, F) contact curves an animator keyed or edited, in :func:`_curves` order (the
+    toes', then the heels'), each from the first of ``actions`` that has it; NaN rows
+    elsewhere (labelled again with the current settings), all NaN with ``overwrite``."""
+    rows = np.full((len(_curves(obj, clip)), len(clip.frames)), np.nan)
     if overwrite:
-        return np.full((len(clip.contact_bones), len(clip.frames)), np.nan)
-    return _contact_rows(obj, actions, clip, armature.animator_contact_curve)
-
-
-def _contact_rows(obj, actions, clip, counts):
-    rows = []
-    for bone in clip.contact_bones:
-        owner = next((action for action in actions if action is not None and counts(obj, action, bone)), None)
-        values = None if owner is None else armature.read_contact_curve(obj, owner, bone, clip.frames)
-        rows.append(np.full(len(clip.frames), np.nan) if values is None else values)
-    return np.array(rows)
+        return rows
+    for row, (bone, prop) in enumerate(_curves(obj, clip)):
+        owner = next((action for action in actions if action is not None and bone is not None
+                      and armature.animator_contact_curve(obj, action, bone, prop)), None)
+        if owner is not None:
+            rows[row] = armature.read_contact_curve(obj, owner, bone, clip.frames, prop)
+    return rows
 
 
 def cut_frames(clip):
@@ -286,22 +310,24 @@ def cut_frames(clip):
 
 
 def label_clip(clip, settings, cuts=None):
-    """(L, F) contact labels of the clip, piece by piece between :func:`cut_frames` (no
-    contact on a cut's first frame)."""
+    """(2L, F) contact labels of the clip, the toes' then the heels', piece by piece
+    between :func:`cut_frames` (no contact on a cut's first frame)."""
     cuts = cut_frames(clip) if cuts is None else cuts
-    labels = np.zeros((len(clip.rig.legs), len(clip.frames)))
+    legs = len(clip.rig.legs)
+    labels = np.zeros((2 * legs, len(clip.frames)))
     for piece in np.split(np.arange(len(clip.frames)), cuts):
         if len(piece) < 2:
             continue
         motion = clip.motion.copy()
         motion.rot, motion.pos = motion.rot[piece], motion.pos[piece]
-        labels[:, piece], _ = label_contacts(clip.skeleton, motion, clip.rig, UP, settings)
+        heels, toes, _ = label_foot_contacts(clip.skeleton, motion, clip.rig, UP, settings)
+        labels[:legs, piece], labels[legs:, piece] = toes, heels
     labels[:, cuts] = 0.0
     return labels
 
 
 def label_missing_across_cuts(clip, contacts, settings):
-    """``contacts`` with the rows of legs without a curve (NaN) labelled by
+    """``contacts`` (2L, F) with the rows of curves that do not exist (NaN) labelled by
     :func:`label_clip` and no contact on a cut; unchanged (the solve labels them, with the
     slip it measures) where the clip has no cuts."""
     cuts = cut_frames(clip)
@@ -316,8 +342,9 @@ def label_missing_across_cuts(clip, contacts, settings):
 
 def detect_contacts(obj, scene=None, overwrite=False):
     """Label contacts (on the motion the viewport shows) and key them as ``foot_contact``
-    curves on the active action; returns (written, kept) bone names. Curves Foot Lock
-    wrote itself are labelled again; an animator's are kept unless ``overwrite``."""
+    and ``heel_contact`` curves on the active action; returns (written, kept) bone names.
+    Curves Foot Lock wrote itself are labelled again; an animator's are kept unless
+    ``overwrite``."""
     settings = ensure_legs(obj)
     source = sources.motion_source(obj, _motion_frames, follow_results=False)
     if source.kind == sources.NLA:
@@ -329,11 +356,13 @@ def detect_contacts(obj, scene=None, overwrite=False):
     clip, _ = read_source_clip(obj, scene or bpy.context.scene, source)
     labels = label_clip(clip, contact_settings(settings))
     written, kept = [], []
-    for bone, values in zip(clip.contact_bones, labels):
-        if armature.animator_contact_curve(obj, action, bone) and not overwrite:
+    for (bone, prop), values in zip(_curves(obj, clip), labels):
+        if bone is None:
+            continue
+        if armature.animator_contact_curve(obj, action, bone, prop) and not overwrite:
             kept.append(bone)
             continue
-        armature.write_contact_curve(obj, action, bone, clip.frames, values)
+        armature.write_contact_curve(obj, action, bone, clip.frames, values, prop)
         written.append(bone)
     return written, kept
 
@@ -364,13 +393,14 @@ def remove_sliding(obj, scene, progress=lambda fraction: None):
     progress(0.05)
     clip, sampled = read_source_clip(obj, scene, source)
     progress(0.3)
-    contacts = _animator_contacts(obj, [source.result, source.action], clip, settings.overwrite_contacts)
-    missing = np.isnan(contacts).all(axis=1)  # labelled with the current settings
-    contacts = label_missing_across_cuts(clip, contacts, contact_settings(settings))
+    rows = _animator_contacts(obj, [source.result, source.action], clip, settings.overwrite_contacts)
+    missing = np.isnan(rows).all(axis=1)  # labelled with the current settings
+    rows = label_missing_across_cuts(clip, rows, contact_settings(settings))
+    contacts, heel_contacts = np.split(rows, 2)
     progress(0.4)
     result = remove_foot_sliding(
         clip.skeleton, clip.motion, clip.rig, UP, contacts=contacts,
-        settings=solver_settings(settings), unit_scale=unit_scale(scene),
+        settings=solver_settings(settings), unit_scale=unit_scale(scene), heel_contacts=heel_contacts,
     )
     progress(0.7)
     joint_map = clip.joint_map
@@ -378,11 +408,14 @@ def remove_sliding(obj, scene, progress=lambda fraction: None):
     location_bones = [joint_map.joint_bone[j] for j in result.location_joints]
     armature.check_writable(joint_map, result.motion, int(clip.frames[0]), rotation_bones, location_bones)
 
-    target = source.action if settings.in_place else _new_result(obj, source, sampled, clip.frames)
+    target = source.action if settings.in_place else _new_result(obj, source, sampled, clip)
     armature.write_motion(obj, target, joint_map, result.motion, int(clip.frames[0]), rotation_bones, location_bones)
-    written = [bone for bone, miss in zip(clip.contact_bones, missing) if miss]
-    for bone in written:  # the animator sees (and can edit) what was locked, on the result
-        armature.write_contact_curve(obj, target, bone, clip.frames, result.contacts[clip.contact_bones.index(bone)])
+    written = []
+    locked = np.concatenate([result.contacts, result.heel_contacts])
+    for (bone, prop), miss, values in zip(_curves(obj, clip), missing, locked):
+        if miss and bone is not None:  # the animator sees (and can edit) what was locked, on the result
+            armature.write_contact_curve(obj, target, bone, clip.frames, values, prop)
+            written.append(bone)
     if source.tracks:
         sources.mute_tracks(source.tracks, target)
     progress(1.0)
@@ -391,7 +424,7 @@ def remove_sliding(obj, scene, progress=lambda fraction: None):
     return outcome
 
 
-def _new_result(obj, source, sampled, frames):
+def _new_result(obj, source, sampled, clip):
     """A new action for the fix, assigned (the source stays as it was): a copy of the
     action, or, from the NLA, every channel baked. It replaces an earlier result of the
     same source, keeping that one's name, users and the contact curves an animator edited."""
@@ -404,7 +437,7 @@ def _new_result(obj, source, sampled, frames):
         fresh = compat.copy_action(obj, source.action, source.action.name + FOOTLOCK_SUFFIX)
         fresh[sources.SOURCE_PROPERTY] = source.action.name
     if source.result is not None:
-        _replace(obj, source.result, fresh, frames)
+        _replace(obj, source.result, fresh, clip)
     return fresh
 
 
@@ -412,14 +445,13 @@ def _first_strip_action(tracks):
     return next((strip.action for track in tracks for strip in track.strips if strip.action), None)
 
 
-def _replace(obj, result, fresh, frames):
+def _replace(obj, result, fresh, clip):
     """``fresh`` takes the place of the earlier ``result``: its name, its users and the
     contact curves an animator edited on it."""
-    for leg in obj.foot_lock.legs:
-        bone = contact_bone(leg)
-        if armature.animator_contact_curve(obj, result, bone):
-            values = armature.read_contact_curve(obj, result, bone, frames)
-            armature.write_contact_curve(obj, fresh, bone, frames, values, stamp=False)
+    for bone, prop in _curves(obj, clip):
+        if bone is not None and armature.animator_contact_curve(obj, result, bone, prop):
+            values = armature.read_contact_curve(obj, result, bone, clip.frames, prop)
+            armature.write_contact_curve(obj, fresh, bone, clip.frames, values, prop, stamp=False)
     name = result.name
     result.user_remap(fresh)
     bpy.data.actions.remove(result)

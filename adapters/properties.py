@@ -19,6 +19,7 @@ from bpy.types import PropertyGroup
 
 from ..solvers.contacts import ContactSettings
 from ..solvers.foot_lock import FootLockSettings
+from ..solvers.leg_ik import LegOptions
 from ..solvers.runtime_lock import RuntimeSettings
 from ..solvers.runtime_pose import PELVIS_SMOOTHING
 
@@ -207,9 +208,11 @@ def solver_settings(settings):
     return FootLockSettings(
         contacts=contact_settings(settings),
         softening_ratio=settings.softening,
-        height_clamp=settings.height_clamp,
-        heel_look_at=settings.heel_look_at,
-        toe_look_at=settings.toe_look_at,
+        leg_options=LegOptions(
+            height_clamp=settings.height_clamp,
+            heel_look_at=settings.heel_look_at,
+            toe_look_at=settings.toe_look_at,
+        ),
     )
 
 

@@ -28,9 +28,9 @@ import numpy as np
 
 from . import quaternion as quat
 from .foot_lock import FootLockSettings, leg_length
-from .kinematics import Skeleton, check_motion, forward_kinematics
+from .kinematics import Pose, Skeleton, check_motion, forward_kinematics
 from .leg_ik import LegLimits, leg_chain, measure_leg, solve_leg
-from .rig import Leg
+from .rig import Leg, Rig
 from .runtime_lock import (
     FootLocker,
     PelvisDrop,
@@ -57,13 +57,13 @@ PELVIS_SMOOTHING = 0.03
 class RuntimeClip:
     """A clip as the runtime lock reads it: every frame's local and global pose, the legs."""
 
-    skeleton: object
+    skeleton: Skeleton
     rot: np.ndarray  # (F, n, 4) local rotations
     pos: np.ndarray  # (F, n, 3) local translations
     grot: np.ndarray  # (F, n, 4) global rotations
     gpos: np.ndarray  # (F, n, 3) global positions
-    rig: object
-    limits: list  # LegLimits per leg
+    rig: Rig
+    limits: list[LegLimits]  # per leg
     leg_length: float
     fps: float
     floor: float  # height along ``up`` of the ground the clip was authored on
@@ -327,8 +327,8 @@ class _GroupPose:
             heel_min_height=lim.heel_min_height + feet.heel_shift[legs],
             toe_end_min_height=lim.toe_end_min_height + feet.toe_shift[legs],
         )
-        solve_leg(g.skeleton, self.rot, self.pos, self.grot, self.gpos, g.leg, here, targets[legs], up,
-                  options.height_clamp, options.heel_look_at, options.toe_look_at)
+        solve_leg(Pose(g.skeleton, self.rot, self.pos, self.grot, self.gpos), g.leg, here, targets[legs], up,
+                  options.leg_options)
 
 
 def _ease(previous, target, dt):

@@ -8,6 +8,7 @@ from foot_lock.solvers import bvh
 from foot_lock.solvers import quaternion as quat
 from foot_lock.solvers.foot_lock import FootLockSettings
 from foot_lock.solvers.kinematics import forward_kinematics
+from foot_lock.solvers.leg_ik import LegOptions
 from foot_lock.solvers.runtime_lock import RuntimeSettings
 from foot_lock.solvers.runtime_pose import TerrainFootLock, play_clip, runtime_clip
 
@@ -103,7 +104,7 @@ def test_feet_turn_toward_the_ground_normal_up_to_the_tilt_limit(walk):
     # The rays report the slope but flat heights: without the floor clamps, which would
     # hold the lowered heels up.
     lock = TerrainFootLock(clip, RuntimeSettings(max_tilt=limit, pelvis_drop_smoothing=0.03),
-                           FootLockSettings(height_clamp=False), up=UP)
+                           FootLockSettings(leg_options=LegOptions(height_clamp=False)), up=UP)
     rot, pos = play_clip(lock, ground)
     _, gpos = forward_kinematics(skeleton, rot, pos)
 
