@@ -116,9 +116,9 @@ def keys_are_exact(obj, action):
     anim = obj.animation_data
     if anim.drivers or anim.action_influence < 1.0 or anim.action_blend_type != "REPLACE":
         return False
-    if any(_animates_transform(obj, fcurve) for fcurve in compat.iter_fcurves(obj, action)):
+    if _constrained(obj) or any(_animates_transform(obj, fcurve) for fcurve in compat.iter_fcurves(obj, action)):
         return False
-    return not any(moves_itself(ancestor) for ancestor in _ancestors(obj))
+    return not any(_moves_itself(ancestor) for ancestor in _ancestors(obj.parent))
 
 
 def strips_move_object(obj, tracks):
@@ -126,6 +126,10 @@ def strips_move_object(obj, tracks):
     would stop the object: the result keys it too)."""
     actions = {strip.action for track in tracks for strip in track.strips if strip.action and not strip.mute}
     return any(_animates_transform(obj, fcurve) for action in actions for fcurve in compat.iter_fcurves(obj, action))
+
+
+def _constrained(obj):
+    return any(not c.mute and c.influence > 0.0 for c in obj.constraints)
 
 
 def _animates_transform(obj, fcurve):
@@ -144,19 +148,13 @@ def _ancestors(obj):
         obj = obj.parent
 
 
-def moves_itself(obj):
-    """Whether something may move ``obj`` over time (for the armature's own object, the
-    bone curves of its action are not counted: see :func:`keys_are_exact`)."""
-    if any(not c.mute and c.influence > 0.0 for c in obj.constraints):
-        return True
+def _moves_itself(obj):
+    """Whether something may move ``obj`` (a parent of the armature) over time: constraints,
+    drivers, an action or NLA strips."""
     anim = obj.animation_data
-    if anim is None:
-        return False
-    if anim.drivers or playing_tracks(anim):
+    if _constrained(obj):
         return True
-    if obj.type == "ARMATURE":
-        return False  # its own action: the caller looks at the transform curves
-    return anim.action is not None
+    return anim is not None and bool(anim.drivers or anim.action is not None or playing_tracks(anim))
 
 
 def check_evaluated(obj):
