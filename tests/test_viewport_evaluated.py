@@ -68,6 +68,18 @@ def test_sampling_restores_the_skinned_mesh_and_the_frame(clips_dir):
     assert scene.frame_current == 5
 
 
+def test_a_disabled_armature_is_sampled_as_if_enabled_and_stays_disabled(clips_dir):
+    obj = import_clip(bpy, clips_dir / "cmu_07_01.bvh")
+    scene = bpy.context.scene
+    shown = sample_pose(obj, scene, [1, 50, 100])
+    obj.hide_viewport = True  # the depsgraph skips it: a plain frame_set would read a stale pose
+
+    disabled = sample_pose(obj, scene, [1, 50, 100])
+
+    np.testing.assert_allclose(disabled.pose, shown.pose, atol=1e-6)
+    assert obj.hide_viewport
+
+
 def test_evaluated_read_matches_the_direct_read_of_a_plain_clip(clips_dir):
     from foot_lock.adapters import armature
 
