@@ -14,12 +14,13 @@ from dataclasses import dataclass
 import bpy
 import numpy as np
 
+from ..solvers import loops
 from ..solvers.foot_lock import label_foot_contacts, leg_length, remove_foot_sliding
 from ..solvers.kinematics import forward_kinematics
 from ..solvers.legs import detect_legs
 from ..solvers.rig import Leg, Rig
 from . import action_compat as compat
-from . import armature, evaluated, sources
+from . import armature, cycles, evaluated, sources
 from .errors import AdapterError
 from .properties import contact_settings, solver_settings
 
@@ -398,7 +399,8 @@ def remove_sliding(obj, scene, progress=lambda fraction: None):
     rows = label_missing_across_cuts(clip, rows, contact_settings(settings))
     contacts, heel_contacts = np.split(rows, 2)
     progress(0.4)
-    result = remove_foot_sliding(
+    looped = _is_loop(obj, source, clip)
+    result = (loops.solve_loop if looped else remove_foot_sliding)(
         clip.skeleton, clip.motion, clip.rig, UP, contacts=contacts,
         settings=solver_settings(settings), unit_scale=unit_scale(scene), heel_contacts=heel_contacts,
     )
@@ -416,12 +418,23 @@ def remove_sliding(obj, scene, progress=lambda fraction: None):
         if miss and bone is not None:  # the animator sees (and can edit) what was locked, on the result
             armature.write_contact_curve(obj, target, bone, clip.frames, values, prop)
             written.append(bone)
+    if looped:  # curves the fix created loop like the rest
+        solved = result.rotation_joints + result.location_joints
+        cycles.keep_looping(obj, target, [joint_map.joint_bone[j] for j in solved])
     if source.tracks:
         sources.mute_tracks(source.tracks, target)
     progress(1.0)
     outcome = BakeOutcome(target, result, len(clip.frames), time.perf_counter() - start_time, written, source.kind)
     _store_report(settings.report, outcome)
     return outcome
+
+
+def _is_loop(obj, source, clip):
+    """A cycle is solved as a loop: an action marked cyclic, or whose last pose is its first.
+    What the NLA plays over a range of strips is not one cycle."""
+    if source.kind == sources.NLA:
+        return False
+    return cycles.is_marked_cyclic(obj, source.action) or loops.is_closed_loop(clip.skeleton, clip.motion, clip.rig, UP)
 
 
 def _new_result(obj, source, sampled, clip):

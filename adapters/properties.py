@@ -122,7 +122,7 @@ class FOOT_LOCK_PG_settings(PropertyGroup):
     report: PointerProperty(type=FOOT_LOCK_PG_report)
 
     # Preview: the runtime foot lock on the scene's terrain, live (the ``preview`` switch
-    # itself is added by register_properties()).
+    # itself is added by the preview module, adapters/preview.py).
     preview_error: StringProperty(name="Preview Error", description="Why Preview was last turned off")
     ground_collection: PointerProperty(
         type=bpy.types.Collection, name="Ground",
@@ -219,25 +219,9 @@ def solver_settings(settings):
 classes = (FOOT_LOCK_PG_leg, FOOT_LOCK_PG_report, FOOT_LOCK_PG_settings)
 
 
-def _preview_toggled(settings, context):
-    from . import preview  # imported here: preview builds on this module
-
-    preview.preview_toggled(settings.id_data, context)
-
-
 def register_properties():
-    # A property with a Python callback declared in a PropertyGroup's class body crashes
-    # Blender 4.2 at exit; added to the registered class (and removed before it is
-    # unregistered) it does not.
-    FOOT_LOCK_PG_settings.preview = BoolProperty(
-        name="Preview",
-        description="Lock and plant the feet on the scene's meshes while the timeline plays or is scrubbed, "
-        "as a game engine would at runtime. Nothing is keyed until Bake Preview",
-        default=False, update=_preview_toggled,
-    )
     bpy.types.Object.foot_lock = PointerProperty(type=FOOT_LOCK_PG_settings, name="Foot Lock")
 
 
 def unregister_properties():
     del bpy.types.Object.foot_lock
-    del FOOT_LOCK_PG_settings.preview

@@ -5,11 +5,14 @@ summary and the demo's table are printed from.
 """
 
 import json
+import math
 import tomllib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
+
+from .paths import atomic_output
 
 MANIFEST = Path(__file__).resolve().parents[1] / "blender_manifest.toml"
 
@@ -51,16 +54,32 @@ def contact_ranges(weights, frame_start):
     return [[int(frame_start + a), int(frame_start + b - 1)] for a, b in zip(edges[::2], edges[1::2])]
 
 
-def write_report(path, records, settings):
+def write_report(path, records, settings, stopped=None, unfinished=()):
+    """The run's JSON report, strict JSON (a figure that is not a number is ``null``),
+    written atomically. A stopped run reports the files that finished and lists the rest."""
     failed = [r.input for r in records if not r.ok]
+    summary = {"files": len(records), "fixed": len(records) - len(failed), "failed": failed}
+    if stopped:
+        summary.update(stopped=stopped, unfinished=list(unfinished))
     document = {
         "foot_lock_version": tomllib.loads(MANIFEST.read_text(encoding="utf-8"))["version"],
         "settings": settings,
-        "summary": {"files": len(records), "fixed": len(records) - len(failed), "failed": failed},
+        "summary": summary,
         "files": [asdict(record) for record in records],
     }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    text = json.dumps(_finite_or_null(document), indent=2, allow_nan=False) + "\n"
+    with atomic_output(path) as temp:
+        temp.write_text(text, encoding="utf-8")
+
+
+def _finite_or_null(value):
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _finite_or_null(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite_or_null(item) for item in value]
+    return value
 
 
 def read_record(path):
@@ -79,8 +98,10 @@ def file_line(record):
 
 
 def _clip_summary(clip):
-    before, after = clip["before"], clip["after"]
     name = f"{clip['armature']} / {clip['action']}: " if clip.get("armature") else ""
+    if "kept" in clip:
+        return f"{name}{clip['kept']}"
+    before, after = clip["before"], clip["after"]
     contacts = sum(leg["frames"] for leg in clip["contacts"].values())
     text = (
         f"{name}{clip['frames']} frames, {contacts} contact frames, "

@@ -17,6 +17,10 @@ from .kinematics import Motion, Pose, SolverInputError, check_motion, forward_ki
 from .leg_ik import LegOptions, measure_leg, solve_leg
 from .offline_lock import OfflineProblem, OfflineWeights, solve_offline_lock
 from .rig import leg_bone_length, leg_length
+from .root_motion import is_in_place
+
+IN_PLACE = ("the clip walks in place (its root stays put while the planted feet glide back): "
+            "nothing locked; Root Motion from Feet makes it travel")
 
 
 @dataclass
@@ -123,7 +127,7 @@ def detect_foot_contacts(heels, toes, root, up, fps, length, settings=None):
 
 
 def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None, settings=None,
-                        unit_scale=1.0, heel_contacts=None):
+                        unit_scale=1.0, heel_contacts=None, measured=slice(None)):
     """Lock the feet of ``motion`` during contacts; returns a :class:`FootLockResult`.
 
     Each foot has two points to pin: the toe (the ball, ``leg.toe``) while ``contacts``
@@ -133,7 +137,8 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
     ``contacts`` and ``heel_contacts`` (L, F) in 0..1 override automatic labelling
     (hand-edited curves); a leg whose row is all NaN (no curve) is labelled automatically,
     as are all without the array. ``unit_scale`` is metres per world unit, used only for
-    the reported figures.
+    the reported figures, which are those of the ``measured`` frames (a loop's solve
+    keeps the middle of several cycles). A clip that walks in place is not locked.
     """
     settings = settings or FootLockSettings()
     up = np.asarray(up, dtype=float) / np.linalg.norm(up)
@@ -150,10 +155,14 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
     if missing.any() or heel_missing.any():
         with _timed(timings, "contacts"):
             heel_labels, labels, slip = _label_feet(skeleton, gpos, rig, up, motion.fps, settings.contacts)
+        if is_in_place(_points(gpos, rig, "toe"), travel(skeleton, gpos, rig, up), up, motion.fps,
+                       leg_length(gpos, rig)):
+            labels[:] = heel_labels[:] = 0.0  # its feet glide by design: locking them would tear the legs off
+            warnings.append(IN_PLACE)
         contacts[missing] = labels[missing]
         heel_contacts[heel_missing] = heel_labels[heel_missing]
     heel_contacts[[not leg.has_toe_bone for leg in rig.legs]] = 0.0  # the one point is the toe
-    if not (contacts > 0).any() and not (heel_contacts > 0).any():
+    if not (contacts > 0).any() and not (heel_contacts > 0).any() and IN_PLACE not in warnings:
         warnings.append("no foot contacts: nothing to lock")
 
     before = _state(gpos, rig)
@@ -175,10 +184,10 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
     after = _state(gpos, rig)
 
     figures = {
-        "contacts": contacts, "up": up, "fps": motion.fps, "unit_scale": unit_scale,
+        "contacts": contacts[:, measured], "up": up, "fps": motion.fps, "unit_scale": unit_scale,
         "floors": np.array([lim.toe_min_height for lim in limits]),
         "bone_lengths": np.array([leg_bone_length(gpos, leg) for leg in rig.legs]),
-        "reference_pelvis": before["pelvis"],
+        "reference_pelvis": before["pelvis"][measured],
     }
     return FootLockResult(
         motion=type(motion)(pose.rot, pose.pos, motion.fps, dict(motion.meta)),
@@ -186,8 +195,8 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
         heel_contacts=heel_contacts,
         rotation_joints=sorted({j for leg in rig.legs for j in _rotated_joints(leg)}),
         location_joints=[rig.pelvis],
-        before=_metrics(before, **figures),
-        after=_metrics(after, **figures),
+        before=_metrics(_frames(before, measured), **figures),
+        after=_metrics(_frames(after, measured), **figures),
         slip=slip,
         lock_residual=solution.lock_residual,
         reach_violation=solution.reach_violation,
@@ -228,6 +237,11 @@ def _state(gpos, rig):
     """The positions the metrics and the offline solve read, copied from the globals."""
     return {"pelvis": gpos[:, rig.pelvis].copy(),
             **{role + "s": _points(gpos, rig, role) for role in ("hip", "knee", "ankle", "toe")}}
+
+
+def _frames(state, measured):
+    """The state over the ``measured`` frames (the pelvis is (F, 3), the rest (L, F, 3))."""
+    return {key: values[measured] if key == "pelvis" else values[:, measured] for key, values in state.items()}
 
 
 def _metrics(state, contacts, up, fps, unit_scale, floors, bone_lengths, reference_pelvis):

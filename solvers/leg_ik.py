@@ -56,7 +56,8 @@ def measure_leg(grot, gpos, leg, up, softening_ratio=0.02, comfortable_reach=0.9
     hip, knee, ankle = gpos[:, leg.hip], gpos[:, leg.knee], gpos[:, leg.ankle]
     thigh = np.linalg.norm(knee - hip, axis=-1)
     shin = np.linalg.norm(ankle - knee, axis=-1)
-    if np.min(thigh) < 1e-6 * np.max(thigh + shin) or np.min(shin) < 1e-6 * np.max(thigh + shin):
+    # "not >" also refuses legs whose bones are all zero long (0 < 0 is false) and NaN.
+    if not (np.min(thigh) > 1e-6 * np.max(thigh + shin) and np.min(shin) > 1e-6 * np.max(thigh + shin)):
         raise SolverInputError(f"leg {leg.name!r}: thigh or shin has zero length")
     bones = leg_bone_length(gpos, leg)
     extension = np.linalg.norm(ankle - hip, axis=-1)

@@ -23,6 +23,7 @@ class FOOT_LOCK_PT_main(FootLockPanel, bpy.types.Panel):
         column = layout.column()
         column.scale_y = 1.5
         column.operator("foot_lock.remove_sliding", icon="CON_FLOOR")
+        layout.operator("foot_lock.root_motion_from_feet", icon="TRACKING_FORWARDS")
         layout.prop(settings, "in_place")
         draw_report(layout, settings.report)
 
