@@ -9,11 +9,14 @@
   single files that go through Blender.
 - :mod:`.paths`: outputs never over an input, always written atomically.
 - :mod:`.stops`: Ctrl-C and SIGTERM, as clean stops.
+- :mod:`.farm`: a folder past one machine: ``--shard`` (:mod:`.shards`), ``--resume``
+  (:mod:`.resume`), ``--scheduler`` (:mod:`.dask_engine`, Dask imported only then);
+  :mod:`.merge_reports` joins the shards' reports.
 - :mod:`.report`: what each fix did, as JSON and as printed lines.
 - :mod:`.demo`: the bundled walk (``data/``), made to slide and fixed.
 - ``blender_script.py``: the script for ``blender -b --python`` (batch workers run it too).
 
-Nothing here imports bpy at import time: fixing a BVH needs only numpy.
+Nothing here imports bpy or Dask at import time: fixing a BVH needs only numpy.
 """
 
 from .main import main, run
