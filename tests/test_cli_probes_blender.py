@@ -26,13 +26,15 @@ def cli_run(argv, cwd, pythonpath):
 
 
 def blend_with_driver(bpy, walk, path, expression):
-    """A .blend of the walk whose hip joint has a Python driver running ``expression``.
+    """A .blend of the walk beside an empty whose Python driver runs ``expression``.
 
     Blender evaluates a driver as soon as it is set, so a stand-in of the same length is
     saved and its bytes replaced in the uncompressed file: the expression never runs here.
     """
-    obj = import_clip(bpy, walk)
-    driver = obj.pose.bones["LHipJoint"].driver_add("location", 0).driver
+    import_clip(bpy, walk)
+    prop = bpy.data.objects.new("prop", None)  # an empty beside the character: its drivers run with the scene's
+    bpy.context.scene.collection.objects.link(prop)
+    driver = prop.driver_add("location", 0).driver
     driver.type = "SCRIPTED"
     stand_in = "1" * len(expression)
     driver.expression = stand_in
