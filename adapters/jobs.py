@@ -479,6 +479,8 @@ def _store_report(report, outcome):
     report.skate_before = result.before["skate_ratio"]
     report.skate_after = result.after["skate_ratio"]
     report.pelvis_shift = result.after["pelvis_deviation_cm"]
+    report.ground_slide_before = result.before["ground_slide_cm_s"]
+    report.ground_slide_after = result.after["ground_slide_cm_s"]
     report.seconds = outcome.seconds
     report.source = outcome.source
 
@@ -489,6 +491,7 @@ def summary(outcome):
     return (
         f"{outcome.frames} frames baked to {outcome.action.name!r} (motion read from the {outcome.source}); "
         f"{int(np.sum(outcome.result.contacts > 0.5))} contact frames locked; "
-        f"toe slide {before['toe_slide_cm_s']:.1f} -> {after['toe_slide_cm_s']:.2f} cm/s, "
+        f"toe slide {before['toe_slide_cm_s']:.1f} -> {after['toe_slide_cm_s']:.2f} cm/s "
+        f"(feet on the ground {before['ground_slide_cm_s']:.1f} -> {after['ground_slide_cm_s']:.1f} cm/s), "
         f"skating {100 * before['skate_ratio']:.1f}% -> {100 * after['skate_ratio']:.1f}%"
     )

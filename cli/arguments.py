@@ -9,6 +9,8 @@ import os
 from pathlib import Path
 
 from .clip_files import FORMATS
+from .farm import add_farm_flags
+from .merge_reports import add_merge_reports
 from .root_motion_files import add_root_motion_command
 from .settings_flags import add_flags, panel_settings, resolve
 
@@ -30,6 +32,7 @@ def build_parser(settings):
     _add_remove_sliding(commands, settings)
     add_root_motion_command(commands)
     _add_demo(commands)
+    add_merge_reports(commands)
     return parser
 
 
@@ -63,6 +66,7 @@ def _add_remove_sliding(commands, settings):
         help="metres per BVH unit, for the figures reported (default: guessed from the leg length, "
         "taking the common unit that makes the legs an adult's: m, cm, mm, inch or CMU's 0.056444 m)",
     )
+    add_farm_flags(parser)
     if settings:
         add_flags(parser, settings)
     else:

@@ -19,13 +19,16 @@ import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import suppress
+from functools import partial
 from pathlib import Path
 
 from .arguments import WORKER_ONLY
 from .clip_files import FORMATS
 from .errors import ClipError
+from .farm import planned
 from .paths import PARTIAL_PREFIX, remove_partial_outputs
 from .report import FileRecord, file_line, read_record
+from .resume import stamped
 from .stops import Stopped
 
 SCRIPT = Path(__file__).resolve().with_name("blender_script.py")
@@ -134,35 +137,67 @@ def worker_command(argv):
     return [sys.executable, str(SCRIPT), "--", *argv]
 
 
-def fix_folder(source, target, jobs, options, timeout):
+def fix_folder(source, target, jobs, options, timeout, farm):
     """Fix every clip of ``source`` into the same place under ``target``; prints a line per file.
 
-    ``options`` are the command-line arguments each worker gets besides its files. On
+    ``options`` are the command-line arguments each worker gets besides its files; ``farm``
+    holds the command line's shard, resume and scheduler choices (:mod:`.farm`). On
     :class:`~.stops.Stopped` the workers are ended and the exception carries the records
     of the files that finished (``records``) and the inputs that did not (``unfinished``).
     """
     clips = clips_in(source, target)
     if not clips:
         raise ClipError(f"no clips ({', '.join(FORMATS)}) in {source}")
-    jobs = capped_by_memory(min(jobs, len(clips)), clips)
-    workers, records = Workers(), []
+    pairs, done = planned(source, target, clips, farm, options)
+    records, late = list(done.values()), []
+    results = _records(pairs, jobs, options, timeout, farm.scheduler, late)
+    try:
+        for count, record in enumerate(results, 1):
+            records.append(record)
+            print(f"[{count}/{len(pairs)}] {file_line(record)}", flush=True)
+    except Stopped as stop:
+        results.close()  # ends the workers; files that finished while the stop came in are in late
+        records += late
+        finished = {record.input for record in records}
+        stop.records = sorted(records, key=lambda record: record.input)
+        stop.unfinished = [str(clip) for clip, _ in pairs if str(clip) not in finished]
+        raise
+    return sorted(records, key=lambda record: record.input)
+
+
+def _records(pairs, jobs, options, timeout, scheduler, late):
+    """The records of the ``pairs`` fixed, as they finish: on a Dask cluster or the local pool.
+
+    Closing this generator ends the workers; the records of files that finished meanwhile,
+    not yielded, go to the list ``late``.
+    """
+    if not pairs:
+        return
+    if scheduler:
+        from .dask_engine import cluster_records  # Dask is optional: imported when asked for
+
+        yield from cluster_records(scheduler, pairs, options, timeout, late)
+    else:
+        yield from local_records(pairs, jobs, options, timeout, late)
+
+
+def local_records(pairs, jobs, options, timeout, late):
+    """The records of the ``(source, target)`` pairs fixed by ``jobs`` local worker
+    processes, as they finish (see :func:`_records`)."""
+    jobs = capped_by_memory(min(jobs, len(pairs)), [clip for clip, _ in pairs])
+    workers = Workers()
     with ThreadPoolExecutor(jobs) as pool:
-        futures = [pool.submit(run_worker, clip, target / clip.relative_to(source), options, timeout, workers)
-                   for clip in clips]
+        futures = [pool.submit(stamped, clip, options, partial(run_worker, clip, output, options, timeout, workers))
+                   for clip, output in pairs]
+        waiting = set(futures)
         try:
-            for done, future in enumerate(as_completed(futures), 1):
-                records.append(future.result())
-                print(f"[{done}/{len(clips)}] {file_line(records[-1])}", flush=True)
-        except Stopped as stop:
+            for future in as_completed(futures):
+                waiting.discard(future)
+                yield future.result()
+        finally:
             workers.stop()
             pool.shutdown(wait=True, cancel_futures=True)
-            # Files that finished while the stop came in count as finished too.
-            records = [f.result() for f in futures if f.done() and not f.cancelled() and f.result() is not None]
-            finished = {record.input for record in records}
-            stop.records = sorted(records, key=lambda record: record.input)
-            stop.unfinished = [str(clip) for clip in clips if str(clip) not in finished]
-            raise
-    return sorted(records, key=lambda record: record.input)
+            late += [f.result() for f in waiting if f.done() and not f.cancelled() and f.result() is not None]
 
 
 def capped_by_memory(jobs, clips):

@@ -9,19 +9,24 @@ goes wrong is one line naming the file; Ctrl-C and SIGTERM stop with 130 and 143
 import os
 import shutil
 import sys
+from functools import partial
 
 from .arguments import parse_args
 from .batch import clips_in, fix_folder, run_worker
 from .clip_files import fix_file
 from .demo import run_demo
 from .errors import ClipError
+from .farm import farm_misuse
+from .merge_reports import merge_reports
 from .paths import refuse_writing_inputs
 from .report import file_line, summary_line, write_report
+from .resume import stamped
 from .root_motion_files import root_motion
 from .settings_flags import panel_settings, settings_argv, settings_used
 from .stops import Stopped, stop_on_signals
 
-EXIT_FAILED = 1  # a clip failed (argparse exits with 2 on a bad command line)
+EXIT_FAILED = 1  # a clip failed
+EXIT_USAGE = 2  # a bad command line (as argparse exits)
 
 
 def main(argv=None):
@@ -54,6 +59,10 @@ def run(argv=None):
 
 
 def remove_sliding(args):
+    misuse = farm_misuse(args)
+    if misuse:
+        print(f"Foot Lock: {misuse}", flush=True)
+        return EXIT_USAGE
     try:
         inputs = clips_in(args.input, args.output) if args.input.is_dir() else [args.input]
         refuse_writing_inputs(args.input, args.output, args.report, inputs)
@@ -77,13 +86,14 @@ def remove_sliding(args):
 def fix_one_or_all(args):
     """The records of the files fixed, with a line printed per file (and a summary for a folder)."""
     if args.input.is_dir():
-        records = fix_folder(args.input, args.output, args.jobs, per_file_argv(args), args.timeout)
+        records = fix_folder(args.input, args.output, args.jobs, per_file_argv(args), args.timeout, args)
         print(summary_line(records, args.report), flush=True)
         return records
     if args.in_this_process or _numpy_only(args):
-        record = fix_file(args.input, args.output, args)
+        record = stamped(args.input, per_file_argv(args), partial(fix_file, args.input, args.output, args))
     else:
-        record = run_worker(args.input, args.output, per_file_argv(args), args.timeout)
+        record = stamped(args.input, per_file_argv(args), partial(
+            run_worker, args.input, args.output, per_file_argv(args), args.timeout))
     print(file_line(record), flush=True)
     return [record]
 
@@ -111,4 +121,5 @@ def per_file_argv(args):
     return argv + (["--all-actions"] if args.all_actions else [])
 
 
-COMMANDS = {"remove-sliding": remove_sliding, "root-motion": root_motion, "demo": run_demo}
+COMMANDS = {"remove-sliding": remove_sliding, "root-motion": root_motion, "demo": run_demo,
+            "merge-reports": merge_reports}

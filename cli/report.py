@@ -25,6 +25,8 @@ class FileRecord:
     error: str | None = None
     seconds: float = 0.0
     clips: list = field(default_factory=list)  # clip_entry() dicts
+    input_sha256: str | None = None  # what --resume compares (see resume.py)
+    options: list | None = None
 
 
 def clip_entry(result, leg_names, frame_start, fps, unit_scale, seconds, **identity):
@@ -54,6 +56,10 @@ def contact_ranges(weights, frame_start):
     return [[int(frame_start + a), int(frame_start + b - 1)] for a, b in zip(edges[::2], edges[1::2])]
 
 
+def foot_lock_version():
+    return tomllib.loads(MANIFEST.read_text(encoding="utf-8"))["version"]
+
+
 def write_report(path, records, settings, stopped=None, unfinished=()):
     """The run's JSON report, strict JSON (a figure that is not a number is ``null``),
     written atomically. A stopped run reports the files that finished and lists the rest."""
@@ -62,7 +68,7 @@ def write_report(path, records, settings, stopped=None, unfinished=()):
     if stopped:
         summary.update(stopped=stopped, unfinished=list(unfinished))
     document = {
-        "foot_lock_version": tomllib.loads(MANIFEST.read_text(encoding="utf-8"))["version"],
+        "foot_lock_version": foot_lock_version(),
         "settings": settings,
         "summary": summary,
         "files": [asdict(record) for record in records],
@@ -105,7 +111,8 @@ def _clip_summary(clip):
     contacts = sum(leg["frames"] for leg in clip["contacts"].values())
     text = (
         f"{name}{clip['frames']} frames, {contacts} contact frames, "
-        f"toe slide {before['toe_slide_cm_s']:.1f} -> {after['toe_slide_cm_s']:.2f} cm/s, "
+        f"toe slide {before['toe_slide_cm_s']:.1f} -> {after['toe_slide_cm_s']:.2f} cm/s "
+        f"(feet on the ground {before['ground_slide_cm_s']:.1f} -> {after['ground_slide_cm_s']:.1f} cm/s), "
         f"skating {100 * before['skate_ratio']:.1f}% -> {100 * after['skate_ratio']:.1f}%"
     )
     return text + "".join(f" [warning: {w}]" for w in clip["warnings"])

@@ -203,8 +203,10 @@ def solve_leg(pose, leg, limits, toe_target, up, options=None, heel_target=None)
     toe_target = _raise_to(toe_target, limits.toe_min_height, up) if options.height_clamp else toe_target
     if heel_target is None:
         heel_target = toe_target + gpos[:, leg.ankle] - gpos[:, leg.toe]
-    if options.height_clamp:
-        heel_target = _raise_to(heel_target, limits.heel_min_height, up)
+        if options.height_clamp:
+            heel_target = _raise_to(heel_target, limits.heel_min_height, up)
+    elif options.height_clamp:  # the heel swings up about the ball, which stays on its target
+        heel_target = _lift_tip(toe_target, heel_target, limits.heel_min_height, up)
     solve_two_bone(pose, leg, limits, heel_target, chain)
     if options.heel_look_at:
         look_at(pose, leg.ankle, leg.toe, toe_target, chain)

@@ -7,6 +7,7 @@ import numpy as np
 from foot_lock.solvers import bvh, kinematics
 from foot_lock.solvers.contacts import reference_contacts
 from foot_lock.solvers.kinematics import forward_kinematics
+from foot_lock.solvers.quaternion import horizontal
 from foot_lock.solvers.rig import Leg, Rig
 
 CMU_TO_METRES = 0.056444
@@ -131,6 +132,35 @@ def with_front_legs(skeleton, motion, rig, offset=(0.0, 0.0, 0.9)):
     )
 
 
+def drift_root_motion(skeleton, motion, start=0.8, end=1.2, up=bvh.UP):
+    """A runtime whose root-speed factor drifts from ``start`` to ``end`` over the clip: every
+    horizontal step of the roots is scaled by that frame's factor (no single factor fits)."""
+    drifted = motion.copy()
+    factor = np.linspace(start, end, motion.frames - 1)[:, None]
+    for root in np.flatnonzero(skeleton.parents < 0):
+        steps = np.diff(motion.pos[:, root], axis=0)
+        extra = (factor - 1.0) * horizontal(steps, up)
+        drifted.pos[1:, root] += np.cumsum(extra, axis=0)
+    return drifted
+
+
+def decimate(motion, fps):
+    """Every n-th frame of ``motion`` so it plays at ``fps`` (a divisor of its own rate)."""
+    step = round(motion.fps / fps)
+    return kinematics.Motion(motion.rot[::step].copy(), motion.pos[::step].copy(), motion.fps / step,
+                             dict(motion.meta))
+
+
+def root_scenarios(skeleton, motion):
+    """The Targets' sliding inputs by name: root speed x1.0 / x0.75 / x1.25 and a drifting factor."""
+    return {
+        "x1.00": motion,
+        "x0.75": scale_root_motion(skeleton, motion, 0.75),
+        "x1.25": scale_root_motion(skeleton, motion, 1.25),
+        "drift": drift_root_motion(skeleton, motion),
+    }
+
+
 def gait_cycle(motion, up=bvh.UP):
     """(first, last) frames 0.8-1.5 s apart whose poses (joint rotations, pelvis height)
     match best: one gait cycle of a walk."""
@@ -156,3 +186,15 @@ def walk_cycle(motion, up=bvh.UP):
     offset = np.zeros_like(cycle.pos[0])
     offset[0] = horizontal(cycle.pos[-1, 0] - cycle.pos[0, 0], up)
     return loops.close_seam(cycle, offset)[0]
+
+
+def toe_labels(skeleton, motion, rig, settings=None):
+    """The contact labeller's own toe labels (L, F), before the solve's heel/toe bridging."""
+    from foot_lock.solvers.contacts import detect_contacts
+    from foot_lock.solvers.foot_lock import travel
+    from foot_lock.solvers.rig import leg_length
+
+    _, gpos = forward_kinematics(skeleton, motion.rot, motion.pos)
+    toes = np.stack([gpos[:, leg.toe] for leg in rig.legs])
+    return detect_contacts(toes, travel(skeleton, gpos, rig, bvh.UP), bvh.UP, motion.fps, leg_length(gpos, rig),
+                           settings)[0]

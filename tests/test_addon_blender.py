@@ -176,7 +176,7 @@ def test_bake_keeps_the_original_and_every_unsolved_channel(addon, clips_dir):
     baked = obj.animation_data.action
     assert baked.name == "cmu_07_01.footlock" and baked != source
     source_now = snapshot(obj, source)
-    contact_paths = {key for key in source_now if key[0].endswith('["foot_contact"]')}
+    contact_paths = {key for key in source_now if key[0].endswith(('["foot_contact"]', '["heel_contact"]'))}
     assert {k: v for k, v in source_now.items() if k not in contact_paths} == before
     after = snapshot(obj, baked)
     solved_bones = {"Hips"} | {getattr(leg, role) for leg in obj.foot_lock.legs for role in ("thigh", "shin", "foot", "toe")}
@@ -225,6 +225,10 @@ def test_hand_edited_contact_is_obeyed(addon, clips_dir, tmp_path):
     from foot_lock.adapters import armature
 
     armature.write_contact_curve(obj, action, toe, frames, edited, stamp=False)  # keyed by hand
+    foot = leg_bones(obj, "foot")[0]  # the heel of that stance is keyed off too
+    heel = armature.read_contact_curve(obj, action, foot, frames, armature.HEEL_CONTACT_PROPERTY)
+    heel[first : last + 1] = 0.0
+    armature.write_contact_curve(obj, action, foot, frames, heel, armature.HEEL_CONTACT_PROPERTY, stamp=False)
     addon.ops.foot_lock.remove_sliding()
     stance = np.zeros((1, len(frames)), dtype=bool)
     stance[0, first : last + 1] = True
@@ -545,6 +549,7 @@ def test_the_panel_report_says_what_the_bake_did(addon, clips_dir, tmp_path):
     assert report.valid and report.action == "walk.footlock" and report.frames == 317
     assert 250 < report.contact_frames < 634  # some, not all, leg-frames were locked
     assert report.slide_before > 20.0 and report.slide_after < 1.0
+    assert report.ground_slide_before > 20.0 > 5.0 > report.ground_slide_after  # not only the locked frames
     assert 0.0 < report.pelvis_shift < 4.0 and report.seconds > 0.0
 
 

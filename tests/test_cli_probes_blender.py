@@ -5,6 +5,7 @@ Every hostile file is built here.
 """
 
 import json
+import re
 
 import pytest
 from blender_scenes import import_clip
@@ -168,3 +169,80 @@ def test_gltf_textures_of_two_inputs_with_the_same_name_do_not_collide(blender, 
         textures[name] = (out / image["uri"]).read_bytes()
     assert textures["red"] != textures["blue"]  # each output keeps its own texture
     assert list(out.rglob(".foot_lock-partial-*")) == []
+
+
+def test_a_failed_export_leaves_the_previous_output_and_nothing_not_a_number_is_saved(blender, tmp_path, walk,
+                                                                                       pythonpath):
+    obj = import_clip(blender, walk)
+    obj.keyframe_insert("location", index=0, frame=1)  # a key of the armature itself, in its action
+    name = obj.name
+    source = tmp_path / "nan.blend"
+    blender.ops.wm.save_as_mainfile(filepath=str(source))
+    # NaN cannot be typed in Blender: write it into the saved file's key from outside.
+    blender.ops.wm.open_mainfile(filepath=str(source))
+    from foot_lock.adapters import action_compat
+
+    obj = blender.data.objects[name]
+    (fcurve,) = [f for f in action_compat.iter_fcurves(obj, obj.animation_data.action) if f.data_path == "location"]
+    fcurve.keyframe_points[0].co.y = float("nan")
+    blender.ops.wm.save_as_mainfile(filepath=str(source))
+    for suffix in (".fbx", ".glb", ".blend"):
+        target = tmp_path / f"out{suffix}"
+        target.write_text("the previous good output")
+        result = cli_run(["remove-sliding", source, "-o", target], tmp_path, pythonpath)
+        assert result.returncode == 1 and result.stdout.startswith(f"FAILED {source}: "), result.stdout
+        assert len(result.stdout.splitlines()) == 1 and re.search("not (a )?numbers?", result.stdout)
+        assert target.read_text() == "the previous good output"
+    assert list(tmp_path.glob(".foot_lock-partial-*")) == []
+
+
+def corrupt_scenes(bpy, walk, folder):
+    """Scene files that are broken in the ways files from elsewhere are: name -> words expected."""
+    folder.mkdir()
+    import_clip(bpy, walk)
+    bpy.context.scene.render.fps, bpy.context.scene.render.fps_base = 5000, 1.0
+    bpy.ops.wm.save_as_mainfile(filepath=str(folder / "fps_5000.blend"))
+    good = (folder / "fps_5000.blend").read_bytes()
+    (folder / "truncated.blend").write_bytes(good[: len(good) // 3])
+    (folder / "empty.blend").write_bytes(b"")
+    (folder / "text.fbx").write_text("; FBX 7.4.0 project file\nnot really\n")
+    (folder / "garbage.glb").write_bytes(b"glTF" + bytes(range(256)) * 4)
+    broken = {"asset": {"version": "2.0"}, "animations": [{"samplers": [{"input": 7, "output": 8}], "channels": []}],
+              "accessors": []}
+    (folder / "accessors.gltf").write_text(json.dumps(broken))
+    (folder / "not_json.gltf").write_text("{ this is not json")
+    return {"fps_5000.blend": "5000 frames per second", "accessors.gltf": "time accessor is broken",
+            "not_json.gltf": "not a glTF file", "truncated.blend": "", "empty.blend": "", "text.fbx": "",
+            "garbage.glb": ""}
+
+
+def test_corrupt_scenes_are_one_line_each_in_a_single_run_and_a_batch(blender, tmp_path, walk, pythonpath):
+    folder = tmp_path / "in"
+    expected = corrupt_scenes(blender, walk, folder)
+    batch = cli_run(["remove-sliding", folder, "-o", tmp_path / "out", "--jobs", "2"], tmp_path, pythonpath)
+    assert batch.returncode == 1 and batch.stderr == "", batch.stderr
+    lines = batch.stdout.splitlines()
+    assert len(lines) == len(expected) + 1 and "Traceback" not in batch.stdout
+    for name, words in expected.items():
+        (line,) = [line for line in lines if f"FAILED {folder / name}: " in line]
+        assert words in line, line
+    for name in ("fps_5000.blend", "accessors.gltf", "truncated.blend"):
+        single = cli_run(["remove-sliding", folder / name, "-o", tmp_path / "one.blend"], tmp_path, pythonpath)
+        assert single.returncode == 1 and single.stderr == "", single.stderr
+        (line,) = single.stdout.splitlines()
+        assert line.startswith(f"FAILED {folder / name}: ") and expected[name] in line
+    assert not (tmp_path / "out").exists() or list((tmp_path / "out").iterdir()) == []
+
+
+def test_keys_that_are_not_numbers_are_never_saved(blender, walk):
+    """The last check before any save, whatever put the keys there."""
+    from foot_lock.adapters import action_compat
+    from foot_lock.cli.blender_files import refuse_non_finite_keys
+    from foot_lock.cli.errors import ClipError
+
+    obj = import_clip(blender, walk)
+    refuse_non_finite_keys()  # a clean scene passes
+    fcurve = next(iter(action_compat.iter_fcurves(obj, obj.animation_data.action)))
+    fcurve.keyframe_points[10].co.y = float("nan")
+    with pytest.raises(ClipError, match="not numbers: nothing was written"):
+        refuse_non_finite_keys()

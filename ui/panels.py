@@ -36,6 +36,7 @@ def draw_report(layout, report):
     grid = box.grid_flow(columns=3, even_columns=True, align=True)
     for label, before, after in (
         ("Slide cm/s", f"{report.slide_before:.1f}", f"{report.slide_after:.2f}"),
+        ("On ground cm/s", f"{report.ground_slide_before:.1f}", f"{report.ground_slide_after:.1f}"),
         ("Skating", f"{100 * report.skate_before:.1f}%", f"{100 * report.skate_after:.1f}%"),
     ):
         grid.label(text=label)
