@@ -282,23 +282,28 @@ def test_unlock_is_smooth(climb):
     assert (steps(s["shown"])[window] <= steps(s["authored"])[window] + 0.005).all()
 
 
-def test_set_pose_shows_a_frame_in_every_rotation_mode(addon, clips_dir):
-    """The preview's pose writer against Blender's own evaluation of the pose it set."""
-    from foot_lock.adapters import armature
+def test_the_viewport_shows_the_simulated_pose_in_every_rotation_mode(addon, clips_dir):
+    """The preview's channel values against Blender's own evaluation of them: bones in
+    quaternion, axis-angle and other Euler modes, on a turned and moved armature."""
+    from foot_lock.adapters import preview
+    from foot_lock.solvers.kinematics import forward_kinematics
 
     obj = import_clip(addon, clips_dir / f"{CLIP}.bvh")
-    action = obj.animation_data.action
-    _, motion, joint_map = armature.read_motion(obj, action, 1, 317)
-    frame = 120
-    row = frame - joint_map.frame_start
-    expected = world_joints(obj, [bone.name for bone in obj.data.bones], action)[row]
-    addon.context.scene.frame_set(frame)
-    modes = {"LeftUpLeg": "QUATERNION", "LeftLeg": "AXIS_ANGLE", "LeftFoot": "XZY", "RightUpLeg": "ZYX"}
+    obj.rotation_euler.z = math.radians(30.0)
+    obj.location = (0.3, -0.2, 0.05)
+    modes = {"LeftUpLeg": "QUATERNION", "LeftLeg": "AXIS_ANGLE", "LeftFoot": "XZY", "RightUpLeg": "YXZ"}
     for bone, mode in modes.items():
         obj.pose.bones[bone].rotation_mode = mode  # the keyed (ZYX) Euler curves no longer pose it
-    armature.set_pose(obj, joint_map, motion.rot[row], motion.pos[row], frame, list(modes), ["Hips"])
-    addon.context.view_layer.update()
-    shown = np.array([tuple(obj.matrix_world @ obj.pose.bones[bone.name].head) for bone in obj.data.bones])
+    walk_terrain(obj, "ramp").build(addon)
+    obj.foot_lock.preview = True
+    simulated = preview._previews[obj.name]
+    _, gpos = forward_kinematics(simulated.clip.skeleton, simulated.played.rot, simulated.played.pos)
+    names = simulated.clip.joint_map.joint_names
+    bones = [bone.name for bone in obj.data.bones]
+    frames = frames_of(obj)[::40]
+    shown = play(addon, obj, frames, bones)
+    expected = gpos[frames - frames_of(obj)[0]][:, [names.index(name) for name in bones]]
+    assert simulated.moved[:, [list(simulated.shown.bones).index(b) for b in modes]].any()
     assert np.abs(shown - expected).max() < 1e-5
 
 
