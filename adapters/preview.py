@@ -341,8 +341,9 @@ def _step_previews(scene, depsgraph, before_evaluation):
         sync_handlers()  # an armature was renamed or deleted: find the previewing ones again
     for name in sorted(_previewing):
         obj = scene.objects.get(name)
-        if obj is not None and obj.foot_lock.preview:
-            _step_safely(obj, scene, depsgraph, before_evaluation)
+        driven = getattr(_previews.get(name), "drives", None)
+        if obj is not None and obj.foot_lock.preview and not (driven and not before_evaluation):
+            _step_safely(obj, scene, depsgraph, before_evaluation)  # (posed before evaluation already)
 
 
 @persistent
