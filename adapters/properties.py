@@ -53,7 +53,17 @@ class FOOT_LOCK_PG_report(PropertyGroup):
     skate_before: FloatProperty(name="Skate Before", subtype="FACTOR", description="Share of frames skating")
     skate_after: FloatProperty(name="Skate After", subtype="FACTOR", description="Share of frames skating")
     pelvis_shift: FloatProperty(name="Pelvis Shift", description="Mean pelvis change, cm")
+    ground_slide_before: FloatProperty(
+        name="Ground Slide Before",
+        description="Mean horizontal speed of each foot's lowest point while it is on its local ground "
+        "(not the locked frames: a check the solve did not choose), cm/s",
+    )
+    ground_slide_after: FloatProperty(
+        name="Ground Slide After",
+        description="Mean horizontal speed of each foot's lowest point while it is on its local ground, cm/s",
+    )
     seconds: FloatProperty(name="Time", unit="TIME_ABSOLUTE", description="Time the bake took")
+    source: StringProperty(name="Read From", description="Where the motion was read: the keys, the evaluated scene or the NLA")
 
 
 class FOOT_LOCK_PG_settings(PropertyGroup):

@@ -12,12 +12,17 @@ import numpy as np
 
 from . import metrics
 from . import quaternion as quat
-from .contacts import ContactSettings, detect_contacts
+from .contacts import REFERENCE_LEG_LENGTH, ContactSettings, detect_foot_contacts
 from .kinematics import Motion, Pose, SolverInputError, check_motion, forward_kinematics
 from .leg_ik import LegOptions, measure_leg, solve_leg
 from .offline_lock import OfflineProblem, OfflineWeights, solve_offline_lock
 from .rig import leg_bone_length, leg_length
+from .root_motion import is_in_place
 
+IN_PLACE = ("the clip walks in place (its root stays put while the planted feet glide back): "
+            "nothing locked; Root Motion from Feet makes it travel")
+
+HEEL_LIFT = 0.005  # m for an adult: a heel higher than this above its contact's lowest is not planted
 
 @dataclass
 class FootLockSettings:
@@ -85,45 +90,34 @@ def label_foot_contacts(skeleton, motion, rig, up, settings=None):
 
 
 def _label_feet(skeleton, gpos, rig, up, fps, settings):
-    heels, toes = _points(gpos, rig, "ankle"), _points(gpos, rig, "toe")
+    heels, toes, length = _points(gpos, rig, "ankle"), _points(gpos, rig, "toe"), leg_length(gpos, rig)
     heel_labels, toe_labels, slip = detect_foot_contacts(
-        heels, toes, travel(skeleton, gpos, rig, up), up, fps, leg_length(gpos, rig), settings
+        heels, toes, travel(skeleton, gpos, rig, up), up, fps, length, settings, foot_edges=False
     )
+    heel_labels = _heel_down(heel_labels, heels, up, length)
     heel_labels[[not leg.has_toe_bone for leg in rig.legs]] = 0.0
-    return heel_labels, _bridge_toe_breaks(toe_labels, heel_labels), slip
-
-
-def _bridge_toe_breaks(toe_labels, heel_labels):
-    """Toe labels with every break that lies wholly inside a heel contact filled.
-
-    A foot in contact rolls heel, flat, ball (or ball, flat, heel walking backward): a toe
-    lifting and landing again under a planted heel is a labelling flicker, and locking the
-    ball again somewhere else would turn the foot under the held heel."""
-    out = toe_labels.copy()
-    for toe, heel in zip(out, heel_labels > 0):
-        on = toe > 0
-        edges = np.flatnonzero(np.diff(on.astype(np.int8)))
-        breaks, landings = edges[on[edges]] + 1, edges[~on[edges]] + 1
-        for start in breaks:
-            later = landings[landings > start]
-            if len(later) and heel[start - 1 : later[0] + 1].all():
-                toe[start : later[0]] = np.maximum(toe[start - 1], toe[later[0]])
-    return out
-
-
-def detect_foot_contacts(heels, toes, root, up, fps, length, settings=None):
-    """Heel and toe contact weights, (L, F) each, from heel (ankle) and toe (ball) points
-    (L, F, 3), and the toes' slip factor.
-
-    For now each point is labelled on its own trajectory by :func:`~.contacts.detect_contacts`;
-    the heel/toe labeller of issue 10 item 1 takes this one's place."""
-    toe_labels, slip = detect_contacts(toes, root, up, fps, length, settings)
-    heel_labels, _ = detect_contacts(heels, root, up, fps, length, settings)
     return heel_labels, toe_labels, slip
 
 
+def _heel_down(heel_labels, heels, up, length):
+    """Heel labels kept only where the heel is down: within ``HEEL_LIFT`` (for an adult,
+    scaled to the leg) of its lowest point in that contact. A heel still settling or
+    already rising (the foot rolling onto the ball) is not planted; pinned there it would
+    hold the foot flat against the roll and stretch the leg."""
+    heights = heels @ np.asarray(up, dtype=float)
+    lift = HEEL_LIFT * length / REFERENCE_LEG_LENGTH
+    out = heel_labels.copy()
+    for labels, height in zip(out, heights):
+        on = labels > 0
+        edges = np.flatnonzero(np.diff(np.concatenate(([0], on.astype(np.int8), [0]))))
+        for start, end in zip(edges[::2], edges[1::2]):
+            run = slice(start, end)
+            labels[run] = np.where(height[run] <= height[run].min() + lift, labels[run], 0.0)
+    return out
+
+
 def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None, settings=None,
-                        unit_scale=1.0, heel_contacts=None):
+                        unit_scale=1.0, heel_contacts=None, measured=slice(None)):
     """Lock the feet of ``motion`` during contacts; returns a :class:`FootLockResult`.
 
     Each foot has two points to pin: the toe (the ball, ``leg.toe``) while ``contacts``
@@ -133,7 +127,8 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
     ``contacts`` and ``heel_contacts`` (L, F) in 0..1 override automatic labelling
     (hand-edited curves); a leg whose row is all NaN (no curve) is labelled automatically,
     as are all without the array. ``unit_scale`` is metres per world unit, used only for
-    the reported figures.
+    the reported figures, which are those of the ``measured`` frames (a loop's solve
+    keeps the middle of several cycles). A clip that walks in place is not locked.
     """
     settings = settings or FootLockSettings()
     up = np.asarray(up, dtype=float) / np.linalg.norm(up)
@@ -150,10 +145,14 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
     if missing.any() or heel_missing.any():
         with _timed(timings, "contacts"):
             heel_labels, labels, slip = _label_feet(skeleton, gpos, rig, up, motion.fps, settings.contacts)
+        if is_in_place(_points(gpos, rig, "toe"), travel(skeleton, gpos, rig, up), up, motion.fps,
+                       leg_length(gpos, rig)):
+            labels[:] = heel_labels[:] = 0.0  # its feet glide by design: locking them would tear the legs off
+            warnings.append(IN_PLACE)
         contacts[missing] = labels[missing]
         heel_contacts[heel_missing] = heel_labels[heel_missing]
     heel_contacts[[not leg.has_toe_bone for leg in rig.legs]] = 0.0  # the one point is the toe
-    if not (contacts > 0).any() and not (heel_contacts > 0).any():
+    if not (contacts > 0).any() and not (heel_contacts > 0).any() and IN_PLACE not in warnings:
         warnings.append("no foot contacts: nothing to lock")
 
     before = _state(gpos, rig)
@@ -175,19 +174,25 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
     after = _state(gpos, rig)
 
     figures = {
-        "contacts": contacts, "up": up, "fps": motion.fps, "unit_scale": unit_scale,
+        "contacts": contacts[:, measured], "up": up, "fps": motion.fps, "unit_scale": unit_scale,
         "floors": np.array([lim.toe_min_height for lim in limits]),
         "bone_lengths": np.array([leg_bone_length(gpos, leg) for leg in rig.legs]),
-        "reference_pelvis": before["pelvis"],
+        "reference_pelvis": before["pelvis"][measured],
     }
+    before_figures = _metrics(_frames(before, measured), **figures)
+    if IN_PLACE not in warnings:  # an in-place walk is left unlocked on purpose: its labels are not the news
+        warnings += metrics.implausible_contacts(
+            contacts, metrics.foot_points(before["ankles"], before["toes"]), up, motion.fps,
+            metrics.adult_size(figures["bone_lengths"], unit_scale), [leg.name for leg in rig.legs],
+        )
     return FootLockResult(
         motion=type(motion)(pose.rot, pose.pos, motion.fps, dict(motion.meta)),
         contacts=contacts,
         heel_contacts=heel_contacts,
         rotation_joints=sorted({j for leg in rig.legs for j in _rotated_joints(leg)}),
         location_joints=[rig.pelvis],
-        before=_metrics(before, **figures),
-        after=_metrics(after, **figures),
+        before=before_figures,
+        after=_metrics(_frames(after, measured), **figures),
         slip=slip,
         lock_residual=solution.lock_residual,
         reach_violation=solution.reach_violation,
@@ -228,6 +233,11 @@ def _state(gpos, rig):
     """The positions the metrics and the offline solve read, copied from the globals."""
     return {"pelvis": gpos[:, rig.pelvis].copy(),
             **{role + "s": _points(gpos, rig, role) for role in ("hip", "knee", "ankle", "toe")}}
+
+
+def _frames(state, measured):
+    """The state over the ``measured`` frames (the pelvis is (F, 3), the rest (L, F, 3))."""
+    return {key: values[measured] if key == "pelvis" else values[:, measured] for key, values in state.items()}
 
 
 def _metrics(state, contacts, up, fps, unit_scale, floors, bone_lengths, reference_pelvis):

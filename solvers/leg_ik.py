@@ -56,7 +56,8 @@ def measure_leg(grot, gpos, leg, up, softening_ratio=0.02, comfortable_reach=0.9
     hip, knee, ankle = gpos[:, leg.hip], gpos[:, leg.knee], gpos[:, leg.ankle]
     thigh = np.linalg.norm(knee - hip, axis=-1)
     shin = np.linalg.norm(ankle - knee, axis=-1)
-    if np.min(thigh) < 1e-6 * np.max(thigh + shin) or np.min(shin) < 1e-6 * np.max(thigh + shin):
+    # "not >" also refuses legs whose bones are all zero long (0 < 0 is false) and NaN.
+    if not (np.min(thigh) > 1e-6 * np.max(thigh + shin) and np.min(shin) > 1e-6 * np.max(thigh + shin)):
         raise SolverInputError(f"leg {leg.name!r}: thigh or shin has zero length")
     bones = leg_bone_length(gpos, leg)
     extension = np.linalg.norm(ankle - hip, axis=-1)
@@ -202,8 +203,10 @@ def solve_leg(pose, leg, limits, toe_target, up, options=None, heel_target=None)
     toe_target = _raise_to(toe_target, limits.toe_min_height, up) if options.height_clamp else toe_target
     if heel_target is None:
         heel_target = toe_target + gpos[:, leg.ankle] - gpos[:, leg.toe]
-    if options.height_clamp:
-        heel_target = _raise_to(heel_target, limits.heel_min_height, up)
+        if options.height_clamp:
+            heel_target = _raise_to(heel_target, limits.heel_min_height, up)
+    elif options.height_clamp:  # the heel swings up about the ball, which stays on its target
+        heel_target = _lift_tip(toe_target, heel_target, limits.heel_min_height, up)
     solve_two_bone(pose, leg, limits, heel_target, chain)
     if options.heel_look_at:
         look_at(pose, leg.ankle, leg.toe, toe_target, chain)

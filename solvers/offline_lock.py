@@ -11,8 +11,10 @@ Each foot has two points that can be pinned, as Cascadeur's fulcrum points: the 
 (the ankle joint) and the toe (the ball). The correction ``d`` moves the whole foot, so
 the foot keeps the source's rotation about whichever point is pinned: at heel strike the
 heel stays and the foot rotates down about it, at push-off the ball stays and the heel
-rises. Where both are pinned and the source foot still turns a little, a second, small
-causal pass per point (:func:`_hold`) adds what each point needs on top of ``d``.
+rises. Where the toe is pinned ``d`` follows the ball; where both are pinned and the
+source foot still turns, the heel holds by turning the foot about the ball (its own
+correction from a causal pass, :func:`_hold`, in :func:`_targets`), and a ball landing
+under a planted heel holds where the foot turned about that heel puts it.
 
 Terms, all weighted per second of animation so any frame rate gives the same result:
 
@@ -179,15 +181,24 @@ def _targets(problem, corrections, pairs, heel_contacts, weights):
         return np.stack([toes, heels])
     # Where only the heel is pinned the foot correction already holds it; where the toe is
     # pinned too the foot follows the ball and the heel needs its own correction to stay.
-    heels = _hold(heels, pairs[1], weights.release_time, 1.0 / problem.fps)
+    dt = 1.0 / problem.fps
+    heels = _hold(heels, pairs[1], weights.release_time, dt)
+    foot = np.linalg.norm(problem.ankles - problem.toes, axis=-1)[..., None]
+    # While the heel is planted the ball goes where the foot turned about the held heel
+    # puts it (the leg solver's aim lands it there), and holds from there when it lands:
+    # a ball lifting and landing again under a planted heel does not pull the heel.
+    about_heel = heels + foot * _unit(toes - heels)
+    toes = _hold(toes + heel_contacts[..., None] * (about_heel - toes), pairs[0], weights.release_time, dt)
     # Where the toe is pinned the heel keeps the foot's length from the ball: the foot
     # turns about the ball toward the held heel, and the ball lands on its target even
     # where the labels ask the rigid foot for more (the seed's "Lock the Toe, Not the
     # Heel"). A released heel rejoins the source foot over ``release_time``.
-    foot = np.linalg.norm(problem.ankles - problem.toes, axis=-1)[..., None]
     about_ball = toes + foot * _unit(heels - toes)
     heel_only = heel_contacts * (1.0 - problem.contacts)
-    return np.stack([toes, about_ball + heel_only[..., None] * (heels - about_ball)])
+    heels = about_ball + heel_only[..., None] * (heels - about_ball)
+    # A heel re-planted before its last hold has eased out sits a little off the ball's
+    # sphere: held again, it stays put where the ball lifts before it instead of snapping.
+    return np.stack([toes, _hold(heels, pairs[1], weights.release_time, dt)])
 
 
 def _hold(points, pair, release_time, dt):

@@ -167,7 +167,7 @@ def test_every_panel_setting_the_job_uses_has_a_flag_with_the_panels_default(ble
     preview's, the rig's bones, UI state) have none."""
     import foot_lock
     from foot_lock.adapters.properties import FOOT_LOCK_PG_settings, solver_settings
-    from foot_lock.cli.main import parse_args
+    from foot_lock.cli.arguments import parse_args
 
     scalars = {name: prop for name, prop in FOOT_LOCK_PG_settings.__annotations__.items()
                if prop.function in (blender.props.BoolProperty, blender.props.FloatProperty, blender.props.IntProperty)}
@@ -206,7 +206,7 @@ def test_every_panel_setting_the_job_uses_has_a_flag_with_the_panels_default(ble
 
 
 def test_out_of_range_values_are_refused(blender, capsys):
-    from foot_lock.cli.main import parse_args
+    from foot_lock.cli.arguments import parse_args
 
     with pytest.raises(SystemExit) as exit_info:
         parse_args(["remove-sliding", "in.bvh", "-o", "out.bvh", "--softening", "0.5"])
