@@ -8,8 +8,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-
-CMU_TO_METRES = 0.056444
+from benchmark import CMU_TO_METRES
 
 
 def sliding_copy(source, folder, root_scale, frames=None):
