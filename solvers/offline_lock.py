@@ -43,8 +43,8 @@ from .contacts import REFERENCE_LEG_LENGTH
 class OfflineWeights:
     lock: float = 1e4  # locked toe steps: effectively a hard constraint
     velocity: float = 1.0  # source velocity of toes in swing
-    # ... times this along the ground while the foot is on its ground but not pinned
-    # (toe-off, a skim): a correction changes there at a hundredth of its rate in the air.
+    # ... times this while the foot is on its ground but not pinned (toe-off, a skim):
+    # a correction changes there at about a hundredth of its rate in the air.
     grounded_velocity: float = 100.0
     # Clearance (m, for an adult; scaled to the leg) above where it stood from which a
     # point counts as fully in the air.
@@ -108,18 +108,17 @@ def solve_offline_lock(problem, weights=None):
     standing = np.maximum(problem.contacts, heel_contacts)
     # The foot moves as one: on its ground while either point is.
     clearance = np.minimum(*(_clearance(points @ up, standing, problem, weights) for points in (problem.toes, problem.ankles)))
-    along_ground = np.eye(3) - np.outer(up, up)
     for leg in range(legs):
         block = slice(3 * (leg + 1), 3 * (leg + 2))
         # correction step + contact * source step = 0  <=>  point step = (1 - contact) * source step
         _add_step_terms(diag, lower, rhs, block, _step_weight(toe_pair[leg], weights) / dt,
                         -toe_pair[leg, :, None] * toe_step[leg])
-        # A free foot on its ground keeps its source velocity along the ground far more
-        # strongly than in the air (toe-off, a skim): what the lock built up is paid back
-        # in the air. Its height is free to rejoin the source's (a toe held low lifts).
+        # A free foot on its ground keeps its source velocity far more strongly than in
+        # the air (toe-off, a skim, the last frames before a landing): what the lock built
+        # up is paid back in the air, not by the foot rushing along the ground.
         free = 1.0 - np.maximum(toe_pair[leg], heel_pair[leg])
-        _add_step_terms(diag, lower, rhs, block, (free * weights.velocity * _ground_stiffening(clearance[leg], weights)
-                                                  / dt)[:, None, None] * along_ground, 0.0)
+        _add_step_terms(diag, lower, rhs, block,
+                        free * weights.velocity * _ground_stiffening(clearance[leg], weights) / dt, 0.0)
         # Where the toe is pinned too, the foot follows the toe: the heel holds by turning
         # the foot (_targets), not by pulling the ball along.
         heel_only = heel_pair[leg] * (1.0 - toe_pair[leg])
@@ -303,17 +302,15 @@ def _add_anchor(diag, block, weight):
 
 
 def _add_step_terms(diag, lower, rhs, block, weight, goal):
-    """Terms ``weight * |x[i] - x[i-1] - goal[i-1]|^2`` on the variables in ``block``;
-    ``weight`` (F-1,) per step, or (F-1, 3, 3) to weigh some directions only."""
-    weight = np.asarray(weight)
-    w = weight if weight.ndim == 3 else weight[:, None, None] * np.eye(3)
-    diag[1:, block, block] += w
-    diag[:-1, block, block] += w
-    lower[1:, block, block] -= w
+    """Terms ``weight * |x[i] - x[i-1] - goal[i-1]|^2`` on the variables in ``block``."""
+    index = np.arange(block.start, block.stop)
+    w = np.asarray(weight)[:, None]
+    diag[1:, index, index] += w
+    diag[:-1, index, index] += w
+    lower[1:, index, index] -= w
     goal = np.broadcast_to(goal, (len(w), 3))
-    pull = np.einsum("fij,fj->fi", w, goal)
-    rhs[1:, block] += pull
-    rhs[:-1, block] -= pull
+    rhs[1:, block] += w * goal
+    rhs[:-1, block] -= w * goal
 
 
 def _add_difference_term(diag, rhs, block, direction, weight, goal):
