@@ -8,20 +8,25 @@ failed job changes nothing.
 """
 
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 
+import bpy
 import numpy as np
 
 from ..solvers import loops
-from ..solvers.foot_lock import label_foot_contacts, remove_foot_sliding
+from ..solvers.foot_lock import label_foot_contacts, leg_length, remove_foot_sliding
+from ..solvers.kinematics import forward_kinematics
 from ..solvers.legs import detect_legs
 from ..solvers.rig import Leg, Rig
-from . import armature, cycles
+from . import action_compat as compat
+from . import armature, cycles, evaluated, sources
 from .errors import AdapterError
 from .properties import contact_settings, solver_settings
 
 UP = (0.0, 0.0, 1.0)  # Blender's world is Z-up
-FOOTLOCK_SUFFIX = ".footlock"
+CUT_SPEED = 20.0  # leg lengths per second: a pelvis this fast jumped (a repeat, a strip change)
+FOOTLOCK_SUFFIX = sources.RESULT_SUFFIX
 
 
 @dataclass
@@ -137,14 +142,62 @@ def frame_range(action):
 
 
 def read_clip(obj, action):
-    """The action over its frame range, with the object's legs as solver joints."""
+    """The action over its frame range, read from its F-curves, with the object's legs as
+    solver joints."""
+    start, end = _motion_frames(action)[[0, -1]]
+    tails = _tail_bones(obj.foot_lock)
+    return _clip(obj, *armature.read_motion(obj, action, start, end, extra_tails=tails))
+
+
+def read_source_clip(obj, scene, source):
+    """The clip of a :class:`~.sources.MotionSource`: as :func:`read_clip` where the keys
+    say how it moves, else as the evaluated scene shows it; then also the
+    :class:`~.evaluated.EvaluatedPose` it was read from."""
+    if not source.sampled:
+        return read_clip(obj, source.action), None
+    _refuse_driven_legs(obj, _solved_bones(obj.foot_lock))
+    with _playing(obj, source):
+        sampled = evaluated.sample_pose(obj, scene, source.frames)
+        sources.check_evaluated(obj)
+    return _clip(obj, *armature.read_evaluated_motion(obj, sampled, _tail_bones(obj.foot_lock))), sampled
+
+
+@contextmanager
+def _playing(obj, source):
+    """The scene playing ``source`` while it is sampled (a rerun samples what a result was
+    made from: its action, or the NLA tracks it muted); the object's own action, slot
+    and tracks restored after."""
+    anim = obj.animation_data
+    current = anim.action if anim is not None else None
+    if source.result is None:
+        yield
+        return
+    slot = compat.action_slot(obj, current)
+    if source.kind == sources.NLA:
+        anim.action = None
+        for track in source.tracks:
+            track.mute = False
+    else:
+        compat.assign_action(obj, source.action)
+    try:
+        yield
+    finally:
+        for track in source.tracks:
+            track.mute = True
+        compat.assign_action(obj, current, slot.identifier if slot is not None else "")
+
+
+def _tail_bones(settings):
+    return [leg.toe or leg.foot for leg in settings.legs]
+
+
+def _solved_bones(settings):
+    return _tail_bones(settings) + [settings.pelvis]
+
+
+def _clip(obj, skeleton, motion, joint_map):
     settings = obj.foot_lock
-    start, end = frame_range(action)
-    if end <= start:
-        raise AdapterError(f"action {action.name!r} has a single frame ({start}): there is no motion to fix")
-    tails = [leg.toe or leg.foot for leg in settings.legs]
-    skeleton, motion, joint_map = armature.read_motion(obj, action, start, end, extra_tails=tails)
-    solved = [leg.toe or leg.foot for leg in settings.legs] + [settings.pelvis]
+    solved = _solved_bones(settings)
     _refuse_constrained_legs(obj, joint_map, solved)
     joint_map.require_exact(solved)  # before anything is written: a failed job changes nothing
     legs = []
@@ -156,8 +209,33 @@ def read_clip(obj, action):
         else:
             legs.append(Leg(leg.name, joint(leg.thigh), joint(leg.shin), joint(leg.foot), tail, None))
     rig = Rig(joint_map.joint(translation_bone(obj, settings.pelvis)), legs)
-    frames = np.arange(start, end + 1)
+    frames = np.arange(joint_map.frame_start, joint_map.frame_end + 1)
     return Clip(skeleton, motion, joint_map, rig, [contact_bone(leg) for leg in settings.legs], frames)
+
+
+def _motion_frames(action):
+    start, end = frame_range(action)
+    if end <= start:
+        raise AdapterError(f"action {action.name!r} has a single frame ({start}): there is no motion to fix")
+    return np.arange(start, end + 1)
+
+
+def _refuse_driven_legs(obj, bones):
+    """A key on a driven channel would be overridden by the driver: say so instead."""
+    chains = {name for bone in bones for name in _bone_and_ancestors(obj, bone)}
+    driven = sources.driven_bones(obj, sorted(chains))
+    if driven:
+        raise AdapterError(
+            f"bone {driven[0]!r} is moved by a driver; Foot Lock keys the legs and the pelvis: remove the "
+            "driver or pick undriven bones in the Legs panel"
+        )
+
+
+def _bone_and_ancestors(obj, name):
+    bone = obj.data.bones[name]
+    while bone is not None:
+        yield bone.name
+        bone = bone.parent
 
 
 def _refuse_constrained_legs(obj, joint_map, bones):
@@ -208,17 +286,81 @@ def _curves(obj, clip):
     ]
 
 
-def detect_contacts(obj, overwrite=False):
-    """Label contacts and key them as ``foot_contact`` curves; returns (written, kept) bone names."""
+def _animator_contacts(obj, actions, clip, overwrite):
+    """(2L, F) contact curves an animator keyed or edited, in :func:`_curves` order (the
+    toes', then the heels'), each from the first of ``actions`` that has it; NaN rows
+    elsewhere (labelled again with the current settings), all NaN with ``overwrite``."""
+    rows = np.full((len(_curves(obj, clip)), len(clip.frames)), np.nan)
+    if overwrite:
+        return rows
+    for row, (bone, prop) in enumerate(_curves(obj, clip)):
+        owner = next((action for action in actions if action is not None and bone is not None
+                      and armature.animator_contact_curve(obj, action, bone, prop)), None)
+        if owner is not None:
+            rows[row] = armature.read_contact_curve(obj, owner, bone, clip.frames, prop)
+    return rows
+
+
+def cut_frames(clip):
+    """Indices of the frames where the pelvis jumps instead of moving (an NLA repeat starting
+    again, a cut between strips): no contact spans them."""
+    _, gpos = forward_kinematics(clip.skeleton, clip.motion.rot, clip.motion.pos,
+                                 [clip.rig.pelvis] + [j for leg in clip.rig.legs for j in (leg.hip, leg.knee, leg.ankle)])
+    step = np.linalg.norm(np.diff(gpos[:, clip.rig.pelvis], axis=0), axis=-1)
+    return np.flatnonzero(step * clip.motion.fps > CUT_SPEED * leg_length(gpos, clip.rig)) + 1
+
+
+def label_clip(clip, settings, cuts=None):
+    """(2L, F) contact labels of the clip, the toes' then the heels', piece by piece
+    between :func:`cut_frames` (no contact on a cut's first frame)."""
+    cuts = cut_frames(clip) if cuts is None else cuts
+    legs = len(clip.rig.legs)
+    labels = np.zeros((2 * legs, len(clip.frames)))
+    for piece in np.split(np.arange(len(clip.frames)), cuts):
+        if len(piece) < 2:
+            continue
+        motion = clip.motion.copy()
+        motion.rot, motion.pos = motion.rot[piece], motion.pos[piece]
+        heels, toes, _ = label_foot_contacts(clip.skeleton, motion, clip.rig, UP, settings)
+        labels[:legs, piece], labels[legs:, piece] = toes, heels
+    labels[:, cuts] = 0.0
+    return labels
+
+
+def label_missing_across_cuts(clip, contacts, settings):
+    """``contacts`` (2L, F) with the rows of curves that do not exist (NaN) labelled by
+    :func:`label_clip` and no contact on a cut; unchanged (the solve labels them, with the
+    slip it measures) where the clip has no cuts."""
+    cuts = cut_frames(clip)
+    missing = np.isnan(contacts).all(axis=1)
+    if not len(cuts) or not missing.any():
+        return contacts
+    contacts = contacts.copy()
+    contacts[missing] = label_clip(clip, settings, cuts)[missing]
+    contacts[:, cuts] = 0.0
+    return contacts
+
+
+def detect_contacts(obj, scene=None, overwrite=False):
+    """Label contacts (on the motion the viewport shows) and key them as ``foot_contact``
+    and ``heel_contact`` curves on the active action; returns (written, kept) bone names.
+    Curves Foot Lock wrote itself are labelled again; an animator's are kept unless
+    ``overwrite``."""
     settings = ensure_legs(obj)
+    source = sources.motion_source(obj, _motion_frames, follow_results=False)
+    if source.kind == sources.NLA:
+        raise AdapterError(
+            f"{obj.name!r} plays NLA strips: Detect Contacts keys the active action; Remove Foot Sliding "
+            "labels and bakes the NLA in one go"
+        )
     action = editable_action(obj)
-    clip = read_clip(obj, action)
-    heels, toes, _ = label_foot_contacts(clip.skeleton, clip.motion, clip.rig, UP, contact_settings(settings))
+    clip, _ = read_source_clip(obj, scene or bpy.context.scene, source)
+    labels = label_clip(clip, contact_settings(settings))
     written, kept = [], []
-    for (bone, prop), values in zip(_curves(obj, clip), np.concatenate([toes, heels])):
+    for (bone, prop), values in zip(_curves(obj, clip), labels):
         if bone is None:
             continue
-        if armature.has_contact_curve(obj, action, bone, prop) and not overwrite:
+        if armature.animator_contact_curve(obj, action, bone, prop) and not overwrite:
             kept.append(bone)
             continue
         armature.write_contact_curve(obj, action, bone, clip.frames, values, prop)
@@ -236,47 +378,97 @@ class BakeOutcome:
     frames: int
     seconds: float
     contacts_written: list
+    source: str = sources.KEYS  # how the motion was read: sources.KEYS, EVALUATED or NLA
 
 
 def remove_sliding(obj, scene, progress=lambda fraction: None):
-    """Lock the feet of ``obj``'s action and bake it (see the operator for the behaviour)."""
+    """Lock the feet of the motion ``obj`` shows and bake it (see the operator for the
+    behaviour). Everything that can fail is checked before the first write."""
     start_time = time.perf_counter()
     settings = ensure_legs(obj)
-    action = editable_action(obj)
+    source = sources.motion_source(obj, _motion_frames, follow_results=not settings.in_place)
+    if settings.in_place:
+        if source.kind == sources.NLA:
+            raise AdapterError(f"{obj.name!r} plays NLA strips: turn In Place off to bake them into a new action")
+        editable_action(obj)
     progress(0.05)
-    clip = read_clip(obj, action)
+    clip, sampled = read_source_clip(obj, scene, source)
     progress(0.3)
-    contacts = stored_contacts(obj, action, clip)  # legs without a curve: NaN rows, labelled by the solve
-    heel_contacts = stored_heel_contacts(obj, action, clip)
-    missing = np.isnan(np.concatenate([contacts, heel_contacts])).all(axis=1)
+    rows = _animator_contacts(obj, [source.result, source.action], clip, settings.overwrite_contacts)
+    missing = np.isnan(rows).all(axis=1)  # labelled with the current settings
+    rows = label_missing_across_cuts(clip, rows, contact_settings(settings))
+    contacts, heel_contacts = np.split(rows, 2)
     progress(0.4)
-    looped = cycles.is_marked_cyclic(obj, action) or loops.is_closed_loop(
-        clip.skeleton, clip.motion, clip.rig, UP)
+    looped = _is_loop(obj, source, clip)
     result = (loops.solve_loop if looped else remove_foot_sliding)(
         clip.skeleton, clip.motion, clip.rig, UP, contacts=contacts,
         settings=solver_settings(settings), unit_scale=unit_scale(scene), heel_contacts=heel_contacts,
     )
     progress(0.7)
     joint_map = clip.joint_map
+    rotation_bones = [joint_map.joint_bone[j] for j in result.rotation_joints]
+    location_bones = [joint_map.joint_bone[j] for j in result.location_joints]
+    armature.check_writable(joint_map, result.motion, int(clip.frames[0]), rotation_bones, location_bones)
+
+    target = source.action if settings.in_place else _new_result(obj, source, sampled, clip)
+    armature.write_motion(obj, target, joint_map, result.motion, int(clip.frames[0]), rotation_bones, location_bones)
     written = []
     locked = np.concatenate([result.contacts, result.heel_contacts])
     for (bone, prop), miss, values in zip(_curves(obj, clip), missing, locked):
-        if miss and bone is not None:  # the animator sees (and can edit) what was locked
-            armature.write_contact_curve(obj, action, bone, clip.frames, values, prop)
+        if miss and bone is not None:  # the animator sees (and can edit) what was locked, on the result
+            armature.write_contact_curve(obj, target, bone, clip.frames, values, prop)
             written.append(bone)
-    target = armature.write_motion(
-        obj, action, joint_map, result.motion, int(clip.frames[0]),
-        rotation_bones=[joint_map.joint_bone[j] for j in result.rotation_joints],
-        location_bones=[joint_map.joint_bone[j] for j in result.location_joints],
-        new_action_name=None if settings.in_place else action.name + FOOTLOCK_SUFFIX,
-    )
     if looped:  # curves the fix created loop like the rest
         solved = result.rotation_joints + result.location_joints
         cycles.keep_looping(obj, target, [joint_map.joint_bone[j] for j in solved])
+    if source.tracks:
+        sources.mute_tracks(source.tracks, target)
     progress(1.0)
-    outcome = BakeOutcome(target, result, len(clip.frames), time.perf_counter() - start_time, written)
+    outcome = BakeOutcome(target, result, len(clip.frames), time.perf_counter() - start_time, written, source.kind)
     _store_report(settings.report, outcome)
     return outcome
+
+
+def _is_loop(obj, source, clip):
+    """A cycle is solved as a loop: an action marked cyclic, or whose last pose is its first.
+    What the NLA plays over a range of strips is not one cycle."""
+    if source.kind == sources.NLA:
+        return False
+    return cycles.is_marked_cyclic(obj, source.action) or loops.is_closed_loop(clip.skeleton, clip.motion, clip.rig, UP)
+
+
+def _new_result(obj, source, sampled, clip):
+    """A new action for the fix, assigned (the source stays as it was): a copy of the
+    action, or, from the NLA, every channel baked. It replaces an earlier result of the
+    same source, keeping that one's name, users and the contact curves an animator edited."""
+    if source.kind == sources.NLA:
+        base = source.action or _first_strip_action(source.tracks)
+        fresh = bpy.data.actions.new((base.name if base else obj.name) + FOOTLOCK_SUFFIX)
+        compat.assign_action(obj, fresh)
+        armature.bake_pose(obj, fresh, sampled, with_object=sources.strips_move_object(obj, source.tracks))
+    else:
+        fresh = compat.copy_action(obj, source.action, source.action.name + FOOTLOCK_SUFFIX)
+        fresh[sources.SOURCE_PROPERTY] = source.action.name
+    if source.result is not None:
+        _replace(obj, source.result, fresh, clip)
+    return fresh
+
+
+def _first_strip_action(tracks):
+    return next((strip.action for track in tracks for strip in track.strips if strip.action), None)
+
+
+def _replace(obj, result, fresh, clip):
+    """``fresh`` takes the place of the earlier ``result``: its name, its users and the
+    contact curves an animator edited on it."""
+    for bone, prop in _curves(obj, clip):
+        if bone is not None and armature.animator_contact_curve(obj, result, bone, prop):
+            values = armature.read_contact_curve(obj, result, bone, clip.frames, prop)
+            armature.write_contact_curve(obj, fresh, bone, clip.frames, values, prop, stamp=False)
+    name = result.name
+    result.user_remap(fresh)
+    bpy.data.actions.remove(result)
+    fresh.name = name
 
 
 def _store_report(report, outcome):
@@ -293,13 +485,14 @@ def _store_report(report, outcome):
     report.ground_slide_before = result.before["ground_slide_cm_s"]
     report.ground_slide_after = result.after["ground_slide_cm_s"]
     report.seconds = outcome.seconds
+    report.source = outcome.source
 
 
 def summary(outcome):
     """One line for the status bar."""
     before, after = outcome.result.before, outcome.result.after
     return (
-        f"{outcome.frames} frames baked to {outcome.action.name!r}; "
+        f"{outcome.frames} frames baked to {outcome.action.name!r} (motion read from the {outcome.source}); "
         f"{int(np.sum(outcome.result.contacts > 0.5))} contact frames locked; "
         f"toe slide {before['toe_slide_cm_s']:.1f} -> {after['toe_slide_cm_s']:.2f} cm/s "
         f"(feet on the ground {before['ground_slide_cm_s']:.1f} -> {after['ground_slide_cm_s']:.1f} cm/s), "

@@ -63,6 +63,7 @@ class FOOT_LOCK_PG_report(PropertyGroup):
         description="Mean horizontal speed of each foot's lowest point while it is on its local ground, cm/s",
     )
     seconds: FloatProperty(name="Time", unit="TIME_ABSOLUTE", description="Time the bake took")
+    source: StringProperty(name="Read From", description="Where the motion was read: the keys, the evaluated scene or the NLA")
 
 
 class FOOT_LOCK_PG_settings(PropertyGroup):

@@ -263,8 +263,6 @@ def fix_clip(obj, action, args, keep_original):
     apply_to(settings, args)
     if not keep_original:
         settings.in_place = True  # an exported file holds the fixed motion under the input's names
-    if settings.overwrite_contacts:
-        jobs.detect_contacts(obj, overwrite=True)
     outcome = jobs.remove_sliding(obj, bpy.context.scene)
     outcome.action.use_fake_user = True  # saved with the .blend even once another action is assigned
     return outcome

@@ -47,7 +47,8 @@ def test_heel_curves_are_keyed_pinned_and_an_edited_one_is_obeyed(addon, clips_d
     assert set(np.unique(detected_heels)) == {0.0, 1.0} and (detected_heels.sum(axis=1) > 30).all()
 
     # The animator keys the left heel off: only its ball may be pinned.
-    armature.write_contact_curve(obj, source, feet[0], frames, np.zeros(len(frames)), armature.HEEL_CONTACT_PROPERTY)
+    armature.write_contact_curve(obj, source, feet[0], frames, np.zeros(len(frames)), armature.HEEL_CONTACT_PROPERTY,
+                                 stamp=False)  # keyed by hand
     assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
     heels_keyed, toes_keyed = curves(feet, armature.HEEL_CONTACT_PROPERTY), curves(toes, armature.CONTACT_PROPERTY)
     assert not heels_keyed[0].any() and np.array_equal(heels_keyed[1], detected_heels[1])  # nothing overwritten

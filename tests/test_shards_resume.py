@@ -60,11 +60,11 @@ def test_resume_fixes_only_the_failed_changed_and_missing(first_run, walk):
 
 def test_other_settings_fix_everything_again(first_run):
     root, _, _, remove_sliding = first_run
-    result = remove_sliding("--resume", "--speed-threshold", "0.3")
+    result = remove_sliding("--resume", "--bvh-unit-scale", "0.05")
     assert "already fixed" not in result.stdout
     assert len(re.findall(r"^\[\d/5\] ", result.stdout, re.M)) == 5
     entries = read_report(root / "report.json")["files"]
-    assert all(entry["options"] == ["--speed-threshold", "0.3"] for entry in entries)
+    assert all(entry["options"] == ["--bvh-unit-scale", "0.05"] for entry in entries)
 
 
 def test_resume_needs_a_report_and_a_folder(first_run, capsys):

@@ -43,7 +43,7 @@ def draw_report(layout, report):
         grid.label(text=before)
         grid.label(text=after)
     box.label(text=f"Contact frames: {report.contact_frames}   Pelvis shift: {report.pelvis_shift:.1f} cm")
-    box.label(text=f"Took {report.seconds:.2f} s")
+    box.label(text=f"Took {report.seconds:.2f} s, motion read from the {report.source}")
 
 
 class FOOT_LOCK_PT_legs(FootLockPanel, bpy.types.Panel):
