@@ -178,8 +178,9 @@ def _airborne(clearance):
 
 
 def _ground_stiffening(clearance, weights, samples=8):
-    """How much more strongly (L, F-1) each step keeps its source velocity along the
-    ground than in the air, ``grounded_velocity`` times more on the ground.
+    """The weight (L, F-1), in units of ``velocity``, a free step adds to keeping its
+    source velocity: ``grounded_velocity - 1`` on the ground (the step keeps it that many
+    times more strongly than in the air), falling smoothly to 0 in the air.
 
     Steps in a row yield like springs in series, so a step's weight is the harmonic mean
     of the weight along it, its clearance interpolated between its frames: a toe that
