@@ -44,8 +44,8 @@ class OfflineWeights:
     lock: float = 1e4  # locked toe steps: effectively a hard constraint
     velocity: float = 1.0  # source velocity of toes in swing
     # ... times this while the foot is on its ground but not pinned (toe-off, a skim):
-    # a correction changes there at about a hundredth of its rate in the air.
-    grounded_velocity: float = 100.0
+    # a correction changes there at about a thirtieth of its rate in the air.
+    grounded_velocity: float = 30.0
     # Clearance (m, for an adult; scaled to the leg) above where it stood from which a
     # point counts as fully in the air.
     air_clearance: float = 0.05
