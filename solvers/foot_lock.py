@@ -161,7 +161,7 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
             OfflineProblem(
                 pelvis=before["pelvis"], hips=before["hips"], toes=before["toes"], ankles=before["ankles"],
                 contacts=ease_edges(contacts, motion.fps, settings.contacts.ease, heel_contacts), reach=np.stack([lim.max_extension - lim.softening for lim in limits]),
-                fps=motion.fps, heel_contacts=heel_contacts,
+                fps=motion.fps, heel_contacts=heel_contacts, up=up,
             ),
             settings.weights,
         )

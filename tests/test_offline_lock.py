@@ -120,3 +120,25 @@ def test_heel_and_toe_labels_pin_each_point_where_it_is_labelled():
     assert heel_only.any()  # the heel pinned on its own somewhere
     hips = problem.hips + (solution.pelvis - problem.pelvis)[None]
     assert (np.linalg.norm(hips - solution.heels, axis=-1) - problem.reach).max() < 1e-3
+
+
+@pytest.mark.parametrize("up", [(0.0, 0.0, 1.0), (0.0, 1.0, 0.0)])
+def test_a_stance_correction_is_paid_back_in_the_air_not_along_the_ground(up):
+    """Issue 10's lock edges: the correction a stance leaves behind does not change while
+    the released toe is still on the ground (it would rush along it) nor while it lands;
+    it changes where the toe is in the air. Any up axis (BVH is Y-up)."""
+    problem, _ = walk(120.0)
+    if up[1]:  # the same walk with Y up
+        swap = [0, 2, 1]
+        for name in ("pelvis", "hips", "toes", "ankles"):
+            setattr(problem, name, getattr(problem, name)[..., swap])
+    problem.up = up
+    solution = solve_offline_lock(problem)
+    height = problem.toes @ np.asarray(up)
+    free = (problem.contacts[:, 1:] <= 0.0) & (problem.contacts[:, :-1] <= 0.0)
+    low = free & (np.maximum(height[:, 1:], height[:, :-1]) < 0.02)  # m: just off and just onto the ground
+    high = free & (np.minimum(height[:, 1:], height[:, :-1]) > 0.06)
+    assert low.sum() >= 16 and high.sum() >= 16
+    correction_speed = np.linalg.norm(np.diff(solution.toes - problem.toes, axis=1), axis=-1) * problem.fps
+    assert correction_speed[high].mean() > 0.1  # m/s: there is a correction to pay back
+    assert correction_speed[low].max() < 0.1 * correction_speed[high].mean()
