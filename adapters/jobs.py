@@ -3,7 +3,7 @@
 Each job reads the armature through :mod:`.armature`, runs the numpy solver core and
 writes back only what it solves. Every expected failure is an
 :class:`~.errors.AdapterError`, :class:`~..solvers.kinematics.SolverInputError` or
-:class:`~..solvers.legs.LegDetectionError` raised *before* anything is written, so a
+:class:`~..solvers.leg_detection.LegDetectionError` raised *before* anything is written, so a
 failed job changes nothing.
 """
 
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..solvers.foot_lock import label_contacts, remove_foot_sliding
-from ..solvers.legs import detect_legs
+from ..solvers.leg_detection import detect_legs
 from ..solvers.rig import Leg, Rig
 from . import armature
 from .errors import AdapterError
