@@ -105,10 +105,6 @@ def new_fcurve(bag, data_path, index=0, group=""):
     return fcurve
 
 
-def ensure_fcurve(bag, data_path, index=0, group=""):
-    return find_fcurve(bag, data_path, index) or new_fcurve(bag, data_path, index, group)
-
-
 # --- assigning actions ------------------------------------------------------------------
 
 

@@ -1,4 +1,8 @@
-"""The adapter layer's one exception type (no bpy needed to import it)."""
+"""The adapter layer's one exception type.
+
+This module itself uses no bpy, but it lives in ``adapters``, whose ``__init__`` imports
+bpy: code that must run without Blender catches the solvers' own errors instead.
+"""
 
 
 class AdapterError(Exception):

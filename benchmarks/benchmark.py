@@ -76,7 +76,7 @@ def core_figures(clips_dir, sizes=(1000, 10000)):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--clips", default=ROOT.parent / "shared" / "clips", type=Path)
+    parser.add_argument("--clips", default=ROOT / "tests" / "data", type=Path)
     parser.add_argument("--blender", action="store_true", help="also time the add-on inside Blender")
     args = parser.parse_args(argv)
     import_foot_lock()

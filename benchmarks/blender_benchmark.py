@@ -55,7 +55,30 @@ def blender_figures(clips_dir):
             path = sliding_copy(Path(clips_dir) / f"{name}.bvh", folder, 1.25, frames)
             seconds, count, before, after = bake_seconds(bpy, path)
             print(f"{path.stem:>22} {count:>7} {seconds:>7.3f}s {before:>9.1f}cm/s {after:>7.2f}")
+        read_write_figures(bpy, sliding_copy(Path(clips_dir) / "cmu_01_01.bvh", folder, 1.0, 10000))
     preview_figures(bpy, clips_dir)
+
+
+def read_write_figures(bpy, path):
+    """The adapter alone: every bone of a 10,000-frame action read into arrays, then
+    written back in bulk into a copy (what the tests check for correctness)."""
+    from foot_lock.adapters import armature
+
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    bpy.ops.import_anim.bvh(filepath=str(path), global_scale=CMU_TO_METRES, update_scene_fps=True,
+                            update_scene_duration=True)
+    obj = bpy.context.active_object
+    action = obj.animation_data.action
+    start, end = (round(value) for value in action.frame_range)
+    bones = [bone.name for bone in obj.pose.bones]
+    begin = time.perf_counter()
+    _, motion, joint_map = armature.read_motion(obj, action, start, end)
+    read = time.perf_counter() - begin
+    begin = time.perf_counter()
+    armature.write_motion(obj, action, joint_map, motion, start, bones, [bones[0]], "copy")
+    write = time.perf_counter() - begin
+    print(f"\nAdapter, {motion.frames} frames x {len(bones)} bones: read {1e3 * read:.0f} ms, "
+          f"write every bone into a copy {1e3 * write:.0f} ms")
 
 
 def terrain_mesh(bpy, kind):

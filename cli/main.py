@@ -10,7 +10,7 @@ from .clip_files import FORMATS, fix_file
 from .demo import BUNDLED_CLIP, run_demo
 from .errors import ClipError
 from .report import file_line, summary_line, write_report
-from .settings_flags import add_flags, panel_settings, resolve, settings_argv
+from .settings_flags import add_flags, panel_settings, resolve, settings_argv, settings_used
 
 EXIT_FAILED = 1  # a clip failed (argparse exits with 2 on a bad command line)
 
@@ -126,7 +126,7 @@ def remove_sliding(args):
         records = [fix_file(args.input, args.output, args)]
         print(file_line(records[0]), flush=True)
     if args.report:
-        write_report(args.report, records, {s.name: getattr(args, s.name) for s in panel_settings()})
+        write_report(args.report, records, settings_used(args))
     return 0 if all(record.ok for record in records) else EXIT_FAILED
 
 

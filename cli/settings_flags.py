@@ -16,6 +16,7 @@ stored on its armatures, every other input gets the panel's defaults.
 """
 
 import argparse
+import dataclasses
 import importlib.util
 from dataclasses import dataclass
 
@@ -150,6 +151,15 @@ def settings_argv(args, settings):
         else:
             argv += [setting.flag, repr(value)]
     return argv
+
+
+def settings_used(args):
+    """The settings a run used, for the report: the panel's names and values, or without bpy
+    (no settings flags) the solver core's own defaults, as it names them."""
+    settings = panel_settings()
+    if settings:
+        return {setting.name: getattr(args, setting.name) for setting in settings}
+    return dataclasses.asdict(solver_settings_of(args))
 
 
 def solver_settings_of(args):

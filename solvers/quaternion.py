@@ -126,12 +126,3 @@ def from_matrix(m):
     q = normalize(q)
     return np.where(q[..., :1] < 0, -q, q)
 
-
-def make_continuous(q, axis=0):
-    """Flip signs along ``axis`` so consecutive quaternions lie in the same hemisphere."""
-    q = np.moveaxis(np.array(q, dtype=float), axis, 0)
-    if len(q) > 1:
-        dots = np.sum(q[1:] * q[:-1], axis=-1)
-        flips = np.cumprod(np.where(dots < 0, -1.0, 1.0), axis=0)
-        q[1:] *= flips[..., None]
-    return np.moveaxis(q, 0, axis)

@@ -1,6 +1,14 @@
-"""Scenes for the add-on tests: shared clips imported into real Blender, read back as arrays."""
+"""Scenes for the add-on tests: the clips imported into real Blender, read back as arrays.
+
+Every Blender test module imports this first, so without the bpy wheel the module is
+skipped as a whole (the numpy-only lane) instead of failing to collect.
+"""
 
 import numpy as np
+import pytest
+
+pytest.importorskip("bpy")
+
 from clip_scenarios import CMU_TO_METRES
 from foot_lock.adapters import armature
 from foot_lock.adapters.jobs import active_action, frame_range

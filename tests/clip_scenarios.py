@@ -11,13 +11,12 @@ from foot_lock.solvers.rig import Leg, Rig
 
 CMU_TO_METRES = 0.056444
 def find_clips_dir():
-    """FOOT_LOCK_CLIPS if set, else ``<repo>/../shared/clips`` (CI puts a copy of shared/
-    beside the clone), else ``<repo>/tests/data``; None when none exists."""
+    """FOOT_LOCK_CLIPS if set (a folder with more or other clips under the same names),
+    else the clips bundled with the tests in ``tests/data``."""
     override = os.environ.get("FOOT_LOCK_CLIPS")
     if override:
         return Path(override).expanduser().resolve()
-    repo = Path(__file__).resolve().parents[1]
-    return next((p for p in (repo.parent / "shared" / "clips", repo / "tests" / "data") if p.is_dir()), None)
+    return Path(__file__).resolve().parent / "data"
 
 
 CLIPS_DIR = find_clips_dir()

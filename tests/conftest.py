@@ -3,7 +3,7 @@
 - Makes the repository importable as ``foot_lock`` whatever the clone's folder is called.
 - Points Blender's user resources at a temporary folder before bpy is imported, so tests
   never read or write the machine's real Blender configuration.
-- ``clips_dir``: where the shared motion-capture clips live.
+- ``clips_dir``: where the motion-capture clips live (``tests/data``, or FOOT_LOCK_CLIPS).
 - Tests marked ``blender`` (or using the ``blender`` fixture) start from Blender's
   factory settings with an empty scene, and are skipped when the bpy wheel is missing.
 """
@@ -89,14 +89,12 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session")
 def clips_dir():
-    """Folder of the shared mocap clips (*.bvh): see ``clip_scenarios.find_clips_dir``."""
+    """Folder of the mocap clips (*.bvh): see ``clip_scenarios.find_clips_dir``."""
     from clip_scenarios import find_clips_dir
 
     path = find_clips_dir()
-    if path is None:
-        pytest.skip("no mocap clips found: set FOOT_LOCK_CLIPS or put them beside the clone in ../shared/clips")
     if not path.is_dir():
-        pytest.fail(f"FOOT_LOCK_CLIPS={os.environ.get('FOOT_LOCK_CLIPS')!r} is not a folder")
+        pytest.fail(f"no clips folder at {path} (FOOT_LOCK_CLIPS={os.environ.get('FOOT_LOCK_CLIPS')!r})")
     return path
 
 
@@ -117,7 +115,7 @@ def _blender_factory_startup(request):
 
 @pytest.fixture(scope="module")
 def walk(clips_dir):
-    """The shared CMU walk used by the command-line tests."""
+    """The CMU walk used by the command-line tests."""
     return clips_dir / "cmu_07_01.bvh"
 
 

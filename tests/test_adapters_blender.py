@@ -5,7 +5,6 @@ The reference for every pose is Blender's own evaluation (``scene.frame_set`` th
 """
 
 import math
-import time
 
 import numpy as np
 import pytest
@@ -478,31 +477,16 @@ def _long_action(obj, action, first, last, frames):
 
 
 @pytest.mark.parametrize("frames", [1_000, 10_000])
-def test_read_write_speed(clips_dir, frames):
+def test_long_actions_round_trip_through_bulk_read_and_write(clips_dir, frames):
+    """Every bone of a long action written in bulk reads back as it was (the speed of the
+    same read and write is printed by ``benchmarks/benchmark.py --blender``)."""
     _reset()
     obj, action, first, last = _import_bvh(clips_dir, "cmu_01_01.bvh")
     long = _long_action(obj, action, first, last, frames)
     every_bone = [bone.name for bone in obj.pose.bones]
-    legs = ["Hips"] + [
-        f"{side}{part}" for side in ("Left", "Right") for part in ("UpLeg", "Leg", "Foot", "ToeBase")
-    ]
-
-    start = time.perf_counter()
-    _skeleton, motion, joint_map = armature.read_motion(
-        obj, long, 1, frames, extra_tails=["LeftToeBase", "RightToeBase"]
-    )
-    read = time.perf_counter() - start
-    start = time.perf_counter()
-    armature.write_motion(obj, long, joint_map, motion, 1, legs, ["Hips"], "long.legs")
-    write_legs = time.perf_counter() - start
-    compat.assign_action(obj, long)
-    start = time.perf_counter()
-    armature.write_motion(obj, long, joint_map, motion, 1, every_bone, ["Hips"], "long.all")
-    write_all = time.perf_counter() - start
-    print(
-        f"\n{frames} frames x {len(every_bone)} bones ({len(compat.fcurve_table(compat.channel_bag(obj, long)))} curves): "
-        f"read {read * 1e3:.0f} ms; write legs + hips ({3 * len(legs) + 3} curves, into a copy) {write_legs * 1e3:.0f} ms; "
-        f"write every bone ({3 * len(every_bone) + 3} curves, into a copy) {write_all * 1e3:.0f} ms"
-    )
-    assert motion.frames == frames
-    assert read + write_all < 1.5  # generous for slow CI machines; see the printed figures
+    _skeleton, motion, joint_map = armature.read_motion(obj, long, 1, frames)
+    written = armature.write_motion(obj, long, joint_map, motion, 1, every_bone, ["Hips"], "long.all")
+    _skeleton, again, _ = armature.read_motion(obj, written, 1, frames)
+    assert motion.frames == again.frames == frames
+    np.testing.assert_allclose(np.abs(np.sum(again.rot * motion.rot, axis=-1)), 1.0, atol=1e-5)
+    np.testing.assert_allclose(again.pos, motion.pos, atol=1e-5)
