@@ -38,8 +38,25 @@ class Clip:
 # --- legs -------------------------------------------------------------------------------
 
 
+@dataclass
+class LegBoneNames:
+    """One detected leg by bone names; ``toe`` is "" where the rig has no toe bone."""
+
+    side: str
+    thigh: str
+    shin: str
+    foot: str
+    toe: str = ""
+
+
+@dataclass
+class DetectedLegs:
+    pelvis: str
+    legs: list[LegBoneNames]
+
+
 def detect_leg_bones(obj):
-    """Pelvis name and legs ``[(side, thigh, shin, foot, toe or "")]`` from the armature."""
+    """The pelvis and legs of the armature, by bone name."""
     bones = list(obj.data.bones)
     if not bones:
         raise AdapterError(f"armature {obj.name!r} has no bones")
@@ -51,25 +68,27 @@ def detect_leg_bones(obj):
     guess = detect_legs([bone.name for bone in bones], parents, heads, tails, up=UP)
     names = [bone.name for bone in bones]
     legs = [
-        (leg.side, names[leg.thigh], names[leg.shin], names[leg.foot], names[leg.toe] if leg.toe is not None else "")
+        LegBoneNames(
+            leg.side, names[leg.thigh], names[leg.shin], names[leg.foot], "" if leg.toe is None else names[leg.toe]
+        )
         for leg in guess.legs
     ]
-    return names[guess.pelvis], legs
+    return DetectedLegs(names[guess.pelvis], legs)
 
 
-def store_legs(settings, pelvis, legs):
-    settings.pelvis = pelvis
+def store_legs(settings, detected):
+    settings.pelvis = detected.pelvis
     settings.legs.clear()
-    for side, thigh, shin, foot, toe in legs:
+    for leg in detected.legs:
         item = settings.legs.add()
-        item.name, item.thigh, item.shin, item.foot, item.toe = side, thigh, shin, foot, toe
+        item.name, item.thigh, item.shin, item.foot, item.toe = leg.side, leg.thigh, leg.shin, leg.foot, leg.toe
 
 
 def ensure_legs(obj):
     """The object's legs, detected and stored first if none are set up."""
     settings = obj.foot_lock
     if not settings.legs:
-        store_legs(settings, *detect_leg_bones(obj))
+        store_legs(settings, detect_leg_bones(obj))
     _check_leg_bones(obj, settings)
     return settings
 
