@@ -1,0 +1,106 @@
+"""The pose Blender shows: sampled from the evaluated scene, frame by frame, in bulk.
+
+Where an action's F-curves alone do not say how the character moves (the object travels
+by keys, a Follow Path or Child Of constraint, an animated parent or a driver; the NLA
+mixes strips; constraints or drivers move bones), the truth is what the depsgraph
+evaluates. :func:`sample_pose` steps the scene once per frame and reads every bone at
+once with ``foreach_get`` (as glTF-Blender-IO's sampling cache and Blender's own Bake
+Action do), plus the object's world matrix. Meshes are hidden while it samples so
+Blender does not deform them for nothing; everything it touches is restored.
+"""
+
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import AdapterError
+
+
+@dataclass
+class EvaluatedPose:
+    """What Blender evaluated for an armature on ``frames``.
+
+    ``pose`` holds each pose bone's ``matrix`` (armature space, constraints and drivers
+    applied), ``basis`` its ``matrix_basis`` (the channel values the action or the NLA
+    gave it), ``world`` the object's ``matrix_world``; all row-major like ``mathutils``.
+    """
+
+    bone_names: list
+    frames: np.ndarray  # (F,) scene frames
+    pose: np.ndarray  # (F, B, 4, 4)
+    basis: np.ndarray  # (F, B, 4, 4)
+    world: np.ndarray  # (F, 4, 4)
+
+    def bone(self, name):
+        """Index of bone ``name`` in the arrays."""
+        try:
+            return self.bone_names.index(name)
+        except ValueError:
+            raise AdapterError(f"bone {name!r} was not sampled") from None
+
+    def world_pose(self):
+        """(F, B, 4, 4) world matrices of the bones: the object's matrix times the pose."""
+        return self.world[:, None] @ self.pose
+
+
+def _matrices(collection, prop, count):
+    """(count, 4, 4) row-major matrices of ``prop`` over a bpy collection, in one call (the
+    flat buffer is column-major)."""
+    buffer = np.empty(count * 16, dtype=np.float32)
+    collection.foreach_get(prop, buffer)
+    return buffer.reshape(count, 4, 4).transpose(0, 2, 1)
+
+
+@contextmanager
+def _meshes_hidden(scene, armature_obj):
+    """The armature's skinned meshes disabled in the viewport while sampling (nothing to
+    deform), restored after. Other meshes may be constraint targets or parents: kept."""
+    shown = [
+        obj
+        for obj in scene.objects
+        if obj.type == "MESH" and not obj.hide_viewport and _deformed_by(obj, armature_obj)
+    ]
+    for obj in shown:
+        obj.hide_viewport = True
+    try:
+        yield
+    finally:
+        for obj in shown:
+            obj.hide_viewport = False
+
+
+def _deformed_by(mesh, armature_obj):
+    return any(mod.type == "ARMATURE" and mod.object == armature_obj for mod in mesh.modifiers)
+
+
+@contextmanager
+def _frame_kept(scene):
+    frame, subframe = scene.frame_current, scene.frame_subframe
+    try:
+        yield
+    finally:
+        scene.frame_set(frame, subframe=subframe)
+
+
+def sample_pose(obj, scene, frames):
+    """Evaluate ``scene`` at each of ``frames`` (integers) and read the pose of armature
+    ``obj``: an :class:`EvaluatedPose`. The scene's current frame is restored."""
+    if obj is None or obj.type != "ARMATURE" or obj.pose is None:
+        raise AdapterError("sampling needs an armature with a pose in the scene")
+    if obj.name not in scene.objects:
+        raise AdapterError(f"armature {obj.name!r} is not in scene {scene.name!r}")
+    frames = np.asarray(frames, dtype=int)
+    names = [bone.name for bone in obj.pose.bones]
+    count = len(names)
+    pose = np.empty((len(frames), count, 4, 4))
+    basis = np.empty_like(pose)
+    world = np.empty((len(frames), 4, 4))
+    with _frame_kept(scene), _meshes_hidden(scene, obj):
+        for i, frame in enumerate(frames):
+            scene.frame_set(int(frame))
+            bones = obj.pose.bones  # the active depsgraph writes its result back to the original
+            pose[i] = _matrices(bones, "matrix", count)
+            basis[i] = _matrices(bones, "matrix_basis", count)
+            world[i] = np.array(obj.matrix_world, dtype=float)
+    return EvaluatedPose(names, frames, pose, basis, world)
