@@ -15,7 +15,7 @@ import numpy as np
 from ..solvers.foot_lock import label_contacts, remove_foot_sliding
 from ..solvers.leg_detection import detect_legs
 from ..solvers.rig import Leg, Rig
-from . import armature
+from . import armature, control_rig
 from .errors import AdapterError
 from .properties import contact_settings, solver_settings
 
@@ -33,6 +33,8 @@ class Clip:
     rig: Rig
     contact_bones: list  # per leg: the bone carrying its foot_contact curve
     frames: np.ndarray  # scene frame numbers
+    controls: control_rig.ControlRig | None = None  # a control rig: keyed through these
+    deform: control_rig.DeformClip | None = None  # ... from this evaluated deformation skeleton
 
 
 # --- legs -------------------------------------------------------------------------------
@@ -172,6 +174,21 @@ def read_clip(obj, action):
     return Clip(skeleton, motion, joint_map, rig, [contact_bone(leg) for leg in settings.legs], frames)
 
 
+def read_solve_input(obj, scene, action):
+    """The clip to solve: the legs' own keys, or on a control rig (Rigify, or controls picked
+    in the Legs panel) the deformation skeleton as the rig evaluates it."""
+    start, end = frame_range(action)
+    frames = np.arange(start, end + 1)
+    controls = control_rig.find_controls(obj, obj.foot_lock, action, frames)
+    if controls is None:
+        return read_clip(obj, action)
+    if end <= start:
+        raise AdapterError(f"action {action.name!r} has a single frame ({start}): there is no motion to fix")
+    deform = control_rig.read_deform_clip(obj, scene, obj.foot_lock, frames)
+    contact_bones = [leg.contact_bone for leg in controls.legs]
+    return Clip(deform.skeleton, deform.motion, None, deform.rig, contact_bones, frames, controls, deform)
+
+
 def _refuse_constrained_legs(obj, joint_map, bones):
     """The pose comes from the keys; bones that constraints move (a Rigify deform rig, an
     IK setup) would be solved from a pose Blender does not show. Say so instead."""
@@ -203,11 +220,11 @@ def stored_contacts(obj, action, clip):
     return np.array(rows)
 
 
-def detect_contacts(obj, overwrite=False):
+def detect_contacts(obj, overwrite=False, scene=None):
     """Label contacts and key them as ``foot_contact`` curves; returns (written, kept) bone names."""
     settings = ensure_legs(obj)
     action = editable_action(obj)
-    clip = read_clip(obj, action)
+    clip = read_solve_input(obj, scene or obj.users_scene[0], action)
     labels, _ = label_contacts(clip.skeleton, clip.motion, clip.rig, UP, contact_settings(settings))
     written, kept = [], []
     for bone, values in zip(clip.contact_bones, labels):
@@ -229,6 +246,7 @@ class BakeOutcome:
     frames: int
     seconds: float
     contacts_written: list
+    controls: control_rig.ControlKeys | None = None  # on a control rig: what keying its controls did
 
 
 def remove_sliding(obj, scene, progress=lambda fraction: None):
@@ -237,7 +255,7 @@ def remove_sliding(obj, scene, progress=lambda fraction: None):
     settings = ensure_legs(obj)
     action = editable_action(obj)
     progress(0.05)
-    clip = read_clip(obj, action)
+    clip = read_solve_input(obj, scene, action)
     progress(0.3)
     contacts = stored_contacts(obj, action, clip)  # legs without a curve: NaN rows, labelled by the solve
     missing = np.isnan(contacts).all(axis=1)
@@ -251,14 +269,23 @@ def remove_sliding(obj, scene, progress=lambda fraction: None):
     written = [bone for bone, miss in zip(clip.contact_bones, missing) if miss]
     for bone in written:  # the animator sees (and can edit) what was locked
         armature.write_contact_curve(obj, action, bone, clip.frames, result.contacts[clip.contact_bones.index(bone)])
-    target = armature.write_motion(
-        obj, action, joint_map, result.motion, int(clip.frames[0]),
-        rotation_bones=[joint_map.joint_bone[j] for j in result.rotation_joints],
-        location_bones=[joint_map.joint_bone[j] for j in result.location_joints],
-        new_action_name=None if settings.in_place else action.name + FOOTLOCK_SUFFIX,
-    )
+    new_action_name = None if settings.in_place else action.name + FOOTLOCK_SUFFIX
+    keyed = None
+    if clip.controls is None:
+        target = armature.write_motion(
+            obj, action, joint_map, result.motion, int(clip.frames[0]),
+            rotation_bones=[joint_map.joint_bone[j] for j in result.rotation_joints],
+            location_bones=[joint_map.joint_bone[j] for j in result.location_joints],
+            new_action_name=new_action_name,
+        )
+    else:
+        keyed = control_rig.key_controls(
+            obj, scene, settings, action, clip.controls, clip.deform, result.motion, new_action_name, unit_scale(scene)
+        )
+        target = keyed.action
+        result.warnings.extend(keyed.warnings)
     progress(1.0)
-    outcome = BakeOutcome(target, result, len(clip.frames), time.perf_counter() - start_time, written)
+    outcome = BakeOutcome(target, result, len(clip.frames), time.perf_counter() - start_time, written, keyed)
     _store_report(settings.report, outcome)
     return outcome
 
@@ -275,13 +302,17 @@ def _store_report(report, outcome):
     report.skate_after = result.after["skate_ratio"]
     report.pelvis_shift = result.after["pelvis_deviation_cm"]
     report.seconds = outcome.seconds
+    report.controls = "" if outcome.controls is None else outcome.controls.kind
+    report.control_residual = 0.0 if outcome.controls is None else outcome.controls.residual_mm
 
 
 def summary(outcome):
     """One line for the status bar."""
     before, after = outcome.result.before, outcome.result.after
+    controls = outcome.controls
+    keyed_on = "" if controls is None else f" (keyed on the {controls.kind} controls, residual {controls.residual_mm:.2f} mm)"
     return (
-        f"{outcome.frames} frames baked to {outcome.action.name!r}; "
+        f"{outcome.frames} frames baked to {outcome.action.name!r}{keyed_on}; "
         f"{int(np.sum(outcome.result.contacts > 0.5))} contact frames locked; "
         f"toe slide {before['toe_slide_cm_s']:.1f} -> {after['toe_slide_cm_s']:.2f} cm/s, "
         f"skating {100 * before['skate_ratio']:.1f}% -> {100 * after['skate_ratio']:.1f}%"
