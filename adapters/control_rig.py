@@ -39,6 +39,10 @@ _IK_FK = "IK_FK"
 # A deformation toe further than this share of the leg length from its solved position
 # (about 1 cm on an adult) did not get where the fix needs it.
 _UNREACHED = 0.012
+# Controls evaluated further than this share of the leg length from their targets (0.1 mm
+# on an adult) get their keys corrected, at most this many times.
+_CONTROL_TOLERANCE = 1e-4
+_CORRECTIONS = 2
 _RIGIFY_NAME = re.compile(r"^(?:DEF|ORG)-(?P<base>.+?)(?P<side>[._-](?:L|R|Left|Right|l|r))?(?P<number>\.\d+)?$")
 
 
@@ -238,15 +242,33 @@ def key_controls(obj, scene, settings, source_action, controls, clip, solved, ne
     ``clip`` (location and rotation, every frame, in bulk) into a copy of the action named
     ``new_action_name`` (or the action itself when None), then evaluate the rig again and
     measure (``unit_scale``: metres per Blender unit). Every other channel stays exactly
-    as keyed."""
+    as keyed.
+
+    Where the rig evaluates a control elsewhere than keyed for (a mechanism bone between
+    it and the control above it that does not follow rigidly), its keys are corrected by
+    what was missed and the rig evaluated again, at most ``_CORRECTIONS`` times."""
     followers = _parents_first(obj, controls.followers())
-    sample = clip.sample
+    frames = clip.sample.frames
+    _, solved_points = forward_kinematics(clip.skeleton, solved.rot, solved.pos)
+    tolerance = _CONTROL_TOLERANCE * leg_length(solved_points, clip.rig)
     targets = _control_targets(obj, followers, clip, solved)
-    keys = {follower.control: _basis_channels(obj, follower.control, targets, sample) for follower in followers}
+    keys = {follower.control: _basis_channels(obj, follower.control, targets, clip.sample) for follower in followers}
     action = compat.copy_action(obj, source_action, new_action_name) if new_action_name else source_action
     bag = compat.channel_bag(obj, action, create=True)
     table = compat.fcurve_table(bag)
-    frames = sample.frames
+    _key_channels(obj, bag, table, keys, frames)
+    again = read_deform_clip(obj, scene, settings, frames)
+    for _ in range(_CORRECTIONS):
+        if _control_error(targets, again.sample) <= tolerance:
+            break
+        keys = {control: _corrected(obj, control, targets[control], again.sample) for control in keys}
+        _key_channels(obj, bag, table, keys, frames)
+        again = read_deform_clip(obj, scene, settings, frames)
+    return _measured(action, controls, clip, again, solved_points, unit_scale)
+
+
+def _key_channels(obj, bag, table, keys, frames):
+    """Write each control's location (F, 3) and rotation (F, 4) in its rotation mode."""
     for control, (location, quaternion) in keys.items():
         pose_bone = obj.pose.bones[control]
         prop, width = _rotation_channel(pose_bone.rotation_mode)
@@ -255,7 +277,27 @@ def key_controls(obj, scene, settings, source_action, controls, clip, solved, ne
         _write_channel(bag, table, control, prop, frames, values)
         if not obj.data.bones[control].use_connect:  # Blender ignores a connected bone's location
             _write_channel(bag, table, control, "location", frames, location.T)
-    return _measured(obj, scene, settings, action, controls, clip, solved, unit_scale)
+
+
+def _control_error(targets, sample):
+    """Largest distance of a control's evaluated head from its target (armature units)."""
+    return max(
+        float(np.linalg.norm(sample.pose[:, sample.bone(control), :3, 3] - target[:, :3, 3], axis=-1).max())
+        for control, target in targets.items()
+    )
+
+
+def _corrected(obj, control, target, sample):
+    """Channels that move ``control`` from where the rig evaluated it onto ``target``: the
+    evaluated pose ``A = frame @ basis`` gives the frame the keys were missing."""
+    bone, index = obj.data.bones[control], sample.bone(control)
+    pose, basis = sample.pose[:, index], sample.basis[:, index]
+    frame = pose[:, :3, :3] @ np.linalg.inv(basis[:, :3, :3])
+    along = frame if bone.use_local_location else frame @ np.linalg.inv(np.array(bone.matrix_local)[:3, :3])
+    location = basis[:, :3, 3] + np.linalg.solve(along, (target[:, :3, 3] - pose[:, :3, 3])[..., None])[..., 0]
+    linear = np.linalg.solve(frame, target[:, :3, :3])
+    keyed_scale = np.linalg.norm(basis[:, :3, :3], axis=-2)
+    return location, quat.from_matrix(linear / keyed_scale[:, None, :])
 
 
 def _parents_first(obj, followers):
@@ -316,13 +358,12 @@ def _basis_channels(obj, control, targets, sample):
 # --- measuring what the controls did -------------------------------------------------------------
 
 
-def _measured(obj, scene, settings, action, controls, clip, solved, unit_scale):
-    """The deformation toes evaluated again with the new keys against their solved positions."""
-    _, gpos = forward_kinematics(clip.skeleton, solved.rot, solved.pos)
-    again = read_deform_clip(obj, scene, settings, clip.sample.frames)
+def _measured(action, controls, clip, again, solved_points, unit_scale):
+    """The deformation toes as evaluated with the new keys (``again``) against their solved
+    positions: the mean residual, and a warning per leg for the frames it misses."""
     _, reached = forward_kinematics(again.skeleton, again.motion.rot, again.motion.pos)
-    distance = np.linalg.norm(reached[:, again.tips] - gpos[:, clip.tips], axis=-1)  # (F, L)
-    size = leg_length(gpos, clip.rig)
+    distance = np.linalg.norm(reached[:, again.tips] - solved_points[:, clip.tips], axis=-1)  # (F, L)
+    size = leg_length(solved_points, clip.rig)
     warnings = []
     for k, leg in enumerate(controls.legs):
         off = distance[:, k] > _UNREACHED * size

@@ -192,3 +192,38 @@ def world_heads(bpy, rig, bones, frames):
         for k, name in enumerate(bones):
             out[i, k] = world[:3, :3] @ np.array(rig.pose.bones[name].head) + world[:3, 3]
     return out
+
+
+def key_fk_like_ik(bpy, rig, legs=("L", "R"), frames=None):
+    """Key Rigify's FK leg controls (thigh_fk, shin_fk, foot_fk) so that, switched to FK,
+    the legs move as the IK walk moves them; then switch the legs to FK."""
+    scene = bpy.context.scene
+    frames = frames if frames is not None else np.arange(scene.frame_start, scene.frame_end + 1)
+    chain = [("thigh_fk", "DEF-thigh"), ("shin_fk", "DEF-shin"), ("foot_fk", "DEF-foot")]
+    bones = rig.pose.bones
+    rest = {bone.name: np.array(bone.matrix_local) for bone in rig.data.bones}
+    controls = [f"{fk}.{side}" for fk, _ in chain for side in legs]
+    basis = {name: np.empty((len(frames), 4, 4)) for name in controls}
+    for i, frame in enumerate(frames):
+        scene.frame_set(int(frame))
+        deform = {f"{d}.{side}": np.array(bones[f"{d}.{side}"].matrix) for _, d in chain for side in legs}
+        for fk, d in chain:  # parents first: each control's parent is posed before it
+            for side in legs:
+                target = deform[f"{d}.{side}"] @ np.linalg.inv(rest[f"{d}.{side}"]) @ rest[f"{fk}.{side}"]
+                bones[f"{fk}.{side}"].matrix = _matrices(target[None])[0]
+            bpy.context.view_layer.update()
+        for name in controls:
+            basis[name][i] = np.array(bones[name].matrix_basis)
+    bag = compat.channel_bag(rig, rig.animation_data.action)
+    for name, matrices in basis.items():
+        rotation = _continuous(quat.from_matrix(matrices[:, :3, :3] / np.linalg.norm(matrices[:, :3, :3], axis=1, keepdims=True)))
+        for index in range(4):
+            fcurve = compat.new_fcurve(bag, f"{bone_data_path(name)}.rotation_quaternion", index, group=name)
+            compat.write_keys(fcurve, frames, rotation[:, index])
+        if not rig.data.bones[name].use_connect:
+            for index in range(3):
+                fcurve = compat.new_fcurve(bag, f"{bone_data_path(name)}.location", index, group=name)
+                compat.write_keys(fcurve, frames, matrices[:, index, 3])
+    for side in legs:
+        bones[f"thigh_parent.{side}"]["IK_FK"] = 1.0
+    rig.update_tag()
