@@ -202,7 +202,8 @@ def read_deform_clip(obj, scene, settings, frames):
     linear = matrices[..., :3, :3]
     grot = quat.from_matrix(linear / np.linalg.norm(linear, axis=-2, keepdims=True))
     gpos = matrices[..., :3, 3]
-    # Each leg's locked point where the toe bone has none below it: the bone's tail.
+    # A joint at the tail of each leg's last bone: the toe tip, or on a rig without toe
+    # bones the point that is locked.
     tip_points = np.stack(
         [(world[:, sample.bone(tip)] @ np.array([0.0, bones[tip].length, 0.0, 1.0]))[:, :3] for tip in tips], axis=1
     )
@@ -315,7 +316,7 @@ def _control_targets(obj, followers, clip, solved):
         joint = clip.joint_of[follower.deform]
         change = np.repeat(np.eye(4)[None], len(sample.frames), axis=0)
         solved_rot = quat.to_matrix(grot[:, joint])
-        evaluated = sample.world_pose()[:, sample.bone(follower.deform)]
+        evaluated = sample.world @ sample.pose[:, sample.bone(follower.deform)]
         evaluated_rot = evaluated[:, :3, :3] / np.linalg.norm(evaluated[:, :3, :3], axis=-2, keepdims=True)
         change[:, :3, :3] = solved_rot @ evaluated_rot.transpose(0, 2, 1)
         change[:, :3, 3] = gpos[:, joint] - np.einsum("fij,fj->fi", change[:, :3, :3], evaluated[:, :3, 3])
