@@ -221,3 +221,24 @@ def test_panel_controls_that_are_not_bones_are_refused(addon, clip):
     with pytest.raises(RuntimeError, match="IK control of leg 'left', 'no such bone', is not a bone"):
         addon.ops.foot_lock.remove_sliding()
     assert rig.animation_data.action.name == "walk"
+
+
+def test_the_command_line_keys_the_controls_set_up_in_a_blend(blender, clip, tmp_path):
+    import foot_lock
+    from foot_lock.cli import main
+
+    contacts = planted(clip)
+    foot_lock.register()
+    try:
+        rig = hand_made_walk(blender, clip, stretch=0.1)
+        key_contacts(rig, HAND_MADE_WALK.feet, contacts)
+        source = tmp_path / "hand_made.blend"
+        blender.ops.wm.save_as_mainfile(filepath=str(source))
+    finally:
+        foot_lock.unregister()
+    fixed = tmp_path / "fixed.blend"
+    assert main(["remove-sliding", str(source), "-o", str(fixed)]) == 0
+    blender.ops.wm.open_mainfile(filepath=str(fixed))
+    rig = blender.data.objects["Hand-made"]
+    assert rig.animation_data.action.name == "walk.footlock"
+    assert toe_slide(blender, rig, HAND_MADE_WALK, contacts) <= 1.0
