@@ -284,6 +284,7 @@ def remove_sliding(obj, scene, progress=lambda fraction: None):
         )
         target = keyed.action
         result.warnings.extend(keyed.warnings)
+        result.after["control_residual_mm"] = keyed.residual_mm  # in the command line's report too
     progress(1.0)
     outcome = BakeOutcome(target, result, len(clip.frames), time.perf_counter() - start_time, written, keyed)
     _store_report(settings.report, outcome)

@@ -2,6 +2,8 @@
 hand-made two-bone IK rig, walking the CMU walk through their controls with the planted
 feet drifting about 25 cm/s."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -237,7 +239,10 @@ def test_the_command_line_keys_the_controls_set_up_in_a_blend(blender, clip, tmp
     finally:
         foot_lock.unregister()
     fixed = tmp_path / "fixed.blend"
-    assert main(["remove-sliding", str(source), "-o", str(fixed)]) == 0
+    report = tmp_path / "report.json"
+    assert main(["remove-sliding", str(source), "-o", str(fixed), "--report", str(report)]) == 0
+    (entry,) = json.loads(report.read_text())["files"][0]["clips"]
+    assert 0.0 <= entry["after"]["control_residual_mm"] <= 2.0
     blender.ops.wm.open_mainfile(filepath=str(fixed))
     rig = blender.data.objects["Hand-made"]
     assert rig.animation_data.action.name == "walk.footlock"
