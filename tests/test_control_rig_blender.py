@@ -16,7 +16,8 @@ from control_rig_scenes import (
     hand_made_rig,
     key_fk_like_ik,
     key_walk,
-    rigify_rig,
+    open_rigify_rig,
+    save_rigify_rig,
     world_heads,
 )
 
@@ -29,12 +30,7 @@ LEGS = ("left", "right")
 @pytest.fixture(scope="session")
 def rigify_file(tmp_path_factory):
     """Rigify's Human rig, generated once per session and saved (generating takes seconds)."""
-    bpy = pytest.importorskip("bpy")
-    bpy.ops.wm.read_factory_settings(use_empty=True)
-    rigify_rig(bpy)
-    path = tmp_path_factory.mktemp("rigify") / "rigify_human.blend"
-    bpy.ops.wm.save_as_mainfile(filepath=str(path), copy=True)
-    return path
+    return save_rigify_rig(tmp_path_factory.mktemp("rigify") / "rigify_human.blend")
 
 
 @pytest.fixture
@@ -45,9 +41,7 @@ def clip(clips_dir):
 @pytest.fixture
 def rigify_walk(addon, rigify_file, clip):
     """The Rigify rig walking on its IK controls, the active object."""
-    addon.ops.wm.open_mainfile(filepath=str(rigify_file))
-    rig = next(obj for obj in addon.data.objects if obj.type == "ARMATURE")
-    addon.context.view_layer.objects.active = rig
+    rig = open_rigify_rig(addon, rigify_file)
     key_walk(addon, rig, RIGIFY_WALK, clip, DRIFT)
     return rig
 
