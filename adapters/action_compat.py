@@ -11,6 +11,8 @@ Keys are read and written in bulk (``foreach_get`` / ``foreach_set``), never one
 ``keyframe_insert`` per frame.
 """
 
+import hashlib
+
 import bpy
 import numpy as np
 
@@ -226,6 +228,18 @@ def write_keys(fcurve, frames, values, interpolation="LINEAR", keep_outside=Fals
             handles[~is_new] = kept[name][order[~is_new]]
             points.foreach_set(name, handles.ravel())
     fcurve.update()
+
+
+def keys_digest(fcurve):
+    """A short digest of the curve's keys (frames, values, interpolation): changes when
+    anyone edits a key."""
+    points = fcurve.keyframe_points
+    count = len(points)
+    modes = np.empty(count, dtype=np.int32)
+    points.foreach_get("interpolation", modes)
+    digest = hashlib.sha1(_key_arrays(points, count).tobytes())
+    digest.update(modes.tobytes())
+    return digest.hexdigest()[:16]
 
 
 def read_values(fcurve, frames):

@@ -27,6 +27,13 @@ from . import action_compat as compat
 from .errors import AdapterError
 
 CONTACT_PROPERTY = "foot_contact"
+HEEL_CONTACT_PROPERTY = "heel_contact"  # on the foot bone: its head, the ankle, is the heel pivot
+_CONTACT_DESCRIPTIONS = {
+    CONTACT_PROPERTY: "Foot contact: 1 where the ball of the foot (the toe bone's head) is planted and locked, "
+    "0 where it moves freely",
+    HEEL_CONTACT_PROPERTY: "Heel contact: 1 where the heel (the foot bone's head) is planted and locked, "
+    "0 where it moves freely",
+}
 TAIL_SUFFIX = ".tail"
 
 _ROTATION_CHANNEL = {"QUATERNION": ("rotation_quaternion", 4), "AXIS_ANGLE": ("rotation_axis_angle", 4)}
@@ -42,7 +49,8 @@ _OBJECT_TRANSFORMS = {
     "delta_rotation_quaternion",
     "delta_scale",
 }
-_SCALE_TOLERANCE = 1e-5
+_OBJECT_GROUP = "Object Transforms"  # Blender's own group for an object's channels
+_SCALE_TOLERANCE = 1e-4  # relative: float32 keys and Rigify helpers carry noise below this
 
 
 @dataclass
@@ -51,9 +59,10 @@ class JointMap:
 
     Rest transforms are each joint's frame in its parent joint's frame at rest, in
     armature units (for a root bone: in armature space; for a ``.tail`` joint: the tail in
-    its bone's frame). ``parent_scale`` is, per frame and joint, the world length of one
-    armature unit in the parent joint's frame (object scale times the ancestors' pose
-    scale; for a root: the object scale).
+    its bone's frame). ``world_rot`` / ``world_pos`` / ``world_scale`` are the object's
+    ``matrix_world`` per frame (constant unless the object travels). ``parent_scale`` is,
+    per frame and joint, the world length of one armature unit in the parent joint's frame
+    (object scale times the ancestors' pose scale; for a root: the object scale).
     """
 
     object_name: str
@@ -65,13 +74,18 @@ class JointMap:
     connected: dict  # bone name -> use_connect (location channels have no effect)
     rest_rot: np.ndarray  # (n, 4)
     rest_pos: np.ndarray  # (n, 3)
-    object_rot: np.ndarray  # (4,) rotation of matrix_world
-    object_pos: np.ndarray  # (3,) translation of matrix_world
-    object_scale: float  # uniform scale of matrix_world
+    world_rot: np.ndarray  # (F, 4) rotation of matrix_world
+    world_pos: np.ndarray  # (F, 3) translation of matrix_world
+    world_scale: np.ndarray  # (F,) uniform scale of matrix_world
     parent_scale: np.ndarray  # (F, n)
     frame_start: int
     unsupported: dict = field(default_factory=dict)  # bone -> why its pose is not plain FK
     constrained: tuple = ()  # bones with constraints: Blender's evaluated pose may differ
+
+    @property
+    def object_pos(self):
+        """Where the object is on the first frame."""
+        return self.world_pos[0]
 
     @property
     def frames(self):
@@ -116,8 +130,8 @@ def bone_data_path(bone_name):
     return f'pose.bones["{bpy.utils.escape_identifier(bone_name)}"]'
 
 
-def contact_data_path(bone_name):
-    return f'{bone_data_path(bone_name)}["{CONTACT_PROPERTY}"]'
+def contact_data_path(bone_name, prop=CONTACT_PROPERTY):
+    return f'{bone_data_path(bone_name)}["{prop}"]'
 
 
 def _rotation_channel(mode):
@@ -138,27 +152,30 @@ def _topological_bones(armature):
     return order
 
 
-def _object_transform(obj):
-    """Rotation (wxyz), translation and uniform scale of ``obj.matrix_world``."""
-    matrix = np.array(obj.matrix_world, dtype=float)
-    linear = matrix[:3, :3]
-    scales = np.linalg.norm(linear, axis=0)
-    scale = float(scales.mean())
-    if not np.all(np.isfinite(matrix)) or scale <= 0.0:
-        raise AdapterError(f"object {obj.name!r} has a degenerate transform (zero scale?)")
-    if np.ptp(scales) > _SCALE_TOLERANCE * scale:
-        raise AdapterError(
-            f"object {obj.name!r} is scaled non-uniformly ({', '.join(f'{s:g}' for s in scales)}): "
-            "apply the scale (Ctrl+A > Scale) or use the same scale on all three axes"
-        )
-    rotation = linear / scale
-    if np.linalg.det(rotation) < 0.0:
-        raise AdapterError(f"object {obj.name!r} is mirrored (negative scale): apply the scale first")
-    if np.abs(rotation.T @ rotation - np.eye(3)).max() > 1e-4:
-        raise AdapterError(
-            f"object {obj.name!r} is sheared (by a parent's scale): apply the transforms first"
-        )
-    return quat.from_matrix(rotation), matrix[:3, 3].copy(), scale
+def _object_transforms(name, world, frames):
+    """Rotations (F, 4) wxyz, translations (F, 3) and uniform scales (F,) of the object's
+    world matrices (F, 4, 4), refusing the frames the solver cannot express."""
+    linear = world[:, :3, :3]
+    scales = np.linalg.norm(linear, axis=1)  # column lengths
+    scale = scales.mean(axis=1)
+    degenerate = ~np.isfinite(world).all(axis=(1, 2)) | (scale <= 1e-12)
+    _refuse_first(degenerate, frames, f"object {name!r} is scaled to zero (or not a number) at frame {{}}: "
+                  "Foot Lock needs the armature visible on every frame")
+    uneven = np.ptp(scales, axis=1) > _SCALE_TOLERANCE * scale
+    _refuse_first(uneven, frames, f"object {name!r} is scaled non-uniformly at frame {{}}: "
+                  "apply the scale (Ctrl+A > Scale) or use the same scale on all three axes")
+    rotation = linear / scale[:, None, None]
+    _refuse_first(np.linalg.det(rotation) < 0.0, frames,
+                  f"object {name!r} is mirrored (negative scale) at frame {{}}: apply the scale first")
+    sheared = np.abs(rotation.transpose(0, 2, 1) @ rotation - np.eye(3)).max(axis=(1, 2)) > 1e-4
+    _refuse_first(sheared, frames,
+                  f"object {name!r} is sheared (by a parent's scale) at frame {{}}: apply the transforms first")
+    return quat.from_matrix(rotation), world[:, :3, 3].copy(), scale
+
+
+def _refuse_first(bad, frames, message):
+    if bad.any():
+        raise AdapterError(message.format(int(frames[np.argmax(bad)])))
 
 
 def _fill_channel(out, pose_bone, table, prop, frames):
@@ -195,17 +212,20 @@ def _check_object_not_animated(obj, table, frames):
                 )
 
 
-def _uniform_scale(scale, bones, frames):
-    """(n, F) uniform scale from (3, n, F) scale channels, refusing non-uniform scale."""
+def _uniform_scale(scale, frames):
+    """(n, F) uniform scale from (3, n, F) scales, and ``{bone index: why}`` for bones scaled
+    non-uniformly or to zero (the solver's joints cannot express them: refused only where
+    the solve reads or writes them, see :meth:`JointMap.require_exact`)."""
     mean = scale.mean(axis=0)
     bad = (np.ptp(scale, axis=0) > _SCALE_TOLERANCE * np.abs(mean)) | (mean <= 0.0)
-    if bad.any():
-        bone, frame = np.argwhere(bad)[0]
-        raise AdapterError(
-            f"bone {bones[bone].name!r} is scaled non-uniformly or to zero at frame {int(frames[frame])} "
-            f"({', '.join(f'{s:g}' for s in scale[:, bone, frame])}): Foot Lock needs uniform bone scale"
+    reasons = {}
+    for bone in np.flatnonzero(bad.any(axis=1)):
+        frame = int(np.argmax(bad[bone]))
+        reasons[int(bone)] = (
+            f"is scaled non-uniformly or to zero at frame {int(frames[frame])} "
+            f"({', '.join(f'{s:g}' for s in scale[:, bone, frame])})"
         )
-    return mean
+    return np.where(bad, 1.0, mean), reasons
 
 
 def _unsupported_reason(bone, parent_pose_scale):
@@ -231,39 +251,58 @@ def _rest_offsets(bones, parents):
     return rest_rot, rest_pos
 
 
+@dataclass
+class _Bones:
+    """The armature's bones parents first, with the extra tail joints' parents."""
+
+    bones: list
+    parents: np.ndarray  # (bones + tails,)
+    tails: list  # bone names that get a ".tail" joint
+
+    @classmethod
+    def of(cls, obj, extra_tails):
+        bones = _topological_bones(obj.data)
+        tails = list(dict.fromkeys(extra_tails))
+        index_of = {bone.name: i for i, bone in enumerate(bones)}
+        missing = [name for name in tails if name not in index_of]
+        if missing:
+            raise AdapterError(f"armature {obj.name!r} has no bone {missing[0]!r}")
+        parents = np.array(
+            [index_of[b.parent.name] if b.parent else -1 for b in bones] + [index_of[t] for t in tails]
+        )
+        return cls(bones, parents, tails)
+
+
+def _check_armature(obj, frame_start, frame_end):
+    if obj is None or obj.type != "ARMATURE":
+        raise AdapterError("the active object must be an armature")
+    if obj.pose is None:
+        raise AdapterError(f"armature {obj.name!r} has no pose yet: link it to the scene first")
+    frame_start, frame_end = int(frame_start), int(frame_end)
+    if frame_end < frame_start:
+        raise AdapterError(f"the frame range {frame_start}..{frame_end} is empty")
+    return np.arange(frame_start, frame_end + 1)
+
+
 def read_motion(obj, action, frame_start, frame_end, extra_tails=()):
     """Skeleton, Motion and JointMap of ``obj`` posed by ``action`` over
-    ``frame_start..frame_end`` (integers, both included).
+    ``frame_start..frame_end`` (integers, both included), read from the F-curves alone
+    (exact when nothing else moves the object or the bones: see :mod:`.evaluated`).
 
     Every pose bone is a joint (parents first); each name in ``extra_tails`` adds a leaf
     joint ``"<bone>.tail"`` at the tail of that bone. Channels without an F-curve keep the
     pose bone's current value. Motion.fps is the scene's frame rate.
     """
-    if obj is None or obj.type != "ARMATURE":
-        raise AdapterError("the active object must be an armature")
-    if obj.pose is None:
-        raise AdapterError(f"armature {obj.name!r} has no pose yet: link it to the scene first")
+    frames = _check_armature(obj, frame_start, frame_end)
     if action is None:
         raise AdapterError(f"armature {obj.name!r} has no action to read")
-    frame_start, frame_end = int(frame_start), int(frame_end)
-    if frame_end < frame_start:
-        raise AdapterError(f"the frame range {frame_start}..{frame_end} is empty")
-    frames = np.arange(frame_start, frame_end + 1)
     count = len(frames)
     table = compat.fcurve_table(compat.channel_bag(obj, action))
     _check_object_not_animated(obj, table, frames)
-    object_rot, object_pos, object_scale = _object_transform(obj)
-
-    bones = _topological_bones(obj.data)
+    world = np.array(obj.matrix_world, dtype=float)[None]  # one for every frame
+    layout = _Bones.of(obj, extra_tails)
+    bones = layout.bones
     nb = len(bones)
-    extra_tails = list(dict.fromkeys(extra_tails))
-    index_of = {bone.name: i for i, bone in enumerate(bones)}
-    missing = [name for name in extra_tails if name not in index_of]
-    if missing:
-        raise AdapterError(f"armature {obj.name!r} has no bone {missing[0]!r}")
-    parents = np.array(
-        [index_of[b.parent.name] if b.parent else -1 for b in bones] + [index_of[t] for t in extra_tails]
-    )
     pose_bones = [obj.pose.bones[bone.name] for bone in bones]
     modes = [pose_bone.rotation_mode for pose_bone in pose_bones]
 
@@ -288,66 +327,111 @@ def read_motion(obj, action, frame_start, frame_end, extra_tails=()):
         members = [b for b in range(nb) if modes[b] == mode]
         width = _rotation_channel(mode)[1]
         basis[:, members] = channels.channel_quat(mode, rotation[:width, members])
-    bone_scale = np.ones((nb, count)) if np.all(scale == 1.0) else _uniform_scale(scale, bones, frames)
-    rest_rot, rest_pos = _rest_offsets(bones, parents)
-    rest_q = rest_rot.T[:, :, None]  # (4, bones, 1)
+    if np.all(scale == 1.0):
+        bone_scale, uneven = np.ones((nb, count)), {}
+    else:
+        bone_scale, uneven = _uniform_scale(scale, frames)
+    rest = _rest_offsets(bones, layout.parents)
+    rest_q = rest[0].T[:, :, None]  # (4, bones, 1)
     rot_c = channels.multiply(rest_q, basis)
     pos_c = np.empty((3, nb, count))
-    pos_c[:] = rest_pos.T[:, :, None]
+    pos_c[:] = rest[1].T[:, :, None]
     moving = np.flatnonzero(np.any(location != 0.0, axis=(0, 2)))  # most bones never translate
     if moving.size:
         pos_c[:, moving] += channels.rotate(rest_q[:, moving], location[:, moving])
+    return _assemble(obj, layout, rest, rot_c, pos_c, bone_scale, uneven, world, frames, modes)
+
+
+def read_evaluated_motion(obj, sampled, extra_tails=()):
+    """Like :func:`read_motion`, from the pose Blender evaluated
+    (:class:`~.evaluated.EvaluatedPose`): the object's own motion (keys, paths, parents,
+    drivers), the NLA and constraints on other bones all included. Each joint's local
+    transform is its pose matrix relative to its parent's; the object's world matrix is
+    taken per frame."""
+    frames = _check_armature(obj, sampled.frames[0], sampled.frames[-1])
+    layout = _Bones.of(obj, extra_tails)
+    bones = layout.bones
+    nb = len(bones)
+    order = [sampled.bone(bone.name) for bone in bones]
+    pose = sampled.pose[:, order]
+    _check_finite(pose.reshape(len(frames), nb, 16).transpose(2, 1, 0), bones, lambda b: "pose matrix", frames)
+    parents = layout.parents[:nb]
+    parent_pose = np.where((parents < 0)[None, :, None, None], np.eye(4), pose[:, np.maximum(parents, 0)])
+    local = np.linalg.solve(parent_pose, pose)  # inv(parent) @ pose, batched
+    linear = local[..., :3, :3]
+    scales = np.linalg.norm(linear, axis=-2)  # (F, B, 3) column lengths
+    bone_scale, uneven = _uniform_scale(scales.transpose(2, 1, 0), frames)
+    safe = np.where(scales > 0.0, scales, 1.0)
+    rot_c = quat.from_matrix(linear / safe[..., None, :]).transpose(2, 1, 0)
+    pos_c = local[..., :3, 3].transpose(2, 1, 0).copy()
+    modes = [obj.pose.bones[bone.name].rotation_mode for bone in bones]
+    rest = _rest_offsets(bones, layout.parents)
+    return _assemble(obj, layout, rest, rot_c, pos_c, bone_scale, uneven, sampled.world, frames, modes)
+
+
+def _assemble(obj, layout, rest, rot_c, pos_c, bone_scale, uneven, world, frames, modes):
+    """Skeleton, Motion and JointMap from the bones' rest offsets ``rest`` (rotations,
+    translations), each bone's transform in its parent's frame ``rot_c`` (4, B, F) /
+    ``pos_c`` (3, B, F) (armature units, rest offset included), its uniform pose scale
+    (B, F) and the object's world matrices (F, 4, 4; or one (1, 4, 4) for every frame)."""
+    bones, parents, tails_of = layout.bones, layout.parents, layout.tails
+    nb, count = len(bones), len(frames)
+    rest_rot, rest_pos = rest
+    world_rot, world_pos, world_scale = (
+        np.broadcast_to(values, (count, *values.shape[1:]))
+        for values in _object_transforms(obj.name, np.asarray(world, dtype=float), frames)
+    )
 
     # Scale down the chains: world length of an armature unit in each parent's frame.
     parent_scale = np.empty((nb, count))
     own_scale = np.empty((nb, count))
     pose_scale = np.empty((nb, count))  # product of pose scales from the root
-    unsupported = {}
+    unsupported = {bones[b].name: reason for b, reason in uneven.items()}
     for j, bone in enumerate(bones):
         p = parents[j]
         parent_pose = np.ones(count) if p < 0 else pose_scale[p]
-        parent_scale[j] = object_scale if p < 0 else own_scale[p]
+        parent_scale[j] = world_scale if p < 0 else own_scale[p]
         own_scale[j] = parent_scale[j] * bone_scale[j]
         pose_scale[j] = parent_pose * bone_scale[j]
         reason = _unsupported_reason(bone, parent_pose)
-        if reason:
+        if reason and bone.name not in unsupported:
             unsupported[bone.name] = reason
-    pos_c *= parent_scale
+    pos_c = pos_c * parent_scale
     roots = np.flatnonzero(parents[:nb] < 0)
-    object_q = object_rot[:, None, None]
+    object_q = world_rot.T[:, None, :]  # (4, 1, F)
     rot_c[:, roots] = channels.multiply(object_q, rot_c[:, roots])
-    pos_c[:, roots] = object_pos[:, None, None] + channels.rotate(object_q, pos_c[:, roots])
-    n = nb + len(extra_tails)
+    pos_c[:, roots] = world_pos.T[:, None, :] + channels.rotate(object_q, pos_c[:, roots])
+    n = nb + len(tails_of)
     rot = np.empty((count, n, 4))
     pos = np.empty((count, n, 3))
     rot[:, :nb] = rot_c.transpose(2, 1, 0)
     pos[:, :nb] = pos_c.transpose(2, 1, 0)
 
     # Tail joints: identity rotation, at (0, length, 0) in their bone's frame.
-    tails = np.array([[0.0, obj.data.bones[name].length, 0.0] for name in extra_tails]).reshape(-1, 3)
+    tails = np.array([[0.0, obj.data.bones[name].length, 0.0] for name in tails_of]).reshape(-1, 3)
     tail_scale = own_scale[parents[nb:]].T
     rot[:, nb:] = quat.IDENTITY
     pos[:, nb:] = tail_scale[..., None] * tails
 
     scene = bpy.context.scene
-    joint_names = [bone.name for bone in bones] + [name + TAIL_SUFFIX for name in extra_tails]
+    joint_names = [bone.name for bone in bones] + [name + TAIL_SUFFIX for name in tails_of]
     joint_map = JointMap(
         object_name=obj.name,
         joint_names=joint_names,
-        joint_bone=[bone.name for bone in bones] + extra_tails,
+        joint_bone=[bone.name for bone in bones] + tails_of,
         is_tail=np.arange(len(joint_names)) >= nb,
         parents=parents,
-        rotation_modes=dict(zip(index_of, modes)),
+        rotation_modes={bone.name: mode for bone, mode in zip(bones, modes)},
         connected={bone.name: bool(bone.use_connect) for bone in bones},
         rest_rot=np.concatenate((rest_rot, np.broadcast_to(quat.IDENTITY, (len(tails), 4)))),
         rest_pos=np.concatenate((rest_pos, tails)),
-        object_rot=object_rot,
-        object_pos=object_pos,
-        object_scale=object_scale,
+        world_rot=world_rot,
+        world_pos=world_pos,
+        world_scale=world_scale,
         parent_scale=np.concatenate((parent_scale.T, tail_scale), axis=1),
-        frame_start=frame_start,
+        frame_start=int(frames[0]),
         unsupported=unsupported,
-        constrained=tuple(pose_bone.name for pose_bone in pose_bones if len(pose_bone.constraints)),
+        constrained=tuple(bone.name for bone in bones if len(obj.pose.bones[bone.name].constraints)),
     )
     motion = Motion(rot, pos, scene.render.fps / scene.render.fps_base)
     return Skeleton(joint_names, parents), motion, joint_map
@@ -378,29 +462,38 @@ def _write_channel(bag, table, bone_name, prop, frames, values):
         compat.write_keys(fcurve, frames, values[index], "LINEAR", keep_outside=True)
 
 
-def basis_rotations(joint_map, rot, bone_names):
+def _world_rows(joint_map, frame_start, count):
+    """The object's world rotation (count, 4) and translation (count, 3) from ``frame_start`` on."""
+    offset = int(frame_start) - joint_map.frame_start
+    rows = slice(offset, offset + count)
+    return joint_map.world_rot[rows], joint_map.world_pos[rows], offset
+
+
+def basis_rotations(joint_map, rot, bone_names, frame_start=None):
     """``matrix_basis`` rotations (4, F, bones) of ``bone_names`` from solved local rotations
-    ``rot`` (F, n, 4): the inverse of each bone's rest frame (and, for a root, of the
-    object) times the solved local rotation."""
+    ``rot`` (F, n, 4) of the frames from ``frame_start`` (default: the first read) on: the
+    inverse of each bone's rest frame (and, for a root, of the object on that frame) times
+    the solved local rotation."""
     jm = joint_map
     joints = np.array([jm.joint(name) for name in bone_names], dtype=int)
-    frame_rot = jm.rest_rot[joints]
-    roots = jm.parents[joints] < 0
-    frame_rot[roots] = quat.multiply(jm.object_rot, frame_rot[roots])
     solved = np.moveaxis(rot[:, joints], -1, 0)  # (4, F, bones)
-    return channels.multiply(channels.conjugate(frame_rot.T[:, None, :]), solved)
+    roots = jm.parents[joints] < 0
+    if roots.any():
+        world_rot, _, _ = _world_rows(jm, jm.frame_start if frame_start is None else frame_start, len(rot))
+        solved[:, :, roots] = channels.multiply(channels.conjugate(world_rot.T[:, :, None]), solved[:, :, roots])
+    return channels.multiply(channels.conjugate(jm.rest_rot[joints].T[:, None, :]), solved)
 
 
 def basis_locations(joint_map, pos, bone_names, frame_start):
     """``matrix_basis`` translations (F, bones, 3) of ``bone_names`` from solved local
     translations ``pos`` (F, n, 3) of the frames from ``frame_start`` on: the object
-    transform (roots), the parents' scale and the rest offset undone."""
+    transform of each frame (roots), the parents' scale and the rest offset undone."""
     jm = joint_map
-    offset = int(frame_start) - jm.frame_start
+    world_rot, world_pos, offset = _world_rows(jm, frame_start, len(pos))
     joints = np.array([jm.joint(name) for name in bone_names], dtype=int)
     local = pos[:, joints].copy()
     roots = jm.parents[joints] < 0
-    local[:, roots] = quat.rotate(quat.conjugate(jm.object_rot), local[:, roots] - jm.object_pos)
+    local[:, roots] = quat.rotate(quat.conjugate(world_rot[:, None]), local[:, roots] - world_pos[:, None])
     local /= jm.parent_scale[offset : offset + len(pos), joints, None]
     return quat.rotate(quat.conjugate(jm.rest_rot[joints]), local - jm.rest_pos[joints])
 
@@ -412,7 +505,8 @@ def set_pose(obj, joint_map, rot, pos, frame, rotation_bones, location_bones):
     quaternions next to the current value), locations of ``location_bones``. Nothing is
     keyed."""
     bones = obj.pose.bones
-    for name, rotation in zip(rotation_bones, basis_rotations(joint_map, rot[None], rotation_bones)[:, 0].T):
+    rotations = basis_rotations(joint_map, rot[None], rotation_bones, frame)[:, 0].T
+    for name, rotation in zip(rotation_bones, rotations):
         _set_rotation(bones[name], Quaternion(rotation))
     for name, location in zip(location_bones, basis_locations(joint_map, pos[None], location_bones, frame)[0]):
         bones[name].location = location
@@ -430,6 +524,37 @@ def _set_rotation(pose_bone, rotation):
         pose_bone.rotation_axis_angle = (angle, *axis)
     else:
         pose_bone.rotation_euler = rotation.to_euler(mode, pose_bone.rotation_euler)
+
+
+def check_writable(joint_map, motion, frame_start, rotation_bones, location_bones):
+    """Raise :class:`AdapterError` when :func:`write_motion` could not key ``motion`` as
+    asked (call it before writing anything else, e.g. contact curves)."""
+    jm = joint_map
+    frame_start = int(frame_start)
+    count = motion.frames
+    offset = frame_start - jm.frame_start
+    if offset < 0 or offset + count > jm.frames:
+        raise AdapterError(
+            f"frames {frame_start}..{frame_start + count - 1} lie outside the frames that were read "
+            f"({jm.frame_start}..{jm.frame_end})"
+        )
+    if motion.rot.shape[1] != len(jm.joint_names):
+        raise AdapterError("the motion does not belong to this joint map (joint count differs)")
+    jm.require_exact(rotation_bones + location_bones)
+    for bone in location_bones:
+        if jm.connected[bone]:
+            raise AdapterError(f"bone {bone!r} is connected to its parent: its location cannot be keyed")
+    for names, label, array in (
+        (rotation_bones, "rotation", motion.rot),
+        (location_bones, "location", motion.pos),
+    ):
+        joints = [jm.joint(name) for name in names]
+        bad = ~np.isfinite(array[:, joints]).all(axis=-1)
+        if bad.any():
+            frame, which = np.argwhere(bad)[0]
+            raise AdapterError(
+                f"solved {label} of {names[which]!r} is not a number at frame {frame_start + frame}"
+            )
 
 
 def write_motion(
@@ -451,41 +576,18 @@ def write_motion(
     when ``new_action_name`` is None. Written curves get one linear key per frame; their
     keys outside the written frames stay. Returns the action written to.
     """
+    rotation_bones = list(dict.fromkeys(rotation_bones))
+    location_bones = list(dict.fromkeys(location_bones))
+    check_writable(joint_map, motion, frame_start, rotation_bones, location_bones)
     jm = joint_map
     frame_start = int(frame_start)
     count = motion.frames
-    offset = frame_start - jm.frame_start
-    if offset < 0 or offset + count > jm.frames:
-        raise AdapterError(
-            f"frames {frame_start}..{frame_start + count - 1} lie outside the frames that were read "
-            f"({jm.frame_start}..{jm.frame_end})"
-        )
-    if motion.rot.shape[1] != len(jm.joint_names):
-        raise AdapterError("the motion does not belong to this joint map (joint count differs)")
-    rotation_bones = list(dict.fromkeys(rotation_bones))
-    location_bones = list(dict.fromkeys(location_bones))
-    jm.require_exact(rotation_bones + location_bones)
-    for bone in location_bones:
-        if jm.connected[bone]:
-            raise AdapterError(f"bone {bone!r} is connected to its parent: its location cannot be keyed")
-    for names, label, array in (
-        (rotation_bones, "rotation", motion.rot),
-        (location_bones, "location", motion.pos),
-    ):
-        joints = [jm.joint(name) for name in names]
-        bad = ~np.isfinite(array[:, joints]).all(axis=-1)
-        if bad.any():
-            frame, which = np.argwhere(bad)[0]
-            raise AdapterError(
-                f"solved {label} of {names[which]!r} is not a number at frame {frame_start + frame}"
-            )
-
     action = compat.copy_action(obj, source_action, new_action_name) if new_action_name else source_action
     bag = compat.channel_bag(obj, action, create=True)
     table = compat.fcurve_table(bag)
     frames = np.arange(frame_start, frame_start + count)
 
-    basis = basis_rotations(jm, motion.rot, rotation_bones)
+    basis = basis_rotations(jm, motion.rot, rotation_bones, frame_start)
     modes = [jm.rotation_modes[name] for name in rotation_bones]
     for mode in dict.fromkeys(modes):
         members = [i for i, m in enumerate(modes) if m == mode]
@@ -503,28 +605,107 @@ def write_motion(
     return action
 
 
+def _channels_of(basis):
+    """Location (..., 3), rotation quaternion (..., 4) and scale (..., 3) of T @ R @ S
+    matrices (..., 4, 4)."""
+    linear = basis[..., :3, :3]
+    scale = np.linalg.norm(linear, axis=-2)
+    rotation = quat.from_matrix(linear / np.where(scale > 0.0, scale, 1.0)[..., None, :])
+    return basis[..., :3, 3], rotation, scale
+
+
+def bake_pose(obj, action, sampled, with_object=False):
+    """Key every pose bone's channels (location, rotation in its own mode, scale) on every
+    sampled frame from the evaluated ``matrix_basis`` (:class:`~.evaluated.EvaluatedPose`),
+    as Blender's Bake Action does: one linear key per frame, for all bones; with
+    ``with_object`` the object's own transform channels too."""
+    bag = compat.channel_bag(obj, action, create=True)
+    table = compat.fcurve_table(bag)
+    frames = sampled.frames
+    location, rotation, scale = _channels_of(sampled.basis)  # (F, B, ...)
+    names = sampled.bone_names
+    modes = [obj.pose.bones[name].rotation_mode for name in names]
+    for mode in dict.fromkeys(modes):
+        members = [b for b, m in enumerate(modes) if m == mode]
+        prop, _ = _rotation_channel(mode)
+        reference = np.array([getattr(obj.pose.bones[names[b]], prop) for b in members], dtype=float)
+        values = channels.quat_to_channel(mode, np.moveaxis(rotation[:, members], -1, 0), reference.T)
+        for k, b in enumerate(members):
+            _write_channel(bag, table, names[b], prop, frames, values[:, :, k])
+    for b, name in enumerate(names):
+        if not obj.data.bones[name].use_connect:
+            _write_channel(bag, table, name, "location", frames, location[:, b].T)
+        _write_channel(bag, table, name, "scale", frames, scale[:, b].T)
+    if with_object:
+        _bake_object(obj, bag, table, frames, sampled.object_basis)
+
+
+def _bake_object(obj, bag, table, frames, basis):
+    location, rotation, scale = _channels_of(basis)  # (F, ...)
+    prop, _ = _rotation_channel(obj.rotation_mode)
+    reference = np.array(getattr(obj, prop), dtype=float)
+    values = channels.quat_to_channel(obj.rotation_mode, rotation.T, reference)
+    for path, rows in (("location", location.T), (prop, values), ("scale", scale.T)):
+        for index, row in enumerate(rows):
+            fcurve = table.get((path, index)) or compat.new_fcurve(bag, path, index, group=_OBJECT_GROUP)
+            compat.write_keys(fcurve, frames, row, "LINEAR")
+
+
 # --- foot-contact curves ----------------------------------------------------------------
 
 
-def _contact_fcurve(obj, action, bone_name):
-    return compat.find_fcurve(compat.channel_bag(obj, action), contact_data_path(bone_name), 0)
+# Which contact curves Foot Lock keyed itself: per curve, a digest of the keys it wrote,
+# kept on the action. A curve whose keys still match was not edited since: a rerun
+# labels it again with the current settings; any other curve is the animator's.
+_WRITTEN_PROPERTY = "foot_lock_contacts"
 
 
-def has_contact_curve(obj, action, bone_name):
-    """Whether ``action`` has a ``foot_contact`` curve for the pose bone."""
-    return _contact_fcurve(obj, action, bone_name) is not None
+def _stamp(action, bone_name, prop, fcurve):
+    if _WRITTEN_PROPERTY not in action:
+        action[_WRITTEN_PROPERTY] = {}
+    action[_WRITTEN_PROPERTY][contact_data_path(bone_name, prop)] = compat.keys_digest(fcurve)
 
 
-def read_contact_curve(obj, action, bone_name, frames):
-    """The bone's ``foot_contact`` curve evaluated at ``frames``, or None without one."""
-    fcurve = _contact_fcurve(obj, action, bone_name)
+def contact_curve_is_tool_written(obj, action, bone_name, prop=CONTACT_PROPERTY):
+    """Whether the bone's ``foot_contact`` (or ``prop``) curve is exactly what Foot Lock
+    last keyed there."""
+    fcurve = _contact_fcurve(obj, action, bone_name, prop)
+    stamps = action.get(_WRITTEN_PROPERTY)
+    key = contact_data_path(bone_name, prop)
+    if fcurve is None or stamps is None or key not in stamps:
+        return False
+    return stamps[key] == compat.keys_digest(fcurve)
+
+
+def animator_contact_curve(obj, action, bone_name, prop=CONTACT_PROPERTY):
+    """Whether ``action`` has a ``foot_contact`` (or ``prop``) curve for the bone that an
+    animator keyed or edited (not one Foot Lock wrote and nobody touched since)."""
+    return has_contact_curve(obj, action, bone_name, prop) and not contact_curve_is_tool_written(
+        obj, action, bone_name, prop
+    )
+
+
+def _contact_fcurve(obj, action, bone_name, prop=CONTACT_PROPERTY):
+    return compat.find_fcurve(compat.channel_bag(obj, action), contact_data_path(bone_name, prop), 0)
+
+
+def has_contact_curve(obj, action, bone_name, prop=CONTACT_PROPERTY):
+    """Whether ``action`` has a ``foot_contact`` (or ``prop``) curve for the pose bone."""
+    return _contact_fcurve(obj, action, bone_name, prop) is not None
+
+
+def read_contact_curve(obj, action, bone_name, frames, prop=CONTACT_PROPERTY):
+    """The bone's ``foot_contact`` (or ``prop``) curve evaluated at ``frames``, or None without one."""
+    fcurve = _contact_fcurve(obj, action, bone_name, prop)
     return None if fcurve is None else compat.read_values(fcurve, frames)
 
 
-def write_contact_curve(obj, action, bone_name, frames, values01):
-    """Key the pose bone's ``foot_contact`` property (0..1) on ``frames``: a key where the
-    value changes (and on the first frame), constant interpolation. Keys of the curve
-    outside ``frames`` stay. Creates the property with its 0..1 limits when missing.
+def write_contact_curve(obj, action, bone_name, frames, values01, prop=CONTACT_PROPERTY, stamp=True):
+    """Key the pose bone's ``foot_contact`` property (or ``prop``, e.g. ``heel_contact``)
+    (0..1) on ``frames``: a key where the value changes (and on the first frame), constant
+    interpolation. Keys of the curve outside ``frames`` stay. Creates the property with
+    its 0..1 limits when missing. With ``stamp`` the curve is marked as Foot Lock's own
+    (see :func:`contact_curve_is_tool_written`); without, it counts as the animator's.
     """
     pose_bone = obj.pose.bones.get(bone_name)
     if pose_bone is None:
@@ -535,24 +716,24 @@ def write_contact_curve(obj, action, bone_name, frames, values01):
         raise AdapterError("contact frames and values must be non-empty and equally long")
     if not np.all(np.isfinite(values)):
         raise AdapterError(f"contact values of {bone_name!r} contain NaN")
-    if not isinstance(pose_bone.get(CONTACT_PROPERTY), float):
-        pose_bone[CONTACT_PROPERTY] = float(values[0])
+    if not isinstance(pose_bone.get(prop), float):
+        pose_bone[prop] = float(values[0])
         obj.update_tag()  # else the evaluated copy lacks the new property and ignores the curve
-    pose_bone.id_properties_ui(CONTACT_PROPERTY).update(
+    pose_bone.id_properties_ui(prop).update(
         min=0.0,
         max=1.0,
         soft_min=0.0,
         soft_max=1.0,
-        description="Foot contact: 1 where the foot is planted and locked, 0 where it moves freely",
+        description=_CONTACT_DESCRIPTIONS[prop],
     )
     bag = compat.channel_bag(obj, action, create=True)
-    fcurve = compat.find_fcurve(bag, contact_data_path(bone_name), 0)
+    fcurve = compat.find_fcurve(bag, contact_data_path(bone_name, prop), 0)
     changes = np.ones(len(values), dtype=bool)
     changes[1:] = values[1:] != values[:-1]
     key_frames, key_values = frames[changes], values[changes]
     span = (frames.min(), frames.max())  # every old key in here goes, even after the last change
     if fcurve is None:
-        fcurve = compat.new_fcurve(bag, contact_data_path(bone_name), 0, group=bone_name)
+        fcurve = compat.new_fcurve(bag, contact_data_path(bone_name, prop), 0, group=bone_name)
     else:
         # The frame after the range keeps its old value.
         after = int(frames.max()) + 1
@@ -562,4 +743,6 @@ def write_contact_curve(obj, action, bone_name, frames, values01):
             key_values = np.append(key_values, old)
             span = (span[0], after)
     compat.write_keys(fcurve, key_frames, key_values, "CONSTANT", keep_outside=True, span=span)
+    if stamp:
+        _stamp(action, bone_name, prop, fcurve)
     return fcurve

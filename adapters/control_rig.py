@@ -238,12 +238,12 @@ def _closure(bones, names):
 # --- keying the controls --------------------------------------------------------------------
 
 
-def key_controls(obj, scene, settings, source_action, controls, clip, solved, new_action_name, unit_scale=1.0):
+def key_controls(obj, scene, settings, action, controls, clip, solved, unit_scale=1.0):
     """Key each control of ``controls`` to follow the solved motion ``solved`` of
-    ``clip`` (location and rotation, every frame, in bulk) into a copy of the action named
-    ``new_action_name`` (or the action itself when None), then evaluate the rig again and
-    measure (``unit_scale``: metres per Blender unit). Every other channel stays exactly
-    as keyed.
+    ``clip`` (location and rotation, every frame, in bulk) into ``action`` (the object's
+    action: the fix's new ``<action>.footlock``, or the original In Place), then evaluate
+    the rig again and measure (``unit_scale``: metres per Blender unit). Every other
+    channel stays exactly as keyed.
 
     Where the rig evaluates a control elsewhere than keyed for (a mechanism bone between
     it and the control above it that does not follow rigidly), its keys are corrected by
@@ -254,7 +254,6 @@ def key_controls(obj, scene, settings, source_action, controls, clip, solved, ne
     tolerance = _CONTROL_TOLERANCE * leg_length(solved_points, clip.rig)
     targets = _control_targets(obj, followers, clip, solved)
     keys = {follower.control: _basis_channels(obj, follower.control, targets, clip.sample) for follower in followers}
-    action = compat.copy_action(obj, source_action, new_action_name) if new_action_name else source_action
     bag = compat.channel_bag(obj, action, create=True)
     table = compat.fcurve_table(bag)
     _key_channels(obj, bag, table, keys, frames)

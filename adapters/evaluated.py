@@ -12,6 +12,7 @@ Blender does not deform them for nothing; everything it touches is restored.
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+import bpy
 import numpy as np
 
 from .errors import AdapterError
@@ -23,7 +24,8 @@ class EvaluatedPose:
 
     ``pose`` holds each pose bone's ``matrix`` (armature space, constraints and drivers
     applied), ``basis`` its ``matrix_basis`` (the channel values the action or the NLA
-    gave it), ``world`` the object's ``matrix_world``; all row-major like ``mathutils``.
+    gave it), ``world`` the object's ``matrix_world`` and ``object_basis`` its
+    ``matrix_basis``; all row-major like ``mathutils``.
     """
 
     bone_names: list
@@ -31,6 +33,7 @@ class EvaluatedPose:
     pose: np.ndarray  # (F, B, 4, 4)
     basis: np.ndarray  # (F, B, 4, 4)
     world: np.ndarray  # (F, 4, 4)
+    object_basis: np.ndarray = None  # (F, 4, 4) the object's matrix_basis (its own channels)
 
     def bone(self, name):
         """Index of bone ``name`` in the arrays."""
@@ -70,6 +73,23 @@ def _meshes_hidden(scene, armature_obj):
             obj.hide_viewport = False
 
 
+@contextmanager
+def _enabled(obj):
+    """The armature and its parents enabled in the viewport while sampling (the depsgraph
+    skips disabled objects: their pose would be stale), restored after."""
+    disabled = []
+    while obj is not None:
+        if obj.hide_viewport:
+            disabled.append(obj)
+            obj.hide_viewport = False
+        obj = obj.parent
+    try:
+        yield
+    finally:
+        for item in disabled:
+            item.hide_viewport = True
+
+
 def _deformed_by(mesh, armature_obj):
     return any(mod.type == "ARMATURE" and mod.object == armature_obj for mod in mesh.modifiers)
 
@@ -90,17 +110,23 @@ def sample_pose(obj, scene, frames):
         raise AdapterError("sampling needs an armature with a pose in the scene")
     if obj.name not in scene.objects:
         raise AdapterError(f"armature {obj.name!r} is not in scene {scene.name!r}")
+    if obj.name not in bpy.context.view_layer.objects:
+        raise AdapterError(
+            f"armature {obj.name!r} is in a collection excluded from the view layer: include it to fix its motion"
+        )
     frames = np.asarray(frames, dtype=int)
     names = [bone.name for bone in obj.pose.bones]
     count = len(names)
     pose = np.empty((len(frames), count, 4, 4))
     basis = np.empty_like(pose)
     world = np.empty((len(frames), 4, 4))
-    with _frame_kept(scene), _meshes_hidden(scene, obj):
+    object_basis = np.empty_like(world)
+    with _frame_kept(scene), _enabled(obj), _meshes_hidden(scene, obj):
         for i, frame in enumerate(frames):
             scene.frame_set(int(frame))
             bones = obj.pose.bones  # the active depsgraph writes its result back to the original
             pose[i] = _matrices(bones, "matrix", count)
             basis[i] = _matrices(bones, "matrix_basis", count)
             world[i] = np.array(obj.matrix_world, dtype=float)
-    return EvaluatedPose(names, frames, pose, basis, world)
+            object_basis[i] = np.array(obj.matrix_basis, dtype=float)
+    return EvaluatedPose(names, frames, pose, basis, world, object_basis)

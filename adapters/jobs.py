@@ -8,19 +8,25 @@ failed job changes nothing.
 """
 
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 
+import bpy
 import numpy as np
 
-from ..solvers.foot_lock import label_contacts, remove_foot_sliding
+from ..solvers import loops
+from ..solvers.foot_lock import label_foot_contacts, leg_length, remove_foot_sliding
+from ..solvers.kinematics import forward_kinematics
 from ..solvers.leg_detection import detect_legs
 from ..solvers.rig import Leg, Rig
-from . import armature, control_rig
+from . import action_compat as compat
+from . import armature, control_rig, cycles, evaluated, sources
 from .errors import AdapterError
 from .properties import contact_settings, solver_settings
 
 UP = (0.0, 0.0, 1.0)  # Blender's world is Z-up
-FOOTLOCK_SUFFIX = ".footlock"
+CUT_SPEED = 20.0  # leg lengths per second: a pelvis this fast jumped (a repeat, a strip change)
+FOOTLOCK_SUFFIX = sources.RESULT_SUFFIX
 
 
 @dataclass
@@ -124,6 +130,12 @@ def contact_bone(leg):
     return leg.toe or leg.foot
 
 
+def heel_bone(leg):
+    """The bone that carries a leg's ``heel_contact`` curve: the foot, whose head is the
+    heel pivot; None on a leg without a toe bone (its one point is the foot's tail)."""
+    return leg.foot if leg.toe else None
+
+
 # --- reading ----------------------------------------------------------------------------
 
 
@@ -151,14 +163,88 @@ def frame_range(action):
 
 
 def read_clip(obj, action):
-    """The action over its frame range, with the object's legs as solver joints."""
+    """The action over its frame range, read from its F-curves, with the object's legs as
+    solver joints."""
+    start, end = _motion_frames(action)[[0, -1]]
+    tails = _tail_bones(obj.foot_lock)
+    return _clip(obj, *armature.read_motion(obj, action, start, end, extra_tails=tails))
+
+
+def read_source_clip(obj, scene, source):
+    """The clip of a :class:`~.sources.MotionSource`: as :func:`read_clip` where the keys
+    say how it moves, else as the evaluated scene shows it; then also the
+    :class:`~.evaluated.EvaluatedPose` it was read from."""
+    controls = _controls(obj, source)
+    if controls is not None:
+        return _control_clip(obj, scene, source, controls), None
+    if not source.sampled:
+        return read_clip(obj, source.action), None
+    _refuse_driven_legs(obj, _solved_bones(obj.foot_lock))
+    with _playing(obj, source):
+        sampled = evaluated.sample_pose(obj, scene, source.frames)
+        sources.check_evaluated(obj)
+    return _clip(obj, *armature.read_evaluated_motion(obj, sampled, _tail_bones(obj.foot_lock))), sampled
+
+
+def _controls(obj, source):
+    """The control rig driving the legs (Rigify, or controls picked in the Legs panel), or None."""
+    if source.action is None:
+        return None
+    controls = control_rig.find_controls(obj, obj.foot_lock, source.action, source.frames)
+    if controls is not None and source.kind == sources.NLA:
+        raise AdapterError(
+            f"{obj.name!r} plays NLA strips on a control rig: Foot Lock keys the controls of the active action; "
+            "bake the strips into one action first"
+        )
+    return controls
+
+
+def _control_clip(obj, scene, source, controls):
+    """The deformation skeleton as the control rig evaluates it, its legs' contact curves
+    on the foot controls."""
+    with _playing(obj, source):
+        deform = control_rig.read_deform_clip(obj, scene, obj.foot_lock, source.frames)
+        sources.check_evaluated(obj)
+    contact_bones = [leg.contact_bone for leg in controls.legs]
+    return Clip(deform.skeleton, deform.motion, None, deform.rig, contact_bones, source.frames, controls, deform)
+
+
+@contextmanager
+def _playing(obj, source):
+    """The scene playing ``source`` while it is sampled (a rerun samples what a result was
+    made from: its action, or the NLA tracks it muted); the object's own action, slot
+    and tracks restored after."""
+    anim = obj.animation_data
+    current = anim.action if anim is not None else None
+    if source.result is None:
+        yield
+        return
+    slot = compat.action_slot(obj, current)
+    if source.kind == sources.NLA:
+        anim.action = None
+        for track in source.tracks:
+            track.mute = False
+    else:
+        compat.assign_action(obj, source.action)
+    try:
+        yield
+    finally:
+        for track in source.tracks:
+            track.mute = True
+        compat.assign_action(obj, current, slot.identifier if slot is not None else "")
+
+
+def _tail_bones(settings):
+    return [leg.toe or leg.foot for leg in settings.legs]
+
+
+def _solved_bones(settings):
+    return _tail_bones(settings) + [settings.pelvis]
+
+
+def _clip(obj, skeleton, motion, joint_map):
     settings = obj.foot_lock
-    start, end = frame_range(action)
-    if end <= start:
-        raise AdapterError(f"action {action.name!r} has a single frame ({start}): there is no motion to fix")
-    tails = [leg.toe or leg.foot for leg in settings.legs]
-    skeleton, motion, joint_map = armature.read_motion(obj, action, start, end, extra_tails=tails)
-    solved = [leg.toe or leg.foot for leg in settings.legs] + [settings.pelvis]
+    solved = _solved_bones(settings)
     _refuse_constrained_legs(obj, joint_map, solved)
     joint_map.require_exact(solved)  # before anything is written: a failed job changes nothing
     legs = []
@@ -170,23 +256,33 @@ def read_clip(obj, action):
         else:
             legs.append(Leg(leg.name, joint(leg.thigh), joint(leg.shin), joint(leg.foot), tail, None))
     rig = Rig(joint_map.joint(translation_bone(obj, settings.pelvis)), legs)
-    frames = np.arange(start, end + 1)
+    frames = np.arange(joint_map.frame_start, joint_map.frame_end + 1)
     return Clip(skeleton, motion, joint_map, rig, [contact_bone(leg) for leg in settings.legs], frames)
 
 
-def read_solve_input(obj, scene, action):
-    """The clip to solve: the legs' own keys, or on a control rig (Rigify, or controls picked
-    in the Legs panel) the deformation skeleton as the rig evaluates it."""
+def _motion_frames(action):
     start, end = frame_range(action)
-    frames = np.arange(start, end + 1)
-    controls = control_rig.find_controls(obj, obj.foot_lock, action, frames)
-    if controls is None:
-        return read_clip(obj, action)
     if end <= start:
         raise AdapterError(f"action {action.name!r} has a single frame ({start}): there is no motion to fix")
-    deform = control_rig.read_deform_clip(obj, scene, obj.foot_lock, frames)
-    contact_bones = [leg.contact_bone for leg in controls.legs]
-    return Clip(deform.skeleton, deform.motion, None, deform.rig, contact_bones, frames, controls, deform)
+    return np.arange(start, end + 1)
+
+
+def _refuse_driven_legs(obj, bones):
+    """A key on a driven channel would be overridden by the driver: say so instead."""
+    chains = {name for bone in bones for name in _bone_and_ancestors(obj, bone)}
+    driven = sources.driven_bones(obj, sorted(chains))
+    if driven:
+        raise AdapterError(
+            f"bone {driven[0]!r} is moved by a driver; Foot Lock keys the legs and the pelvis: remove the "
+            "driver or pick undriven bones in the Legs panel"
+        )
+
+
+def _bone_and_ancestors(obj, name):
+    bone = obj.data.bones[name]
+    while bone is not None:
+        yield bone.name
+        bone = bone.parent
 
 
 def _refuse_constrained_legs(obj, joint_map, bones):
@@ -211,27 +307,113 @@ def unit_scale(scene):
 # --- contacts ---------------------------------------------------------------------------
 
 
-def stored_contacts(obj, action, clip):
-    """(L, F) contact curves as keyed, NaN rows where a leg has none."""
+def stored_contacts(obj, action, clip, bones=None, prop=armature.CONTACT_PROPERTY):
+    """(L, F) contact curves as keyed, NaN rows where a leg has none; ``bones`` and
+    ``prop`` name other curves (default: each leg's ``foot_contact``)."""
     rows = []
-    for bone in clip.contact_bones:
-        values = armature.read_contact_curve(obj, action, bone, clip.frames)
+    for bone in clip.contact_bones if bones is None else bones:
+        values = None if bone is None else armature.read_contact_curve(obj, action, bone, clip.frames, prop)
         rows.append(np.full(len(clip.frames), np.nan) if values is None else values)
     return np.array(rows)
 
 
-def detect_contacts(obj, overwrite=False, scene=None):
-    """Label contacts and key them as ``foot_contact`` curves; returns (written, kept) bone names."""
+def stored_heel_contacts(obj, action, clip):
+    """(L, F) ``heel_contact`` curves as keyed, NaN rows where a leg has none."""
+    return stored_contacts(obj, action, clip, _heel_bones(obj, clip), armature.HEEL_CONTACT_PROPERTY)
+
+
+def _heel_bones(obj, clip):
+    """Per leg the bone of its ``heel_contact`` curve: on a control rig the foot control."""
+    if clip.controls is not None:
+        return [bone if leg.toe else None for bone, leg in zip(clip.contact_bones, obj.foot_lock.legs)]
+    return [heel_bone(leg) for leg in obj.foot_lock.legs]
+
+
+def _curves(obj, clip):
+    """(bone or None, property) of every contact curve: per leg the toe's, then the heel's."""
+    return [(bone, armature.CONTACT_PROPERTY) for bone in clip.contact_bones] + [
+        (bone, armature.HEEL_CONTACT_PROPERTY) for bone in _heel_bones(obj, clip)
+    ]
+
+
+def _animator_contacts(obj, actions, clip, overwrite):
+    """(2L, F) contact curves an animator keyed or edited, in :func:`_curves` order (the
+    toes', then the heels'), each from the first of ``actions`` that has it; NaN rows
+    elsewhere (labelled again with the current settings), all NaN with ``overwrite``."""
+    rows = np.full((len(_curves(obj, clip)), len(clip.frames)), np.nan)
+    if overwrite:
+        return rows
+    for row, (bone, prop) in enumerate(_curves(obj, clip)):
+        owner = next((action for action in actions if action is not None and bone is not None
+                      and armature.animator_contact_curve(obj, action, bone, prop)), None)
+        if owner is not None:
+            rows[row] = armature.read_contact_curve(obj, owner, bone, clip.frames, prop)
+    return rows
+
+
+def cut_frames(clip):
+    """Indices of the frames where the pelvis jumps instead of moving (an NLA repeat starting
+    again, a cut between strips): no contact spans them."""
+    _, gpos = forward_kinematics(clip.skeleton, clip.motion.rot, clip.motion.pos,
+                                 [clip.rig.pelvis] + [j for leg in clip.rig.legs for j in (leg.hip, leg.knee, leg.ankle)])
+    step = np.linalg.norm(np.diff(gpos[:, clip.rig.pelvis], axis=0), axis=-1)
+    return np.flatnonzero(step * clip.motion.fps > CUT_SPEED * leg_length(gpos, clip.rig)) + 1
+
+
+def label_clip(clip, settings, cuts=None):
+    """(2L, F) contact labels of the clip, the toes' then the heels', piece by piece
+    between :func:`cut_frames` (no contact on a cut's first frame)."""
+    cuts = cut_frames(clip) if cuts is None else cuts
+    legs = len(clip.rig.legs)
+    labels = np.zeros((2 * legs, len(clip.frames)))
+    for piece in np.split(np.arange(len(clip.frames)), cuts):
+        if len(piece) < 2:
+            continue
+        motion = clip.motion.copy()
+        motion.rot, motion.pos = motion.rot[piece], motion.pos[piece]
+        heels, toes, _ = label_foot_contacts(clip.skeleton, motion, clip.rig, UP, settings)
+        labels[:legs, piece], labels[legs:, piece] = toes, heels
+    labels[:, cuts] = 0.0
+    return labels
+
+
+def label_missing_across_cuts(clip, contacts, settings):
+    """``contacts`` (2L, F) with the rows of curves that do not exist (NaN) labelled by
+    :func:`label_clip` and no contact on a cut; unchanged (the solve labels them, with the
+    slip it measures) where the clip has no cuts."""
+    cuts = cut_frames(clip)
+    missing = np.isnan(contacts).all(axis=1)
+    if not len(cuts) or not missing.any():
+        return contacts
+    contacts = contacts.copy()
+    contacts[missing] = label_clip(clip, settings, cuts)[missing]
+    contacts[:, cuts] = 0.0
+    return contacts
+
+
+def detect_contacts(obj, scene=None, overwrite=False):
+    """Label contacts (on the motion the viewport shows) and key them as ``foot_contact``
+    and ``heel_contact`` curves on the active action; returns (written, kept) bone names.
+    Curves Foot Lock wrote itself are labelled again; an animator's are kept unless
+    ``overwrite``."""
     settings = ensure_legs(obj)
+    source = sources.motion_source(obj, _motion_frames, follow_results=False)
+    if source.kind == sources.NLA:
+        raise AdapterError(
+            f"{obj.name!r} plays NLA strips: Detect Contacts keys the active action; Remove Foot Sliding "
+            "labels and bakes the NLA in one go"
+        )
     action = editable_action(obj)
-    clip = read_solve_input(obj, scene or obj.users_scene[0], action)
-    labels, _ = label_contacts(clip.skeleton, clip.motion, clip.rig, UP, contact_settings(settings))
+    clip, _ = read_source_clip(obj, scene or bpy.context.scene, source)
+    labels = label_clip(clip, contact_settings(settings))
     written, kept = [], []
-    for bone, values in zip(clip.contact_bones, labels):
-        if armature.has_contact_curve(obj, action, bone) and not overwrite:
+    for (bone, prop), values in zip(_curves(obj, clip), labels):
+        if bone is None:
+            continue
+        if armature.animator_contact_curve(obj, action, bone, prop) and not overwrite:
             kept.append(bone)
             continue
-        armature.write_contact_curve(obj, action, bone, clip.frames, values)
+        armature.write_contact_curve(obj, action, bone, clip.frames, values, prop)
         written.append(bone)
     return written, kept
 
@@ -246,49 +428,110 @@ class BakeOutcome:
     frames: int
     seconds: float
     contacts_written: list
+    source: str = sources.KEYS  # how the motion was read: sources.KEYS, EVALUATED or NLA
     controls: control_rig.ControlKeys | None = None  # on a control rig: what keying its controls did
 
 
 def remove_sliding(obj, scene, progress=lambda fraction: None):
-    """Lock the feet of ``obj``'s action and bake it (see the operator for the behaviour)."""
+    """Lock the feet of the motion ``obj`` shows and bake it (see the operator for the
+    behaviour). Everything that can fail is checked before the first write."""
     start_time = time.perf_counter()
     settings = ensure_legs(obj)
-    action = editable_action(obj)
+    source = sources.motion_source(obj, _motion_frames, follow_results=not settings.in_place)
+    if settings.in_place:
+        if source.kind == sources.NLA:
+            raise AdapterError(f"{obj.name!r} plays NLA strips: turn In Place off to bake them into a new action")
+        editable_action(obj)
     progress(0.05)
-    clip = read_solve_input(obj, scene, action)
+    clip, sampled = read_source_clip(obj, scene, source)
     progress(0.3)
-    contacts = stored_contacts(obj, action, clip)  # legs without a curve: NaN rows, labelled by the solve
-    missing = np.isnan(contacts).all(axis=1)
+    rows = _animator_contacts(obj, [source.result, source.action], clip, settings.overwrite_contacts)
+    missing = np.isnan(rows).all(axis=1)  # labelled with the current settings
+    rows = label_missing_across_cuts(clip, rows, contact_settings(settings))
+    contacts, heel_contacts = np.split(rows, 2)
     progress(0.4)
-    result = remove_foot_sliding(
+    looped = _is_loop(obj, source, clip)
+    result = (loops.solve_loop if looped else remove_foot_sliding)(
         clip.skeleton, clip.motion, clip.rig, UP, contacts=contacts,
-        settings=solver_settings(settings), unit_scale=unit_scale(scene),
+        settings=solver_settings(settings), unit_scale=unit_scale(scene), heel_contacts=heel_contacts,
     )
     progress(0.7)
     joint_map = clip.joint_map
-    written = [bone for bone, miss in zip(clip.contact_bones, missing) if miss]
-    for bone in written:  # the animator sees (and can edit) what was locked
-        armature.write_contact_curve(obj, action, bone, clip.frames, result.contacts[clip.contact_bones.index(bone)])
-    new_action_name = None if settings.in_place else action.name + FOOTLOCK_SUFFIX
+    if clip.controls is None:
+        rotation_bones = [joint_map.joint_bone[j] for j in result.rotation_joints]
+        location_bones = [joint_map.joint_bone[j] for j in result.location_joints]
+        armature.check_writable(joint_map, result.motion, int(clip.frames[0]), rotation_bones, location_bones)
+    else:
+        rotation_bones = location_bones = [follower.control for follower in clip.controls.followers()]
+
+    target = source.action if settings.in_place else _new_result(obj, source, sampled, clip)
     keyed = None
     if clip.controls is None:
-        target = armature.write_motion(
-            obj, action, joint_map, result.motion, int(clip.frames[0]),
-            rotation_bones=[joint_map.joint_bone[j] for j in result.rotation_joints],
-            location_bones=[joint_map.joint_bone[j] for j in result.location_joints],
-            new_action_name=new_action_name,
-        )
+        armature.write_motion(obj, target, joint_map, result.motion, int(clip.frames[0]), rotation_bones, location_bones)
     else:
         keyed = control_rig.key_controls(
-            obj, scene, settings, action, clip.controls, clip.deform, result.motion, new_action_name, unit_scale(scene)
+            obj, scene, settings, target, clip.controls, clip.deform, result.motion, unit_scale(scene)
         )
-        target = keyed.action
         result.warnings.extend(keyed.warnings)
         result.after["control_residual_mm"] = keyed.residual_mm  # in the command line's report too
+    written = []
+    locked = np.concatenate([result.contacts, result.heel_contacts])
+    for (bone, prop), miss, values in zip(_curves(obj, clip), missing, locked):
+        if miss and bone is not None:  # the animator sees (and can edit) what was locked, on the result
+            armature.write_contact_curve(obj, target, bone, clip.frames, values, prop)
+            written.append(bone)
+    if looped:  # curves the fix created loop like the rest
+        cycles.keep_looping(obj, target, list(dict.fromkeys(rotation_bones + location_bones)))
+    if source.tracks:
+        sources.mute_tracks(source.tracks, target)
     progress(1.0)
-    outcome = BakeOutcome(target, result, len(clip.frames), time.perf_counter() - start_time, written, keyed)
+    outcome = BakeOutcome(
+        target, result, len(clip.frames), time.perf_counter() - start_time, written, source.kind, keyed
+    )
     _store_report(settings.report, outcome)
     return outcome
+
+
+def _is_loop(obj, source, clip):
+    """A cycle is solved as a loop: an action marked cyclic, or whose last pose is its first.
+    What the NLA plays over a range of strips is not one cycle."""
+    if source.kind == sources.NLA:
+        return False
+    return cycles.is_marked_cyclic(obj, source.action) or loops.is_closed_loop(clip.skeleton, clip.motion, clip.rig, UP)
+
+
+def _new_result(obj, source, sampled, clip):
+    """A new action for the fix, assigned (the source stays as it was): a copy of the
+    action, or, from the NLA, every channel baked. It replaces an earlier result of the
+    same source, keeping that one's name, users and the contact curves an animator edited."""
+    if source.kind == sources.NLA:
+        base = source.action or _first_strip_action(source.tracks)
+        fresh = bpy.data.actions.new((base.name if base else obj.name) + FOOTLOCK_SUFFIX)
+        compat.assign_action(obj, fresh)
+        armature.bake_pose(obj, fresh, sampled, with_object=sources.strips_move_object(obj, source.tracks))
+    else:
+        fresh = compat.copy_action(obj, source.action, source.action.name + FOOTLOCK_SUFFIX)
+        fresh[sources.SOURCE_PROPERTY] = source.action.name
+    if source.result is not None:
+        _replace(obj, source.result, fresh, clip)
+    return fresh
+
+
+def _first_strip_action(tracks):
+    return next((strip.action for track in tracks for strip in track.strips if strip.action), None)
+
+
+def _replace(obj, result, fresh, clip):
+    """``fresh`` takes the place of the earlier ``result``: its name, its users and the
+    contact curves an animator edited on it."""
+    for bone, prop in _curves(obj, clip):
+        if bone is not None and armature.animator_contact_curve(obj, result, bone, prop):
+            values = armature.read_contact_curve(obj, result, bone, clip.frames, prop)
+            armature.write_contact_curve(obj, fresh, bone, clip.frames, values, prop, stamp=False)
+    name = result.name
+    result.user_remap(fresh)
+    bpy.data.actions.remove(result)
+    fresh.name = name
 
 
 def _store_report(report, outcome):
@@ -302,7 +545,10 @@ def _store_report(report, outcome):
     report.skate_before = result.before["skate_ratio"]
     report.skate_after = result.after["skate_ratio"]
     report.pelvis_shift = result.after["pelvis_deviation_cm"]
+    report.ground_slide_before = result.before["ground_slide_cm_s"]
+    report.ground_slide_after = result.after["ground_slide_cm_s"]
     report.seconds = outcome.seconds
+    report.source = outcome.source
     report.controls = "" if outcome.controls is None else outcome.controls.kind
     report.control_residual = 0.0 if outcome.controls is None else outcome.controls.residual_mm
 
@@ -311,10 +557,11 @@ def summary(outcome):
     """One line for the status bar."""
     before, after = outcome.result.before, outcome.result.after
     controls = outcome.controls
-    keyed_on = "" if controls is None else f" (keyed on the {controls.kind} controls, residual {controls.residual_mm:.2f} mm)"
+    keyed_on = "" if controls is None else f", keyed on the {controls.kind} controls (residual {controls.residual_mm:.2f} mm)"
     return (
-        f"{outcome.frames} frames baked to {outcome.action.name!r}{keyed_on}; "
+        f"{outcome.frames} frames baked to {outcome.action.name!r} (motion read from the {outcome.source}{keyed_on}); "
         f"{int(np.sum(outcome.result.contacts > 0.5))} contact frames locked; "
-        f"toe slide {before['toe_slide_cm_s']:.1f} -> {after['toe_slide_cm_s']:.2f} cm/s, "
+        f"toe slide {before['toe_slide_cm_s']:.1f} -> {after['toe_slide_cm_s']:.2f} cm/s "
+        f"(feet on the ground {before['ground_slide_cm_s']:.1f} -> {after['ground_slide_cm_s']:.1f} cm/s), "
         f"skating {100 * before['skate_ratio']:.1f}% -> {100 * after['skate_ratio']:.1f}%"
     )

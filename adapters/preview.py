@@ -1,128 +1,174 @@
 """Preview: the runtime foot lock on the scene's terrain, live, while the timeline plays.
 
-With ``Object.foot_lock.preview`` on, a frame-change handler poses the legs and pelvis of
-the armature each frame as a game engine would at runtime (see
-:mod:`..solvers.runtime_pose`): feet locked during contacts and planted on the meshes
-under them, the character carried up and down by the ground. The pose bones' channels
-are set after Blender has evaluated the animation for the frame; nothing is keyed until
+With ``Object.foot_lock.preview`` on, the legs and pelvis of the armature are posed each
+frame as a game engine would at runtime (see :mod:`..solvers.runtime_pose`): feet locked
+during contacts and planted on the meshes under them (or on the clip's own floor where
+there are none), the character carried up and down by the ground. Nothing is keyed until
 :func:`bake_preview`.
 
-Per armature the action is read once (:func:`~.jobs.read_clip`) and kept with the
-runtime state, as arrays and names only -- undo and file loads free bpy data at any
-time. Each frame then costs one solver step for one frame, a handful of raycasts and a
-few pose-bone writes, of the bones whose pose the preview changes (or changed last).
+The runtime lock is simulated over the action's whole frame range once, when Preview
+starts and again when something it depends on changes (the action, the legs, the
+settings, the armature's placement, a ground mesh or its transform); the pose of every
+frame is kept, as pose-channel values. On a frame change the handler only writes the
+kept values of the current frame into the bones the preview changes there (or changed
+on the frame shown before), so playing costs a few property writes a frame, and
+scrubbing or jumping shows exactly what playing from the start shows. The contacts are
+the ``foot_contact`` curves where a leg has one, else the labels the bake would compute
+(:func:`~..solvers.foot_lock.label_contacts`, once per clip); the runtime lock's
+hysteresis and inertialization run on top. The ground is one BVH tree of the ground
+meshes (:mod:`.terrain`), built once per simulation.
 
-The handlers are registered only while some armature previews. Nothing raised inside
-them reaches Blender's handler loop: an error turns that armature's Preview off and is
-printed and shown in the panel.
+Per armature only arrays and names are kept -- undo and file loads free bpy data at any
+time. The handlers are registered only while some armature previews. Nothing raised
+inside them reaches Blender's handler loop: an error turns that armature's Preview off
+and is printed and shown in the panel.
 """
 
 import contextlib
 import traceback
-from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import bpy
 import numpy as np
 from bpy.app.handlers import persistent
+from bpy.props import BoolProperty
 
+from ..solvers import rotations as channels
+from ..solvers.foot_lock import label_contacts
 from ..solvers.kinematics import Motion
 from ..solvers.runtime_pose import TerrainFootLock, play_clip, preview_joints, runtime_clip
 from . import armature, jobs, overlay, terrain
-from .properties import runtime_settings, solver_settings
+from .properties import FOOT_LOCK_PG_settings, contact_settings, runtime_settings, solver_settings
 
 PREVIEW_SUFFIX = ".preview"
 TRAIL_SECONDS = 1.0  # how much toe path the overlay shows
 MARKER_SIZE = 0.03  # contact markers, as a share of the leg length
 UNCHANGED = 1e-7  # a solved joint this close to the clip is left to the animation
+REFRESH_DELAY = 0.2  # s after an edit of what the preview depends on, it is simulated again
 
 _previews = {}  # object name -> _Preview
 _previewing = set()  # names of the armatures with Preview on
-_action_edits = 0  # bumped when any action changes: read clips are stale then
+_edits = {"action": 0, "ground": 0}  # bumped when any action / ground mesh changes
 _draw_handle = None
 
 
 @dataclass
+class _Channels:
+    """Pose-channel values over every frame, as ``setattr`` takes them: one rotation
+    channel per preview joint, then the pelvis' location."""
+
+    joints: list  # per channel, the index into the preview's joints it poses
+    bones: list  # per channel, the bone name
+    props: list  # per channel: "rotation_quaternion", "rotation_euler", ..., "location"
+    values: list  # per channel, per frame: the channel's value (a list)
+
+
+@dataclass
 class _Preview:
-    """What one armature's preview keeps from frame to frame."""
+    """One armature's simulated preview, and what its bones show now."""
 
-    key: tuple  # what the clip was read from; another key means read again
-    clip: object  # jobs.Clip
-    runtime: object  # the clip as the runtime lock reads it
-    own: frozenset  # names of the character's own objects, never ground
+    key: tuple  # what it was simulated from; another key means simulate again
+    clip: jobs.Clip
     joints: np.ndarray  # joints the preview may pose
-    options: tuple = ()  # settings the runtime lock was made with
-    lock: TerrainFootLock | None = None
-    frame: int | None = None  # scene frame shown last
-    result: object = None  # its FrameResult
-    written: frozenset = frozenset()  # joints posed differently from the clip there
-    trail: deque = field(default_factory=deque)  # (toe inputs, toes) of the recent frames
+    played: object  # runtime_pose.PlayedClip: every frame as shown
+    leg_length: float
+    moved: np.ndarray  # (F, len(joints)) where the shown pose differs from the clip
+    shown: _Channels  # the channels of ``joints`` as shown
+    authored: _Channels  # ... and as the clip has them
+    written: frozenset = frozenset()  # indices into ``joints`` posed differently from the clip now
 
 
-# --- settings ---------------------------------------------------------------------------
+# --- what the preview depends on --------------------------------------------------------
 
 
 _OPTIONS = ("lock_distance", "unlock_distance", "blend_time", "max_correction", "max_tilt", "pelvis_smoothing",
-            "root_follow", "softening", "height_clamp", "heel_look_at", "toe_look_at")
+            "root_follow", "softening", "height_clamp", "heel_look_at", "toe_look_at", "speed_threshold",
+            "height_threshold", "vote_window", "min_gap", "smoothing", "compensate_slip", "pelvis")
 
 
-def _options(settings):
-    """The settings the runtime lock is built from, cheap to compare from frame to frame."""
-    collection = settings.ground_collection
-    return tuple(getattr(settings, name) for name in _OPTIONS) + (collection.name if collection else None,)
-
-
-def _clip_key(obj, action, scene):
+def _key(obj, scene):
+    """Everything the simulation reads, cheap to compare from frame to frame."""
     settings = obj.foot_lock
+    action = jobs.active_action(obj)
+    collection = settings.ground_collection
     legs = tuple((leg.name, leg.thigh, leg.shin, leg.foot, leg.toe) for leg in settings.legs)
     placement = tuple(value for row in obj.matrix_world for value in row)
     fps = scene.render.fps / scene.render.fps_base
-    return (action.name, jobs.frame_range(action), settings.pelvis, legs, placement, fps, _action_edits)
+    options = tuple(getattr(settings, name) for name in _OPTIONS)
+    return (action.name, jobs.frame_range(action), legs, placement, fps, options,
+            collection.name if collection else None, _edits["action"], _edits["ground"])
 
 
-# --- the clip and the runtime lock ------------------------------------------------------
+# --- simulating the whole clip ----------------------------------------------------------
 
 
-def _read(obj, action, scene, key):
-    """Read ``action`` into a new :class:`_Preview`."""
-    jobs.ensure_legs(obj)
-    clip = jobs.read_clip(obj, action)
+def _contacts(obj, action, clip):
+    """(L, F) contacts: each leg's curve where it has one, else the bake's labels."""
     contacts = jobs.stored_contacts(obj, action, clip)
+    missing = np.isnan(contacts).all(axis=1)
+    if missing.any():
+        labels, _ = label_contacts(clip.skeleton, clip.motion, clip.rig, jobs.UP, contact_settings(obj.foot_lock))
+        contacts[missing] = labels[missing]
+    return contacts
+
+
+def _simulate(obj, scene, depsgraph, key):
+    """Read the action, run the runtime lock over all of it on the ground: a new :class:`_Preview`."""
+    settings = jobs.ensure_legs(obj)
+    action = jobs.active_action(obj)
+    clip = jobs.read_clip(obj, action)
     joint_map = clip.joint_map
     joints = np.array([j for j in preview_joints(clip.skeleton, clip.rig) if not joint_map.is_tail[j]])
     joint_map.require_exact(joint_map.joint_bone[j] for j in joints)
-    runtime = runtime_clip(
-        clip.skeleton, clip.motion, clip.rig, floor=joint_map.object_pos @ jobs.UP,
-        contacts=None if np.isnan(contacts).any() else contacts,  # a leg without a curve: by speed
-        up=jobs.UP, softening_ratio=obj.foot_lock.softening,
-    )
-    return _Preview(key, clip, runtime, terrain.own_objects(obj, scene), joints)
+    runtime = runtime_clip(clip.skeleton, clip.motion, clip.rig, floor=joint_map.object_pos @ jobs.UP,
+                           contacts=_contacts(obj, action, clip), up=jobs.UP, softening_ratio=settings.softening)
+    lock = TerrainFootLock(runtime, runtime_settings(settings), solver_settings(settings), settings.root_follow,
+                           jobs.UP)
+    collection = settings.ground_collection
+    tree = terrain.ground_tree(scene, depsgraph, terrain.ground_objects(scene, collection))
+    played = play_clip(lock, terrain.Ground(tree, jobs.UP))
+    motion = clip.motion
+    moved = np.maximum(np.abs(played.rot[:, joints] - motion.rot[:, joints]).max(axis=-1),
+                       np.abs(played.pos[:, joints] - motion.pos[:, joints]).max(axis=-1)) > UNCHANGED
+    return _Preview(key, clip, joints, played, runtime.leg_length, moved,
+                    _pose_channels(obj, clip, joints, played.rot, played.pos),
+                    _pose_channels(obj, clip, joints, motion.rot, motion.pos))
 
 
-def _preview_of(obj, scene):
-    """The object's preview, read again when the action, legs or placement changed and
-    with a fresh runtime lock when the settings did."""
-    settings = obj.foot_lock
-    if not settings.legs:
+_ROTATION_CHANNELS = {"QUATERNION": "rotation_quaternion", "AXIS_ANGLE": "rotation_axis_angle"}  # else Euler
+
+
+def _pose_channels(obj, clip, joints, rot, pos):
+    """The channel values (in each bone's rotation mode) that pose ``joints`` as ``rot``
+    / ``pos`` (F, n, ...) on every frame: rotations, and the pelvis' location."""
+    joint_map, pelvis = clip.joint_map, clip.rig.pelvis
+    names = [joint_map.joint_bone[j] for j in joints]
+    basis = armature.basis_rotations(joint_map, rot, names)
+    modes = [obj.pose.bones[name].rotation_mode for name in names]
+    out = _Channels(list(range(len(names))), names, [_ROTATION_CHANNELS.get(mode, "rotation_euler") for mode in modes],
+                    [np.asarray(channels.quat_to_channel(mode, basis[:, :, k])).T.tolist()
+                     for k, mode in enumerate(modes)])
+    if pelvis in joints:
+        name = joint_map.joint_bone[pelvis]
+        out.joints.append(int(np.flatnonzero(joints == pelvis)[0]))
+        out.bones.append(name)
+        out.props.append("location")
+        out.values.append(armature.basis_locations(joint_map, pos, [name], joint_map.frame_start)[:, 0].tolist())
+    return out
+
+
+def _preview_of(obj, scene, depsgraph):
+    """The object's preview, simulated again when what it depends on changed."""
+    if not obj.foot_lock.legs:
         jobs.ensure_legs(obj)  # before the key, which names the legs
-    action = jobs.active_action(obj)
-    key = _clip_key(obj, action, scene)
+    key = _key(obj, scene)
     preview = _previews.get(obj.name)
     if preview is None or preview.key != key:
         stale = preview
-        preview = _previews[obj.name] = _read(obj, action, scene, key)
-        if stale is not None:  # what it posed goes back to the clip as read now
-            preview.written = stale.written
-    options = _options(settings)
-    if preview.options != options:
-        preview.lock = TerrainFootLock(preview.runtime, runtime_settings(settings), solver_settings(settings),
-                                       settings.root_follow, jobs.UP)
-        preview.options, preview.frame = options, None
+        preview = _previews[obj.name] = _simulate(obj, scene, depsgraph, key)
+        if stale is not None:
+            _give_back(obj, stale)  # what it posed goes back to the clip first
     return preview
-
-
-def _ground(obj, preview, scene, depsgraph):
-    return terrain.Ground(scene, depsgraph, preview.own, obj.foot_lock.ground_collection, jobs.UP)
 
 
 # --- one frame --------------------------------------------------------------------------
@@ -130,51 +176,34 @@ def _ground(obj, preview, scene, depsgraph):
 
 def step(obj, scene, depsgraph):
     """Pose ``obj`` for the scene's current frame (the handler's work for one armature)."""
-    preview = _preview_of(obj, scene)
-    joint_map = preview.clip.joint_map
-    frame = scene.frame_current
-    if not joint_map.frame_start <= frame <= joint_map.frame_end:
-        _show(obj, preview, None, frame)  # outside the action the animation is left alone
-        preview.frame, preview.result = None, None
-        return
-    if frame != preview.frame or preview.result is None:
-        dt = 0.0 if preview.frame is None else (frame - preview.frame) / preview.clip.motion.fps
-        if not 0.0 < dt <= preview.lock.settings.max_step:
-            preview.trail.clear()  # a jump: the runtime lock starts over too
-        ground = _ground(obj, preview, scene, depsgraph)
-        preview.result = preview.lock.step(frame - joint_map.frame_start, dt, ground)
-        preview.frame = frame
-        _remember_trail(preview)
-    _show(obj, preview, preview.result, frame)
+    _show(obj, _preview_of(obj, scene, depsgraph), scene.frame_current)
 
 
-def _remember_trail(preview):
-    result = preview.result
-    length = max(2, round(TRAIL_SECONDS * preview.clip.motion.fps))
-    if preview.trail.maxlen != length:
-        preview.trail = deque(preview.trail, maxlen=length)
-    preview.trail.append((result.toe_inputs, result.toes))
-
-
-def _show(obj, preview, result, frame):
-    """Pose the bones the preview changes at scene ``frame`` as ``result`` has them (None:
-    as the clip has them). A bone the animation already shows right is not written,
-    unless the preview changed it before: a channel without keys keeps what was set."""
-    joint_map = preview.clip.joint_map
-    row = int(np.clip(frame - joint_map.frame_start, 0, joint_map.frames - 1))
-    clip_rot, clip_pos = preview.clip.motion.rot[row], preview.clip.motion.pos[row]
-    rot, pos = (clip_rot, clip_pos) if result is None else (result.rot, result.pos)
-    joints = preview.joints
-    moved = np.maximum(np.abs(rot[joints] - clip_rot[joints]).max(axis=1),
-                       np.abs(pos[joints] - clip_pos[joints]).max(axis=1)) > UNCHANGED
-    changed = frozenset(joints[moved].tolist())
-    writing = sorted(changed | preview.written)
+def _show(obj, preview, frame, shown=True):
+    """Pose the bones at scene ``frame`` as the preview shows them (``shown`` False, or
+    outside the clip: as the clip has them). A bone the animation already shows right is
+    not written, unless the preview changed it before: a channel without keys keeps what
+    was set."""
+    row = frame - preview.clip.joint_map.frame_start
+    inside = shown and 0 <= row < len(preview.moved)
+    changed = frozenset(np.flatnonzero(preview.moved[row]).tolist()) if inside else frozenset()
+    writing = changed | preview.written
     if writing:
-        pelvis, bones = preview.clip.rig.pelvis, joint_map.joint_bone
-        armature.set_pose(obj, joint_map, rot, pos, joint_map.frame_start + row,
-                          [bones[j] for j in writing if j != pelvis],
-                          [bones[pelvis]] if pelvis in writing else [])
+        row = min(max(row, 0), len(preview.moved) - 1)  # outside, the animation holds its ends
+        bones = obj.pose.bones
+        for i, k in enumerate(preview.shown.joints):
+            if k in writing:
+                source = preview.shown if k in changed else preview.authored
+                setattr(bones[source.bones[i]], source.props[i], source.values[i][row])
     preview.written = changed
+
+
+def _give_back(obj, preview):
+    """Give the bones the preview posed the clip's pose at the current frame."""
+    scene = bpy.context.scene
+    if scene is not None and obj.type == "ARMATURE":
+        with contextlib.suppress(KeyError):  # a bone renamed or deleted meanwhile: nothing to give back
+            _show(obj, preview, scene.frame_current, shown=False)
 
 
 # --- turning Preview on and off ---------------------------------------------------------
@@ -208,36 +237,30 @@ def _stop(obj, error):
 
 
 def _release(name):
-    """Drop an armature's preview, giving its bones back the clip's pose at the current frame."""
+    """Drop an armature's preview, giving its bones back the clip's pose."""
     preview = _previews.pop(name, None)
     obj = bpy.data.objects.get(name)
-    scene = bpy.context.scene
-    if preview is None or obj is None or obj.type != "ARMATURE" or scene is None:
-        return
-    with contextlib.suppress(KeyError):  # a bone renamed or deleted meanwhile: nothing to give back
-        _show(obj, preview, None, scene.frame_current)
+    if preview is not None and obj is not None:
+        _give_back(obj, preview)
 
 
 # --- bake -------------------------------------------------------------------------------
 
 
 def bake_preview(obj, scene, depsgraph):
-    """Play the preview from the action's first frame to its last and key it into a new
-    action ``<action>.preview`` (the original is kept). Preview is turned off: the new
-    action already holds it. Returns (the new action, frames)."""
+    """Key the preview of every frame of the action, exactly as shown, into a new action
+    ``<action>.preview`` (the original is kept). Preview is turned off: the new action
+    already holds it. Returns (the new action, frames)."""
+    preview = _preview_of(obj, scene, depsgraph)
     if obj.foot_lock.preview:
         obj.foot_lock.preview = False
-    preview = _preview_of(obj, scene)
     _previews.pop(obj.name, None)
-    rot, pos = play_clip(preview.lock, _ground(obj, preview, scene, depsgraph))
-    clip = preview.clip
-    changed = [j for j in preview.joints
-               if np.abs(rot[:, j] - clip.motion.rot[:, j]).max() > UNCHANGED
-               or np.abs(pos[:, j] - clip.motion.pos[:, j]).max() > UNCHANGED]
+    clip, played = preview.clip, preview.played
+    changed = preview.joints[preview.moved.any(axis=0)]
     bones, pelvis = clip.joint_map.joint_bone, clip.rig.pelvis
     source = jobs.active_action(obj)
     action = armature.write_motion(
-        obj, source, clip.joint_map, Motion(rot, pos, clip.motion.fps), int(clip.frames[0]),
+        obj, source, clip.joint_map, Motion(played.rot, played.pos, clip.motion.fps), int(clip.frames[0]),
         rotation_bones=[bones[j] for j in changed if j != pelvis],
         location_bones=[bones[pelvis]] if pelvis in changed else [],
         new_action_name=source.name + PREVIEW_SUFFIX,
@@ -258,11 +281,38 @@ def _on_frame_change(scene, depsgraph):
             _step_safely(obj, scene, depsgraph)
 
 
+def _edits_ground(update):
+    """Whether a depsgraph update moved or reshaped a mesh that may be ground."""
+    data = update.id.original
+    if isinstance(data, bpy.types.Mesh):
+        return update.is_updated_geometry
+    return (isinstance(data, bpy.types.Object) and data.type == "MESH"
+            and (update.is_updated_transform or update.is_updated_geometry) and not terrain.is_character_mesh(data))
+
+
 @persistent
 def _on_depsgraph_update(scene, depsgraph):
-    global _action_edits
+    """An action or a ground mesh changed: what was simulated is stale. The previews are
+    simulated again a moment later (also without a frame change), once per burst of edits."""
+    edited = False
     if depsgraph.id_type_updated("ACTION"):
-        _action_edits += 1
+        _edits["action"] += 1
+        edited = True
+    if any(_edits_ground(update) for update in depsgraph.updates):
+        _edits["ground"] += 1
+        edited = True
+    if edited and not bpy.app.timers.is_registered(_refresh):
+        bpy.app.timers.register(_refresh, first_interval=REFRESH_DELAY)
+
+
+def _refresh():
+    """Simulate and show again the previews whose inputs changed (a timer: returns None, once)."""
+    scene, depsgraph = bpy.context.scene, bpy.context.evaluated_depsgraph_get()
+    for name in sorted(_previewing):
+        obj = scene.objects.get(name) if scene is not None else None
+        preview = _previews.get(name)
+        if obj is not None and obj.foot_lock.preview and (preview is None or preview.key != _key(obj, scene)):
+            _step_safely(obj, scene, depsgraph)
 
 
 @persistent
@@ -282,15 +332,16 @@ _PREVIEW_HANDLERS = (
 def overlays():
     """Overlay geometry of every previewing armature that shows it (the draw callback's)."""
     out = []
+    scene = bpy.context.scene
     for name, preview in _previews.items():
         obj = bpy.data.objects.get(name)
-        if obj is None or not obj.foot_lock.show_overlay or preview.result is None:
+        row = scene.frame_current - preview.clip.joint_map.frame_start
+        if obj is None or not obj.foot_lock.show_overlay or not 0 <= row < len(preview.moved):
             continue
-        legs = len(preview.clip.rig.legs)
-        inputs = np.reshape([t[0] for t in preview.trail], (-1, legs, 3))
-        toes = np.reshape([t[1] for t in preview.trail], (-1, legs, 3))
-        size = MARKER_SIZE * preview.runtime.leg_length
-        out.append(overlay.overlay_geometry(inputs, toes, preview.result.contacts, size))
+        played = preview.played
+        first = max(0, row + 1 - max(2, round(TRAIL_SECONDS * preview.clip.motion.fps)))
+        out.append(overlay.overlay_geometry(played.toe_inputs[first : row + 1], played.toes[first : row + 1],
+                                            played.contacts[row], MARKER_SIZE * preview.leg_length))
     return out
 
 
@@ -310,6 +361,8 @@ def _register_handlers(wanted):
             handlers.append(function)
         elif not wanted and function in handlers:
             handlers.remove(function)
+    if not wanted and bpy.app.timers.is_registered(_refresh):
+        bpy.app.timers.unregister(_refresh)
     if wanted and _draw_handle is None:
         _draw_handle = bpy.types.SpaceView3D.draw_handler_add(overlay.draw, (overlays,), "WINDOW", "POST_VIEW")
     elif not wanted and _draw_handle is not None:
@@ -317,7 +370,20 @@ def _register_handlers(wanted):
         _draw_handle = None
 
 
+def _preview_changed(settings, context):
+    preview_toggled(settings.id_data, context)
+
+
 def register():
+    # The switch lives here, beside what it switches. A property with a Python callback
+    # declared in a PropertyGroup's class body crashes Blender 4.2 at exit; added to the
+    # registered class (and removed before it is unregistered) it does not.
+    FOOT_LOCK_PG_settings.preview = BoolProperty(
+        name="Preview",
+        description="Lock and plant the feet on the scene's meshes while the timeline plays or is scrubbed, "
+        "as a game engine would at runtime. Nothing is keyed until Bake Preview",
+        default=False, update=_preview_changed,
+    )
     for handlers in _DATA_HANDLERS:
         handlers.append(_on_data_replaced)
 
@@ -330,3 +396,4 @@ def unregister():
     for handlers in _DATA_HANDLERS:
         if _on_data_replaced in handlers:
             handlers.remove(_on_data_replaced)
+    del FOOT_LOCK_PG_settings.preview

@@ -19,6 +19,7 @@ from bpy.types import PropertyGroup
 
 from ..solvers.contacts import ContactSettings
 from ..solvers.foot_lock import FootLockSettings
+from ..solvers.leg_ik import LegOptions
 from ..solvers.runtime_lock import RuntimeSettings
 from ..solvers.runtime_pose import PELVIS_SMOOTHING
 
@@ -58,7 +59,17 @@ class FOOT_LOCK_PG_report(PropertyGroup):
     skate_before: FloatProperty(name="Skate Before", subtype="FACTOR", description="Share of frames skating")
     skate_after: FloatProperty(name="Skate After", subtype="FACTOR", description="Share of frames skating")
     pelvis_shift: FloatProperty(name="Pelvis Shift", description="Mean pelvis change, cm")
+    ground_slide_before: FloatProperty(
+        name="Ground Slide Before",
+        description="Mean horizontal speed of each foot's lowest point while it is on its local ground "
+        "(not the locked frames: a check the solve did not choose), cm/s",
+    )
+    ground_slide_after: FloatProperty(
+        name="Ground Slide After",
+        description="Mean horizontal speed of each foot's lowest point while it is on its local ground, cm/s",
+    )
     seconds: FloatProperty(name="Time", unit="TIME_ABSOLUTE", description="Time the bake took")
+    source: StringProperty(name="Read From", description="Where the motion was read: the keys, the evaluated scene or the NLA")
     controls: StringProperty(name="Controls", description="Control rig the fix was keyed on (empty: the leg bones)")
     control_residual: FloatProperty(
         name="Control Residual", description="Mean distance of the deform toes from the fix, with the keyed controls, mm"
@@ -135,7 +146,7 @@ class FOOT_LOCK_PG_settings(PropertyGroup):
     report: PointerProperty(type=FOOT_LOCK_PG_report)
 
     # Preview: the runtime foot lock on the scene's terrain, live (the ``preview`` switch
-    # itself is added by register_properties()).
+    # itself is added by the preview module, adapters/preview.py).
     preview_error: StringProperty(name="Preview Error", description="Why Preview was last turned off")
     ground_collection: PointerProperty(
         type=bpy.types.Collection, name="Ground",
@@ -221,34 +232,20 @@ def solver_settings(settings):
     return FootLockSettings(
         contacts=contact_settings(settings),
         softening_ratio=settings.softening,
-        height_clamp=settings.height_clamp,
-        heel_look_at=settings.heel_look_at,
-        toe_look_at=settings.toe_look_at,
+        leg_options=LegOptions(
+            height_clamp=settings.height_clamp,
+            heel_look_at=settings.heel_look_at,
+            toe_look_at=settings.toe_look_at,
+        ),
     )
 
 
 classes = (FOOT_LOCK_PG_leg, FOOT_LOCK_PG_report, FOOT_LOCK_PG_settings)
 
 
-def _preview_toggled(settings, context):
-    from . import preview  # imported here: preview builds on this module
-
-    preview.preview_toggled(settings.id_data, context)
-
-
 def register_properties():
-    # A property with a Python callback declared in a PropertyGroup's class body crashes
-    # Blender 4.2 at exit; added to the registered class (and removed before it is
-    # unregistered) it does not.
-    FOOT_LOCK_PG_settings.preview = BoolProperty(
-        name="Preview",
-        description="Lock and plant the feet on the scene's meshes while the timeline plays or is scrubbed, "
-        "as a game engine would at runtime. Nothing is keyed until Bake Preview",
-        default=False, update=_preview_toggled,
-    )
     bpy.types.Object.foot_lock = PointerProperty(type=FOOT_LOCK_PG_settings, name="Foot Lock")
 
 
 def unregister_properties():
     del bpy.types.Object.foot_lock
-    del FOOT_LOCK_PG_settings.preview

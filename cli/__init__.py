@@ -5,11 +5,14 @@
 - :mod:`.clip_files`: one file in, one out: BVH to BVH through the numpy core
   (:mod:`.bvh_files`), everything else through Blender (:mod:`.blender_files`).
 - :mod:`.batch`: a folder, one worker process per file.
+- :mod:`.farm`: a folder past one machine: ``--shard`` (:mod:`.shards`), ``--resume``
+  (:mod:`.resume`), ``--scheduler`` (:mod:`.dask_engine`, Dask imported only then);
+  :mod:`.merge_reports` joins the shards' reports.
 - :mod:`.report`: what each fix did, as JSON and as printed lines.
 - :mod:`.demo`: the bundled walk (``data/``), made to slide and fixed.
 - ``blender_script.py``: the script for ``blender -b --python`` (batch workers run it too).
 
-Nothing here imports bpy at import time: fixing a BVH needs only numpy.
+Nothing here imports bpy or Dask at import time: fixing a BVH needs only numpy.
 """
 
 from .main import main, run

@@ -16,12 +16,15 @@ import sys
 from contextlib import contextmanager, redirect_stdout
 
 import bpy
+import numpy as np
 
 from .. import register, unregister
 from ..adapters import action_compat, armature, jobs
 from ..adapters.errors import AdapterError
+from ..solvers.bvh import check_frame_rate
 from .bvh_files import file_unit_scale
 from .errors import ClipError
+from .paths import atomic_output
 from .report import clip_entry
 from .settings_flags import apply_to
 
@@ -31,13 +34,36 @@ def fix_in_blender(source, target, args):
     try:
         with redirect_stdout(sys.stderr):  # the importers' chatter: stdout is for our own lines
             load(source, args)
+        check_frame_rate(scene_fps(), f"{source.name} (as Blender reads it)")
         with addon_registered():
             clips = fix_scene(args, keep_originals=target.suffix.lower() == ".blend")
+            refuse_non_finite_keys()
             with redirect_stdout(sys.stderr):
                 save(target)
     except (AdapterError, RuntimeError) as error:  # RuntimeError: a bpy.ops call that failed
         raise ClipError(str(error).strip()) from None
     return clips
+
+
+def root_motion_in_blender(source, target, args):
+    """Root Motion from Feet on each chosen armature of ``source``, saved to ``target``;
+    returns a line per armature."""
+    from ..adapters import root_motion
+
+    try:
+        with redirect_stdout(sys.stderr):
+            load(source, args)
+        with addon_registered():
+            lines = []
+            for obj, _ in chosen_clips(args):
+                obj.foot_lock.in_place = target.suffix.lower() != ".blend"  # exported takes keep their names
+                outcome = root_motion.root_motion_from_feet(obj, bpy.context.scene, args.onto_object)
+                lines.append(f"{obj.name}: {root_motion.summary(outcome)}")
+            with redirect_stdout(sys.stderr):
+                save(target)
+    except (AdapterError, RuntimeError) as error:
+        raise ClipError(str(error).strip()) from None
+    return lines
 
 
 @contextmanager
@@ -62,7 +88,9 @@ def addon_registered():
 def load(source, args):
     suffix = source.suffix.lower()
     if suffix == ".blend":
-        bpy.ops.wm.open_mainfile(filepath=str(source), load_ui=False)
+        # A file from elsewhere runs none of its code (Text blocks registered as modules,
+        # Python drivers), whatever the user's "Auto Run Python Scripts" preference says.
+        bpy.ops.wm.open_mainfile(filepath=str(source), load_ui=False, use_scripts=False)
         return
     bpy.ops.wm.read_factory_settings(use_empty=True)
     if suffix == ".fbx":
@@ -88,21 +116,38 @@ def gltf_frame_rate(path):
     """
     document = _gltf_json(path)
     rates = []
-    for animation in document.get("animations", []):
-        for sampler in animation.get("samplers", []):
-            times = document["accessors"][sampler["input"]]
-            span = times["max"][0] - times["min"][0]
-            if times["count"] > 1 and span > 0:
-                rates.append((times["count"] - 1) / span)
+    try:
+        for animation in document.get("animations", []):
+            for sampler in animation.get("samplers", []):
+                times = document["accessors"][sampler["input"]]
+                span = float(times["max"][0]) - float(times["min"][0])
+                if times["count"] > 1 and span > 0:
+                    rates.append((times["count"] - 1) / span)
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError):
+        raise ClipError(f"{path.name}: a glTF animation's time accessor is broken (no count, min or max)") from None
+    if rates:
+        check_frame_rate(max(rates), f"{path.name}'s animation")
     return round(max(rates)) if rates else None
 
 
 def _gltf_json(path):
     data = path.read_bytes()
-    if data[:4] == b"glTF":  # binary: a 12-byte header, then the JSON chunk's length, type and text
-        length = int.from_bytes(data[12:16], "little")
-        return json.loads(data[20 : 20 + length])
-    return json.loads(data)
+    try:
+        if data[:4] == b"glTF":  # binary: a 12-byte header, then the JSON chunk's length, type and text
+            length = int.from_bytes(data[12:16], "little")
+            document = json.loads(data[20 : 20 + length])
+        else:
+            document = json.loads(data)
+    except (ValueError, UnicodeDecodeError):
+        raise ClipError(f"{path.name} is not a glTF file: its JSON cannot be read") from None
+    if not isinstance(document, dict):
+        raise ClipError(f"{path.name} is not a glTF file: its JSON is not an object")
+    return document
+
+
+def scene_fps():
+    scene = bpy.context.scene
+    return scene.render.fps / scene.render.fps_base
 
 
 # --- fix --------------------------------------------------------------------------------
@@ -114,6 +159,10 @@ def fix_scene(args, keep_originals):
         current = current_action(obj)
         fixed = {}
         for action in actions:
+            reason = why_kept(obj, action)
+            if reason:  # a pose, not a motion: it never fails the file
+                clips.append(_kept_entry(obj, action, reason))
+                continue
             try:
                 outcome = fix_clip(obj, action, args, keep_originals)
             except (AdapterError, ValueError) as error:  # ValueError: the solvers' input errors
@@ -122,17 +171,26 @@ def fix_scene(args, keep_originals):
             clips.append(_entry(obj, action.name, outcome))
         if current is not None:  # the armature ends up playing what it played, fixed
             action_compat.assign_action(obj, fixed.get(current.name, current))
+    if not keep_originals:
+        whole_frame_ranges()
+        for obj in bpy.context.scene.objects:
+            if obj.type == "ARMATURE":
+                name_slots_after(obj, actions_of(obj))
     return clips
 
 
 def chosen_clips(args):
-    """``[(armature, [actions])]`` to fix, per ``--armature``, ``--action``, ``--all-actions``."""
+    """``[(armature, [actions])]`` to fix, per ``--armature``, ``--action``, ``--all-actions``.
+
+    By default each armature's current action in a ``.blend``; in an imported file (FBX,
+    glTF: no ``.blend`` behind the session) every take of each armature.
+    """
     armatures = [obj for obj in bpy.context.scene.objects if obj.type == "ARMATURE"]
     if args.armature:
         armatures = [obj for obj in armatures if obj.name == args.armature]
         if not armatures:
             raise ClipError(f"no armature named {args.armature!r} in the scene")
-    if args.all_actions:
+    if args.all_actions or not (args.action or bpy.data.filepath):
         chosen = [(obj, actions_of(obj)) for obj in armatures]
     elif args.action:
         action = bpy.data.actions.get(args.action)
@@ -145,6 +203,42 @@ def chosen_clips(args):
     if not chosen:
         raise ClipError("nothing to fix: no armature with an action to clean up in the scene")
     return chosen
+
+
+def why_kept(obj, action):
+    """Why ``action`` is kept as it is (a one-frame pose, or keys that never change), or None."""
+    start, end = jobs.frame_range(action)
+    if end <= start:
+        return f"one frame ({start}): a pose, kept unchanged"
+    frames = np.arange(start, end + 1)
+    bones = {armature.bone_data_path(bone.name) for bone in obj.pose.bones}
+    for fcurve in action_compat.iter_fcurves(obj, action):
+        if fcurve.data_path.rpartition(".")[0] in bones and np.ptp(action_compat.read_values(fcurve, frames)) > 0:
+            return None
+    return f"no motion over frames {start}-{end}: kept unchanged"
+
+
+def name_slots_after(obj, actions):
+    """Name the slot each of ``actions`` animates ``obj`` with after ``obj`` (4.4+).
+
+    The exporters assign each take to the object in turn, and Blender 4.4/4.5 then picks
+    the slot by the object's last slot name: a take whose slot has another name (an FBX
+    take's slot is named after its take) would be exported without motion.
+    """
+    for action in actions:
+        slot = action_compat.action_slot(obj, action)
+        if slot is not None and slot.name_display != obj.name:
+            slot.name_display = obj.name
+
+
+def whole_frame_ranges():
+    """Give every action with a fractional key range (an FBX take's last key lands a hair
+    before its frame) its whole-frame range, so the exporter bakes that last frame too."""
+    for action in bpy.data.actions:
+        start, end = action.frame_range
+        if (round(start), round(end)) != (start, end):
+            action.use_frame_range = True
+            action.frame_start, action.frame_end = round(start), round(end)
 
 
 def current_action(obj):
@@ -169,11 +263,15 @@ def fix_clip(obj, action, args, keep_original):
     apply_to(settings, args)
     if not keep_original:
         settings.in_place = True  # an exported file holds the fixed motion under the input's names
-    if settings.overwrite_contacts:
-        jobs.detect_contacts(obj, overwrite=True)
     outcome = jobs.remove_sliding(obj, bpy.context.scene)
     outcome.action.use_fake_user = True  # saved with the .blend even once another action is assigned
     return outcome
+
+
+def _kept_entry(obj, action, reason):
+    start, end = jobs.frame_range(action)
+    return {"armature": obj.name, "action": action.name, "output_action": action.name,
+            "frames": end - start + 1, "frame_start": start, "kept": reason}
 
 
 def _entry(obj, action_name, outcome):
@@ -188,23 +286,42 @@ def _entry(obj, action_name, outcome):
 # --- out --------------------------------------------------------------------------------
 
 
+def refuse_non_finite_keys():
+    """Refuse to save keys on an armature that are not numbers, whatever produced them."""
+    armatures = [obj for obj in bpy.context.scene.objects if obj.type == "ARMATURE"]
+    for obj, action in ((obj, action) for obj in armatures for action in bpy.data.actions):
+        for fcurve in action_compat.iter_fcurves(obj, action):
+            keys = np.empty(2 * len(fcurve.keyframe_points))
+            fcurve.keyframe_points.foreach_get("co", keys)
+            if not np.isfinite(keys).all():
+                raise ClipError(f"action {action.name!r}, {fcurve.data_path}[{fcurve.array_index}] holds keys "
+                                "that are not numbers: nothing was written")
+
+
 def save(target):
+    """Write the session to ``target`` atomically (:func:`~.paths.atomic_output`)."""
     suffix = target.suffix.lower()
-    if suffix == ".blend":
-        bpy.ops.wm.save_as_mainfile(filepath=str(target), check_existing=False)
-    elif suffix == ".fbx":
-        name_actions_for_fbx_takes()
-        bpy.ops.export_scene.fbx(
-            filepath=str(target), check_existing=False, bake_anim=True,
-            bake_anim_use_all_actions=True, bake_anim_use_nla_strips=False,
-            bake_anim_simplify_factor=0.0,  # every frame as solved: simplifying would let feet slide again
-            add_leaf_bones=False,  # no extra "_end" bones: the hierarchy stays the input's
-        )
-    else:
-        bpy.ops.export_scene.gltf(
-            filepath=str(target), check_existing=False, export_animations=True,
-            export_format="GLB" if suffix == ".glb" else "GLTF_SEPARATE", export_animation_mode="ACTIONS",
-        )
+    with atomic_output(target, companions=suffix == ".gltf") as temp:
+        if suffix == ".blend":
+            # copy: the session keeps its own path; relative paths are remapped to the
+            # output's folder, which the temporary file shares.
+            bpy.ops.wm.save_as_mainfile(filepath=str(temp), check_existing=False, copy=True)
+        elif suffix == ".fbx":
+            name_actions_for_fbx_takes()
+            bpy.ops.export_scene.fbx(
+                filepath=str(temp), check_existing=False, bake_anim=True,
+                bake_anim_use_all_actions=True, bake_anim_use_nla_strips=False,
+                bake_anim_simplify_factor=0.0,  # every frame as solved: simplifying would let feet slide again
+                add_leaf_bones=False,  # no extra "_end" bones: the hierarchy stays the input's
+            )
+        else:
+            bpy.ops.export_scene.gltf(
+                filepath=str(temp), check_existing=False, export_animations=True,
+                export_format="GLB" if suffix == ".glb" else "GLTF_SEPARATE", export_animation_mode="ACTIONS",
+                # Textures in a folder named after the output: two outputs side by side whose
+                # images share a file name cannot overwrite each other's.
+                export_texture_dir=f"{target.stem}_textures",
+            )
 
 
 def name_actions_for_fbx_takes():

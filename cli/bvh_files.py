@@ -3,7 +3,7 @@
 The output is the input file with only the solved joints' channel values rewritten
 (:func:`~..solvers.bvh.write`): hierarchy, joint order, channel order, axes (Y-up),
 units, frame rate and every other value stay as they were, so the file drops back into
-the same pipeline.
+the same pipeline. It is written atomically (:func:`~.paths.atomic_output`).
 """
 
 import time
@@ -13,6 +13,8 @@ import numpy as np
 from ..solvers import bvh
 from ..solvers.contacts import REFERENCE_LEG_LENGTH
 from ..solvers.foot_lock import remove_foot_sliding
+from .errors import ClipError
+from .paths import atomic_output
 from .report import clip_entry
 
 # Metres per file unit of the units BVH files come in. CMU's files use their own unit.
@@ -30,6 +32,8 @@ def unit_scale(parsed, rig, override=None):
         return override, "--bvh-unit-scale"
     legs = [np.linalg.norm(parsed.joints[leg.knee].offset) + np.linalg.norm(parsed.joints[leg.ankle].offset)
             for leg in rig.legs]
+    if not np.mean(legs) > 0:
+        raise ClipError("the legs have no length (their knees' and ankles' OFFSETs are zero): nothing to solve")
     exact = REFERENCE_LEG_LENGTH / np.mean(legs)
     name = min(COMMON_UNITS, key=lambda unit: abs(np.log(COMMON_UNITS[unit] / exact)))
     return COMMON_UNITS[name], f"guessed from leg length: {name}"
@@ -50,7 +54,8 @@ def fix_bvh(source, target, settings, unit_override=None):
     # Solved in metres, the regime the solver is tuned and tested in; written back in file units.
     skeleton, motion = bvh.to_motion(parsed, scale)
     result = remove_foot_sliding(skeleton, motion, rig, bvh.UP, settings=settings)
-    bvh.write(target, parsed, result.motion, scale, result.rotation_joints, result.location_joints)
+    with atomic_output(target) as temp:
+        bvh.write(temp, parsed, result.motion, scale, result.rotation_joints, result.location_joints)
     return [clip_entry(
         result, [leg.name for leg in rig.legs], frame_start=1, fps=motion.fps, unit_scale=scale,
         seconds=time.perf_counter() - start, armature=None, action=None, output_action=None,

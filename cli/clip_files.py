@@ -24,9 +24,18 @@ def fix_file(source, target, args):
         record.clips = _fix(source, target, args)
         record.ok = True
     except (ClipError, ValueError, OSError) as error:  # ValueError: the solvers' input errors
-        record.error = str(error)
+        record.error = one_line(str(error))
+    except Exception as error:  # a bug, or an importer's on a corrupt file: still one line, the rest go on
+        record.error = f"unexpected error ({type(error).__name__}): {one_line(str(error))}"
     record.seconds = time.perf_counter() - start
     return record
+
+
+def one_line(message):
+    """A message on one line: the last line of a multi-line one (an operator's error
+    ends with the Python exception that caused it)."""
+    lines = [line.strip() for line in message.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else "no message"
 
 
 def check_formats(source, target):

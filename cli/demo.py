@@ -10,6 +10,7 @@ one for comparison.
 from pathlib import Path
 
 from ..solvers import bvh
+from .arguments import parse_args
 from .clip_files import fix_file
 from .report import metrics_table
 
@@ -19,8 +20,7 @@ ATTRIBUTION = DATA / "ATTRIBUTION.txt"
 
 
 def run_demo(args):
-    from .main import parse_args  # here, not above: main imports this module
-
+    args.clip = args.clip or BUNDLED_CLIP
     args.output_dir.mkdir(parents=True, exist_ok=True)
     sliding = args.output_dir / f"{args.clip.stem}_sliding.bvh"
     bvh.write_sliding_copy(args.clip, sliding, args.root_scale)

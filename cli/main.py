@@ -1,133 +1,114 @@
-"""The argument parser and the two commands: ``remove-sliding`` and ``demo``."""
+"""The commands ``remove-sliding``, ``root-motion`` and ``demo`` (their arguments: :mod:`.arguments`).
 
-import argparse
+``remove-sliding`` on one file fixes a BVH going to a BVH in this process (numpy only)
+and every file that goes through Blender in a worker process (:mod:`.batch`), so that a
+hung or crashing file is bounded by ``--timeout`` like a file of a folder is. Whatever
+goes wrong is one line naming the file; Ctrl-C and SIGTERM stop with 130 and 143.
+"""
+
 import os
+import shutil
 import sys
-from pathlib import Path
+from functools import partial
 
-from .batch import fix_folder
-from .clip_files import FORMATS, fix_file
-from .demo import BUNDLED_CLIP, run_demo
+from .arguments import parse_args
+from .batch import clips_in, fix_folder, run_worker
+from .clip_files import fix_file
+from .demo import run_demo
 from .errors import ClipError
+from .farm import farm_misuse
+from .merge_reports import merge_reports
+from .paths import refuse_writing_inputs
 from .report import file_line, summary_line, write_report
-from .settings_flags import add_flags, panel_settings, resolve, settings_argv, settings_used
+from .resume import stamped
+from .root_motion_files import root_motion
+from .settings_flags import panel_settings, settings_argv, settings_used
+from .stops import Stopped, stop_on_signals
 
-EXIT_FAILED = 1  # a clip failed (argparse exits with 2 on a bad command line)
+EXIT_FAILED = 1  # a clip failed
+EXIT_USAGE = 2  # a bad command line (as argparse exits)
 
 
 def main(argv=None):
     """Run the command line; returns the exit status."""
     args = parse_args(argv)
-    return args.run(args)
+    with stop_on_signals():
+        try:
+            return COMMANDS[args.command](args)
+        except Stopped as stop:
+            print(f"Foot Lock: {stop}", flush=True)
+            return stop.exit_status
 
 
 def run(argv=None):
-    """Run the command line and end the process with its exit status."""
+    """Run the command line and end the process with its exit status.
+
+    With Blender loaded the process ends at once, skipping the interpreter's shutdown:
+    the files are written and synced by then, and Blender's own exit can still crash
+    (Blender 4.2 frees Python classes and drivers after Python has shut down, which
+    turns a success into a segmentation fault, status 139).
+    """
     status = main(argv)
-    if _bpy_crashes_at_exit():
+    bpy = sys.modules.get("bpy")
+    if bpy is not None:
+        shutil.rmtree(bpy.app.tempdir, ignore_errors=True)  # what Blender's exit would have removed
         sys.stdout.flush()
         sys.stderr.flush()
-        os._exit(status)  # skip the shutdown that would crash and turn the status into 139
+        os._exit(status)
     sys.exit(status)
 
 
-def _bpy_crashes_at_exit():
-    """True for the bpy 4.x wheel once its glTF exporter is loaded: at exit a space type
-    then frees a Python class after Python has shut down (a segmentation fault; seen on
-    4.2, not on 5.0)."""
-    bpy = sys.modules.get("bpy")
-    return (
-        bpy is not None and not bpy.app.binary_path and bpy.app.version < (5, 0, 0)
-        and any(name.startswith("io_scene_gltf2.blender.exp") for name in sys.modules)
-    )
-
-
-def parse_args(argv):
-    settings = panel_settings()
-    args = build_parser(settings).parse_args(argv)
-    return resolve(args, settings) if args.command == "remove-sliding" else args
-
-
-def build_parser(settings):
-    parser = argparse.ArgumentParser(
-        prog="python -m foot_lock", description="Remove foot sliding from character animation."
-    )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    _add_remove_sliding(commands, settings)
-    _add_demo(commands)
-    return parser
-
-
-def _add_remove_sliding(commands, settings):
-    parser = commands.add_parser(
-        "remove-sliding", help="fix a clip, or every clip in a folder",
-        description="Fix a clip, or every clip in a folder (and its subfolders) with a pool of worker "
-        f"processes. Formats: {' '.join(FORMATS)}; a BVH is written from a BVH only, keeping its "
-        "hierarchy, channel layout, axes, units and frame rate.",
-    )
-    parser.add_argument("input", type=Path, help="a clip, or a folder of clips")
-    parser.add_argument("-o", "--output", type=Path, required=True,
-                        help="the fixed clip (its extension picks the format), or a folder for a folder")
-    parser.add_argument("--report", type=Path, metavar="JSON",
-                        help="write per clip the metrics before and after, contacts per leg, time and warnings")
-    parser.add_argument("--jobs", type=_positive(int), default=os.cpu_count() or 1, metavar="N",
-                        help="worker processes for a folder (default: the CPU count, %(default)s here)")
-    scene = parser.add_argument_group("what to fix in .blend, .fbx and glTF files")
-    scene.add_argument("--armature", metavar="NAME", help="only this armature (default: every armature with an action)")
-    which = scene.add_mutually_exclusive_group()
-    which.add_argument("--action", metavar="NAME", help="fix this action (default: each armature's current action)")
-    which.add_argument("--all-actions", action="store_true", help="fix every action of each armature")
-    parser.add_argument(
-        "--bvh-unit-scale", type=_positive(float), metavar="METRES",
-        help="metres per BVH unit, for the figures reported (default: guessed from the leg length, "
-        "taking the common unit that makes the legs an adult's: m, cm, mm, inch or CMU's 0.056444 m)",
-    )
-    if settings:
-        add_flags(parser, settings)
-    else:
-        parser.epilog = "The detection and solver settings flags need the bpy wheel (pip install bpy)."
-    parser.set_defaults(run=remove_sliding)
-
-
-def _add_demo(commands):
-    parser = commands.add_parser(
-        "demo", help="fix the bundled walk after making it slide",
-        description="Scale the root motion of a walk by 1.25 (horizontally, about the first frame) so "
-        "its feet slide, fix it to a BVH and to a .blend you can open, and print the figures.",
-    )
-    parser.add_argument("--clip", type=Path, default=BUNDLED_CLIP, help="a BVH walk (default: the bundled CMU walk)")
-    parser.add_argument("--output-dir", type=Path, default=Path("foot_lock_demo"), metavar="DIR",
-                        help="where the files go (default: %(default)s)")
-    parser.add_argument("--root-scale", type=_positive(float), default=1.25, metavar="FACTOR",
-                        help="root motion scale that makes the feet slide (default: %(default)s)")
-    parser.set_defaults(run=run_demo)
-
-
-def _positive(kind):
-    def parse(text):
-        value = kind(text)
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"{text} is not positive")
-        return value
-
-    parse.__name__ = kind.__name__
-    return parse
-
-
 def remove_sliding(args):
-    if args.input.is_dir():
-        try:
-            records = fix_folder(args.input, args.output, args.jobs, per_file_argv(args))
-        except ClipError as error:
-            print(f"Foot Lock: {error}")
-            return EXIT_FAILED
-        print(summary_line(records, args.report), flush=True)
-    else:
-        records = [fix_file(args.input, args.output, args)]
-        print(file_line(records[0]), flush=True)
-    if args.report:
-        write_report(args.report, records, settings_used(args))
+    misuse = farm_misuse(args)
+    if misuse:
+        print(f"Foot Lock: {misuse}", flush=True)
+        return EXIT_USAGE
+    try:
+        inputs = clips_in(args.input, args.output) if args.input.is_dir() else [args.input]
+        refuse_writing_inputs(args.input, args.output, args.report, inputs)
+    except ClipError as error:
+        print(f"Foot Lock: {error}", flush=True)
+        return EXIT_FAILED
+    try:
+        records = fix_one_or_all(args)
+    except Stopped as stop:
+        if args.report and getattr(stop, "records", None) is not None:
+            _write_report(args, stop.records, stopped=str(stop), unfinished=stop.unfinished)
+        raise
+    except ClipError as error:
+        print(f"Foot Lock: {error}", flush=True)
+        return EXIT_FAILED
+    if args.report and not _write_report(args, records):
+        return EXIT_FAILED
     return 0 if all(record.ok for record in records) else EXIT_FAILED
+
+
+def fix_one_or_all(args):
+    """The records of the files fixed, with a line printed per file (and a summary for a folder)."""
+    if args.input.is_dir():
+        records = fix_folder(args.input, args.output, args.jobs, per_file_argv(args), args.timeout, args)
+        print(summary_line(records, args.report), flush=True)
+        return records
+    if args.in_this_process or _numpy_only(args):
+        record = stamped(args.input, per_file_argv(args), partial(fix_file, args.input, args.output, args))
+    else:
+        record = stamped(args.input, per_file_argv(args), partial(
+            run_worker, args.input, args.output, per_file_argv(args), args.timeout))
+    print(file_line(record), flush=True)
+    return [record]
+
+
+def _numpy_only(args):
+    return args.input.suffix.lower() == args.output.suffix.lower() == ".bvh"
+
+
+def _write_report(args, records, **stop):
+    try:
+        write_report(args.report, records, settings_used(args), **stop)
+    except OSError as error:
+        print(f"Foot Lock: cannot write the report {args.report}: {error.strerror or error}", flush=True)
+        return False
+    return True
 
 
 def per_file_argv(args):
@@ -138,3 +119,7 @@ def per_file_argv(args):
         if value is not None:
             argv += [flag, str(value)]
     return argv + (["--all-actions"] if args.all_actions else [])
+
+
+COMMANDS = {"remove-sliding": remove_sliding, "root-motion": root_motion, "demo": run_demo,
+            "merge-reports": merge_reports}

@@ -5,11 +5,14 @@ summary and the demo's table are printed from.
 """
 
 import json
+import math
 import tomllib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
+
+from .paths import atomic_output
 
 MANIFEST = Path(__file__).resolve().parents[1] / "blender_manifest.toml"
 
@@ -22,6 +25,8 @@ class FileRecord:
     error: str | None = None
     seconds: float = 0.0
     clips: list = field(default_factory=list)  # clip_entry() dicts
+    input_sha256: str | None = None  # what --resume compares (see resume.py)
+    options: list | None = None
 
 
 def clip_entry(result, leg_names, frame_start, fps, unit_scale, seconds, **identity):
@@ -51,16 +56,36 @@ def contact_ranges(weights, frame_start):
     return [[int(frame_start + a), int(frame_start + b - 1)] for a, b in zip(edges[::2], edges[1::2])]
 
 
-def write_report(path, records, settings):
+def foot_lock_version():
+    return tomllib.loads(MANIFEST.read_text(encoding="utf-8"))["version"]
+
+
+def write_report(path, records, settings, stopped=None, unfinished=()):
+    """The run's JSON report, strict JSON (a figure that is not a number is ``null``),
+    written atomically. A stopped run reports the files that finished and lists the rest."""
     failed = [r.input for r in records if not r.ok]
+    summary = {"files": len(records), "fixed": len(records) - len(failed), "failed": failed}
+    if stopped:
+        summary.update(stopped=stopped, unfinished=list(unfinished))
     document = {
-        "foot_lock_version": tomllib.loads(MANIFEST.read_text(encoding="utf-8"))["version"],
+        "foot_lock_version": foot_lock_version(),
         "settings": settings,
-        "summary": {"files": len(records), "fixed": len(records) - len(failed), "failed": failed},
+        "summary": summary,
         "files": [asdict(record) for record in records],
     }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+    text = json.dumps(_finite_or_null(document), indent=2, allow_nan=False) + "\n"
+    with atomic_output(path) as temp:
+        temp.write_text(text, encoding="utf-8")
+
+
+def _finite_or_null(value):
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _finite_or_null(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite_or_null(item) for item in value]
+    return value
 
 
 def read_record(path):
@@ -79,12 +104,15 @@ def file_line(record):
 
 
 def _clip_summary(clip):
-    before, after = clip["before"], clip["after"]
     name = f"{clip['armature']} / {clip['action']}: " if clip.get("armature") else ""
+    if "kept" in clip:
+        return f"{name}{clip['kept']}"
+    before, after = clip["before"], clip["after"]
     contacts = sum(leg["frames"] for leg in clip["contacts"].values())
     text = (
         f"{name}{clip['frames']} frames, {contacts} contact frames, "
-        f"toe slide {before['toe_slide_cm_s']:.1f} -> {after['toe_slide_cm_s']:.2f} cm/s, "
+        f"toe slide {before['toe_slide_cm_s']:.1f} -> {after['toe_slide_cm_s']:.2f} cm/s "
+        f"(feet on the ground {before['ground_slide_cm_s']:.1f} -> {after['ground_slide_cm_s']:.1f} cm/s), "
         f"skating {100 * before['skate_ratio']:.1f}% -> {100 * after['skate_ratio']:.1f}%"
     )
     return text + "".join(f" [warning: {w}]" for w in clip["warnings"])

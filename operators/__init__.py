@@ -7,6 +7,7 @@ from .detect_contacts import FOOT_LOCK_OT_detect_contacts
 from .detect_legs import FOOT_LOCK_OT_detect_legs
 from .edit_legs import FOOT_LOCK_OT_add_leg, FOOT_LOCK_OT_remove_leg
 from .remove_sliding import FOOT_LOCK_OT_remove_sliding
+from .root_motion import FOOT_LOCK_OT_root_motion_from_feet
 
 classes = (
     FOOT_LOCK_OT_detect_legs,
@@ -14,6 +15,7 @@ classes = (
     FOOT_LOCK_OT_remove_leg,
     FOOT_LOCK_OT_detect_contacts,
     FOOT_LOCK_OT_remove_sliding,
+    FOOT_LOCK_OT_root_motion_from_feet,
     FOOT_LOCK_OT_bake_preview,
 )
 

@@ -5,8 +5,8 @@ from .checks import ArmatureOperator
 
 
 class FOOT_LOCK_OT_bake_preview(ArmatureOperator, bpy.types.Operator):
-    """Play the Preview from the action's first frame to its last and key it into a new action \
-('<action>.preview'; the original is kept). Preview is turned off: the new action holds it"""
+    """Key the Preview of every frame of the action, exactly as the viewport shows it, into a new \
+action ('<action>.preview'; the original is kept). Preview is turned off: the new action holds it"""
 
     bl_idname = "foot_lock.bake_preview"
     bl_label = "Bake Preview"

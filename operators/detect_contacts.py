@@ -5,8 +5,8 @@ from .checks import ArmatureOperator
 
 
 class FOOT_LOCK_OT_detect_contacts(ArmatureOperator, bpy.types.Operator):
-    """Label foot contacts and key them as 'foot_contact' curves (0..1) on the toe bones, \
-to inspect and edit in the Graph Editor"""
+    """Label foot contacts and key them as 'foot_contact' curves (0..1) on the toe bones and \
+'heel_contact' curves on the foot bones, to inspect and edit in the Graph Editor"""
 
     bl_idname = "foot_lock.detect_contacts"
     bl_label = "Detect Contacts"

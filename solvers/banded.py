@@ -16,24 +16,27 @@ def solve_block_tridiagonal(diag, lower, rhs):
     ``diag``  (n, m, m): blocks ``A[i, i]``;
     ``lower`` (n, m, m): blocks ``A[i, i - 1]`` (``lower[0]`` is ignored);
     the upper blocks are ``A[i, i + 1] = lower[i + 1].T`` (``A`` is symmetric).
-    ``rhs``   (n, m).
+    ``rhs``   (n, m), or (n, m, r) for ``r`` right-hand sides at once.
     """
     lower = lower.copy()
     lower[0] = 0.0
     upper = np.zeros_like(lower)
     upper[:-1] = np.swapaxes(lower[1:], -1, -2)
+    rhs = np.asarray(rhs, dtype=float)
+    if rhs.ndim == 2:
+        return _reduce(diag, lower, upper, rhs[..., None])[..., 0]
     return _reduce(diag, lower, upper, rhs)
 
 
 def _reduce(diag, lower, upper, rhs):
-    n, m = rhs.shape
+    n, m = rhs.shape[:2]
     if n <= 2:
         return _solve_dense(diag, lower, upper, rhs)
     if n % 2 == 0:  # pad with a decoupled identity block so both ends are kept rows
         diag = np.concatenate((diag, np.eye(m)[None]))
         lower = np.concatenate((lower, np.zeros((1, m, m))))
         upper = np.concatenate((upper, np.zeros((1, m, m))))
-        rhs = np.concatenate((rhs, np.zeros((1, m))))
+        rhs = np.concatenate((rhs, np.zeros((1,) + rhs.shape[1:])))
     kept, dropped = slice(0, None, 2), slice(1, None, 2)
 
     # Dropped rows give x_odd = D^-1 (b - L x_prev - U x_next). A batched inverse
@@ -41,7 +44,7 @@ def _reduce(diag, lower, upper, rhs):
     inverse = spd_inverse(diag[dropped])
     inv_lower = inverse @ lower[dropped]
     inv_upper = inverse @ upper[dropped]
-    inv_rhs = (inverse @ rhs[dropped][..., None])[..., 0]
+    inv_rhs = inverse @ rhs[dropped]
 
     # Substitute them into the kept rows: row 2k sees dropped rows 2k-1 and 2k+1.
     k_lower, k_upper = lower[kept], upper[kept]
@@ -52,18 +55,16 @@ def _reduce(diag, lower, upper, rhs):
     left = k_lower[1:]  # coupling of kept row k>=1 to dropped row 2k-1
     new_diag[1:] -= left @ inv_upper
     new_lower[1:] = -left @ inv_lower
-    new_rhs[1:] -= (left @ inv_rhs[..., None])[..., 0]
+    new_rhs[1:] -= left @ inv_rhs
     right = k_upper[:-1]  # coupling of kept row k<last to dropped row 2k+1
     new_diag[:-1] -= right @ inv_lower
     new_upper[:-1] = -right @ inv_upper
-    new_rhs[:-1] -= (right @ inv_rhs[..., None])[..., 0]
+    new_rhs[:-1] -= right @ inv_rhs
 
     x_kept = _reduce(new_diag, new_lower, new_upper, new_rhs)
     x = np.empty_like(rhs)
     x[kept] = x_kept
-    x[dropped] = (
-        inv_rhs - (inv_lower @ x_kept[:-1, :, None])[..., 0] - (inv_upper @ x_kept[1:, :, None])[..., 0]
-    )
+    x[dropped] = inv_rhs - inv_lower @ x_kept[:-1] - inv_upper @ x_kept[1:]
     return x[:n]
 
 
@@ -88,11 +89,11 @@ def spd_inverse(blocks):
 
 def _solve_dense(diag, lower, upper, rhs):
     """One or two blocks: assemble and solve directly."""
-    n, m = rhs.shape
+    n, m = rhs.shape[:2]
     full = np.zeros((n * m, n * m))
     for i in range(n):
         full[i * m : (i + 1) * m, i * m : (i + 1) * m] = diag[i]
     if n == 2:
         full[m:, :m] = lower[1]
         full[:m, m:] = upper[0]
-    return np.linalg.solve(full, rhs.reshape(-1)).reshape(n, m)
+    return np.linalg.solve(full, rhs.reshape(n * m, -1)).reshape(rhs.shape)

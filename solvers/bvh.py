@@ -36,14 +36,23 @@ class BvhFile:
     values: np.ndarray  # (frames, channels) as in the file
     header: str  # everything up to and including the "Frame Time:" line
     tokens: np.ndarray  # (frames, channels) the values' original text, kept for a faithful rewrite
+    newline: str = "\n"  # the rows' line ending, kept on rewrite
 
     @property
     def fps(self):
         return 1.0 / self.frame_time
 
 
+# Frame rates a clip can have: outside them the Frame Time is corrupt, and the solver's
+# windows (seconds times the rate, in frames) would cost time and memory without bound.
+FRAME_RATE_LIMITS = (1.0, 1000.0)
+CHANNEL = re.compile(r"^[XYZ](position|rotation)$", re.IGNORECASE)
+# Names, comments and line endings are kept exactly: undecodable bytes round-trip.
+ENCODING = {"encoding": "utf-8", "errors": "surrogateescape", "newline": ""}
+
+
 def read(path):
-    with open(path, encoding="utf-8", errors="replace") as handle:
+    with open(path, **ENCODING) as handle:
         return parse(handle.read())
 
 
@@ -52,76 +61,158 @@ def parse(text):
     if not text.lstrip().startswith("HIERARCHY") or motion_at < 0:
         raise SolverInputError("not a BVH file: missing HIERARCHY or MOTION section")
     joints = _parse_hierarchy(text[:motion_at])
-    frames_match = re.search(r"Frames:\s*(\d+)", text[motion_at:])
-    time_match = re.search(r"Frame Time:\s*([-+0-9.eE]+)[^\n]*\n", text[motion_at:])
+    frames_match = re.search(r"Frames:[ \t]*(\d+)", text[motion_at:])
+    time_match = re.search(r"Frame Time:[ \t]*(\S+)[^\n]*\n", text[motion_at:])
     if not frames_match or not time_match:
         raise SolverInputError("BVH MOTION section lacks 'Frames:' or 'Frame Time:'")
-    frame_time = float(time_match.group(1))
-    if not frame_time > 0:
-        raise SolverInputError(f"BVH frame time must be positive, got {frame_time}")
+    frame_time = _frame_time(time_match.group(1))
     body_at = motion_at + time_match.end()
     channel_count = sum(len(j.channels) for j in joints)
-    frames = int(frames_match.group(1))
-    tokens = np.array(text[body_at:].split()[: frames * channel_count])
-    if channel_count == 0 or len(tokens) < frames * channel_count:
-        raise SolverInputError(
-            f"BVH MOTION holds {len(tokens)} numbers, expected {frames} frames x {channel_count} channels"
-        )
-    tokens = tokens.reshape(frames, channel_count)
+    if channel_count == 0:
+        raise SolverInputError("BVH hierarchy has no channels: there is no motion")
+    tokens = _motion_rows(text[body_at:], int(frames_match.group(1)), channel_count)
     try:
         values = tokens.astype(float)
     except ValueError as error:
         raise SolverInputError(f"BVH MOTION holds a value that is not a number: {error}") from None
-    return BvhFile(joints, frame_time, values, text[:body_at], tokens)
+    if not np.isfinite(values).all():
+        row = int(np.flatnonzero(~np.isfinite(values).all(axis=1))[0])
+        raise SolverInputError(f"BVH MOTION frame {row + 1} holds a value that is not a finite number")
+    first_row = text[body_at:].split("\n", 1)[0]
+    return BvhFile(joints, frame_time, values, text[:body_at], tokens, "\r\n" if first_row.endswith("\r") else "\n")
+
+
+def _frame_time(text):
+    try:
+        frame_time = float(text)
+    except ValueError:
+        raise SolverInputError(f"BVH Frame Time {text!r} is not a number") from None
+    low, high = FRAME_RATE_LIMITS
+    if not 1.0 / high <= frame_time <= 1.0 / low:
+        raise SolverInputError(
+            f"BVH Frame Time {text} s is not a clip's: the frame rate must be {low:g} to {high:g} frames per second"
+        )
+    return frame_time
+
+
+def check_frame_rate(fps, where="the clip"):
+    """Refuse a frame rate outside :data:`FRAME_RATE_LIMITS` (a corrupt file's)."""
+    low, high = FRAME_RATE_LIMITS
+    if not low <= fps <= high:
+        raise SolverInputError(f"{where} runs at {fps:g} frames per second: it must be {low:g} to {high:g}")
+
+
+def _motion_rows(body, frames, channel_count):
+    """The values' text, (frames, channels); the rows must be what ``Frames:`` says."""
+    rows = [line.split() for line in body.splitlines() if line.strip()]
+    if len(rows) != frames:
+        raise SolverInputError(f"BVH 'Frames: {frames}' but the MOTION section holds {len(rows)} rows")
+    short = next((i for i, row in enumerate(rows) if len(row) != channel_count), None)
+    if short is not None:
+        raise SolverInputError(
+            f"BVH MOTION frame {short + 1} holds {len(rows[short])} values, the hierarchy has {channel_count} channels"
+        )
+    if frames == 0:
+        raise SolverInputError("BVH MOTION holds no frames")
+    return np.array(rows)
 
 
 def _parse_hierarchy(text):
-    tokens = text.split()
-    joints, stack, i = [], [], 0
+    tokens = text.split()[1:]  # after HIERARCHY
+    joints, stack, opened, i = [], [], None, 0
+
+    def arguments(count, what):
+        if i + count >= len(tokens):
+            raise SolverInputError(f"BVH hierarchy ends inside {what}")
+        return tokens[i + 1 : i + 1 + count]
+
     while i < len(tokens):
         token = tokens[i]
         if token in ("ROOT", "JOINT"):
-            joints.append(BvhJoint(tokens[i + 1], stack[-1] if stack else -1, np.zeros(3)))
-            i += 2
+            if (token == "ROOT") != (not stack):
+                raise SolverInputError(f"BVH {token} {arguments(1, token)[0]!r} is misplaced: "
+                                       "ROOT starts the hierarchy, JOINT goes inside a joint")
+            joints.append(BvhJoint(arguments(1, token)[0], stack[-1] if stack else -1, np.zeros(3)))
+            opened, i = len(joints) - 1, i + 2
         elif token == "End":
-            parent = stack[-1]
-            joints.append(BvhJoint(joints[parent].name + ".end", parent, np.zeros(3), end_site=True))
-            i += 2
+            if not stack or arguments(1, "End Site")[0].lower() != "site":
+                raise SolverInputError("BVH 'End Site' outside a joint")
+            joints.append(BvhJoint(joints[stack[-1]].name + ".end", stack[-1], np.zeros(3), end_site=True))
+            opened, i = len(joints) - 1, i + 2
         elif token == "{":
-            stack.append(len(joints) - 1)
-            i += 1
+            if opened is None:
+                raise SolverInputError("BVH hierarchy has a '{' that opens no joint")
+            stack.append(opened)
+            opened, i = None, i + 1
         elif token == "}":
+            if not stack:
+                raise SolverInputError("BVH hierarchy has a '}' that closes nothing")
             stack.pop()
             i += 1
-        elif token == "OFFSET":
-            joints[stack[-1]].offset = np.array(tokens[i + 1 : i + 4], dtype=float)
+        elif token == "OFFSET" and stack:
+            joints[stack[-1]].offset = _numbers(arguments(3, "OFFSET"), f"OFFSET of {joints[stack[-1]].name!r}")
             i += 4
-        elif token == "CHANNELS":
-            count = int(tokens[i + 1])
-            joints[stack[-1]].channels = tokens[i + 2 : i + 2 + count]
-            i += 2 + count
+        elif token == "CHANNELS" and stack and not joints[stack[-1]].end_site:
+            joints[stack[-1]].channels = _channels(tokens, i, joints[stack[-1]].name)
+            i += 2 + len(joints[stack[-1]].channels)
         else:
-            i += 1
-    if not joints:
-        raise SolverInputError("BVH hierarchy has no joints")
+            raise SolverInputError(f"BVH hierarchy has an unexpected {token!r}")
+    if stack or opened is not None or not joints:
+        raise SolverInputError("BVH hierarchy is not closed: a '{' lacks its '}'" if joints
+                               else "BVH hierarchy has no joints")
+    names = [joint.name for joint in joints]
+    twice = {name for name in names if names.count(name) > 1}
+    if twice:
+        raise SolverInputError(f"BVH hierarchy names two joints {sorted(twice)[0]!r}")
     return joints
 
 
+def _numbers(texts, what):
+    try:
+        values = np.array(texts, dtype=float)
+    except ValueError:
+        raise SolverInputError(f"BVH {what} is not three numbers: {' '.join(texts)}") from None
+    if not np.isfinite(values).all():
+        raise SolverInputError(f"BVH {what} is not finite: {' '.join(texts)}")
+    return values
+
+
+def _channels(tokens, i, joint):
+    count_text = tokens[i + 1] if i + 1 < len(tokens) else ""
+    if not count_text.isdigit() or not 0 <= int(count_text) <= 6:
+        raise SolverInputError(f"BVH CHANNELS of {joint!r} must give a count of 0 to 6, not {count_text!r}")
+    names = tokens[i + 2 : i + 2 + int(count_text)]
+    bad = [name for name in names if not CHANNEL.match(name)]
+    if bad or len(names) < int(count_text):
+        raise SolverInputError(
+            f"BVH CHANNELS {count_text} of {joint!r}: {bad[0] if bad else 'too few names'!r} is not a channel "
+            "(Xposition ... Zrotation)"
+        )
+    if len({name[0].upper() + name[1:].lower() for name in names}) < len(names):
+        raise SolverInputError(f"BVH CHANNELS of {joint!r} names a channel twice")
+    return names
+
+
 def to_motion(bvh, scale=1.0):
-    """Skeleton and motion (Y-up, lengths times ``scale``) of a parsed BVH file."""
+    """Skeleton and motion (Y-up, lengths times ``scale``) of a parsed BVH file.
+
+    A joint with position channels is where they put it: they replace its OFFSET (an
+    axis without a channel is 0), as Blender's importer reads them, so a file whose
+    every joint carries positions (MotionBuilder-style) poses as it does in Blender.
+    """
     skeleton = Skeleton([j.name for j in bvh.joints], [j.parent for j in bvh.joints])
     frames, n = len(bvh.values), len(bvh.joints)
     rot = np.tile(quat.IDENTITY, (frames, n, 1))
     pos = np.tile(np.zeros(3), (frames, n, 1))
     column = 0
     for j, joint in enumerate(bvh.joints):
-        pos[:, j] = joint.offset
+        pos[:, j] = 0.0 if _has_position(joint) else joint.offset
         for channel in joint.channels:
             axis = AXES[channel[0].upper()]
             value = bvh.values[:, column]
             column += 1
             if channel[1:].lower() == "position":
-                pos[:, j, axis] += value
+                pos[:, j, axis] = value
             else:
                 unit = np.zeros(3)
                 unit[axis] = 1.0
@@ -145,7 +236,7 @@ def write(path, bvh, motion, scale, rotation_joints=(), location_joints=()):
         for c, channel in enumerate(joint.channels, start=column[j]):
             if channel[1:].lower() == "position":
                 axis = AXES[channel[0].upper()]
-                tokens[:, c] = _format(motion.pos[:, j, axis] / scale - joint.offset[axis])
+                tokens[:, c] = _format(motion.pos[:, j, axis] / scale)
     for j in rotation_joints:
         columns = {ch: c for c, ch in enumerate(bvh.joints[j].channels, start=column[j])}
         rotations = [ch for ch in columns if ch[1:].lower() == "rotation"]
@@ -159,10 +250,10 @@ def write(path, bvh, motion, scale, rotation_joints=(), location_joints=()):
             euler = np.degrees(quat_to_euler(motion.rot[:, j].T, order, reference)).T
             for ch in rotations:
                 tokens[:, columns[ch]] = _format(euler[:, AXES[ch[0].upper()]])
-    with open(path, "w", encoding="utf-8") as handle:
+    with open(path, "w", **ENCODING) as handle:
         handle.write(bvh.header)
-        handle.write("\n".join(" ".join(row) for row in tokens))
-        handle.write("\n")
+        handle.write(bvh.newline.join(" ".join(row) for row in tokens))
+        handle.write(bvh.newline)
 
 
 def write_sliding_copy(source, target, factor):
@@ -175,6 +266,10 @@ def write_sliding_copy(source, target, factor):
 
 
 def _format(values):
+    """The text of new channel values; a value that is not a finite number is refused
+    (nothing is written), whatever produced it."""
+    if not np.isfinite(values).all():
+        raise SolverInputError("the fixed motion holds values that are not numbers: nothing was written")
     return np.char.mod("%.6f", values)
 
 

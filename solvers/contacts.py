@@ -1,12 +1,23 @@
-"""Automatic foot-contact labels (seed "Contact Times").
+"""Automatic foot-contact labels (seed "Contact Times"), robust to the sliding they fix.
 
-Velocity and height heuristics with a majority vote, made robust to the very
-sliding they exist to fix: when the root travels faster or slower than the feet
-(the usual cause of sliding), a planted toe moves with a fraction of the root's
-horizontal velocity. We estimate that fraction for the clip -- the slip factor --
-and remove it before thresholding, so the labels match those of the unslipped
-motion. Thresholds are for a reference human and scale with the character's leg
-length, so metres, centimetres or CMU units give identical labels.
+The seed thresholds the toe's speed and height. Sliding breaks the speed cue: when a
+runtime plays the root faster or slower than the feet step, a planted foot travels with
+part of the root's velocity. So the speed that is thresholded is measured against a
+*moving ground*: a share ``a(t)`` of the root's horizontal velocity, estimated locally
+(over about a second) so that the slower foot -- the planted one in locomotion -- stands
+as still as possible; airborne frames are capped so they cannot pull the estimate. Being
+local, it follows a root-speed factor that drifts over the clip; being a share of the
+root's velocity, it follows turns, starts, stops and reversals. On top of it comes the
+drift of the *vertically planted* points -- at their local ground and vertically still for
+a tenth of a second, a cue no horizontal sliding touches: a treadmill's belt, a game's
+in-place cycle (root still, planted feet moving backward together), a stance foot drifting
+on its own. The height cue is also left untouched by sliding: a contact must be near the
+foot's *local* ground (the lowest it goes within a quarter second), so stairs, boxes and
+raised blocks work.
+
+Every threshold is in seconds or scales with the character's leg length (a reference
+adult's values below), so any unit and any frame rate give the same labels in time.
+Labels work on any point set (L, F, 3): toes, heels, ball-of-foot markers.
 """
 
 from dataclasses import dataclass
@@ -21,20 +32,49 @@ REFERENCE_LEG_LENGTH = 0.85  # hip-to-ankle bone length of a reference adult, me
 
 @dataclass
 class ContactSettings:
-    speed_threshold: float = 0.25  # m/s for the reference human
+    speed_threshold: float = 0.25  # m/s for the reference human, against the moving ground
     height_threshold: float = 0.10  # m above the foot's local ground
     ground_window: float = 0.25  # s either side for the local ground (a step, a box)
     vote_window: float = 0.04  # s; majority vote over about 5 frames at 120 fps
-    min_gap: float = 0.1  # s; shorter breaks inside a stance are filled (no swing is that short)
-    widen: float = 0.01  # s; a stance's edges move out by this much (a frame at 120 fps)
+    min_gap: float = 0.05  # s; shorter breaks inside a point's stance are filled
+    min_swing: float = 0.1  # s; a whole foot off the ground for less did not swing
+    widen: float = 0.01  # s; a stance's edges move out by at most this much (a frame at 120 fps)
     smoothing: float = 0.0  # s; > 0 turns labels into a 0..1 ramp of that width
     compensate_slip: bool = True
+    velocity_span: float = 1.0 / 60.0  # s either side over which speeds are measured
     max_slip: float = 1.0  # largest root speed mismatch considered, as a fraction
+    slip_window: float = 1.0  # s either side over which the root's share is estimated
+    # A point surely stands when this close to its local ground and this still vertically for
+    # this long; what such points share horizontally is the ground's own drift.
+    planted_height: float = 0.03  # m
+    planted_vertical_speed: float = 0.1  # m/s
+    min_planted: float = 0.1  # s
+    drift_window: float = 0.15  # s either side
+    # Where most planted frames slide, planted frames count as contacts up to this speed (m/s):
+    skate_speed: float = 1.5
+    skate_window: float = 0.5  # s either side
+    # Foot-level edges (heel strike, toe-off): a stance found with the thresholds above grows
+    # while the point stays this slow and this close to its local ground (hysteresis).
+    edge_speed: float = 0.5  # m/s for the reference human: twice the stance threshold
+    edge_height: float = 0.04  # m above the point's local ground
 
 
 def velocity(positions, fps, axis=-2):
     """Central-difference velocity per second along the frame axis."""
     return np.gradient(positions, axis=axis) * fps
+
+
+def span_velocity(positions, fps, span, axis=-2):
+    """Velocity per second as the difference across ``span`` seconds either side (at least a
+    frame): the same stretch of motion at any frame rate, so 120 fps mocap jitter does not
+    read as speed where 30 fps would smooth it. Ends use the frames there are."""
+    positions = np.moveaxis(positions, axis, 0)
+    frames = len(positions)
+    half = max(1, round(span * fps))
+    index = np.arange(frames)
+    ahead, behind = np.minimum(index + half, frames - 1), np.maximum(index - half, 0)
+    steps = np.maximum(ahead - behind, 1).reshape((-1,) + (1,) * (positions.ndim - 1))
+    return np.moveaxis((positions[ahead] - positions[behind]) * fps / steps, 0, axis)
 
 
 def majority_vote(labels, window):
@@ -54,54 +94,249 @@ def rolling_min(values, half_width):
     return sliding_window_view(padded, 2 * half_width + 1, axis=-1).min(-1)
 
 
-def estimate_slip(toe_velocity, root_velocity, speed_scale, max_slip=1.0):
-    """Fraction of the root's horizontal velocity that planted toes share.
+def window_sum(values, half_width, axis=-1):
+    """Sum over ``2 * half_width + 1`` frames around each frame (fewer at the clip's ends)."""
+    values = np.moveaxis(values, axis, -1)
+    frames = values.shape[-1]
+    total = np.concatenate([np.zeros(values.shape[:-1] + (1,)), np.cumsum(values, axis=-1)], axis=-1)
+    index = np.arange(frames)
+    upper, lower = np.minimum(index + half_width + 1, frames), np.maximum(index - half_width, 0)
+    return np.moveaxis(total[..., upper] - total[..., lower], -1, axis)
 
-    Chooses ``a`` minimising, over frames, the slower foot's speed after removing
-    ``a * root velocity`` (the slower foot is the planted one in locomotion);
-    speeds are capped so airborne phases do not pull the estimate.
+
+def local_slip(point_velocity, root_velocity, cap, half_width, max_slip=1.0):
+    """Per-frame share ``a(t)`` (F,) of the root's horizontal velocity the planted points share.
+
+    For each candidate share, the slower point's speed left after removing it (capped, so
+    airborne frames do not pull) is summed over a window; each frame takes the best
+    candidate of its window, refined between grid points by a parabola.
     """
-    cap = 2.0 * speed_scale
-    # One factor for the whole clip: a few thousand evenly spread frames pin it down.
-    stride = max(1, toe_velocity.shape[1] // 4000)
-    toe_velocity, root_velocity = toe_velocity[:, ::stride], root_velocity[::stride]
+    candidates = np.linspace(-max_slip, max_slip, 81)[:, None, None]
+    # |v - a r|^2 expanded, so no (candidates, points, frames, 3) array is built.
+    vv, vr = np.sum(point_velocity**2, axis=-1), np.sum(point_velocity * root_velocity, axis=-1)
+    rr = np.sum(root_velocity**2, axis=-1)
+    squared = vv - 2.0 * candidates * vr + candidates**2 * rr
+    slowest = np.sqrt(np.maximum(np.minimum(squared.min(axis=1), cap * cap), 0.0))  # (C, F)
+    candidates = candidates[:, 0, 0]
+    cost = window_sum(slowest, half_width)
+    best = np.clip(np.argmin(cost, axis=0), 1, len(candidates) - 2)
+    frames = np.arange(cost.shape[1])
+    left, middle, right = cost[best - 1, frames], cost[best, frames], cost[best + 1, frames]
+    curvature = left - 2.0 * middle + right
+    shift = np.where(curvature > 0, 0.5 * (left - right) / np.where(curvature > 0, curvature, 1.0), 0.0)
+    return candidates[best] + np.clip(shift, -1.0, 1.0) * (candidates[1] - candidates[0])
 
-    def cost(candidates):
-        residual = toe_velocity[None] - candidates[:, None, None, None] * root_velocity[None, None]
-        slowest = np.linalg.norm(residual, axis=-1).min(axis=1)
-        return np.minimum(slowest, cap).sum(axis=-1)
 
-    coarse = np.linspace(-max_slip, max_slip, 41)
-    best = coarse[np.argmin(cost(coarse))]
-    step = coarse[1] - coarse[0]
-    fine = np.linspace(best - step, best + step, 41)
-    return float(fine[np.argmin(cost(fine))])
+def moving_ground(points, root, up, fps, scale, settings):
+    """Horizontal velocity (F, 3) of the ground the planted points stand on, the frames (L, F)
+    where points are vertically planted, and the mean root-speed share ``a`` (the clip's
+    slip, for the report)."""
+    point_velocity = horizontal(span_velocity(points, fps, settings.velocity_span), up)
+    frames = points.shape[1]
+    planted = vertically_planted(points, up, fps, scale, settings)
+    if not settings.compensate_slip or frames < 3:
+        return np.zeros((frames, 3)), planted, 0.0
+    half_width = max(1, round(settings.slip_window * fps))
+    cap = 2.0 * settings.speed_threshold * scale
+    root_velocity = horizontal(span_velocity(root, fps, settings.velocity_span, axis=0), up)
+    share = local_slip(point_velocity, root_velocity, cap, half_width, settings.max_slip)
+    ground = share[:, None] * root_velocity
+    drift = planted_drift(point_velocity - ground[None], planted, max(1, round(settings.drift_window * fps)))
+    # A drift well inside the speed threshold is left alone (a planted toe's own jitter and
+    # roll); a larger one is removed down to that margin.
+    ground = ground + shrink(drift, 0.5 * settings.speed_threshold * scale)
+    return ground, planted, float(np.median(share))
 
 
-def detect_contacts(toes, root, up, fps, leg_length, settings=None):
-    """Contact weights (L, F) in 0..1 from toe positions (L, F, 3) and root positions (F, 3)."""
-    settings = settings or ContactSettings()
-    scale = leg_length / REFERENCE_LEG_LENGTH
-    toe_velocity = horizontal(velocity(toes, fps), up)
-    vertical_speed = np.abs(velocity(toes, fps) @ np.asarray(up, dtype=float))
-    slip = 0.0
-    if settings.compensate_slip and toes.shape[1] > 2:
-        root_velocity = horizontal(velocity(root, fps, axis=0), up)
-        slip = estimate_slip(toe_velocity, root_velocity, settings.speed_threshold * scale, settings.max_slip)
-        toe_velocity = toe_velocity - slip * root_velocity[None]
-    speed = np.sqrt(np.sum(toe_velocity**2, axis=-1) + vertical_speed**2)
-    heights = toes @ np.asarray(up, dtype=float)
-    local_ground = rolling_min(heights, round(settings.ground_window * fps))
-    labels = (speed < settings.speed_threshold * scale) & (
-        heights - local_ground < settings.height_threshold * scale
-    )
+def vertically_planted(points, up, fps, scale, settings):
+    """Frames (L, F) where a point surely stands: at its local ground and vertically still for
+    a while. Blind to every horizontal motion, so it finds a stance however the foot slides."""
+    up = np.asarray(up, dtype=float)
+    heights = points @ up
+    clearance = heights - rolling_min(heights, round(settings.ground_window * fps))
+    vertical_speed = np.abs(span_velocity(points, fps, settings.velocity_span) @ up)
+    still = vertical_speed < settings.planted_vertical_speed * scale
+    return long_runs((clearance < settings.planted_height * scale) & still, round(settings.min_planted * fps))
+
+
+def planted_drift(residual, planted, half_width):
+    """Horizontal velocity (F, 3) the surely planted points share beyond the root's share, over
+    a short window: a treadmill's belt, a game's in-place cycle, a foot skating on its own.
+    Frames with no planted point nearby take the value of the nearest ones. Of two planted
+    points the slower counts: a swing toe skimming the floor is low and level too."""
+    speed = np.where(planted, np.linalg.norm(residual, axis=-1), np.inf)
+    slowest = np.argmin(speed, axis=0)
+    frames = np.arange(speed.shape[1])
+    any_planted = planted.any(axis=0)
+    weight = window_sum(any_planted.astype(float), half_width)
+    total = window_sum(np.where(any_planted[:, None], residual[slowest, frames], 0.0), half_width, axis=0)
+    known = weight > 0
+    if not known.any():
+        return np.zeros_like(total)
+    drift = total[known] / weight[known, None]
+    return np.stack([np.interp(frames, frames[known], drift[:, axis]) for axis in range(drift.shape[1])], axis=1)
+
+
+def shrink(vectors, margin):
+    """Vectors (..., 3) shortened by ``margin``; those shorter become zero."""
+    length = np.linalg.norm(vectors, axis=-1, keepdims=True)
+    return vectors * np.maximum(0.0, 1.0 - margin / np.maximum(length, 1e-12))
+
+
+def run_ids(mask):
+    """A number per frame of ``mask`` (..., F), the same along each run of True frames and
+    different between runs (and rows); frames outside runs carry their last run's number."""
+    flat = mask.reshape(-1, mask.shape[-1])
+    starts = flat & ~np.pad(flat, [(0, 0), (1, 0)])[:, :-1]
+    ids = np.cumsum(starts, axis=1) + (flat.shape[1] + 1) * np.arange(len(flat))[:, None]
+    return ids.reshape(mask.shape)
+
+
+def long_runs(mask, min_length):
+    """``mask`` (L, F) keeping only runs of at least ``min_length`` frames."""
+    if min_length <= 1:
+        return mask.copy()
+    ids = run_ids(mask)
+    lengths = np.bincount(ids[mask], minlength=ids.max() + 1)
+    return mask & (lengths[ids] >= min_length)
+
+
+def label_points(points, ground, planted, up, fps, scale, settings, grow_edges=None):
+    """Boolean contacts (L, F) of points (L, F, 3) standing on a ground moving at ``ground``;
+    ``planted`` (L, F): their vertically planted frames (see :func:`skating_stances`).
+
+    ``grow_edges`` -1 / +1 extends each contact's start / end to the foot-level edge (see
+    :func:`grow_into`).
+    """
+    up = np.asarray(up, dtype=float)
+    point_velocity = span_velocity(points, fps, settings.velocity_span)
+    vertical_speed = point_velocity @ up
+    horizontal_speed = np.linalg.norm(horizontal(point_velocity, up) - ground[None], axis=-1)
+    speed = np.sqrt(horizontal_speed**2 + vertical_speed**2)
+    heights = points @ up
+    clearance = heights - rolling_min(heights, round(settings.ground_window * fps))
+    slow = speed < settings.speed_threshold * scale
+    labels = slow & (clearance < settings.height_threshold * scale)
+    labels |= skating_stances(planted, slow, horizontal_speed < settings.skate_speed * scale,
+                              round(settings.skate_window * fps))
     labels = majority_vote(labels, round(settings.vote_window * fps))
+    if grow_edges:
+        near = (speed < settings.edge_speed * scale) & (clearance < settings.edge_height * scale)
+        labels = grow_into(labels, near | labels, grow_edges)
     labels = fill_gaps(labels, round(settings.min_gap * fps))
-    labels = widen(labels, round(settings.widen * fps))
+    # Whole frames only, never more than the time asked: at 30 or 60 fps a frame is already more.
+    return widen(labels, int(np.floor(settings.widen * fps + 1e-6)))
+
+
+def skating_stances(planted, slow, below_skate_speed, half_width):
+    """Vertically planted frames kept as contacts although they move, where the motion skates:
+    within ``half_width`` frames most planted frames are too fast for the speed threshold
+    (a foot sliding to and fro faster than any moving ground explains). Elsewhere the
+    planted-but-moving frames are a clip's own small slides at stance edges, not contacts.
+    A swing toe skimming the floor stays out: it is faster than ``skate_speed``."""
+    planted_frames = window_sum(planted.astype(float), half_width)
+    sliding_frames = window_sum((planted & ~slow).astype(float), half_width)
+    skating = sliding_frames > 0.5 * np.maximum(planted_frames, 1.0)
+    return planted & skating & below_skate_speed
+
+
+def to_weights(labels, fps, settings):
     weights = labels.astype(float)
     if settings.smoothing > 0:
         weights = smooth(weights, settings.smoothing * fps)
-    return weights, slip
+    return weights
+
+
+def detect_contacts(points, root, up, fps, leg_length, settings=None):
+    """Contact weights (L, F) in 0..1 of points (L, F, 3) -- toes, heels, any markers -- and
+    the clip's slip (mean share of the root's velocity the planted points showed).
+
+    ``root`` (F, 3) is the joint that carries the character across the ground.
+    """
+    settings = settings or ContactSettings()
+    scale = leg_length / REFERENCE_LEG_LENGTH
+    ground, planted, slip = moving_ground(points, root, up, fps, scale, settings)
+    return to_weights(label_points(points, ground, planted, up, fps, scale, settings), fps, settings), slip
+
+
+def detect_foot_contacts(heels, toes, root, up, fps, leg_length, settings=None, toe_tips=None,
+                         foot_edges=True):
+    """Separate heel and toe contact weights, each (L, F), of L feet, and the slip.
+
+    ``heels``: (L, F, 3) heel points (the ankle joint or the foot bone's head on a rig, the
+    heel marker in a gait lab); ``toes``: (L, F, 3) toe points (the toe joint or ball of the
+    foot, a metatarsal-head marker); ``toe_tips`` optional (L, F, 3), counted as toe too (the
+    toe is planted when either toe point is). ``root`` (F, 3): the joint carrying the
+    character across the ground. The moving ground is estimated once, from the toes (they
+    stand longest: a walk's toes see the ground best), so heel and toe labels agree on what
+    "still" means and the toe labels are :func:`detect_contacts`'s.
+
+    The foot is in contact from heel strike to toe-off: ``np.maximum(heel, toe)``. With
+    ``foot_edges`` the heel's contacts start, and the toe's end, where the foot's do (the
+    heel settling, the toe rolling off: near the ground, under twice the stance speed;
+    see :func:`grow_into`), as force plates measure them; without, each point is labelled
+    as still or not, the clips README's criterion (pins that must not drag). Returns
+    ``(heel_weights, toe_weights, slip)``: 0/1 (ramps with ``settings.smoothing``), to key
+    as curves and to pin each point while its weight is 1. A foot off the ground for less
+    than ``settings.min_swing`` between two contacts did not leave it (:func:`fill_foot_gaps`).
+    """
+    settings = settings or ContactSettings()
+    scale = leg_length / REFERENCE_LEG_LENGTH
+    toe_points = toes if toe_tips is None else np.concatenate([toes, toe_tips])
+    ground, toe_planted, slip = moving_ground(toe_points, root, up, fps, scale, settings)
+    heel_planted = vertically_planted(heels, up, fps, scale, settings)
+    # The heel strikes first, the toe leaves last: each grows at the edge the foot has it for.
+    heel = label_points(heels, ground, heel_planted, up, fps, scale, settings, grow_edges=-foot_edges)
+    toe = label_points(toe_points, ground, toe_planted, up, fps, scale, settings, grow_edges=+foot_edges)
+    if toe_tips is not None:
+        toe = toe[: len(toes)] | toe[len(toes) :]
+    heel, toe = fill_foot_gaps(heel, toe, round(settings.min_swing * fps))
+    return to_weights(heel, fps, settings), to_weights(toe, fps, settings), slip
+
+
+def fill_foot_gaps(heel, toe, max_gap):
+    """Heel and toe labels (L, F) with each break of the whole foot (neither point on) of at
+    most ``max_gap`` frames closed, on the point that is in contact on both sides of it, else
+    on both: a foot that lifts and lands within a flicker did not swing, and pinning it
+    again a little elsewhere after an instant free would make it jump."""
+    heel, toe = heel.copy(), toe.copy()
+    for row in range(len(heel)):
+        foot = heel[row] | toe[row]
+        gaps = fill_gaps(foot[None], max_gap)[0] & ~foot
+        for start, end in zip(*run_edges(gaps)):
+            if start == 0 or end == len(foot):
+                continue
+            by_heel, by_toe = heel[row, start - 1] and heel[row, end], toe[row, start - 1] and toe[row, end]
+            heel[row, start:end] |= by_heel or not by_toe
+            toe[row, start:end] |= by_toe or not by_heel
+    return heel, toe
+
+
+def run_edges(mask):
+    """Starts and ends (exclusive) of the runs of True in a 1-D mask."""
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], mask.astype(np.int8), [0]])))
+    return edges[::2], edges[1::2]
+
+
+def grow_into(labels, allowed, direction=0):
+    """Each run of ``allowed`` frames that holds a label becomes a contact as a whole; with
+    ``direction`` -1 only its frames up to the run's last label (contacts start earlier), +1
+    only those from its first label on (contacts end later).
+
+    A heel still settling onto the ground, a toe rolling off it: near the ground and slowing
+    (or speeding up) but not yet (or no longer) still. The hardware measures contact there.
+    """
+    ids = run_ids(allowed)
+    held = np.zeros(ids.max() + 1, dtype=bool)
+    held[ids[labels & allowed]] = True
+    grown = held[ids] & allowed
+    if direction:
+        index = np.broadcast_to(np.arange(labels.shape[-1]), labels.shape)
+        first, last = np.full(ids.max() + 1, labels.shape[-1]), np.full(ids.max() + 1, -1)
+        np.minimum.at(first, ids[labels & allowed], index[labels & allowed])
+        np.maximum.at(last, ids[labels & allowed], index[labels & allowed])
+        grown &= (index <= last[ids]) if direction < 0 else (index >= first[ids])
+    return grown | labels
 
 
 def fill_gaps(labels, max_gap):

@@ -12,35 +12,40 @@ import numpy as np
 
 from . import metrics
 from . import quaternion as quat
-from .contacts import ContactSettings, detect_contacts
-from .kinematics import SolverInputError, check_motion, forward_kinematics, local_position, update_chain
-from .leg_ik import measure_leg, solve_leg
+from .contacts import REFERENCE_LEG_LENGTH, ContactSettings, detect_foot_contacts
+from .kinematics import Motion, Pose, SolverInputError, check_motion, forward_kinematics
+from .leg_ik import LegOptions, measure_leg, solve_leg
 from .offline_lock import OfflineProblem, OfflineWeights, solve_offline_lock
+from .rig import leg_bone_length, leg_length
+from .root_motion import is_in_place
 
+IN_PLACE = ("the clip walks in place (its root stays put while the planted feet glide back): "
+            "nothing locked; Root Motion from Feet makes it travel")
+
+HEEL_LIFT = 0.005  # m for an adult: a heel higher than this above its contact's lowest is not planted
 
 @dataclass
 class FootLockSettings:
     contacts: ContactSettings = field(default_factory=ContactSettings)
     weights: OfflineWeights = field(default_factory=OfflineWeights)
     softening_ratio: float = 0.02  # soft-clamp width as a share of the leg's length
-    height_clamp: bool = True
-    heel_look_at: bool = True
-    toe_look_at: bool = True
+    leg_options: LegOptions = field(default_factory=LegOptions)
 
 
 @dataclass
 class FootLockResult:
-    motion: object  # the solved Motion
-    contacts: np.ndarray  # (L, F) weights that were locked
-    rotation_joints: list  # joints whose local rotation changed
-    location_joints: list  # joints whose local translation changed
-    before: dict
-    after: dict
+    motion: Motion  # the solved motion
+    contacts: np.ndarray  # (L, F) toe (ball) weights that were locked
+    heel_contacts: np.ndarray  # (L, F) heel weights that were locked; 0 on legs without a toe bone
+    rotation_joints: list[int]  # joints whose local rotation changed
+    location_joints: list[int]  # joints whose local translation changed
+    before: dict[str, float]  # figures of the input (metrics.motion_metrics)
+    after: dict[str, float]  # the same figures of the result
     slip: float  # root speed mismatch found while labelling contacts
     lock_residual: float
     reach_violation: float
-    warnings: list = field(default_factory=list)
-    timings: dict = field(default_factory=dict)  # seconds per stage
+    warnings: list[str] = field(default_factory=list)
+    timings: dict[str, float] = field(default_factory=dict)  # seconds per stage
 
 
 @contextmanager
@@ -48,16 +53,6 @@ def _timed(timings, stage):
     start = time.perf_counter()
     yield
     timings[stage] = timings.get(stage, 0.0) + time.perf_counter() - start
-
-
-def leg_length(gpos, rig):
-    """Mean thigh-plus-shin length: the character's size for scale-free thresholds."""
-    lengths = [
-        np.median(np.linalg.norm(gpos[:, leg.knee] - gpos[:, leg.hip], axis=-1)
-                  + np.linalg.norm(gpos[:, leg.ankle] - gpos[:, leg.knee], axis=-1))
-        for leg in rig.legs
-    ]
-    return float(np.mean(lengths))
 
 
 def travel(skeleton, gpos, rig, up):
@@ -79,20 +74,61 @@ def travel(skeleton, gpos, rig, up):
 
 
 def label_contacts(skeleton, motion, rig, up, settings=None):
-    """Contact weights (L, F) and the slip factor, for a clip as it is."""
+    """Toe contact weights (L, F) and the slip factor, for a clip as it is."""
+    _, toes, slip = label_foot_contacts(skeleton, motion, rig, up, settings)
+    return toes, slip
+
+
+def label_foot_contacts(skeleton, motion, rig, up, settings=None):
+    """Heel and toe contact weights, (L, F) each, and the slip factor, for a clip as it is.
+
+    A leg without a toe bone has one point to pin (see :func:`remove_foot_sliding`): its
+    heel row is 0."""
     check_motion(skeleton, motion)
     _, gpos = forward_kinematics(skeleton, motion.rot, motion.pos, _solved_joints(rig))
-    toes = np.stack([gpos[:, leg.toe] for leg in rig.legs])
-    return detect_contacts(toes, travel(skeleton, gpos, rig, up), up, motion.fps, leg_length(gpos, rig), settings)
+    return _label_feet(skeleton, gpos, rig, up, motion.fps, settings)
+
+
+def _label_feet(skeleton, gpos, rig, up, fps, settings):
+    heels, toes, length = _points(gpos, rig, "ankle"), _points(gpos, rig, "toe"), leg_length(gpos, rig)
+    heel_labels, toe_labels, slip = detect_foot_contacts(
+        heels, toes, travel(skeleton, gpos, rig, up), up, fps, length, settings, foot_edges=False
+    )
+    heel_labels = _heel_down(heel_labels, heels, up, length)
+    heel_labels[[not leg.has_toe_bone for leg in rig.legs]] = 0.0
+    return heel_labels, toe_labels, slip
+
+
+def _heel_down(heel_labels, heels, up, length):
+    """Heel labels kept only where the heel is down: within ``HEEL_LIFT`` (for an adult,
+    scaled to the leg) of its lowest point in that contact. A heel still settling or
+    already rising (the foot rolling onto the ball) is not planted; pinned there it would
+    hold the foot flat against the roll and stretch the leg."""
+    heights = heels @ np.asarray(up, dtype=float)
+    lift = HEEL_LIFT * length / REFERENCE_LEG_LENGTH
+    out = heel_labels.copy()
+    for labels, height in zip(out, heights):
+        on = labels > 0
+        edges = np.flatnonzero(np.diff(np.concatenate(([0], on.astype(np.int8), [0]))))
+        for start, end in zip(edges[::2], edges[1::2]):
+            run = slice(start, end)
+            labels[run] = np.where(height[run] <= height[run].min() + lift, labels[run], 0.0)
+    return out
 
 
 def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None, settings=None,
-                        unit_scale=1.0):
+                        unit_scale=1.0, heel_contacts=None, measured=slice(None)):
     """Lock the feet of ``motion`` during contacts; returns a :class:`FootLockResult`.
 
-    ``contacts`` (L, F) in 0..1 overrides automatic labelling (hand-edited curves); a leg
-    whose row is all NaN (no curve) is labelled automatically, as are all without ``contacts``.
-    ``unit_scale`` is metres per world unit, used only for the reported figures.
+    Each foot has two points to pin: the toe (the ball, ``leg.toe``) while ``contacts``
+    says so and the heel (the ankle) while ``heel_contacts`` does; the foot rolls about
+    the pinned point as the source foot turns (heel strike: heel pinned, push-off: ball
+    pinned; flat: both). A leg without a toe bone pins its one point, ``leg.toe``.
+    ``contacts`` and ``heel_contacts`` (L, F) in 0..1 override automatic labelling
+    (hand-edited curves); a leg whose row is all NaN (no curve) is labelled automatically,
+    as are all without the array. ``unit_scale`` is metres per world unit, used only for
+    the reported figures, which are those of the ``measured`` frames (a loop's solve
+    keeps the middle of several cycles). A clip that walks in place is not locked.
     """
     settings = settings or FootLockSettings()
     up = np.asarray(up, dtype=float) / np.linalg.norm(up)
@@ -103,17 +139,20 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
     with _timed(timings, "kinematics"):
         grot, gpos = forward_kinematics(skeleton, motion.rot, motion.pos, _solved_joints(rig))
         limits = [measure_leg(grot, gpos, leg, up, settings.softening_ratio) for leg in rig.legs]
-    contacts = np.full((len(rig.legs), motion.frames), np.nan) if contacts is None else contacts
     contacts = _checked_contacts(contacts, len(rig.legs), motion.frames)
-    missing = np.isnan(contacts).all(axis=1)
-    if missing.any():
+    heel_contacts = _checked_contacts(heel_contacts, len(rig.legs), motion.frames)
+    missing, heel_missing = np.isnan(contacts).all(axis=1), np.isnan(heel_contacts).all(axis=1)
+    if missing.any() or heel_missing.any():
         with _timed(timings, "contacts"):
-            toes = np.stack([gpos[:, leg.toe] for leg in rig.legs])
-            labels, slip = detect_contacts(
-                toes, travel(skeleton, gpos, rig, up), up, motion.fps, leg_length(gpos, rig), settings.contacts
-            )
+            heel_labels, labels, slip = _label_feet(skeleton, gpos, rig, up, motion.fps, settings.contacts)
+        if is_in_place(_points(gpos, rig, "toe"), travel(skeleton, gpos, rig, up), up, motion.fps,
+                       leg_length(gpos, rig)):
+            labels[:] = heel_labels[:] = 0.0  # its feet glide by design: locking them would tear the legs off
+            warnings.append(IN_PLACE)
         contacts[missing] = labels[missing]
-    if not (contacts > 0).any():
+        heel_contacts[heel_missing] = heel_labels[heel_missing]
+    heel_contacts[[not leg.has_toe_bone for leg in rig.legs]] = 0.0  # the one point is the toe
+    if not (contacts > 0).any() and not (heel_contacts > 0).any() and IN_PLACE not in warnings:
         warnings.append("no foot contacts: nothing to lock")
 
     before = _state(gpos, rig)
@@ -122,32 +161,38 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
             OfflineProblem(
                 pelvis=before["pelvis"], hips=before["hips"], toes=before["toes"], ankles=before["ankles"],
                 contacts=contacts, reach=np.stack([lim.max_extension - lim.softening for lim in limits]),
-                fps=motion.fps,
+                fps=motion.fps, heel_contacts=heel_contacts,
             ),
             settings.weights,
         )
 
     with _timed(timings, "leg_ik"):
-        rot, pos = motion.rot.copy(), motion.pos.copy()
-        _move_pelvis(skeleton, rot, pos, grot, gpos, rig, solution.pelvis)
-        for leg, leg_limits, target in zip(rig.legs, limits, solution.toes):
-            solve_leg(skeleton, rot, pos, grot, gpos, leg, leg_limits, target, up,
-                      settings.height_clamp, settings.heel_look_at, settings.toe_look_at)
+        pose = Pose(skeleton, motion.rot.copy(), motion.pos.copy(), grot, gpos)
+        _move_pelvis(pose, rig, solution.pelvis)
+        for leg, leg_limits, toe, heel in zip(rig.legs, limits, solution.toes, solution.heels):
+            solve_leg(pose, leg, leg_limits, toe, up, settings.leg_options, heel_target=heel)
     after = _state(gpos, rig)
 
     figures = {
-        "contacts": contacts, "up": up, "fps": motion.fps, "unit_scale": unit_scale,
+        "contacts": contacts[:, measured], "up": up, "fps": motion.fps, "unit_scale": unit_scale,
         "floors": np.array([lim.toe_min_height for lim in limits]),
-        "bone_lengths": np.array([_bone_length(gpos, leg) for leg in rig.legs]),
-        "reference_pelvis": before["pelvis"],
+        "bone_lengths": np.array([leg_bone_length(gpos, leg) for leg in rig.legs]),
+        "reference_pelvis": before["pelvis"][measured],
     }
+    before_figures = _metrics(_frames(before, measured), **figures)
+    if IN_PLACE not in warnings:  # an in-place walk is left unlocked on purpose: its labels are not the news
+        warnings += metrics.implausible_contacts(
+            contacts, metrics.foot_points(before["ankles"], before["toes"]), up, motion.fps,
+            metrics.adult_size(figures["bone_lengths"], unit_scale), [leg.name for leg in rig.legs],
+        )
     return FootLockResult(
-        motion=type(motion)(rot, pos, motion.fps, dict(motion.meta)),
+        motion=type(motion)(pose.rot, pose.pos, motion.fps, dict(motion.meta)),
         contacts=contacts,
+        heel_contacts=heel_contacts,
         rotation_joints=sorted({j for leg in rig.legs for j in _rotated_joints(leg)}),
         location_joints=[rig.pelvis],
-        before=_metrics(before, **figures),
-        after=_metrics(after, **figures),
+        before=before_figures,
+        after=_metrics(_frames(after, measured), **figures),
         slip=slip,
         lock_residual=solution.lock_residual,
         reach_violation=solution.reach_violation,
@@ -158,20 +203,18 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
 
 def _solved_joints(rig):
     """Every joint the solve reads: the pelvis and each leg down to its tip."""
-    return [rig.pelvis] + [leg.toe_end if leg.toe_end is not None else leg.toe for leg in rig.legs]
+    return [rig.pelvis] + [leg.tip for leg in rig.legs]
 
 
 def _rotated_joints(leg):
-    return [leg.hip, leg.knee, leg.ankle] + ([leg.toe] if leg.toe_end is not None else [])
-
-
-def _bone_length(gpos, leg):
-    return float(np.min(np.linalg.norm(gpos[:, leg.knee] - gpos[:, leg.hip], axis=-1)
-                        + np.linalg.norm(gpos[:, leg.ankle] - gpos[:, leg.knee], axis=-1)))
+    return [leg.hip, leg.knee, leg.ankle] + ([leg.toe] if leg.has_toe_bone else [])
 
 
 def _checked_contacts(contacts, legs, frames):
-    """Contact weights clipped to 0..1; a row of NaN (a leg without labels) stays NaN."""
+    """Contact weights clipped to 0..1; a row of NaN (a leg without labels) stays NaN, as
+    does every row without ``contacts``."""
+    if contacts is None:
+        return np.full((legs, frames), np.nan)
     contacts = np.array(contacts, dtype=float)
     if contacts.shape != (legs, frames):
         raise SolverInputError(f"contacts must be ({legs} legs, {frames} frames), got {contacts.shape}")
@@ -181,15 +224,20 @@ def _checked_contacts(contacts, legs, frames):
     return np.clip(contacts, 0.0, 1.0)
 
 
+def _points(gpos, rig, role):
+    """Positions (L, F, 3) of one joint of every leg, ``role`` naming it ("toe", "ankle" ...)."""
+    return np.stack([gpos[:, getattr(leg, role)] for leg in rig.legs])
+
+
 def _state(gpos, rig):
     """The positions the metrics and the offline solve read, copied from the globals."""
-    return {
-        "pelvis": gpos[:, rig.pelvis].copy(),
-        "hips": np.stack([gpos[:, leg.hip] for leg in rig.legs]),
-        "knees": np.stack([gpos[:, leg.knee] for leg in rig.legs]),
-        "ankles": np.stack([gpos[:, leg.ankle] for leg in rig.legs]),
-        "toes": np.stack([gpos[:, leg.toe] for leg in rig.legs]),
-    }
+    return {"pelvis": gpos[:, rig.pelvis].copy(),
+            **{role + "s": _points(gpos, rig, role) for role in ("hip", "knee", "ankle", "toe")}}
+
+
+def _frames(state, measured):
+    """The state over the ``measured`` frames (the pelvis is (F, 3), the rest (L, F, 3))."""
+    return {key: values[measured] if key == "pelvis" else values[:, measured] for key, values in state.items()}
 
 
 def _metrics(state, contacts, up, fps, unit_scale, floors, bone_lengths, reference_pelvis):
@@ -199,15 +247,10 @@ def _metrics(state, contacts, up, fps, unit_scale, floors, bone_lengths, referen
     )
 
 
-def _move_pelvis(skeleton, rot, pos, grot, gpos, rig, pelvis_positions):
+def _move_pelvis(pose, rig, pelvis_positions):
     """Translate the pelvis to ``pelvis_positions`` and update the joints down to the feet."""
-    parent = skeleton.parents[rig.pelvis]
-    if parent < 0:
-        pos[:, rig.pelvis] = pelvis_positions
-    else:
-        pos[:, rig.pelvis] = local_position(grot[:, parent], gpos[:, parent], pelvis_positions)
-    below = []
+    pose.place(rig.pelvis, pelvis_positions)
+    below = set()
     for leg in rig.legs:
-        tip = leg.toe_end if leg.toe_end is not None else leg.toe
-        below += [j for j in skeleton.chain(rig.pelvis, tip) if j not in below]
-    update_chain(skeleton, rot, pos, grot, gpos, sorted(below))
+        below.update(pose.skeleton.chain(rig.pelvis, leg.tip))
+    pose.update(sorted(below))

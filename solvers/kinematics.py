@@ -21,7 +21,7 @@ class SolverInputError(ValueError):
 
 @dataclass
 class Skeleton:
-    names: list
+    names: list[str]
     parents: np.ndarray  # (n,) int, -1 for a root; every parent precedes its children
 
     def __post_init__(self):
@@ -80,22 +80,50 @@ def forward_kinematics(skeleton, rot, pos, joints=None):
     the arrays is left unset): the solvers need the legs and the pelvis, not the
     fingers.
     """
-    grot = np.empty_like(rot)
-    gpos = np.empty_like(pos)
-    update_chain(skeleton, rot, pos, grot, gpos, range(len(skeleton)) if joints is None else skeleton.closure(joints))
-    return grot, gpos
+    pose = Pose(skeleton, rot, pos, np.empty_like(rot), np.empty_like(pos))
+    pose.update(range(len(skeleton)) if joints is None else skeleton.closure(joints))
+    return pose.grot, pose.gpos
 
 
-def update_chain(skeleton, rot, pos, grot, gpos, joints):
-    """Recompute globals in place for ``joints`` (parents first) from their parents' globals."""
-    for j in joints:
-        p = skeleton.parents[j]
-        if p < 0:
-            grot[:, j] = rot[:, j]
-            gpos[:, j] = pos[:, j]
+@dataclass
+class Pose:
+    """A skeleton's local and global transforms over frames, which the leg solver
+    changes in place: it writes local rotations (and the pelvis's translation) and
+    keeps the globals of the joints it reads up to date."""
+
+    skeleton: Skeleton
+    rot: np.ndarray  # (F, n, 4) local rotations
+    pos: np.ndarray  # (F, n, 3) local translations
+    grot: np.ndarray  # (F, n, 4) global rotations
+    gpos: np.ndarray  # (F, n, 3) global positions
+
+    def update(self, joints):
+        """Recompute the globals of ``joints`` (parents first) from their parents' globals."""
+        parents = self.skeleton.parents
+        for j in joints:
+            p = parents[j]
+            if p < 0:
+                self.grot[:, j] = self.rot[:, j]
+                self.gpos[:, j] = self.pos[:, j]
+            else:
+                self.grot[:, j] = quat.multiply(self.grot[:, p], self.rot[:, j])
+                self.gpos[:, j] = self.gpos[:, p] + quat.rotate(self.grot[:, p], self.pos[:, j])
+
+    def turn(self, joint, world_rotation):
+        """Turn ``joint`` by ``world_rotation`` (F, 4) about itself, writing its local
+        rotation; its globals and those below it are updated by :meth:`update`."""
+        new_global = quat.multiply(world_rotation, self.grot[:, joint])
+        parent = self.skeleton.parents[joint]
+        self.rot[:, joint] = local_rotation(self.grot[:, parent], new_global) if parent >= 0 else new_global
+
+    def place(self, joint, world_positions):
+        """Translate ``joint`` so it sits at ``world_positions`` (F, 3), writing its
+        local translation; update the joints below with :meth:`update`."""
+        parent = self.skeleton.parents[joint]
+        if parent < 0:
+            self.pos[:, joint] = world_positions
         else:
-            grot[:, j] = quat.multiply(grot[:, p], rot[:, j])
-            gpos[:, j] = gpos[:, p] + quat.rotate(grot[:, p], pos[:, j])
+            self.pos[:, joint] = local_position(self.grot[:, parent], self.gpos[:, parent], world_positions)
 
 
 def inverse_kinematics_locals(skeleton, grot, gpos):

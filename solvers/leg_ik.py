@@ -1,4 +1,7 @@
-"""The leg solver (seed "Solving a Leg Chain"), vectorized over frames.
+"""The leg solver, vectorized over frames.
+
+It follows "Solving a Leg Chain" in the seed document
+``/work/shared/seeds/ik-and-foot-locking.txt`` (called "the seed" below).
 
 Given a posed skeleton and a toe target per frame it changes only the local
 rotations of the hip, knee, ankle and toe so that the toe arrives at its target,
@@ -14,11 +17,21 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import quaternion as quat
-from .kinematics import SolverInputError, update_chain
+from .kinematics import SolverInputError
+from .rig import leg_bone_length
 
 # Below this sine of the thigh-to-leg-axis angle (about 1 degree) the knee's own
 # bend direction is too weak to trust and the calibrated forward takes over.
 STRAIGHT_KNEE_SINE = 0.02
+
+
+@dataclass
+class LegOptions:
+    """Which of the seed's optional stages the leg solver runs."""
+
+    height_clamp: bool = True  # keep toe, heel and toe tip above their lowest height in the clip
+    heel_look_at: bool = True  # turn the foot so the toe reaches its target
+    toe_look_at: bool = True  # turn the toe to keep its tip above the ground
 
 
 @dataclass
@@ -35,8 +48,7 @@ class LegLimits:
 
 def leg_chain(skeleton, leg):
     """Joints whose globals the solver reads or writes, parents first."""
-    tip = leg.toe_end if leg.toe_end is not None else leg.toe
-    return skeleton.chain(leg.hip, tip)
+    return skeleton.chain(leg.hip, leg.tip)
 
 
 def measure_leg(grot, gpos, leg, up, softening_ratio=0.02, comfortable_reach=0.985):
@@ -44,9 +56,10 @@ def measure_leg(grot, gpos, leg, up, softening_ratio=0.02, comfortable_reach=0.9
     hip, knee, ankle = gpos[:, leg.hip], gpos[:, leg.knee], gpos[:, leg.ankle]
     thigh = np.linalg.norm(knee - hip, axis=-1)
     shin = np.linalg.norm(ankle - knee, axis=-1)
-    if np.min(thigh) < 1e-6 * np.max(thigh + shin) or np.min(shin) < 1e-6 * np.max(thigh + shin):
+    # "not >" also refuses legs whose bones are all zero long (0 < 0 is false) and NaN.
+    if not (np.min(thigh) > 1e-6 * np.max(thigh + shin) and np.min(shin) > 1e-6 * np.max(thigh + shin)):
         raise SolverInputError(f"leg {leg.name!r}: thigh or shin has zero length")
-    bones = float(np.min(thigh + shin))
+    bones = leg_bone_length(gpos, leg)
     extension = np.linalg.norm(ankle - hip, axis=-1)
     # Per frame, a leg may reach as far as it does in the input or, where it is
     # bent, up to a comfortable share of its bones -- but never further than the
@@ -56,7 +69,6 @@ def measure_leg(grot, gpos, leg, up, softening_ratio=0.02, comfortable_reach=0.9
     reach = np.maximum(extension, min(comfortable_reach * bones, float(extension.max())))
     softening = np.maximum(np.minimum(softening_ratio * bones, 0.5 * (bones - reach)), 1e-9 * bones)
     up = np.asarray(up, dtype=float)
-    tip = leg.toe_end if leg.toe_end is not None else leg.toe
 
     def lowest(joint):
         return float((gpos[:, joint] @ up).min())
@@ -67,7 +79,7 @@ def measure_leg(grot, gpos, leg, up, softening_ratio=0.02, comfortable_reach=0.9
         knee_forward_local=_knee_forward_local(grot, gpos, leg, up),
         toe_min_height=lowest(leg.toe),
         heel_min_height=lowest(leg.ankle),
-        toe_end_min_height=lowest(tip),
+        toe_end_min_height=lowest(leg.tip),
     )
 
 
@@ -122,14 +134,7 @@ def soft_clamp_length(length, max_extension, softening):
     return np.where(length > start, clamped, length)
 
 
-def rotate_joint(skeleton, rot, grot, joint, world_rotation):
-    """Turn ``joint`` by ``world_rotation`` (F, 4) about itself, writing its local rotation."""
-    new_global = quat.multiply(world_rotation, grot[:, joint])
-    parent = skeleton.parents[joint]
-    rot[:, joint] = quat.multiply(quat.conjugate(grot[:, parent]), new_global) if parent >= 0 else new_global
-
-
-def solve_two_bone(skeleton, rot, pos, grot, gpos, leg, limits, heel_target, chain):
+def solve_two_bone(pose, leg, limits, heel_target, chain):
     """Rotate hip and knee so the ankle reaches ``heel_target`` (soft-clamped).
 
     As in the seed: the knee turns about its hinge (the normal of the leg's bend plane)
@@ -137,13 +142,14 @@ def solve_two_bone(skeleton, rot, pos, grot, gpos, leg, limits, heel_target, cha
     stays on its ray, and one shortest swing at the hip brings that ray onto the target.
     The knee never twists; the thigh keeps its roll.
     """
+    gpos = pose.gpos
     a, b, c = gpos[:, leg.hip], gpos[:, leg.knee], gpos[:, leg.ankle]
     to_target = heel_target - a
     clamped = soft_clamp_length(np.linalg.norm(to_target, axis=-1), limits.max_extension, limits.softening)
     thigh = np.linalg.norm(b - a, axis=-1)
     shin = np.linalg.norm(c - b, axis=-1)
     leg_axis = quat.normalize(c - a)
-    bend = quat.normalize(_perpendicular(_knee_bend_direction(grot, a, b, c, leg, limits, thigh), leg_axis))
+    bend = quat.normalize(_perpendicular(_knee_bend_direction(pose.grot, a, b, c, leg, limits, thigh), leg_axis))
     hinge = quat.normalize(quat.cross(bend, leg_axis))  # thigh x shin for a bent leg
 
     knee_now = _angle(a - b, c - b)
@@ -152,12 +158,12 @@ def solve_two_bone(skeleton, rot, pos, grot, gpos, leg, limits, heel_target, cha
     hip_wanted = np.arccos(
         np.clip((thigh**2 + clamped**2 - shin**2) / (2.0 * thigh * np.maximum(clamped, 1e-12)), -1.0, 1.0)
     )
-    rotate_joint(skeleton, rot, grot, leg.knee, quat.from_axis_angle(hinge, knee_now - knee_wanted))
-    update_chain(skeleton, rot, pos, grot, gpos, chain[chain.index(leg.knee) : chain.index(leg.ankle) + 1])
+    pose.turn(leg.knee, quat.from_axis_angle(hinge, knee_now - knee_wanted))
+    pose.update(chain[chain.index(leg.knee) : chain.index(leg.ankle) + 1])
     hip_bend = quat.from_axis_angle(hinge, hip_now - hip_wanted)
     ankle_ray = quat.rotate(hip_bend, gpos[:, leg.ankle] - a)
-    rotate_joint(skeleton, rot, grot, leg.hip, quat.multiply(quat.between(ankle_ray, to_target), hip_bend))
-    update_chain(skeleton, rot, pos, grot, gpos, chain)
+    pose.turn(leg.hip, quat.multiply(quat.between(ankle_ray, to_target), hip_bend))
+    pose.update(chain)
 
 
 def _angle(u, v):
@@ -175,26 +181,37 @@ def _knee_bend_direction(grot, a, b, c, leg, limits, thigh):
     return weight[:, None] * quat.normalize(current) + (1.0 - weight[:, None]) * reference
 
 
-def look_at(skeleton, rot, pos, grot, gpos, joint, child, target, chain):
+def look_at(pose, joint, child, target, chain):
     """Turn ``joint`` so that ``child`` points at ``target``; update the chain below."""
-    turn = quat.between(gpos[:, child] - gpos[:, joint], target - gpos[:, joint])
-    rotate_joint(skeleton, rot, grot, joint, turn)
-    update_chain(skeleton, rot, pos, grot, gpos, chain[chain.index(joint) :])
+    gpos = pose.gpos
+    pose.turn(joint, quat.between(gpos[:, child] - gpos[:, joint], target - gpos[:, joint]))
+    pose.update(chain[chain.index(joint) :])
 
 
-def solve_leg(skeleton, rot, pos, grot, gpos, leg, limits, toe_target, up, height_clamp=True,
-              heel_look_at=True, toe_look_at=True):
-    """SolveLegChain for every frame at once. ``rot`` and the globals are updated in place."""
-    chain = leg_chain(skeleton, leg)
-    toe_target = _raise_to(toe_target, limits.toe_min_height, up) if height_clamp else toe_target
-    heel_target = toe_target + gpos[:, leg.ankle] - gpos[:, leg.toe]
-    if height_clamp:
-        heel_target = _raise_to(heel_target, limits.heel_min_height, up)
-    solve_two_bone(skeleton, rot, pos, grot, gpos, leg, limits, heel_target, chain)
-    if heel_look_at:
-        look_at(skeleton, rot, pos, grot, gpos, leg.ankle, leg.toe, toe_target, chain)
-    if toe_look_at and leg.toe_end is not None:
+def solve_leg(pose, leg, limits, toe_target, up, options=None, heel_target=None):
+    """SolveLegChain for every frame at once: ``pose`` (a :class:`~.kinematics.Pose`)
+    is updated in place so the toe (the ball) reaches ``toe_target`` (F, 3).
+
+    The ankle goes to ``heel_target`` (F, 3) and the foot turns so the ball reaches its
+    target: where both points are pinned the foot takes whatever turn that needs. Without
+    ``heel_target`` (the seed's "Find the Heel Target") the ankle keeps its offset from the
+    ball, so the foot turns about the ball as in the pose.
+    """
+    options = options or LegOptions()
+    chain = leg_chain(pose.skeleton, leg)
+    gpos = pose.gpos
+    toe_target = _raise_to(toe_target, limits.toe_min_height, up) if options.height_clamp else toe_target
+    if heel_target is None:
+        heel_target = toe_target + gpos[:, leg.ankle] - gpos[:, leg.toe]
+        if options.height_clamp:
+            heel_target = _raise_to(heel_target, limits.heel_min_height, up)
+    elif options.height_clamp:  # the heel swings up about the ball, which stays on its target
+        heel_target = _lift_tip(toe_target, heel_target, limits.heel_min_height, up)
+    solve_two_bone(pose, leg, limits, heel_target, chain)
+    if options.heel_look_at:
+        look_at(pose, leg.ankle, leg.toe, toe_target, chain)
+    if options.toe_look_at and leg.has_toe_bone:
         toe_end_target = gpos[:, leg.toe_end]
-        if height_clamp:
+        if options.height_clamp:
             toe_end_target = _lift_tip(gpos[:, leg.toe], toe_end_target, limits.toe_end_min_height, up)
-        look_at(skeleton, rot, pos, grot, gpos, leg.toe, leg.toe_end, toe_end_target, chain)
+        look_at(pose, leg.toe, leg.toe_end, toe_end_target, chain)

@@ -7,12 +7,25 @@ units. Frame-based filters use the clip's own frame rate.
 
 import numpy as np
 
+from .contacts import REFERENCE_LEG_LENGTH, long_runs, rolling_min
 from .quaternion import horizontal
 
 SKATE_HEIGHT = 0.05  # m: a foot this close to the ground should not move fast ...
 SKATE_SPEED = 0.5  # m/s: ... faster than this is a skate
 SKATE_WINDOW = 5  # frames of the averaged variant
 FULL_EXTENSION = 0.995  # hip-to-ankle distance over thigh plus shin counted as straight
+# A foot is "on the ground" when its lowest point is this close to its local ground (the
+# lowest it goes within GROUND_WINDOW either side) and this slow vertically for at least
+# GROUND_TIME, for a reference adult (scaled by leg length). Neither cue is touched by horizontal sliding,
+# nor chosen by the solve: its contacts are labels, this is a look at the feet themselves.
+GROUND_HEIGHT = 0.03  # m
+GROUND_VERTICAL_SPEED = 0.1  # m/s
+GROUND_WINDOW = 0.5  # s
+GROUND_TIME = 0.1  # s; shorter spells near the ground are a swing toe skimming the floor
+# A foot "on the ground" faster than this is a pop of the data (a capture's first frame, a
+# cut), not a slide: left out of the mean rather than letting one frame swamp it.
+POP_SPEED = 5.0  # m/s
+IMPLAUSIBLE_SHARE = 1.0 / 3.0  # a walking foot has contacts on more of its frames than this
 
 
 def toe_slide(toes, contacts, up, fps, unit_scale=1.0):
@@ -65,12 +78,67 @@ def ankle_acceleration(ankles, fps, unit_scale=1.0, percentile=99.0):
     return float(np.percentile(accel, percentile)), float(accel.max())
 
 
+def grounded_feet(foot_points, up, fps, size):
+    """Which frames (L, F) each foot is on the ground, and its lowest point's horizontal
+    velocity (L, F, 3) in world units per second.
+
+    ``foot_points`` (L, F, P, 3): the points of each foot (ankle, toe, ...); ``size``: the
+    character's leg length over a reference adult's, for the adult-scaled thresholds.
+    """
+    up = np.asarray(up, dtype=float)
+    heights = foot_points @ up
+    lowest = np.argmin(heights, axis=-1)[..., None]
+    # Each point's own velocity, then the lowest one's: a switch from ankle to toe is no step.
+    point_velocity = np.gradient(foot_points, axis=1) * fps
+    velocity = np.take_along_axis(point_velocity, lowest[..., None], axis=2)[:, :, 0]
+    height = np.take_along_axis(heights, lowest, axis=2)[..., 0]
+    clearance = height - rolling_min(height, round(GROUND_WINDOW * fps))
+    on_ground = (clearance < GROUND_HEIGHT * size) & (np.abs(velocity @ up) < GROUND_VERTICAL_SPEED * size)
+    return long_runs(on_ground, round(GROUND_TIME * fps)), horizontal(velocity, up)
+
+
+def ground_slide(foot_points, up, fps, size, unit_scale=1.0):
+    """Mean horizontal speed (m/s) of the feet's lowest points while on the ground, and the
+    share of frames each foot (L,) is on the ground."""
+    on_ground, velocity = grounded_feet(foot_points, up, fps, size)
+    speed = np.linalg.norm(velocity, axis=-1) * unit_scale
+    sliding = on_ground & (speed < POP_SPEED * size * unit_scale)
+    return (float(speed[sliding].mean()) if sliding.any() else 0.0), on_ground.mean(axis=1)
+
+
+def implausible_contacts(contacts, foot_points, up, fps, size, leg_names):
+    """Warnings for legs whose labels cover under a third of the frames while the foot is on
+    the ground far more often (a walk labelled as mostly swing)."""
+    share = (np.asarray(contacts) > 0.5).mean(axis=1)
+    grounded_share = grounded_feet(foot_points, up, fps, size)[0].mean(axis=1)
+    return [
+        f"contacts of {name} look implausible: labelled on {100 * s:.0f}% of the frames, "
+        f"on the ground on {100 * g:.0f}%; check its contact curve"
+        for name, s, g in zip(leg_names, share, grounded_share)
+        if s < IMPLAUSIBLE_SHARE and g > 2 * s
+    ]
+
+
+def foot_points(ankles, toes):
+    """(L, F, 2, 3): the points of each foot the ground figures look at."""
+    return np.stack([ankles, toes], axis=2)
+
+
+def adult_size(bone_lengths, unit_scale):
+    """The character's leg length over a reference adult's (bone lengths in world units)."""
+    return float(np.mean(bone_lengths)) * unit_scale / REFERENCE_LEG_LENGTH
+
+
 def motion_metrics(toes, hips, ankles, pelvis, contacts, up, fps, floors, bone_lengths,
                    reference_pelvis, unit_scale=1.0):
     """All reported figures for one state of the motion (arrays in world units)."""
     ground = float(np.min(floors))
     accel_p99, accel_max = ankle_acceleration(ankles, fps, unit_scale)
+    slide, grounded_share = ground_slide(foot_points(ankles, toes), up, fps, adult_size(bone_lengths, unit_scale),
+                                         unit_scale)
     return {
+        "ground_slide_cm_s": 100.0 * slide,
+        "grounded_share": float(grounded_share.mean()),
         "toe_slide_cm_s": 100.0 * toe_slide(toes, contacts, up, fps, unit_scale),
         "skate_ratio": skate_ratio(toes, up, fps, ground, unit_scale),
         "skate_ratio_5f": skate_ratio(toes, up, fps, ground, unit_scale, SKATE_WINDOW),

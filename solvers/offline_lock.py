@@ -1,16 +1,26 @@
-"""Offline foot locking (seed "Offline Foot Locking"), solved directly.
+"""Offline foot locking, solved directly, with a heel and a toe pinned per foot.
 
-The seed relaxes springs between pelvis and toe "particles" for 25,000 iterations.
+"Offline Foot Locking" in the seed document ``/work/shared/seeds/ik-and-foot-locking.txt``
+relaxes springs between pelvis and toe "particles" for 25,000 iterations.
 The same constraints are quadratic in the particles' corrections, so we minimise
 them in one least-squares solve: per frame the unknowns are the pelvis correction
-``e`` and each toe's correction ``d``, every term couples a frame only with its
+``e`` and each foot's correction ``d``, every term couples a frame only with its
 neighbour, and the normal equations are block-tridiagonal (see :mod:`.banded`).
+
+Each foot has two points that can be pinned, as Cascadeur's fulcrum points: the heel
+(the ankle joint) and the toe (the ball). The correction ``d`` moves the whole foot, so
+the foot keeps the source's rotation about whichever point is pinned: at heel strike the
+heel stays and the foot rotates down about it, at push-off the ball stays and the heel
+rises. Where the toe is pinned ``d`` follows the ball; where both are pinned and the
+source foot still turns, the heel holds by turning the foot about the ball (its own
+correction from a causal pass, :func:`_hold`, in :func:`_targets`), and a ball landing
+under a planted heel holds where the foot turned about that heel puts it.
 
 Terms, all weighted per second of animation so any frame rate gives the same result:
 
-* locked toes stay put: between two contact frames a toe's step is scaled by
+* pinned points stay put: between two contact frames a point's step is scaled by
   ``1 - contact`` (a hand-keyed soft curve eases the lock in and out);
-* everything else keeps its source velocity (toe steps, pelvis steps);
+* everything else keeps its source velocity (foot steps, pelvis steps);
 * the hip-to-toe distance of each frame is preserved (linearised);
 * a weak pull toward the input, so a stance is locked at its middle, where it
   stands -- on a step or a box, not on the clip's lowest floor;
@@ -34,11 +44,13 @@ class OfflineWeights:
     pelvis_velocity: float = 0.06  # source velocity of the pelvis ...
     pelvis_anchor: float = 1.0  # ... against its position: corrections fade in ~0.25 s
     distance: float = 0.01  # hip-to-toe distance of each frame
-    reach: float = 1e4  # a leg never stretches past its reach: effectively hard
+    reach: float = 1e4  # a leg never stretches past its reach: hard (per frame, as the lock)
     reach_iterations: int = 8
     # Stretch left to the leg solver's soft clamp, as a share of the reach: a few
     # millimetres there cost the toe well under a millimetre of its target.
     reach_tolerance: float = 4e-3
+    # Seconds over which a point's own correction (see _hold) fades once it is released.
+    release_time: float = 0.2
 
 
 @dataclass
@@ -48,17 +60,19 @@ class OfflineProblem:
     pelvis: np.ndarray
     hips: np.ndarray
     toes: np.ndarray
-    ankles: np.ndarray  # ankle positions of the input, to know the reach each toe target needs
-    contacts: np.ndarray  # (L, F) in 0..1
+    ankles: np.ndarray  # the heels: ankle positions of the input, also for the reach each target needs
+    contacts: np.ndarray  # (L, F) in 0..1: the toe (ball) pinned
     reach: np.ndarray  # (L, F) longest hip-to-ankle distance allowed
     fps: float
+    heel_contacts: np.ndarray | None = None  # (L, F) in 0..1: the heel pinned; None: never
 
 
 @dataclass
 class OfflineSolution:
     pelvis: np.ndarray  # (F, 3)
-    toes: np.ndarray  # (L, F, 3)
-    lock_residual: float  # largest toe step between two fully locked frames
+    toes: np.ndarray  # (L, F, 3) toe (ball) targets
+    heels: np.ndarray  # (L, F, 3) heel (ankle) targets
+    lock_residual: float  # largest step of a pinned point between two fully pinned frames
     reach_violation: float  # largest hip-to-ankle distance past ``reach``
 
 
@@ -68,6 +82,7 @@ def solve_offline_lock(problem, weights=None):
     legs = problem.toes.shape[0]
     size = 3 * (1 + legs)
     dt = 1.0 / problem.fps
+    heel_contacts = _heel_contacts(problem)
     diag = np.zeros((frames, size, size))
     lower = np.zeros((frames, size, size))
     rhs = np.zeros((frames, size))
@@ -76,22 +91,70 @@ def solve_offline_lock(problem, weights=None):
     _add_step_terms(diag, lower, rhs, slice(0, 3), np.full(frames - 1, weights.pelvis_velocity / dt), 0.0)
     _add_anchor(diag, slice(0, 3), weights.pelvis_anchor * dt)
 
-    pair = np.minimum(problem.contacts[:, 1:], problem.contacts[:, :-1])  # (L, F-1)
-    toe_step = np.diff(problem.toes, axis=1)
+    toe_pair, heel_pair = _pairs(problem.contacts), _pairs(heel_contacts)  # (L, F-1)
+    toe_step, heel_step = np.diff(problem.toes, axis=1), np.diff(problem.ankles, axis=1)
+    standing = np.maximum(problem.contacts, heel_contacts)
     for leg in range(legs):
         block = slice(3 * (leg + 1), 3 * (leg + 2))
-        step_weight = (weights.velocity + pair[leg] * (weights.lock - weights.velocity)) / dt
-        # correction step + contact * source step = 0  <=>  toe step = (1 - contact) * source step
-        _add_step_terms(diag, lower, rhs, block, step_weight, -pair[leg, :, None] * toe_step[leg])
-        _add_anchor(diag, block, (weights.toe_anchor + problem.contacts[leg] * weights.stance_anchor) * dt)
+        # correction step + contact * source step = 0  <=>  point step = (1 - contact) * source step
+        _add_step_terms(diag, lower, rhs, block, _step_weight(toe_pair[leg], weights) / dt,
+                        -toe_pair[leg, :, None] * toe_step[leg])
+        # Where the toe is pinned too, the foot follows the toe: the heel holds by turning
+        # the foot (_targets), not by pulling the ball along.
+        heel_only = heel_pair[leg] * (1.0 - toe_pair[leg])
+        _add_step_terms(diag, lower, rhs, block, heel_only * weights.lock / dt,
+                        -heel_pair[leg, :, None] * heel_step[leg])
+        _add_anchor(diag, block, (weights.toe_anchor + standing[leg] * weights.stance_anchor) * dt)
         direction = _unit(problem.hips[leg] - problem.toes[leg])
         _add_difference_term(diag, rhs, block, direction, np.full(frames, weights.distance * dt), 0.0)
 
+    pairs = np.stack([toe_pair, heel_pair])
+    corrections, (toes, heels) = _solve_with_reach(problem, weights, pairs, heel_contacts, diag, lower, rhs)
+    stretch, _, _ = _reach_state(problem, corrections, heels)
+    return OfflineSolution(
+        pelvis=problem.pelvis + corrections[:, :3],
+        toes=toes,
+        heels=heels,
+        lock_residual=max(_lock_residual(toes, toe_pair), _lock_residual(heels, heel_pair)),
+        reach_violation=float(max(stretch.max(), 0.0)),
+    )
+
+
+def _heel_contacts(problem):
+    if problem.heel_contacts is None:
+        return np.zeros_like(problem.contacts)
+    return problem.heel_contacts
+
+
+def _pairs(contacts):
+    """How strongly each step between two frames is pinned: the weaker of its two frames."""
+    return np.minimum(contacts[..., 1:], contacts[..., :-1])
+
+
+def _step_weight(pair, weights):
+    """Per-second weight of a point's step: its source velocity where free, the lock where pinned."""
+    return weights.velocity + pair * (weights.lock - weights.velocity)
+
+
+def _lock_residual(points, pair):
+    locked = pair >= 1.0
+    if not locked.any():
+        return 0.0
+    return float(np.linalg.norm(np.diff(points, axis=1), axis=-1)[locked].max())
+
+
+def _solve_with_reach(problem, weights, pairs, heel_contacts, diag, lower, rhs):
+    """Solve the normal equations, adding reach terms where a leg stretches too far.
+
+    Returns the corrections (F, 3 * (1 + L)) and the (toe, heel) targets (2, L, F, 3)."""
+    legs = problem.toes.shape[0]
+    dt = 1.0 / problem.fps
     base_diag, base_rhs = diag.copy(), rhs.copy()
     corrections = solve_block_tridiagonal(diag, lower, rhs)
-    active = np.zeros((legs, frames), dtype=bool)
+    targets = _targets(problem, corrections, pairs, heel_contacts, weights)
+    active = np.zeros(problem.contacts.shape, dtype=bool)
     for _ in range(weights.reach_iterations):
-        stretch, direction, distance = _reach_state(problem, corrections)
+        stretch, direction, distance = _reach_state(problem, corrections, targets[1])
         if not (stretch > weights.reach_tolerance * problem.reach).any() or not (stretch[~active] > 0).any():
             break  # within tolerance, or every stretched frame is already constrained
         active |= stretch > 0
@@ -99,34 +162,82 @@ def solve_offline_lock(problem, weights=None):
         for leg in range(legs):
             block = slice(3 * (leg + 1), 3 * (leg + 2))
             e, d = corrections[:, :3], corrections[:, block]
-            # |H - A| ~ distance + n.((e - e_k) - (d - d_k)) = reach
+            # |H - A| ~ distance + n.((e - e_k) - (d - d_k)) = reach; a heel's own correction
+            # (_hold) is kept as it is.
             target = problem.reach[leg] - distance[leg] + np.sum(direction[leg] * (e - d), axis=-1)
-            _add_difference_term(diag, rhs, block, direction[leg], active[leg] * weights.reach * dt, target)
+            _add_difference_term(diag, rhs, block, direction[leg], active[leg] * weights.reach / dt, target)
         corrections = solve_block_tridiagonal(diag, lower, rhs)
+        targets = _targets(problem, corrections, pairs, heel_contacts, weights)
+    return corrections, targets
 
-    toes = problem.toes + np.stack([corrections[:, 3 * (i + 1) : 3 * (i + 2)] for i in range(legs)])
-    stretch, _, _ = _reach_state(problem, corrections)
-    locked = pair >= 1.0
-    steps = np.linalg.norm(np.diff(toes, axis=1), axis=-1)
-    return OfflineSolution(
-        pelvis=problem.pelvis + corrections[:, :3],
-        toes=toes,
-        lock_residual=float(steps[locked].max()) if locked.any() else 0.0,
-        reach_violation=float(max(stretch.max(), 0.0)),
-    )
+
+def _targets(problem, corrections, pairs, heel_contacts, weights):
+    """Toe and heel targets (2, L, F, 3): each foot moved by its correction, then, where
+    heel and toe are both pinned, the foot turned about the ball so the heel holds too."""
+    legs = problem.toes.shape[0]
+    feet = np.stack([corrections[:, 3 * (i + 1) : 3 * (i + 2)] for i in range(legs)])
+    toes, heels = problem.toes + feet, problem.ankles + feet
+    if not (pairs[1] > 0).any():  # no heel pinned: every foot moves as a whole
+        return np.stack([toes, heels])
+    # Where only the heel is pinned the foot correction already holds it; where the toe is
+    # pinned too the foot follows the ball and the heel needs its own correction to stay.
+    dt = 1.0 / problem.fps
+    heels = _hold(heels, pairs[1], weights.release_time, dt)
+    foot = np.linalg.norm(problem.ankles - problem.toes, axis=-1)[..., None]
+    # While the heel is planted the ball goes where the foot turned about the held heel
+    # puts it (the leg solver's aim lands it there), and holds from there when it lands:
+    # a ball lifting and landing again under a planted heel does not pull the heel.
+    about_heel = heels + foot * _unit(toes - heels)
+    toes = _hold(toes + heel_contacts[..., None] * (about_heel - toes), pairs[0], weights.release_time, dt)
+    # Where the toe is pinned the heel keeps the foot's length from the ball: the foot
+    # turns about the ball toward the held heel, and the ball lands on its target even
+    # where the labels ask the rigid foot for more (the seed's "Lock the Toe, Not the
+    # Heel"). A released heel rejoins the source foot over ``release_time``.
+    about_ball = toes + foot * _unit(heels - toes)
+    heel_only = heel_contacts * (1.0 - problem.contacts)
+    heels = about_ball + heel_only[..., None] * (heels - about_ball)
+    # A heel re-planted before its last hold has eased out sits a little off the ball's
+    # sphere: held again, it stays put where the ball lifts before it instead of snapping.
+    return np.stack([toes, _hold(heels, pairs[1], weights.release_time, dt)])
+
+
+def _hold(points, pair, release_time, dt):
+    """Points (L, F, 3) plus their own corrections, so that each holds exactly where it
+    was when it was pinned, even where its foot moved as a whole could not hold it (the
+    source foot turning while heel and toe are planted).
+
+    Causal: a correction builds up only over pinned steps (a pinned step is scaled by
+    ``1 - contact``), so a point is never pulled ahead of its pin; once released it eases
+    out to nothing over ``release_time`` (zero slope at both ends), so the next pin starts
+    from the foot as the correction leaves it, even after a short swing."""
+    cancel = -pair[..., None] * np.diff(points, axis=1)  # (L, F-1, 3)
+    own = np.zeros_like(points)
+    frames = points.shape[1]
+    for leg, pinned in enumerate(pair > 0):
+        edges = np.flatnonzero(np.diff(np.concatenate(([0], pinned.astype(np.int8), [0]))))
+        released, carry = 0, np.zeros(3)  # frame the last run ended, the correction it left
+        for start, end in zip(edges[::2], edges[1::2]):  # runs of pinned steps start..end-1
+            own[leg, released : start + 1] = carry * _ease_out(np.arange(start + 1 - released) * dt / release_time)
+            own[leg, start + 1 : end + 1] = own[leg, start] + np.cumsum(cancel[leg, start:end], axis=0)
+            released, carry = end, own[leg, end]
+        own[leg, released:] = carry * _ease_out(np.arange(frames - released) * dt / release_time)
+    return points + own
+
+
+def _ease_out(x):
+    """1 at 0 falling smoothly to 0 at 1 and after (the complement of smoothstep), (n, 1)."""
+    x = np.clip(x, 0.0, 1.0)[:, None]
+    return 1.0 - x * x * (3.0 - 2.0 * x)
 
 
 def _unit(v):
     return v / np.maximum(np.linalg.norm(v, axis=-1, keepdims=True), 1e-12)
 
 
-def _reach_state(problem, corrections):
-    """How far each leg stretches past its reach with the current corrections."""
-    legs = problem.toes.shape[0]
-    e = corrections[:, :3]
-    d = np.stack([corrections[:, 3 * (i + 1) : 3 * (i + 2)] for i in range(legs)])
-    ankle_targets = problem.ankles + d
-    offset = problem.hips + e[None] - ankle_targets
+def _reach_state(problem, corrections, heels):
+    """How far each leg stretches past its reach, to the heel targets (L, F, 3), with the
+    pelvis correction in ``corrections``."""
+    offset = problem.hips + corrections[None, :, :3] - heels
     distance = np.linalg.norm(offset, axis=-1)
     return distance - problem.reach, _unit(offset), distance
 

@@ -28,6 +28,16 @@ import numpy as np
 from . import quaternion as quat
 from .contacts import REFERENCE_LEG_LENGTH
 
+# The ground under a walker is sampled along its path this long (seconds) after the current
+# frame, and a third of it before: a step edge that far ahead starts raising a swinging toe,
+# one passed has let it down again soon after (see eased_ground). A 12 cm rise is climbed
+# at under 1 m/s.
+SWING_WINDOW = 0.15
+
+
+# Share of the blend time over which an offset along up decays (across the ground: all of it).
+VERTICAL_BLEND_SHARE = 1.0 / 3.0
+
 
 @dataclass
 class RuntimeSettings:
@@ -39,6 +49,7 @@ class RuntimeSettings:
     max_correction: float = 0.5  # m; a larger terrain correction is a ledge or a bad hit
     pelvis_drop_smoothing: float = 0.1  # s; time constant of the pelvis drop
     max_pelvis_drop: float = 0.15  # share of the leg length; more looks like a dinosaur
+    max_pelvis_pull: float = 0.1  # share of the leg length the pelvis may move across toward a foot
     max_tilt: float = math.radians(25.0)  # a foot turns at most this far toward the ground normal
     root_follow_smoothing: float = 0.15  # s; time constant of the root following the terrain
     max_step: float = 0.2  # s; a longer (or non-positive) frame step is a jump, not playback
@@ -109,9 +120,17 @@ class FootLocker:
         """InertializeCubicUpdate: the current target plus the decaying switch offset."""
         target, target_velocity = self._targets()
         self.time += dt
-        w0, w1, w2, w3 = _decay_weights(self.time, self.settings.blend_time)
-        self.position = target + w0 * self.offset_position + w1 * self.offset_velocity
-        self.velocity = target_velocity + w2 * self.offset_position + w3 * self.offset_velocity
+        up = self.up
+        self.position, self.velocity = target.copy(), target_velocity.copy()
+        # Across the ground over the blend time; along up faster: a foot released where
+        # the ground ahead rises (a step edge) must catch up with its lifted animation
+        # before it reaches the edge.
+        for share, project in ((1.0, lambda v: v - (v @ up)[:, None] * up),
+                               (VERTICAL_BLEND_SHARE, lambda v: (v @ up)[:, None] * up)):
+            w0, w1, w2, w3 = _decay_weights(self.time, share * self.settings.blend_time)
+            offset, offset_velocity = project(self.offset_position), project(self.offset_velocity)
+            self.position += w0 * offset + w1 * offset_velocity
+            self.velocity += w2 * offset + w3 * offset_velocity
 
     def _targets(self):
         locked = self.locked[:, None]
@@ -164,18 +183,30 @@ def _decay_weights(time, blend_time):
     )
 
 
-def terrain_targets(toe_positions, floor_heights, ground_heights, valid, max_correction, up=(0.0, 0.0, 1.0)):
-    """Toes (L, 3) moved along ``up`` so each keeps its authored clearance above the terrain.
+def path_window(fps, window=SWING_WINDOW):
+    """Frame offsets (S,) at which the ground is sampled along a walker's path, every frame
+    from ``window / 3`` seconds before the current frame to ``window`` after it, and the
+    tent weights (S,) of :func:`eased_ground`: 1 at the current frame, falling linearly
+    toward the window's ends. The window behind is shorter: a foot going down a step lands
+    soon after it has passed the edge."""
+    reach = max(1, round(window * fps))
+    behind = max(1, round(window * fps / 3.0))
+    offsets = np.arange(-behind, reach + 1)
+    return offsets, 1.0 - np.abs(offsets) / (np.where(offsets < 0, behind, reach) + 1.0)
 
-    ``floor_heights``: height of the ground the clip was authored on (scalar or (L,));
-    ``ground_heights`` (L,): terrain height under each toe; ``valid`` (L,): where the
-    ray hit. A foot lifted mid-stride stays lifted by as much. Misses and corrections
-    beyond ``max_correction`` (a ledge, a bad hit) keep the authored toe.
+
+def eased_ground(heights, valid, fallback, weights):
+    """Ground height (W,) for each of W walkers from samples (W, S) along its path.
+
+    ``heights`` (W, S): ground hit at each sample, ``valid`` (W, S): where it counts,
+    ``fallback`` (W,): the ground where a sample does not count. Ground that rises ahead
+    (or fell behind) lifts the result by its rise times the sample's tent weight, so a
+    step edge raises a walker gradually as it comes nearer and lets it down gradually
+    once passed; ground lower than here never pulls it down early.
     """
-    up = np.asarray(up, dtype=float) / np.linalg.norm(up)
-    correction = np.asarray(ground_heights, dtype=float) - floor_heights
-    apply = np.asarray(valid, dtype=bool) & (np.abs(correction) <= max_correction)  # NaN fails too
-    return np.asarray(toe_positions, dtype=float) + np.where(apply, correction, 0.0)[:, None] * up
+    heights = np.where(valid, heights, np.asarray(fallback, dtype=float)[:, None])
+    here = heights[:, np.argmax(weights)]
+    return np.max(here[:, None] + weights * (heights - here[:, None]), axis=1)
 
 
 class PelvisDrop:
@@ -208,6 +239,43 @@ class PelvisDrop:
         # Too far out sideways for any drop: lowering to the target's height reaches furthest.
         vertical_reach = np.sqrt(np.maximum(np.square(reach) - across, 0.0))
         return np.maximum(height - vertical_reach, 0.0)
+
+
+class PelvisPull:
+    """How far to move the pelvis across the ground, toward the feet it cannot reach even
+    lowered (a clip whose root runs ahead of its feet), smoothed over time.
+
+    Zero wherever every foot is within reach; at most ``max_pull`` (world units), easing
+    toward what is needed with ``time_constant`` seconds.
+    """
+
+    def __init__(self, time_constant, max_pull, up=(0.0, 0.0, 1.0)):
+        self.time_constant = time_constant
+        self.max_pull = max_pull
+        self.up = np.asarray(up, dtype=float) / np.linalg.norm(up)
+        self.reset()
+
+    def reset(self):
+        self.pull = None
+
+    def update(self, hips, ankle_targets, reach, dt):
+        """Pull (3,) of the pelvis for hip joints (L, 3), ankle targets (L, 3) and reach (L,)."""
+        needed = self._needed(np.asarray(hips, dtype=float), np.asarray(ankle_targets, dtype=float), reach)
+        self.pull = needed if self.pull is None else _approach(self.pull, needed, dt, self.time_constant)
+        return self.pull
+
+    def _needed(self, hips, ankle_targets, reach):
+        """The pull of the leg furthest out of reach: the shortest move across that brings its
+        target within reach, capped."""
+        offset = ankle_targets - hips
+        height = offset @ self.up
+        across = offset - height[:, None] * self.up
+        distance = np.linalg.norm(across, axis=-1)
+        short = np.maximum(distance - np.sqrt(np.maximum(np.square(reach) - height**2, 0.0)), 0.0)
+        worst = int(np.argmax(short))
+        if short[worst] <= 0.0:
+            return np.zeros(3)
+        return across[worst] / distance[worst] * min(short[worst], self.max_pull)
 
 
 def align_to_normal(normals, max_tilt, up=(0.0, 0.0, 1.0)):

@@ -4,21 +4,26 @@
 given the time since the previous call and the ground (the add-on raycasts the scene;
 tests can pass any function). Per frame:
 
-1. root follow: the character rises and falls with the ground under its pelvis, eased
-   (a staircase becomes a climb, not a jolt), on top of the clip's own root motion;
-2. terrain: each toe moves with the ground under it and keeps its authored height above
-   the clip's floor, so a foot lifted mid-stride stays lifted; a swinging toe also looks
-   a little ahead along its motion, so it rises before a step instead of clipping it;
+1. root follow: the character rises and falls with the ground along its pelvis' path,
+   eased (a staircase becomes a climb, not a jolt), on top of the clip's own root motion;
+2. terrain: each toe moves with the ground along its path and keeps its authored height
+   above the clip's floor, so a foot lifted mid-stride stays lifted. The ground is sampled
+   along the clip's path of the toe over the frames around this one (:func:`eased_ground`):
+   a swinging toe rises before a step edge reaches it and comes down after it has passed,
+   instead of clipping the edge or popping up;
 3. foot lock (:class:`~.runtime_lock.FootLocker`) of the footprints under those toes,
    pinned on the ground where they were set down; each toe keeps its authored clearance
    above its footprint, so a locked foot still rolls and lifts as authored;
 4. each foot turned toward the ground normal under its toe and heel, tilt limited;
-5. the pelvis lowered just enough for every foot to reach its target, eased;
+5. the pelvis lowered just enough for every foot to reach its target, eased, and where
+   even that is not enough (a clip whose root runs ahead of its feet), moved across
+   toward the foot a little;
 6. the legs solved by the core's leg solver (:func:`~.leg_ik.solve_leg`).
 
 Arrays keep the core's leading frame axis with a single frame, so the batched solvers run
-unchanged. Where there is no ground under the character at all, the frame is given back
-as authored and the history is dropped, as a game leaves an airborne character alone.
+unchanged. Where no ray hits (no ground mesh at all, or a foot off its edge), the clip's own
+floor is the ground: the feet still lock, terrain only moves where they plant.
+:func:`play_clip` runs the lock over the whole clip, as the add-on's Preview caches it.
 """
 
 import math
@@ -28,25 +33,23 @@ import numpy as np
 
 from . import quaternion as quat
 from .foot_lock import FootLockSettings, leg_length
-from .kinematics import Skeleton, check_motion, forward_kinematics
+from .kinematics import Pose, Skeleton, check_motion, forward_kinematics
 from .leg_ik import LegLimits, leg_chain, measure_leg, solve_leg
-from .rig import Leg
+from .rig import Leg, Rig
 from .runtime_lock import (
     FootLocker,
     PelvisDrop,
+    PelvisPull,
     RuntimeSettings,
     align_to_normal,
+    eased_ground,
     length_scale,
+    path_window,
     root_follow,
-    terrain_targets,
 )
 
-# A toe also samples the ground where the clip moves it this much later (seconds): it
-# starts to rise before a step, not when it is already inside it.
-LOOKAHEAD = 0.1
-# Time constant (seconds) of the ground and normal under each foot: a step edge passing
-# under a swinging foot is eased over a few frames instead of popping it up.
-GROUND_SMOOTHING = 0.03
+# Time constant (seconds) of the ground normal under each foot.
+NORMAL_SMOOTHING = 0.03
 # Time constant (seconds) of the pelvis drop on terrain, much shorter than the root's: on
 # stairs the body climbs while the back foot is still planted a step below, and a pelvis
 # lagging behind would drag that foot.
@@ -57,13 +60,13 @@ PELVIS_SMOOTHING = 0.03
 class RuntimeClip:
     """A clip as the runtime lock reads it: every frame's local and global pose, the legs."""
 
-    skeleton: object
+    skeleton: Skeleton
     rot: np.ndarray  # (F, n, 4) local rotations
     pos: np.ndarray  # (F, n, 3) local translations
     grot: np.ndarray  # (F, n, 4) global rotations
     gpos: np.ndarray  # (F, n, 3) global positions
-    rig: object
-    limits: list  # LegLimits per leg
+    rig: Rig
+    limits: list[LegLimits]  # per leg
     leg_length: float
     fps: float
     floor: float  # height along ``up`` of the ground the clip was authored on
@@ -103,11 +106,14 @@ class FrameResult:
 class _FeetSample:
     toe_inputs: np.ndarray  # (L, 3) animated toes on the (eased) terrain
     clearance: np.ndarray  # (L,) authored height of each toe above the clip's floor
-    ground_under: np.ndarray  # (L,) ground right under each toe, NaN where none
-    toe_shift: np.ndarray  # (L,) how far root and terrain moved each toe along up
-    heel_shift: np.ndarray  # (L,) how far the ground under each heel is from the floor
+    ground_under: np.ndarray  # (L,) ground right under each animated toe, NaN where none
+
+
+@dataclass
+class _GroundUnderFeet:
+    toe_shift: np.ndarray  # (L,) how far the ground under each toe target is from the floor (the lift where none)
+    heel_shift: np.ndarray  # (L,) the same under each heel
     normals: np.ndarray  # (L, 3) eased ground normal under each foot, NaN where none
-    found: bool  # whether any ray hit
 
 
 class TerrainFootLock:
@@ -130,18 +136,21 @@ class TerrainFootLock:
         self.reach = np.stack([lim.max_extension - lim.softening for lim in clip.limits])  # (L, F)
         # Like every threshold, the ledge limit is for an adult: scaled to this character.
         self.max_correction = self.settings.max_correction * length_scale(clip.leg_length)
+        self.window, self.window_weights = path_window(clip.fps)
         self.locker = FootLocker(clip.leg_length, self.settings, self.up)
         self.pelvis = PelvisDrop(self.settings.pelvis_drop_smoothing,
                                  self.settings.max_pelvis_drop * clip.leg_length, self.up)
+        self.pull = PelvisPull(self.settings.pelvis_drop_smoothing,
+                               self.settings.max_pelvis_pull * clip.leg_length, self.up)
         self.reset()
 
     def reset(self):
         """Forget all history: the next step starts from the clip as it is."""
         self.locker.reset()
         self.pelvis.reset()
+        self.pull.reset()
         self.lift = None  # root offset along up
         self.lift_target = 0.0
-        self.ground = None  # (L,) eased ground height under each toe, NaN where none
         self.normals = None
 
     def step(self, frame, dt, ground):
@@ -153,19 +162,18 @@ class TerrainFootLock:
             self.reset()
             dt = 0.0  # every smoother snaps, the locker restarts from its input
         c = self.clip
-        root_found, lift = self._follow_root(c.gpos[frame, c.rig.pelvis], dt, ground)
-        feet = self._sample_feet(frame, lift, dt, ground)
+        paths = self._cast_paths(frame, ground)
+        lift = self._follow_root(paths, dt)
+        feet = self._sample_feet(frame, paths, lift)
         legs = [_GroupPose(group, c, frame) for group in self.groups]
-        if not (root_found or feet.found):
-            self.reset()
-            toes = self._gather(legs, "toe")
-            return FrameResult(c.rot[frame].copy(), c.pos[frame].copy(), toes, toes, np.empty((0, 3)))
         targets = self._lock(feet, frame, dt)
-        self._align_feet(legs, feet.normals)
+        under = self._ground_under_feet(legs, targets, lift, dt, ground)
+        self._align_feet(legs, under.normals)
         shift = (lift - self._pelvis_drop(legs, frame, lift, targets, dt)) * self.up
+        shift = shift + self._pelvis_pull(legs, frame, shift, targets, dt)
         for pose in legs:
             pose.translate(shift)
-            pose.solve(targets, feet, frame, self.up, self.solver)
+            pose.solve(targets, under, frame, self.up, self.solver)
         return FrameResult(*self._locals(legs, frame, shift), feet.toe_inputs, self._gather(legs, "toe"),
                            self.locker.contact[self.locker.locked].copy())
 
@@ -176,45 +184,84 @@ class TerrainFootLock:
         clearance = feet.clearance[:, None] * self.up
         return self.locker.update(feet.toe_inputs - clearance, dt, contacts, feet.ground_under) + clearance
 
-    def _follow_root(self, pelvis, dt, ground):
-        """(whether there is ground under the pelvis, the root's offset along up)."""
+    def _cast(self, points, ground):
+        """(heights, normals, hits) of rays down through ``points`` (k, 3), from
+        ``max_correction`` above the character's current ground and twice that long: only
+        corrections up to ``max_correction`` can hit."""
+        up = self.up
+        base = self.clip.floor + (0.0 if self.lift is None else self.lift)
+        origins = points + (base + self.max_correction - points @ up)[:, None] * up
+        return ground(origins, 2.0 * self.max_correction)
+
+    def _cast_paths(self, frame, ground):
+        """Ground heights and hits (1 + L, S) along the clip's paths of the pelvis and of
+        every toe over the window around ``frame``."""
+        c = self.clip
+        path = np.clip(frame + self.window, 0, c.frames - 1)
+        walkers = [c.rig.pelvis, *self.toe_joints]
+        heights, _, hit = self._cast(c.gpos[path][:, walkers].transpose(1, 0, 2).reshape(-1, 3), ground)
+        shape = (len(walkers), len(path))
+        return heights.reshape(shape), hit.reshape(shape)
+
+    def _follow_root(self, paths, dt):
+        """The root's offset along up, eased toward the ground along the pelvis' path."""
         if not self.root_follow:
-            return False, 0.0
+            return 0.0
         s, floor = self.settings, self.clip.floor
         lift = 0.0 if self.lift is None else self.lift
-        origin = pelvis + lift * self.up
-        depth = origin @ self.up - (floor + lift) + self.max_correction
-        height, _, hit = ground(origin[None], depth)
-        if hit[0] and (self.lift is None or abs(height[0] - floor - lift) <= self.max_correction):
-            self.lift_target = float(height[0] - floor)
-        # else: a ledge or a hole under the pelvis; keep going toward the last ground.
+        heights, valid = paths
+        # Ground beyond max_correction from the current one is a ledge or a hole, and no
+        # ground is none: the body keeps going toward the last ground it had.
+        valid = valid[:1] & (np.abs(heights[:1] - floor - lift) <= self.max_correction)
+        # The tent-weighted mean ground along the path: the body starts to climb (or go
+        # down) before the step and ends after it, as symmetric as the step is.
+        ahead = np.where(valid[0], heights[0], floor + self.lift_target)
+        target = float(ahead @ self.window_weights / self.window_weights.sum())
+        # Never above the lowest planted foot: on stairs the body stays down with the
+        # foot still planted a step below (its leg could not reach it otherwise) and
+        # rises once that foot has lifted.
+        self.lift_target = min(target, self._lowest_footprint()) - floor
         self.lift = float(root_follow(lift, self.lift_target, dt, s.root_follow_smoothing))
-        return bool(hit[0]), self.lift
+        return self.lift
 
-    def _sample_feet(self, frame, lift, dt, ground):
-        """Rays under each toe, a little ahead of it, and under its heel, from above the
-        character's current ground: only corrections up to ``max_correction`` can hit."""
+    def _lowest_footprint(self):
+        """Height along up of the lowest locked footprint (infinite when none is locked)."""
+        locker = self.locker
+        if locker.position is None or not locker.locked.any():
+            return math.inf
+        return float(np.min(locker.contact[locker.locked] @ self.up))
+
+    def _sample_feet(self, frame, paths, lift):
+        """Each toe on the ground along its path, kept at its authored clearance."""
         c, up = self.clip, self.up
-        authored = c.gpos[frame, self.toe_joints]
-        later = authored + (authored - c.gpos[max(frame - 1, 0), self.toe_joints]) * (c.fps * LOOKAHEAD)
-        points = np.concatenate((authored, later, c.gpos[frame, self.ankle_joints]))
+        heights, valid = paths[0][1:], paths[1][1:]
         base = c.floor + lift
-        origins = points + (base + self.max_correction - points @ up)[:, None] * up
-        heights, normals, hit = ground(origins, 2.0 * self.max_correction)
-        under, ahead, heel = np.where(hit, heights, np.nan).reshape(3, -1)
-        self.ground = _ease(self.ground, np.fmax(under, ahead), dt)
-        self.normals = _ease(self.normals, _foot_normals(normals, hit, up), dt)
-        toes = authored + lift * up
-        toe_inputs = terrain_targets(toes, base, self.ground, np.isfinite(self.ground), self.max_correction, up)
-        toe_shift = (toe_inputs - authored) @ up
+        # A ledge or a bad hit, like no ground at all, leaves the toe on the clip's floor.
+        valid = valid & (np.abs(heights - base) <= self.max_correction)
+        eased = eased_ground(heights, valid, np.full(len(heights), base), self.window_weights)
+        centre = int(np.argmax(self.window_weights))
+        authored = c.gpos[frame, self.toe_joints]
         return _FeetSample(
-            toe_inputs=toe_inputs,
+            toe_inputs=authored + (lift + eased - base)[:, None] * up,
             clearance=authored @ up - c.floor,
-            ground_under=under,
+            ground_under=np.where(valid[:, centre], heights[:, centre], np.nan),
+        )
+
+    def _ground_under_feet(self, legs, targets, lift, dt, ground):
+        """The ground right under each foot where it is going: under the toe target and
+        under the ankle moved along with it. The leg solver's ground clamps hold for it
+        (the eased ground along the path is a target only), and the feet tilt to it."""
+        c, up = self.clip, self.up
+        ankles = targets + self._gather(legs, "ankle") - self._gather(legs, "toe")
+        heights, normals, hit = self._cast(np.concatenate((targets, ankles)), ground)
+        hit &= np.abs(heights - c.floor - lift) <= self.max_correction
+        toe, heel = np.where(hit, heights, np.nan).reshape(2, -1)
+        toe_shift = np.where(np.isfinite(toe), toe - c.floor, lift)
+        self.normals = _ease(self.normals, _foot_normals(normals, hit, up), dt)
+        return _GroundUnderFeet(
             toe_shift=toe_shift,
             heel_shift=np.where(np.isfinite(heel), heel - c.floor, toe_shift),
             normals=self.normals,
-            found=bool(hit.any()),
         )
 
     def _align_feet(self, legs, normals):
@@ -232,6 +279,12 @@ class TerrainFootLock:
         hips = self._gather(legs, "hip") + lift * self.up
         ankles = targets + self._gather(legs, "ankle") - self._gather(legs, "toe")
         return self.pelvis.update(hips, ankles, self.reach[:, frame], dt)
+
+    def _pelvis_pull(self, legs, frame, shift, targets, dt):
+        """How far the (lowered) pelvis moves across for every foot to reach its target."""
+        hips = self._gather(legs, "hip") + shift
+        ankles = targets + self._gather(legs, "ankle") - self._gather(legs, "toe")
+        return self.pull.update(hips, ankles, self.reach[:, frame], dt)
 
     def _gather(self, legs, role):
         """(L, 3) world position of one role (``"hip"``, ``"toe"``, ...) of every leg."""
@@ -316,43 +369,54 @@ class _GroupPose:
         self.gpos += offset
         self.pos[:, 0] += offset
 
-    def solve(self, targets, feet, frame, up, options):
+    def solve(self, targets, under, frame, up, options):
         g, lim, legs = self.group, self.group.limits, self.group.legs
         # The core's ground clamps hold for the clip's floor: they move with the terrain.
         here = LegLimits(
             max_extension=lim.max_extension[:, frame],
             softening=lim.softening[:, frame],
             knee_forward_local=lim.knee_forward_local,
-            toe_min_height=lim.toe_min_height + feet.toe_shift[legs],
-            heel_min_height=lim.heel_min_height + feet.heel_shift[legs],
-            toe_end_min_height=lim.toe_end_min_height + feet.toe_shift[legs],
+            toe_min_height=lim.toe_min_height + under.toe_shift[legs],
+            heel_min_height=lim.heel_min_height + under.heel_shift[legs],
+            toe_end_min_height=lim.toe_end_min_height + under.toe_shift[legs],
         )
-        solve_leg(g.skeleton, self.rot, self.pos, self.grot, self.gpos, g.leg, here, targets[legs], up,
-                  options.height_clamp, options.heel_look_at, options.toe_look_at)
+        solve_leg(Pose(g.skeleton, self.rot, self.pos, self.grot, self.gpos), g.leg, here, targets[legs], up,
+                  options.leg_options)
 
 
 def _ease(previous, target, dt):
     """Per-foot exponential smoothing; unknown (NaN) values snap to the new one."""
     if previous is None:
         return target
-    eased = target + (previous - target) * math.exp(-dt / GROUND_SMOOTHING)
+    eased = target + (previous - target) * math.exp(-dt / NORMAL_SMOOTHING)
     return np.where(np.isfinite(previous) & np.isfinite(target), eased, target)
 
 
 def _foot_normals(normals, hit, up):
-    """(L, 3) mean ground normal under each foot's toe and heel rays (the rays ahead are
-    for height only); NaN where neither hit."""
-    normals = np.where((normals @ up)[:, None] < 0.0, -normals, normals)  # a face hit from behind
-    under, _, heel = np.where(hit[:, None], normals, 0.0).reshape(3, -1, 3)
-    hit_under, _, hit_heel = hit.reshape(3, -1)
-    total = under + heel
+    """(L, 3) mean ground normal under each foot's toe and heel rays (2L, ...); NaN where
+    neither hit. A face hit from behind describes the same ground: its normal is flipped up."""
+    normals = np.where((normals @ up)[:, None] < 0.0, -normals, normals)
+    toes, heels = np.where(hit[:, None], normals, 0.0).reshape(2, -1, 3)
+    total = toes + heels
     mean = total / np.maximum(np.linalg.norm(total, axis=-1, keepdims=True), 1e-12)
-    return np.where((hit_under | hit_heel)[:, None], mean, np.nan)
+    return np.where(hit.reshape(2, -1).any(axis=0)[:, None], mean, np.nan)
+
+
+@dataclass
+class PlayedClip:
+    """Every frame of a clip as the runtime lock shows it, played from the start."""
+
+    rot: np.ndarray  # (F, n, 4) local rotations
+    pos: np.ndarray  # (F, n, 3) local translations
+    toe_inputs: np.ndarray  # (F, L, 3) toes on the terrain, before locking
+    toes: np.ndarray  # (F, L, 3) displayed toes
+    contacts: list  # per frame, (K, 3) points the locked toes are pinned to
 
 
 def play_clip(lock, ground):
-    """Every frame of the clip played from the start: local rotations and translations (F, n, ...)."""
+    """Play ``lock`` over its whole clip from the first frame, one frame step at a time."""
     lock.reset()
     step = 1.0 / lock.clip.fps
     results = [lock.step(frame, step, ground) for frame in range(lock.clip.frames)]
-    return np.stack([r.rot for r in results]), np.stack([r.pos for r in results])
+    return PlayedClip(*(np.stack([getattr(r, name) for r in results]) for name in ("rot", "pos", "toe_inputs", "toes")),
+                      [r.contacts for r in results])

@@ -7,6 +7,7 @@ import numpy as np
 from foot_lock.solvers import bvh, kinematics
 from foot_lock.solvers.contacts import reference_contacts
 from foot_lock.solvers.kinematics import forward_kinematics
+from foot_lock.solvers.quaternion import horizontal
 from foot_lock.solvers.rig import Leg, Rig
 
 CMU_TO_METRES = 0.056444
@@ -42,23 +43,49 @@ def reference_labels(skeleton, motion, rig, unit_scale=1.0):
     return reference_contacts(toe_positions(skeleton, motion, rig), motion.fps, unit_scale)
 
 
+def settled(contacts, frames):
+    """Contact frames (L, F) from the ``frames``-th frame of each contact on (the runtime
+    lock's first ``blend_time`` of a contact is its inertialized catch-up, not the stance)."""
+    contacts = np.asarray(contacts, dtype=bool)
+    out = np.zeros_like(contacts)
+    for leg, row in enumerate(contacts):
+        run = 0
+        for f, on in enumerate(row):
+            run = run + 1 if on else 0
+            out[leg, f] = run > frames
+    return out
+
+
 def f1_score(found, reference):
     found, reference = np.asarray(found) > 0.5, np.asarray(reference) > 0.5
     true_positive = np.sum(found & reference)
     return 2.0 * true_positive / max(found.sum() + reference.sum(), 1)
 
 
-def with_ground_root(skeleton, motion, rig, window=1.0):
-    """The clip re-rigged game-style: a new root joint on the ground carries the smoothed
-    horizontal travel (root motion), the pelvis below it keeps only the rest (sway, height)."""
-    frames, up = motion.frames, np.asarray(bvh.UP)
-    pelvis_root = motion.pos[:, 0]
+def smoothed_travel(motion, window=1.0, up=bvh.UP):
+    """(F, 3) the root's horizontal travel, averaged over ``window`` seconds: root motion."""
+    up = np.asarray(up, dtype=float)
     width = int(window * motion.fps) | 1
     kernel = np.ones(width) / width
     travel = np.stack(
-        [np.convolve(np.pad(pelvis_root[:, a], width // 2, mode="edge"), kernel, "valid") for a in range(3)], -1
+        [np.convolve(np.pad(motion.pos[:, 0, a], width // 2, mode="edge"), kernel, "valid") for a in range(3)], -1
     )
-    travel -= (travel @ up)[:, None] * up
+    return travel - (travel @ up)[:, None] * up
+
+
+def in_place(motion, window=1.0):
+    """The clip walking in place, game-style: its smoothed root travel taken away."""
+    still = motion.copy()
+    still.pos[:, 0] -= smoothed_travel(motion, window) - smoothed_travel(motion, window)[:1]
+    return still
+
+
+def with_ground_root(skeleton, motion, rig, window=1.0):
+    """The clip re-rigged game-style: a new root joint on the ground carries the smoothed
+    horizontal travel (root motion), the pelvis below it keeps only the rest (sway, height)."""
+    frames = motion.frames
+    pelvis_root = motion.pos[:, 0]
+    travel = smoothed_travel(motion, window)
     rot = np.concatenate([np.tile([1.0, 0.0, 0.0, 0.0], (frames, 1, 1)), motion.rot], axis=1)
     pos = np.concatenate([travel[:, None], motion.pos], axis=1)
     pos[:, 1] = pelvis_root - travel
@@ -103,3 +130,71 @@ def with_front_legs(skeleton, motion, rig, offset=(0.0, 0.0, 0.9)):
         kinematics.Motion(np.concatenate(rots, axis=1), np.concatenate(poss, axis=1), motion.fps),
         Rig(rig.pelvis, legs),
     )
+
+
+def drift_root_motion(skeleton, motion, start=0.8, end=1.2, up=bvh.UP):
+    """A runtime whose root-speed factor drifts from ``start`` to ``end`` over the clip: every
+    horizontal step of the roots is scaled by that frame's factor (no single factor fits)."""
+    drifted = motion.copy()
+    factor = np.linspace(start, end, motion.frames - 1)[:, None]
+    for root in np.flatnonzero(skeleton.parents < 0):
+        steps = np.diff(motion.pos[:, root], axis=0)
+        extra = (factor - 1.0) * horizontal(steps, up)
+        drifted.pos[1:, root] += np.cumsum(extra, axis=0)
+    return drifted
+
+
+def decimate(motion, fps):
+    """Every n-th frame of ``motion`` so it plays at ``fps`` (a divisor of its own rate)."""
+    step = round(motion.fps / fps)
+    return kinematics.Motion(motion.rot[::step].copy(), motion.pos[::step].copy(), motion.fps / step,
+                             dict(motion.meta))
+
+
+def root_scenarios(skeleton, motion):
+    """The Targets' sliding inputs by name: root speed x1.0 / x0.75 / x1.25 and a drifting factor."""
+    return {
+        "x1.00": motion,
+        "x0.75": scale_root_motion(skeleton, motion, 0.75),
+        "x1.25": scale_root_motion(skeleton, motion, 1.25),
+        "drift": drift_root_motion(skeleton, motion),
+    }
+
+
+def gait_cycle(motion, up=bvh.UP):
+    """(first, last) frames 0.8-1.5 s apart whose poses (joint rotations, pelvis height)
+    match best: one gait cycle of a walk."""
+    up = np.asarray(up, dtype=float)
+    rotations = motion.rot[:, 1:] * np.sign(motion.rot[:, 1:, :1])  # one sign per rotation
+    features = np.concatenate([rotations.reshape(motion.frames, -1), (motion.pos[:, :1] @ up)], axis=1)
+    shortest, longest = round(0.8 * motion.fps), round(1.5 * motion.fps)
+    _, first, last = min(
+        (np.linalg.norm(features[i] - features[i + length]), i, i + length)
+        for length in range(shortest, longest + 1) for i in range(motion.frames - length)
+    )
+    return first, last
+
+
+def walk_cycle(motion, up=bvh.UP):
+    """One gait cycle of a walk made into a loop: its last pose made the first again plus
+    the cycle's horizontal travel, the difference spread over the cycle."""
+    from foot_lock.solvers import loops
+    from foot_lock.solvers.quaternion import horizontal
+
+    first, last = gait_cycle(motion, up)
+    cycle = kinematics.Motion(motion.rot[first : last + 1].copy(), motion.pos[first : last + 1].copy(), motion.fps)
+    offset = np.zeros_like(cycle.pos[0])
+    offset[0] = horizontal(cycle.pos[-1, 0] - cycle.pos[0, 0], up)
+    return loops.close_seam(cycle, offset)[0]
+
+
+def toe_labels(skeleton, motion, rig, settings=None):
+    """The contact labeller's own toe labels (L, F), before the solve's heel/toe bridging."""
+    from foot_lock.solvers.contacts import detect_contacts
+    from foot_lock.solvers.foot_lock import travel
+    from foot_lock.solvers.rig import leg_length
+
+    _, gpos = forward_kinematics(skeleton, motion.rot, motion.pos)
+    toes = np.stack([gpos[:, leg.toe] for leg in rig.legs])
+    return detect_contacts(toes, travel(skeleton, gpos, rig, bvh.UP), bvh.UP, motion.fps, leg_length(gpos, rig),
+                           settings)[0]

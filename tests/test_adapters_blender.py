@@ -247,8 +247,11 @@ def test_unsupported_bone_settings_are_flagged_and_refused_on_write():
     obj.data.bones["shin"].use_inherit_rotation = False
     obj.pose.bones["prop"].scale = (1.0, 2.0, 1.0)
     bpy.context.view_layer.update()
+    _skeleton, motion, joint_map = armature.read_motion(obj, action, first, last)
+    assert joint_map.unsupported["shin"] == "does not inherit rotation"
+    assert joint_map.unsupported["prop"].startswith("is scaled non-uniformly")
     with pytest.raises(AdapterError, match=r"'prop' is scaled non-uniformly"):
-        armature.read_motion(obj, action, first, last)
+        joint_map.require_exact(["prop"])
     obj.pose.bones["prop"].scale = (1.0, 1.0, 1.0)
     _skeleton, motion, joint_map = armature.read_motion(obj, action, first, last)
     assert joint_map.unsupported == {"shin": "does not inherit rotation"}

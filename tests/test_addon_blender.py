@@ -51,10 +51,10 @@ def test_detect_contacts_keys_readable_constant_curves_and_keeps_edits(addon, cl
 
     toe = leg_bones(obj, "toe")[0]
     frames = np.arange(1, 318)
-    edited = np.zeros(len(frames))
-    from foot_lock.adapters import armature
-
-    armature.write_contact_curve(obj, action, toe, frames, edited)
+    edited = next(fc for fc in curves if f'"{toe}"' in fc.data_path)
+    for key in edited.keyframe_points:  # the animator drags every key to 0 in the Graph Editor
+        key.co.y = 0.0
+    edited.update()
     addon.ops.foot_lock.detect_contacts()
     assert np.all(contact_curve(obj, action, toe, frames) == 0.0)  # the animator's edit is kept
     obj.foot_lock.overwrite_contacts = True
@@ -86,7 +86,8 @@ def baked_scenarios(tmp_path_factory, clips_dir):
             scenarios[scale] = {
                 "fps": bpy.context.scene.render.fps / bpy.context.scene.render.fps_base,
                 "reference": contacts,
-                "found": np.array([contact_curve(obj, source_action, t, frames) for t in toes]),
+                "found": np.array([contact_curve(obj, obj.animation_data.action, t, frames) for t in toes]),
+                "source_curves": [contact_curve(obj, source_action, t, frames) for t in toes],
                 "toes_before": world_joints(obj, toes, source_action),
                 "toes_after": world_joints(obj, toes),
                 "pelvis_before": world_joints(obj, ["Hips"], source_action)[:, 0],
@@ -110,6 +111,10 @@ def test_baked_toe_slide_meets_target(baked_scenarios, scale, limit):
     assert s["action"] == f"walk_{scale}.footlock"
     assert slide_cm_s(s["toes_before"], s["reference"], s["fps"]) > 3.0
     assert slide_cm_s(s["toes_after"], s["reference"], s["fps"]) <= limit
+
+
+def test_a_bake_leaves_the_source_action_without_contact_curves(baked_scenarios):
+    assert baked_scenarios[1.0]["source_curves"] == [None, None]
 
 
 @pytest.mark.parametrize(("scale", "limit"), [(1.0, 1.0), (0.75, 4.0), (1.25, 4.0)])
@@ -162,7 +167,7 @@ def test_bake_keeps_the_original_and_every_unsolved_channel(addon, clips_dir):
     baked = obj.animation_data.action
     assert baked.name == "cmu_07_01.footlock" and baked != source
     source_now = snapshot(obj, source)
-    contact_paths = {key for key in source_now if key[0].endswith('["foot_contact"]')}
+    contact_paths = {key for key in source_now if key[0].endswith(('["foot_contact"]', '["heel_contact"]'))}
     assert {k: v for k, v in source_now.items() if k not in contact_paths} == before
     after = snapshot(obj, baked)
     solved_bones = {"Hips"} | {getattr(leg, role) for leg in obj.foot_lock.legs for role in ("thigh", "shin", "foot", "toe")}
@@ -210,7 +215,11 @@ def test_hand_edited_contact_is_obeyed(addon, clips_dir, tmp_path):
     edited[first : last + 1] = 0.0
     from foot_lock.adapters import armature
 
-    armature.write_contact_curve(obj, action, toe, frames, edited)
+    armature.write_contact_curve(obj, action, toe, frames, edited, stamp=False)  # keyed by hand
+    foot = leg_bones(obj, "foot")[0]  # the heel of that stance is keyed off too
+    heel = armature.read_contact_curve(obj, action, foot, frames, armature.HEEL_CONTACT_PROPERTY)
+    heel[first : last + 1] = 0.0
+    armature.write_contact_curve(obj, action, foot, frames, heel, armature.HEEL_CONTACT_PROPERTY, stamp=False)
     addon.ops.foot_lock.remove_sliding()
     stance = np.zeros((1, len(frames)), dtype=bool)
     stance[0, first : last + 1] = True
@@ -316,13 +325,55 @@ class TestBadInput:
         self.clips_dir = clips_dir
 
     def state(self):
-        return repr({action.name: snapshot(self.obj, action) for action in self.bpy.data.actions})  # NaN-safe
+        anim = self.obj.animation_data
+        return repr((
+            {action.name: snapshot(self.obj, action) for action in self.bpy.data.actions},  # NaN-safe
+            anim.action.name if anim and anim.action else None,
+            [(track.name, track.mute) for track in anim.nla_tracks] if anim else [],
+        ))
 
-    def assert_refused(self, message):
+    def assert_refused(self, message, operator="remove_sliding"):
         before = self.state()
         with pytest.raises(RuntimeError, match=message):
-            self.bpy.ops.foot_lock.remove_sliding()
+            getattr(self.bpy.ops.foot_lock, operator)()
         assert self.state() == before
+
+    def in_strip(self):
+        """The walk moved from the active action into an NLA strip."""
+        anim = self.obj.animation_data
+        action = anim.action
+        anim.action = None
+        return anim.nla_tracks.new().strips.new("walk", 1, action)
+
+    def test_path_constraint_whose_target_was_deleted(self):
+        path = self.bpy.data.objects.new("Path", self.bpy.data.curves.new("Path", "CURVE"))
+        self.bpy.context.scene.collection.objects.link(path)
+        self.obj.constraints.new("FOLLOW_PATH").target = path
+        self.bpy.data.objects.remove(path)
+        self.assert_refused(r"constraint 'Follow Path' on 'cmu_07_01' is not valid")
+
+    def test_zero_length_nla_strip(self):
+        strip = self.in_strip()
+        strip.frame_end = strip.frame_start
+        self.assert_refused("zero length")
+
+    def test_driver_that_errors(self):
+        driver = self.obj.driver_add("location", 0).driver
+        driver.type = "SCRIPTED"
+        driver.expression = "missing_name * 2"
+        self.assert_refused(r"driver of 'cmu_07_01' location\[0\] fails")
+
+    def test_object_scaled_to_zero_on_some_frames(self):
+        for frame, scale in ((1, 1.0), (50, 0.0), (100, 1.0)):
+            self.obj.scale = (scale,) * 3
+            self.obj.keyframe_insert("scale", frame=frame)
+        self.assert_refused("scaled to zero .* at frame 50")
+
+    @pytest.mark.parametrize("operator", ["remove_sliding", "detect_contacts"])
+    def test_nla_tweak_mode_writes_nothing(self, operator):
+        self.in_strip()
+        self.obj.animation_data.use_tweak_mode = True
+        self.assert_refused("tweak mode", operator)
 
     def test_no_armature_selected(self):
         self.bpy.context.view_layer.objects.active = None
@@ -358,6 +409,7 @@ class TestBadInput:
         with self.bpy.data.libraries.load(str(library), link=True) as (source, target):
             target.actions = list(source.actions)
         self.obj.animation_data.action = target.actions[0]
+        self.obj.foot_lock.in_place = True  # a new action (the default) would be a local copy
         self.assert_refused("linked from")
 
 
@@ -487,4 +539,37 @@ def test_the_panel_report_says_what_the_bake_did(addon, clips_dir, tmp_path):
     assert report.valid and report.action == "walk.footlock" and report.frames == 317
     assert 250 < report.contact_frames < 634  # some, not all, leg-frames were locked
     assert report.slide_before > 20.0 and report.slide_after < 1.0
+    assert report.ground_slide_before > 20.0 > 5.0 > report.ground_slide_after  # not only the locked frames
     assert 0.0 < report.pelvis_shift < 4.0 and report.seconds > 0.0
+
+
+def test_scale_on_bones_outside_the_legs_does_not_stop_the_job(addon, clips_dir):
+    obj = import_clip(addon, clips_dir / "cmu_07_01.bvh")
+    head = obj.pose.bones["Head"]
+    for frame, squash in ((1, (1.0, 1.0, 1.0)), (40, (1.3, 0.7, 1.3)), (80, (1.0, 1.0, 1.0))):
+        head.scale = squash
+        head.keyframe_insert("scale", frame=frame)
+    obj.pose.bones["LeftHand"].scale = (1.0, 1.0 + 1e-5, 1.0)  # a helper bone's float noise
+    obj.pose.bones["Hips"].scale = (1.0, 1.0 + 5e-5, 1.0)  # within 1e-4 of uniform: uniform
+    assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
+    assert obj.foot_lock.report.source == "keys"  # only the action's bone curves move it: read directly
+    obj.pose.bones["LeftUpLeg"].scale = (1.0, 1.2, 1.0)  # on a leg: refused
+    with pytest.raises(RuntimeError, match="'LeftUpLeg' is scaled non-uniformly"):
+        addon.ops.foot_lock.remove_sliding()
+
+
+def test_drivers_outside_the_legs_are_evaluated_and_on_the_legs_refused(addon, clips_dir):
+    obj = import_clip(addon, clips_dir / "cmu_07_01.bvh")
+    head = obj.pose.bones["Head"]
+    head.rotation_mode = "XYZ"
+    driver = head.driver_add("rotation_euler", 2).driver
+    driver.type = "SCRIPTED"
+    driver.expression = "frame * 0.01"  # a simple expression: runs without Python
+    assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
+    assert obj.foot_lock.report.source == "evaluated scene"
+    assert len(obj.animation_data.drivers) == 1
+
+    obj.animation_data.action = addon.data.actions["cmu_07_01"]
+    obj.pose.bones["LeftLeg"].driver_add("rotation_euler", 0).driver.expression = "0.1"
+    with pytest.raises(RuntimeError, match="'LeftLeg' is moved by a driver"):
+        addon.ops.foot_lock.remove_sliding()

@@ -6,7 +6,7 @@ import pytest
 from clip_scenarios import CMU_TO_METRES, reference_labels, toe_positions
 from foot_lock.solvers import bvh, metrics
 from foot_lock.solvers.foot_lock import remove_foot_sliding
-from foot_lock.solvers.kinematics import SolverInputError
+from foot_lock.solvers.kinematics import SolverInputError, forward_kinematics
 
 
 def with_ground_root(text):
@@ -56,4 +56,68 @@ def test_unchanged_motion_is_written_back_verbatim(clips_dir, tmp_path):
     _, motion = bvh.to_motion(parsed)
     bvh.write(tmp_path / "same.bvh", parsed, motion, 1.0)
     assert bvh.read(tmp_path / "same.bvh").tokens.tolist() == parsed.tokens.tolist()
-    assert (tmp_path / "same.bvh").read_text().startswith(parsed.header)
+    assert (tmp_path / "same.bvh").read_bytes().startswith(source.read_bytes()[: len(parsed.header)])
+
+
+# --- position channels on every joint (MotionBuilder-style) -----------------------------
+
+
+def six_channel_text(path):
+    """The CMU file with every joint given six channels, positions first, whose values are
+    the joint's OFFSET (MotionBuilder-style): the same motion in another layout."""
+    parsed = bvh.read(path)
+    hierarchy = parsed.header[: parsed.header.index("MOTION")]
+    assert hierarchy.count("CHANNELS 3 Zrotation") == len([j for j in parsed.joints if not j.end_site]) - 1
+    hierarchy = hierarchy.replace("CHANNELS 3 ", "CHANNELS 6 Xposition Yposition Zposition ")
+    columns, at = [], 0
+    for joint in parsed.joints:
+        block = parsed.values[:, at : at + len(joint.channels)]
+        at += len(joint.channels)
+        if len(joint.channels) == 3:
+            columns.append(np.tile(joint.offset, (len(block), 1)))
+        columns.append(block)
+    values = np.hstack(columns)
+    rows = "\n".join(" ".join(f"{v:.6f}" for v in row) for row in values)
+    return f"{hierarchy}MOTION\nFrames: {len(values)}\nFrame Time: {parsed.frame_time}\n{rows}\n"
+
+
+def world_positions(path, scale=CMU_TO_METRES):
+    skeleton, motion, _ = bvh.load(path, scale)
+    _, gpos = forward_kinematics(skeleton, motion.rot, motion.pos)
+    return skeleton, gpos
+
+
+@pytest.fixture(scope="module")
+def six_channels(clips_dir, tmp_path_factory):
+    source = clips_dir / "cmu_07_01.bvh"
+    path = tmp_path_factory.mktemp("six") / "six_channels.bvh"
+    path.write_text(six_channel_text(source))
+    return source, path
+
+
+def test_position_channels_on_every_joint_replace_its_offset(six_channels):
+    source, six = six_channels
+    parsed = bvh.read(six)
+    assert all(len(j.channels) == 6 for j in parsed.joints if not j.end_site)
+    names, original = world_positions(source)
+    same_names, moved = world_positions(six)
+    assert same_names.names == names.names
+    assert np.abs(moved - original).max() < 1e-4  # metres: the same pose, not OFFSET + position
+
+
+def test_six_channels_per_joint_pose_as_blender_imports_them(blender, six_channels):
+    """The BVH path and Blender's importer agree on the world position of every joint."""
+    from blender_scenes import import_clip
+
+    _, six = six_channels
+    skeleton, ours = world_positions(six)
+    obj = import_clip(blender, six)
+    # Blender's importer turns BVH's Y-up into Z-up: (x, y, z) -> (x, -z, y).
+    to_blender = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]])
+    scene = blender.context.scene
+    names = [bone.name for bone in obj.pose.bones]
+    for frame in range(0, len(ours), 25):
+        scene.frame_set(scene.frame_start + frame)
+        theirs = np.array([obj.matrix_world @ obj.pose.bones[name].head for name in names])
+        expected = ours[frame, [skeleton.index(name) for name in names]] @ to_blender.T
+        assert np.abs(theirs - expected).max() < 1e-4, frame

@@ -7,6 +7,9 @@ from foot_lock.solvers import bvh, metrics
 from foot_lock.solvers.banded import solve_block_tridiagonal
 from foot_lock.solvers.foot_lock import remove_foot_sliding
 from foot_lock.solvers.kinematics import SolverInputError, forward_kinematics
+from foot_lock.solvers.rig import Leg, Rig
+
+PIN = 1e-4  # m: a pinned point moves less than a tenth of a millimetre per frame
 
 
 def slide_cm_s(skeleton, motion, rig, contacts):
@@ -68,8 +71,9 @@ def test_hand_keyed_soft_contact_eases_the_lock():
     skeleton, motion, rig = load("cmu_07_01")
     sliding = scale_root_motion(skeleton, motion, 1.25)
     contacts = reference_labels(skeleton, motion, rig).astype(float)
-    hard = remove_foot_sliding(skeleton, sliding, rig, bvh.UP, contacts=contacts)
-    soft = remove_foot_sliding(skeleton, sliding, rig, bvh.UP, contacts=0.5 * contacts)
+    heels_off = np.zeros_like(contacts)  # keyed too: only the toe curves lock
+    hard = remove_foot_sliding(skeleton, sliding, rig, bvh.UP, contacts=contacts, heel_contacts=heels_off)
+    soft = remove_foot_sliding(skeleton, sliding, rig, bvh.UP, contacts=0.5 * contacts, heel_contacts=heels_off)
     free = slide_cm_s(skeleton, sliding, rig, contacts)
     assert slide_cm_s(skeleton, hard.motion, rig, contacts) < 1.0
     assert 0.2 * free < slide_cm_s(skeleton, soft.motion, rig, contacts) < 0.8 * free
@@ -80,8 +84,11 @@ def test_edited_contacts_are_obeyed():
     sliding = scale_root_motion(skeleton, motion, 1.25)
     reference = reference_labels(skeleton, motion, rig)
     edited = reference.astype(float)
-    edited[0] = 0.0  # the animator keyed the first foot's contact off
-    result = remove_foot_sliding(skeleton, sliding, rig, bvh.UP, contacts=edited)
+    edited[0] = 0.0  # the animator keyed the first foot's contact off, heel and toe
+    heels = np.full_like(edited, np.nan)  # the second foot's heel has no curve: labelled
+    heels[0] = 0.0
+    result = remove_foot_sliding(skeleton, sliding, rig, bvh.UP, contacts=edited, heel_contacts=heels)
+    assert not result.heel_contacts[0].any() and result.heel_contacts[1].any()
     toes = toe_positions(skeleton, result.motion, rig)
     first = 100.0 * metrics.toe_slide(toes[:1], reference[:1], bvh.UP, motion.fps)
     second = 100.0 * metrics.toe_slide(toes[1:], reference[1:], bvh.UP, motion.fps)
@@ -114,6 +121,9 @@ def test_block_tridiagonal_solver_matches_dense_solve():
                 dense[(i - 1) * m:i * m, i * m:(i + 1) * m] = lower[i].T
         x = solve_block_tridiagonal(diag, lower, rhs)
         assert np.allclose(dense @ x.ravel(), rhs.ravel(), atol=1e-9)
+        several = rng.normal(size=(frames, m, 3))  # three right-hand sides at once
+        x = solve_block_tridiagonal(diag, lower, several)
+        assert np.allclose(dense @ x.reshape(-1, 3), several.reshape(-1, 3), atol=1e-9)
 
 
 class TestBadInput:
@@ -139,7 +149,7 @@ class TestBadInput:
 
     def test_no_contacts_leaves_the_motion_alone(self):
         none = np.zeros((len(self.rig.legs), self.motion.frames))
-        result = remove_foot_sliding(self.skeleton, self.motion, self.rig, bvh.UP, contacts=none)
+        result = remove_foot_sliding(self.skeleton, self.motion, self.rig, bvh.UP, contacts=none, heel_contacts=none)
         assert result.warnings
         _, gpos = forward_kinematics(self.skeleton, result.motion.rot, result.motion.pos)
         _, gpos0 = forward_kinematics(self.skeleton, self.motion.rot, self.motion.pos)
@@ -193,3 +203,79 @@ def test_four_legs_are_locked_together():
     for leg in range(4):
         assert 100.0 * metrics.toe_slide(toes[leg:leg + 1], reference[leg:leg + 1], bvh.UP, motion.fps) < 1.0
     assert result.after["pelvis_deviation_cm"] < 4.0
+
+
+def joint_paths(skeleton, motion, rig, role):
+    """(L, F, 3) world positions of one joint of every leg ("ankle" is the heel pivot)."""
+    _, gpos = forward_kinematics(skeleton, motion.rot, motion.pos)
+    return np.stack([gpos[:, getattr(leg, role)] for leg in rig.legs])
+
+
+def steps_while(points, weights):
+    """Steps (m) of (L, F, 3) points between two frames that both have weight 1."""
+    both = (weights[:, 1:] >= 1.0) & (weights[:, :-1] >= 1.0)
+    return np.linalg.norm(np.diff(points, axis=1), axis=-1)[both]
+
+
+@pytest.fixture(scope="module", params=[("cmu_07_01", 1.25), ("cmu_07_01", 0.75), ("cmu_131_01", 1.25)])
+def pinned_walk(request):
+    name, factor = request.param
+    skeleton, motion, rig = load(name)
+    sliding = scale_root_motion(skeleton, motion, factor)
+    result = remove_foot_sliding(skeleton, sliding, rig, bvh.UP)
+    return skeleton, motion, sliding, rig, result
+
+
+def test_heel_and_ball_each_hold_while_pinned(pinned_walk):
+    skeleton, _, _, rig, result = pinned_walk
+    heels = joint_paths(skeleton, result.motion, rig, "ankle")
+    balls = joint_paths(skeleton, result.motion, rig, "toe")
+    heel_steps, ball_steps = steps_while(heels, result.heel_contacts), steps_while(balls, result.contacts)
+    assert len(heel_steps) > 100 and len(ball_steps) > 100
+    assert heel_steps.max() < PIN and ball_steps.max() < PIN
+
+
+def test_the_foot_rolls_about_the_pinned_point(pinned_walk):
+    """Heel pinned alone (heel strike): the heel holds and the foot turns about it as the
+    source foot turns; ball pinned alone (push-off): the ball holds and the heel rises."""
+    skeleton, _, sliding, rig, result = pinned_walk
+    heels = joint_paths(skeleton, result.motion, rig, "ankle")
+    balls = joint_paths(skeleton, result.motion, rig, "toe")
+    source_heels = joint_paths(skeleton, sliding, rig, "ankle")
+    source_balls = joint_paths(skeleton, sliding, rig, "toe")
+    heel_only = result.heel_contacts * (1.0 - result.contacts)
+    toe_only = result.contacts * (1.0 - result.heel_contacts)
+    assert steps_while(heels, heel_only).max() < PIN
+    turn = steps_while(balls - heels, heel_only)  # how far the ball swings about the heel per frame
+    source_turn = steps_while(source_balls - source_heels, heel_only)
+    assert source_turn.mean() > 10 * PIN and abs(turn.mean() - source_turn.mean()) < 0.2 * source_turn.mean()
+    assert steps_while(balls, toe_only).max() < PIN
+    turn = steps_while(heels - balls, toe_only)  # how far the heel swings about the ball per frame
+    source_turn = steps_while(source_heels - source_balls, toe_only)
+    # A heel released after the flat foot eases back onto the source's roll: a little faster.
+    assert source_turn.mean() > 10 * PIN and abs(turn.mean() - source_turn.mean()) < 0.35 * source_turn.mean()
+
+
+def test_heel_pins_add_no_pops(pinned_walk):
+    _, _, _, _, result = pinned_walk
+    assert result.after["ankle_accel_p99"] <= 1.5 * result.before["ankle_accel_p99"]
+
+
+@pytest.mark.parametrize("name", ["cmu_07_01", "cmu_131_01"])
+def test_walk_at_125_slides_under_half_a_cm_per_second_over_its_contacts(name):
+    skeleton, motion, rig = load(name)
+    reference = reference_labels(skeleton, motion, rig)
+    sliding = scale_root_motion(skeleton, motion, 1.25)
+    result = remove_foot_sliding(skeleton, sliding, rig, bvh.UP)
+    assert slide_cm_s(skeleton, sliding, rig, reference) > 10.0
+    assert slide_cm_s(skeleton, result.motion, rig, reference) <= 0.5
+
+
+def test_a_rig_without_toe_bones_pins_its_one_point():
+    skeleton, motion, rig = load("cmu_07_01")
+    toeless = Rig(rig.pelvis, [Leg(leg.name, leg.hip, leg.knee, leg.ankle, leg.toe) for leg in rig.legs])
+    sliding = scale_root_motion(skeleton, motion, 1.25)
+    result = remove_foot_sliding(skeleton, sliding, toeless, bvh.UP,
+                                 heel_contacts=np.ones((2, motion.frames)))  # a stray heel curve: ignored
+    assert not result.heel_contacts.any()
+    assert steps_while(joint_paths(skeleton, result.motion, toeless, "toe"), result.contacts).max() < PIN

@@ -69,3 +69,37 @@ def test_penetration_pelvis_extension_and_acceleration():
     jolt[0, 5, 0] = 0.01
     p99, peak = metrics.ankle_acceleration(jolt, 100)
     assert abs(peak - 2 * 0.01 * 100 * 100) < 1e-9 and p99 <= peak
+
+
+def test_ground_slide_reads_feet_on_their_local_ground_whatever_was_locked():
+    toes, planted = walking_toe(slide=0.1)
+    ankles = toes + [0.0, 0.0, 0.08]  # the ankle above the toe: the toe is the lowest point
+    feet = metrics.foot_points(ankles, toes)
+    slide, share = metrics.ground_slide(feet, UP, 100, size=1.0)
+    assert abs(slide - 0.1) < 0.02  # the planted half, edges aside
+    assert abs(share[0] - planted.mean()) < 0.05
+    raised = metrics.foot_points(ankles + [0.0, 0.0, 0.3], toes + [0.0, 0.0, 0.3])
+    assert metrics.ground_slide(raised, UP, 100, size=1.0)[0] == slide  # a box is local ground too
+    tiny, _ = metrics.ground_slide(feet * 0.01, UP, 100, size=0.01, unit_scale=100.0)
+    assert abs(tiny - slide) < 1e-9  # a 0.01-scaled character gives the same figure
+
+
+def test_labels_on_a_third_of_a_walking_foot_s_frames_are_flagged():
+    toes, planted = walking_toe()
+    feet = metrics.foot_points(toes + [0.0, 0.0, 0.08], toes)
+    assert metrics.implausible_contacts(planted, feet, UP, 100, 1.0, ["left"]) == []
+    few = planted & (np.arange(planted.shape[1]) % 5 == 0)
+    warnings = metrics.implausible_contacts(few, feet, UP, 100, 1.0, ["left"])
+    assert len(warnings) == 1 and "left" in warnings[0]
+
+
+def test_a_toe_skimming_the_floor_and_a_pop_are_not_slides():
+    toes, planted = walking_toe(slide=0.0)
+    skim = ~planted[0] & (np.arange(planted.shape[1]) % 100 >= 70) & (np.arange(planted.shape[1]) % 100 < 73)
+    toes[0, skim, 2] = 0.005  # mid-swing, 3 frames at 2 m/s just above the floor
+    feet = metrics.foot_points(toes + [0.0, 0.0, 0.08], toes)
+    assert metrics.ground_slide(feet, UP, 100, size=1.0)[0] < 0.01
+    popped = toes.copy()
+    popped[0, 20:, 0] += 0.3  # a cut in mid-stance: one 30 m/s step
+    feet = metrics.foot_points(popped + [0.0, 0.0, 0.08], popped)
+    assert metrics.ground_slide(feet, UP, 100, size=1.0)[0] < 0.01

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 from foot_lock.solvers import quaternion as quat
-from foot_lock.solvers.kinematics import Skeleton, SolverInputError, forward_kinematics
-from foot_lock.solvers.leg_ik import measure_leg, soft_clamp_length, solve_leg
+from foot_lock.solvers.kinematics import Pose, Skeleton, SolverInputError, forward_kinematics
+from foot_lock.solvers.leg_ik import LegOptions, measure_leg, soft_clamp_length, solve_leg
 from foot_lock.solvers.rig import Leg
 
 UP = np.array([0.0, 0.0, 1.0])
@@ -46,12 +46,12 @@ def skeleton_and_pose(rng, gpos):
     return skeleton, rot, pos
 
 
-def solve(skeleton, rot, pos, target, limits=None, **options):
+def solve(skeleton, rot, pos, target, limits=None, heel_target=None, **options):
     grot, gpos = forward_kinematics(skeleton, rot, pos)
     limits = limits or measure_leg(grot, gpos, LEG, UP)
-    rot = rot.copy()
-    solve_leg(skeleton, rot, pos, grot, gpos, LEG, limits, target, UP, **options)
-    return rot, gpos, limits
+    pose = Pose(skeleton, rot.copy(), pos, grot, gpos)
+    solve_leg(pose, LEG, limits, target, UP, LegOptions(**options), heel_target=heel_target)
+    return pose.rot, gpos, limits
 
 
 @pytest.fixture(params=[0, 1, 2])
@@ -177,3 +177,35 @@ def test_knee_turns_only_about_its_hinge(leg):
     turned = np.linalg.norm(change[:, 1:], axis=-1) > 1e-6
     assert turned.sum() > 100
     assert np.abs(np.sum(quat.normalize(change[turned, 1:]) * hinge[turned], axis=-1)).min() > 0.9999
+
+
+def test_heel_and_toe_targets_are_both_reached_by_turning_the_foot(leg):
+    """Both points pinned: the ankle goes to the heel target and the foot turns (away from
+    its pose) so the ball reaches the toe target at the foot's length."""
+    skeleton, rot, pos, rng = leg
+    _, gpos0 = forward_kinematics(skeleton, rot, pos)
+    heel_target = gpos0[:, LEG.ankle] + rng.uniform(-0.05, 0.05, (len(rot), 3))
+    foot = gpos0[:, LEG.toe] - gpos0[:, LEG.ankle]
+    tilt = quat.from_axis_angle(np.array([1.0, 0.0, 0.0]), rng.uniform(-0.4, 0.4, len(rot)))
+    toe_target = heel_target + quat.rotate(tilt, foot)  # the foot turned about the heel
+    _, gpos, limits = solve(skeleton, rot, pos, toe_target, heel_target=heel_target, height_clamp=False)
+    reach = np.linalg.norm(heel_target - gpos0[:, LEG.hip], axis=-1)
+    reachable = reach < limits.max_extension - limits.softening
+    assert reachable.sum() > 100
+    assert np.linalg.norm(gpos[:, LEG.ankle] - heel_target, axis=-1)[reachable].max() < 1e-6
+    assert np.linalg.norm(gpos[:, LEG.toe] - toe_target, axis=-1)[reachable].max() < 1e-6
+    assert np.allclose(np.linalg.norm(gpos[:, LEG.toe] - gpos[:, LEG.ankle], axis=-1),
+                       np.linalg.norm(foot, axis=-1))  # the foot stays rigid
+
+
+def test_without_a_heel_target_the_foot_turns_about_the_ball(leg):
+    """Only the ball pinned: the ankle keeps its offset from the ball, so the foot keeps
+    the pose's orientation and the heel follows the ball."""
+    skeleton, rot, pos, rng = leg
+    _, gpos0 = forward_kinematics(skeleton, rot, pos)
+    target = gpos0[:, LEG.toe] + rng.uniform(-0.05, 0.05, (len(rot), 3))
+    _, gpos, limits = solve(skeleton, rot, pos, target, height_clamp=False)
+    derived = target + gpos0[:, LEG.ankle] - gpos0[:, LEG.toe]
+    reachable = np.linalg.norm(derived - gpos0[:, LEG.hip], axis=-1) < limits.max_extension - limits.softening
+    assert reachable.sum() > 100
+    assert np.linalg.norm(gpos[:, LEG.ankle] - derived, axis=-1)[reachable].max() < 1e-6

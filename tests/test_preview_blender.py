@@ -11,7 +11,8 @@ import math
 
 import numpy as np
 import pytest
-from blender_scenes import import_clip, leg_bones, world_joints
+from blender_scenes import import_clip, leg_bones, reference_labels, world_joints, write_sliding_bvh
+from clip_scenarios import settled
 from test_addon_blender import snapshot
 
 pytestmark = pytest.mark.blender
@@ -99,42 +100,48 @@ def play(bpy, obj, frames, bones):
     return np.array(shown)
 
 
-def contact_curves(obj, frames):
-    from foot_lock.adapters import armature
-
-    action = obj.animation_data.action
-    return np.array([armature.read_contact_curve(obj, action, toe, frames) > 0.5 for toe in leg_bones(obj, "toe")])
-
-
-def settled(contacts, frames):
-    """Contact frames (L, F) from the ``frames``-th frame of each contact on."""
-    out = np.zeros_like(contacts)
-    for leg, row in enumerate(contacts):
-        run = 0
-        for f, on in enumerate(row):
-            run = run + 1 if on else 0
-            out[leg, f] = run > frames
-    return out
-
-
 def scene_fps(bpy):
     return bpy.context.scene.render.fps / bpy.context.scene.render.fps_base
 
 
-@pytest.fixture(scope="module", params=["ramp", "stairs"])
-def walk_on_terrain(request, clips_dir):
-    """The walk previewed over the terrain: what is shown, what was authored, the contacts
-    (arrays only: the add-on is unregistered again before the tests run)."""
+# The issue's scenarios: no ground mesh, a floor, a 5 degree ramp, 12 cm stairs; the walk
+# as authored and with its root 1.25x too fast; no contact curves (one with curves).
+SCENARIOS = [(kind, scale, False) for kind in ("none", "flat", "ramp", "stairs") for scale in (1.0, 1.25)]
+SCENARIOS.append(("stairs", 1.25, True))
+_previewed = {}  # scenario -> what it showed, computed once for the module
+
+
+def scenario_id(scenario):
+    kind, scale, curves = scenario
+    return f"{kind}-x{scale}{'-curves' if curves else ''}"
+
+
+def previewed(scenario, clips_dir, folder):
+    """The walk previewed over the terrain: what is shown, what was authored, the
+    reference contacts of the clips README (arrays only: the add-on is unregistered again
+    before the tests run)."""
+    if scenario not in _previewed:
+        _previewed[scenario] = _preview_scenario(scenario, clips_dir, folder)
+    return _previewed[scenario]
+
+
+def _preview_scenario(scenario, clips_dir, folder):
     import bpy
     import foot_lock
 
+    kind, scale, curves = scenario
+    source = clips_dir / f"{CLIP}.bvh"
+    path = write_sliding_bvh(source, folder / f"{CLIP}.bvh", scale) if scale != 1.0 else source
     bpy.ops.wm.read_factory_settings(use_empty=True)
     foot_lock.register()
     try:
-        obj = import_clip(bpy, clips_dir / f"{CLIP}.bvh")
-        assert bpy.ops.foot_lock.detect_contacts() == {"FINISHED"}
-        terrain = walk_terrain(obj, request.param)
-        terrain.build(bpy)
+        obj = import_clip(bpy, path)
+        bpy.ops.foot_lock.detect_legs()
+        if curves:
+            assert bpy.ops.foot_lock.detect_contacts() == {"FINISHED"}
+        terrain = walk_terrain(obj, "flat" if kind == "none" else kind)
+        if kind != "none":
+            terrain.build(bpy)
         frames = frames_of(obj)
         toes = leg_bones(obj, "toe")
         bones = toes + leg_bones(obj, "foot") + ["Hips"]
@@ -142,6 +149,7 @@ def walk_on_terrain(request, clips_dir):
         obj.foot_lock.preview = True
         shown = play(bpy, obj, frames, bones)
         legs = len(toes)
+        reference = reference_labels(source)
         return {
             "terrain": terrain,
             "shown": shown[:, :legs],
@@ -150,7 +158,7 @@ def walk_on_terrain(request, clips_dir):
             "authored_ankles": authored[:, legs:-1],
             "pelvis": shown[:, -1],
             "authored_pelvis": authored[:, -1],
-            "contacts": contact_curves(obj, frames).T,  # (F, L)
+            "contacts": np.array([reference[leg.name] for leg in obj.foot_lock.legs]).T > 0.5,  # (F, L)
             "fps": scene_fps(bpy),
             "blend_frames": math.ceil(obj.foot_lock.blend_time * scene_fps(bpy)),
             "error": obj.foot_lock.preview_error,
@@ -159,47 +167,71 @@ def walk_on_terrain(request, clips_dir):
         foot_lock.unregister()
 
 
-# --- quality on terrain -----------------------------------------------------------------
+@pytest.fixture(scope="module", params=SCENARIOS, ids=scenario_id)
+def walk_on_terrain(request, clips_dir, tmp_path_factory):
+    return previewed(request.param, clips_dir, tmp_path_factory.mktemp("clips"))
+
+
+@pytest.fixture(scope="module", params=[("ramp", 1.0, False), ("stairs", 1.0, False)], ids=scenario_id)
+def climb(request, clips_dir, tmp_path_factory):
+    """The clean walk up the ramp and the stairs (whose feet only the terrain turns)."""
+    return previewed(request.param, clips_dir, tmp_path_factory.mktemp("clips"))
+
+
+# --- the issue's targets ------------------------------------------------------------------
+
+
+def stance_of(s):
+    """(F, L) contact frames after each contact's inertialized catch-up."""
+    return settled(s["contacts"].T, s["blend_frames"]).T
 
 
 def test_preview_runs_without_error(walk_on_terrain):
     s = walk_on_terrain
     assert s["error"] == ""
-    assert np.isfinite(s["shown"]).all()
-
-
-def test_planted_toe_keeps_its_authored_height_above_the_terrain(walk_on_terrain):
-    s = walk_on_terrain
-    stance = settled(s["contacts"].T, s["blend_frames"]).T
-    above = s["shown"][..., 2] - s["terrain"].height(s["shown"])
-    authored = s["authored"][..., 2] - FLOOR
-    assert stance.sum() > 100
-    assert np.abs(above - authored)[stance].max() < 0.01
+    assert np.isfinite(s["shown"]).all() and np.isfinite(s["pelvis"]).all()
 
 
 def test_planted_toe_does_not_slide(walk_on_terrain):
     s = walk_on_terrain
-    stance = settled(s["contacts"].T, s["blend_frames"]).T
+    stance = stance_of(s)
     both = stance[1:] & stance[:-1]
     step = np.linalg.norm(np.diff(s["shown"][..., :2], axis=0), axis=-1)
-    authored_step = np.linalg.norm(np.diff(s["authored"][..., :2], axis=0), axis=-1)
-    assert 100.0 * authored_step[both].mean() * s["fps"] > 2.0  # the clip's own feet do slide there
-    assert 100.0 * step[both].mean() * s["fps"] < 1.0  # cm/s
+    assert both.sum() > 100
+    assert 100.0 * step[both].mean() * s["fps"] <= 1.0  # cm/s
+
+
+def test_planted_toe_keeps_its_authored_height_above_the_terrain(walk_on_terrain):
+    s = walk_on_terrain
+    stance = stance_of(s)
+    above = s["shown"][..., 2] - s["terrain"].height(s["shown"])
+    authored = s["authored"][..., 2] - FLOOR
+    assert np.abs(above - authored)[stance].max() <= 0.01
 
 
 def test_swinging_toe_keeps_half_its_clearance(walk_on_terrain):
+    """Over every step edge too: the terrain is measured right under the shown toe."""
     s = walk_on_terrain
     above = s["shown"][..., 2] - s["terrain"].height(s["shown"])
     authored = s["authored"][..., 2] - FLOOR
     swing = ~s["contacts"] & (authored > 0.01)
     assert swing.sum() > 100
-    assert (above[swing] >= 0.5 * authored[swing]).all()
+    assert (above[swing] >= 0.5 * authored[swing] - 0.005).all()
 
 
-def test_planted_feet_follow_the_slope(walk_on_terrain):
+def test_no_toe_jumps_beyond_the_animations_largest_step(walk_on_terrain):
+    s = walk_on_terrain
+
+    def steps(points):
+        return np.linalg.norm(np.diff(points, axis=0), axis=-1)
+
+    assert steps(s["shown"]).max() <= steps(s["authored"]).max() + 0.02
+
+
+def test_planted_feet_follow_the_slope(climb):
     """On the ramp a planted foot pitches up by the slope; on stairs (flat treads) it stays
     as authored."""
-    s = walk_on_terrain
+    s = climb
     terrain = s["terrain"]
 
     def pitch(toes, ankles):
@@ -213,22 +245,22 @@ def test_planted_feet_follow_the_slope(walk_on_terrain):
     assert abs(np.median(turned) - expected) < 1.0
 
 
-def test_the_walk_climbs_with_the_terrain(walk_on_terrain):
+def test_the_walk_climbs_with_the_terrain(climb):
     """The body rises with the ground under it (the pelvis may dip a little for the feet),
     eased: no frame lifts it by more than a small part of a stair's rise."""
-    s = walk_on_terrain
+    s = climb
     lift = s["pelvis"][:, 2] - s["authored_pelvis"][:, 2]
     ground = s["terrain"].height(s["authored_pelvis"])
-    assert ground[-1] > 0.2  # the walk ends well above its flat start
+    assert ground[-1] > 0.2 or s["terrain"].kind == "flat"  # the walk ends well above its flat start
     assert -0.1 < lift[-1] - ground[-1] < 0.01
     assert np.abs(np.diff(lift)).max() < 0.25 * RISE
 
 
-def test_unlock_is_smooth(walk_on_terrain):
+def test_unlock_is_smooth(climb):
     """After each release no toe moves further across the ground in a frame than the
     animation moves it, plus a little: the catch-up is eased, never a jump. (Up and down,
     a toe also follows the terrain: on stairs it rises for the next step.)"""
-    s = walk_on_terrain
+    s = climb
 
     def steps(points):
         return np.linalg.norm(np.diff(points[..., :2], axis=0), axis=-1)
@@ -286,18 +318,21 @@ def own_mesh(bpy, name, height):
     return plane
 
 
-def test_no_ground_leaves_the_animation_as_authored(addon, clips_dir):
-    """Nothing under the character but its own meshes: a child of the armature and a mesh
-    its armature deforms, both right under its feet, are never ground."""
+def test_the_characters_own_meshes_are_never_ground(addon, clips_dir):
+    """A child of the armature and a mesh its armature deforms, both right under its feet,
+    are not ground: the preview is the one without them (on the clip's own floor)."""
     obj = import_clip(addon, clips_dir / f"{CLIP}.bvh")
+    bones = [bone.name for bone in obj.data.bones]
+    frames = frames_of(obj)
+    obj.foot_lock.preview = True
+    alone = play(addon, obj, frames, bones)
+    obj.foot_lock.preview = False
     child = own_mesh(addon, "Child", 0.2)
     child.parent = obj
     skin = own_mesh(addon, "Skin", 0.1)
     skin.modifiers.new("Armature", "ARMATURE").object = obj
-    bones = [bone.name for bone in obj.data.bones]
-    authored = world_joints(obj, bones)
     obj.foot_lock.preview = True
-    assert np.abs(play(addon, obj, frames_of(obj), bones) - authored).max() < 1e-5
+    assert np.abs(play(addon, obj, frames, bones) - alone).max() < 1e-6
     assert obj.foot_lock.preview and obj.foot_lock.preview_error == ""
 
 
@@ -328,26 +363,69 @@ def test_ground_can_be_limited_to_a_collection(addon, clips_dir):
 # --- scrubbing ----------------------------------------------------------------------------
 
 
-def test_scrubbing_and_jumping_never_break_the_preview(addon, clips_dir):
-    """Without contact curves (feet planted by their own speed), on the ramp: any jump
-    starts the lock over from the animation, and playing on from there gives, after a
-    short settling, what playing from the start gives."""
+def test_contact_curves_win_where_they_exist(addon, clips_dir, tmp_path):
+    """The sliding walk without ground: a leg whose curve says it never touches the ground
+    is never locked (it slides as authored); the other, without a curve, is locked where
+    the bake's labels plant it."""
+    from foot_lock.adapters import armature
+
+    obj = import_clip(addon, write_sliding_bvh(clips_dir / f"{CLIP}.bvh", tmp_path / f"{CLIP}.bvh", 1.25))
+    addon.ops.foot_lock.detect_legs()
+    frames, toes = frames_of(obj), leg_bones(obj, "toe")
+    armature.write_contact_curve(obj, obj.animation_data.action, toes[0], frames, np.zeros(len(frames)))
+    authored = world_joints(obj, toes)
+    obj.foot_lock.preview = True
+    shown = play(addon, obj, frames, toes)
+    change = np.linalg.norm(shown - authored, axis=-1)
+    assert change[:, 0].max() < 1e-4  # the curve's leg: as authored
+    assert change[:, 1].max() > 0.05  # the labelled leg: held back where it slid
+
+
+def test_a_ground_edit_is_simulated_again(addon, clips_dir):
+    """Terrain added, moved or reshaped while Preview is on counts from the next update on;
+    a character's own mesh deforming does not make the preview simulate again."""
+    from foot_lock.adapters import preview
+
+    obj = import_clip(addon, clips_dir / f"{CLIP}.bvh")
+    skin = own_mesh(addon, "Skin", 0.1)
+    skin.modifiers.new("Armature", "ARMATURE").object = obj
+    frames = frames_of(obj)
+    authored = world_joints(obj, ["Hips"])[-1, 0, 2]
+    obj.foot_lock.preview = True
+
+    def pelvis_lift():
+        addon.context.view_layer.update()  # where depsgraph_update_post runs
+        return play(addon, obj, frames[-1:], ["Hips"])[0, 0, 2] - authored
+
+    assert abs(pelvis_lift()) < 0.01
+    simulated = preview._previews[obj.name]
+    play(addon, obj, frames[::20], ["Hips"])  # the skin deforms: nothing to simulate again
+    assert preview._previews[obj.name] is simulated
+    floor = walk_terrain(obj, "flat").build(addon, lift=0.1)
+    assert pelvis_lift() == pytest.approx(0.1, abs=0.01)
+    floor.location.z = 0.2
+    assert pelvis_lift() == pytest.approx(0.3, abs=0.01)
+    for vertex in floor.data.vertices:
+        vertex.co.z -= 0.25
+    floor.data.update()
+    assert pelvis_lift() == pytest.approx(0.05, abs=0.01)
+    assert obj.foot_lock.preview_error == ""
+
+
+def test_scrubbing_and_jumping_show_what_playing_from_the_start_shows(addon, clips_dir):
+    """Without contact curves, on the ramp: any frame, reached by a jump, backward or
+    forward, is posed exactly as playing from the first frame poses it."""
     obj = import_clip(addon, clips_dir / f"{CLIP}.bvh")
     addon.ops.foot_lock.detect_legs()
     walk_terrain(obj, "ramp").build(addon)
-    frames, toes = frames_of(obj), leg_bones(obj, "toe")
-    authored = world_joints(obj, toes)
+    frames, bones = frames_of(obj), leg_bones(obj, "toe") + leg_bones(obj, "foot") + ["Hips"]
+    authored = world_joints(obj, bones)
     obj.foot_lock.preview = True
-    from_start = play(addon, obj, frames, toes)
-    assert np.isfinite(from_start).all()
+    from_start = play(addon, obj, frames, bones)
+    assert np.isfinite(from_start).all() and np.abs(from_start - authored).max() > 0.05
     for frame in (200, 150, 151, 152, 40, 300, 10, 9, 317, 1, 120, 90, 250):
-        shown = play(addon, obj, [frame], toes)[0]  # each a jump: the lock starts over there
-        assert np.isfinite(shown).all()
-        assert np.abs(shown[:, :2] - authored[frame - 1, :, :2]).max() < 0.005  # no foot left behind
-    start = 60
-    resumed = play(addon, obj, frames[start - 1 :], toes)
-    settle = round(1.2 * scene_fps(addon))
-    assert np.abs(resumed[settle:] - from_start[start - 1 + settle :]).max() < 0.001
+        shown = play(addon, obj, [frame], bones)[0]
+        assert np.abs(shown - from_start[frame - 1]).max() < 1e-5
     assert obj.foot_lock.preview_error == ""
 
 

@@ -7,12 +7,16 @@ import pytest
 from foot_lock.solvers import quaternion as quat
 from foot_lock.solvers.contacts import REFERENCE_LEG_LENGTH
 from foot_lock.solvers.runtime_lock import (
+    SWING_WINDOW,
+    VERTICAL_BLEND_SHARE,
     FootLocker,
     PelvisDrop,
+    PelvisPull,
     RuntimeSettings,
     align_to_normal,
+    eased_ground,
+    path_window,
     root_follow,
-    terrain_targets,
 )
 
 UP = np.array([0.0, 0.0, 1.0])
@@ -157,6 +161,24 @@ def test_replanting_during_catch_up_eases_in():
     assert np.allclose(settled, locker.contact[0])
 
 
+def test_a_release_catches_up_along_up_faster_than_across():
+    """Released 10 cm behind and 10 cm below its animation (the ground ahead rose while it
+    was locked), a toe is up with it after a third of the blend time, still easing in
+    across the ground, and never overshoots."""
+    settings = RuntimeSettings()
+    locker = FootLocker(REFERENCE_LEG_LENGTH, settings, UP)
+    drift = np.linspace(0.0, 0.1, round(0.5 * FPS))[:, None] * [1.0, 0.0, 1.0]
+    for toe in drift:  # locked while the animation drifts forward and up
+        locker.update(toe[None], DT, np.ones(1))
+    assert locker.locked[0] and np.allclose(locker.position, locker.contact) and locker.contact[0, 2] < 0.01
+    frames = math.ceil(settings.blend_time * VERTICAL_BLEND_SHARE * FPS)
+    moving = drift[-1] + np.arange(1, frames + 2)[:, None] * (drift[1] - drift[0])
+    out = np.array([locker.update(toe[None], DT, np.zeros(1))[0] for toe in moving])
+    assert not locker.locked[0]
+    assert out[-1, 2] == pytest.approx(moving[-1, 2], abs=1e-9) and moving[-1, 0] - out[-1, 0] > 0.02
+    assert np.all(np.diff(out, axis=0)[:, [0, 2]] >= -1e-12) and np.all(out[:, 2] <= moving[:, 2] + 1e-9)
+
+
 @pytest.mark.parametrize("bad_dt", [-DT, 0.0, float("nan"), 5.0])
 def test_jump_restarts_from_the_input(bad_dt):
     toes, contacts = walk(seconds=2.0, root_scale=1.25)
@@ -206,18 +228,42 @@ def test_contact_height_pins_the_lock_point():
     assert np.allclose(locker.contact[locker.locked, 2], -0.02)
 
 
-def test_terrain_keeps_authored_clearance_and_ignores_ledges():
-    toes = np.array([[0.0, 0.1, 0.03], [0.5, -0.1, 0.2], [1.0, 0.1, 0.03], [1.5, 0.0, 0.03], [2.0, 0, 0.1]])
-    floor = 0.0
-    ground = np.array([0.3, 0.3, -0.2, 0.8, np.nan])
-    valid = np.array([True, True, True, True, False])
-    out = terrain_targets(toes, floor, ground, valid, max_correction=0.5, up=UP)
-    assert np.allclose(out[:, :2], toes[:, :2])
-    assert out[0, 2] == pytest.approx(0.33)  # standing toe on a step
-    assert out[1, 2] == pytest.approx(0.5)  # a toe mid-stride stays 0.2 above the terrain
-    assert out[2, 2] == pytest.approx(-0.17)  # down a slope
-    assert out[3, 2] == pytest.approx(0.03)  # 0.8 m higher is a ledge: kept as authored
-    assert out[4, 2] == pytest.approx(0.1)  # no hit: kept as authored
+@pytest.mark.parametrize("fps", [24.0, 30.0, 60.0, 120.0])
+def test_path_window_spans_the_same_time_at_any_frame_rate(fps):
+    offsets, weights = path_window(fps)
+    assert offsets[np.argmax(weights)] == 0 and weights.max() == 1.0
+    assert offsets.max() / fps == pytest.approx(SWING_WINDOW, abs=0.5 / fps + 1e-9)
+    assert -offsets.min() / fps == pytest.approx(SWING_WINDOW / 3, abs=0.5 / fps + 1e-9)  # shorter behind
+    assert (np.diff(offsets) == 1).all() and (weights > 0).all()
+    assert np.all(np.diff(weights[offsets >= 0]) < 0) and np.all(np.diff(weights[offsets <= 0]) > 0)
+
+
+def test_eased_ground_rises_before_a_step_and_never_dips_early():
+    """A walker at 1 m/s toward a 12 cm step 0.3 m ahead, then over it; then toward a
+    step down, where it keeps the higher ground until it has passed the edge."""
+    fps = 120.0
+    offsets, weights = path_window(fps)
+    times = np.arange(-0.5, 0.6, 1.0 / fps)
+
+    def profile(step):
+        heights = np.array([[step(t + k / fps) for k in offsets] for t in times])
+        return eased_ground(heights, np.ones_like(heights, dtype=bool), np.zeros(len(times)), weights)
+
+    up = profile(lambda t: 0.12 if t >= 0.0 else 0.0)
+    assert np.all(up[times >= 0.0] == pytest.approx(0.12))  # over the step, all of it
+    assert np.all(up[times < -SWING_WINDOW - 1.0 / fps] == 0.0)  # far before it, nothing
+    assert np.all(np.diff(up) >= 0.0) and np.diff(up).max() < 0.12 / (SWING_WINDOW * fps)  # eased over the window
+    down = profile(lambda t: 0.0 if t >= 0.0 else 0.12)
+    assert np.all(down[times < 0.0] == pytest.approx(0.12))
+    assert np.all(down[times > SWING_WINDOW / 3 + 1.0 / fps] == 0.0)
+    assert np.all(np.diff(down) <= 0.0)
+
+
+def test_eased_ground_uses_the_fallback_where_samples_do_not_count():
+    heights = np.array([[0.3, 0.3, 0.3], [0.2, 0.9, 0.2]])
+    valid = np.array([[False, False, False], [True, False, True]])
+    weights = np.array([0.5, 1.0, 0.5])
+    assert eased_ground(heights, valid, np.array([0.0, 0.1]), weights) == pytest.approx([0.0, 0.15])
 
 
 def test_pelvis_drops_just_enough_and_smoothly():
@@ -242,6 +288,22 @@ def test_pelvis_drops_just_enough_and_smoothly():
 
     drop.reset()
     assert drop.update(hips, ankles + [0.0, 0.0, -2.0], reach, DT) == 0.3  # clamped to max_drop
+
+
+def test_pelvis_pull_moves_across_just_enough_toward_a_foot_out_of_reach():
+    hips = np.array([[0.0, 0.1, 0.8], [0.0, -0.1, 0.8]])
+    ankles = np.array([[-0.5, 0.1, 0.1], [0.2, -0.1, 0.1]])  # the left foot far behind
+    reach = np.array([0.8, 0.8])
+    pull = PelvisPull(time_constant=0.05, max_pull=0.2, up=UP)
+    first = pull.update(hips, ankles, reach, dt=DT)
+    assert first[0] < 0.0 and first[1] == first[2] == 0.0  # back toward the left foot, across only
+    assert np.linalg.norm(hips + first - ankles, axis=-1).max() == pytest.approx(0.8)  # just enough
+    within = pull.update(hips, ankles * [0.1, 1.0, 1.0], reach, DT)
+    assert np.linalg.norm(within) < np.linalg.norm(first) * math.exp(-DT / 0.05) + 1e-12  # eased back
+    pull.reset()
+    assert np.linalg.norm(pull.update(hips, ankles - [2.0, 0.0, 0.0], reach, DT)) == pytest.approx(0.2)  # capped
+    pull.reset()
+    assert not pull.update(hips, ankles * [0.1, 1.0, 1.0], reach, DT).any()  # within reach: nothing
 
 
 def test_foot_alignment_respects_max_tilt():

@@ -66,3 +66,33 @@ def test_sampling_restores_the_skinned_mesh_and_the_frame(clips_dir):
 
     assert not mesh.hide_viewport
     assert scene.frame_current == 5
+
+
+def test_a_disabled_armature_is_sampled_as_if_enabled_and_stays_disabled(clips_dir):
+    obj = import_clip(bpy, clips_dir / "cmu_07_01.bvh")
+    scene = bpy.context.scene
+    shown = sample_pose(obj, scene, [1, 50, 100])
+    obj.hide_viewport = True  # the depsgraph skips it: a plain frame_set would read a stale pose
+
+    disabled = sample_pose(obj, scene, [1, 50, 100])
+
+    np.testing.assert_allclose(disabled.pose, shown.pose, atol=1e-6)
+    assert obj.hide_viewport
+
+
+def test_evaluated_read_matches_the_direct_read_of_a_plain_clip(clips_dir):
+    from foot_lock.adapters import armature
+
+    obj = import_clip(bpy, clips_dir / "cmu_07_01.bvh")
+    obj.scale = (0.5, 0.5, 0.5)
+    obj.rotation_euler = (0.0, 0.0, 1.0)
+    bpy.context.view_layer.update()
+    action = obj.animation_data.action
+    frames = np.arange(1, 60)
+    direct = armature.read_motion(obj, action, 1, 59, extra_tails=["LeftToeBase"])
+    sampled = armature.read_evaluated_motion(obj, sample_pose(obj, bpy.context.scene, frames), ["LeftToeBase"])
+    assert direct[0].names == sampled[0].names
+    np.testing.assert_allclose(sampled[1].pos, direct[1].pos, atol=1e-5)
+    dot = np.abs(np.sum(sampled[1].rot * direct[1].rot, axis=-1))  # q and -q are one rotation
+    np.testing.assert_allclose(dot, 1.0, atol=1e-5)
+    np.testing.assert_allclose(sampled[2].parent_scale, direct[2].parent_scale, rtol=1e-5)

@@ -23,6 +23,7 @@ class FOOT_LOCK_PT_main(FootLockPanel, bpy.types.Panel):
         column = layout.column()
         column.scale_y = 1.5
         column.operator("foot_lock.remove_sliding", icon="CON_FLOOR")
+        layout.operator("foot_lock.root_motion_from_feet", icon="TRACKING_FORWARDS")
         layout.prop(settings, "in_place")
         draw_report(layout, settings.report)
 
@@ -35,6 +36,7 @@ def draw_report(layout, report):
     grid = box.grid_flow(columns=3, even_columns=True, align=True)
     for label, before, after in (
         ("Slide cm/s", f"{report.slide_before:.1f}", f"{report.slide_after:.2f}"),
+        ("On ground cm/s", f"{report.ground_slide_before:.1f}", f"{report.ground_slide_after:.1f}"),
         ("Skating", f"{100 * report.skate_before:.1f}%", f"{100 * report.skate_after:.1f}%"),
     ):
         grid.label(text=label)
@@ -43,7 +45,7 @@ def draw_report(layout, report):
     box.label(text=f"Contact frames: {report.contact_frames}   Pelvis shift: {report.pelvis_shift:.1f} cm")
     if report.controls:
         box.label(text=f"Keyed on the {report.controls} controls: residual {report.control_residual:.2f} mm")
-    box.label(text=f"Took {report.seconds:.2f} s")
+    box.label(text=f"Took {report.seconds:.2f} s, motion read from the {report.source}")
 
 
 class FOOT_LOCK_PT_legs(FootLockPanel, bpy.types.Panel):

@@ -1,0 +1,201 @@
+"""Where an armature's motion comes from, decided by the data: the keys, or the scene.
+
+Three cases, checked in this order:
+
+- ``NLA``: unmuted NLA strips play (with or without an active action on top). The motion
+  is what the NLA evaluates; the result is baked into a new action with every channel.
+- ``EVALUATED``: an active action, but something besides its bone F-curves moves the
+  character in the world: object keys, constraints on the object or an ancestor, an
+  animated parent at any depth, drivers, an action blended at less than full influence.
+  The motion is sampled from the evaluated scene; the fix is keyed into the action.
+- ``KEYS``: only the action's bone F-curves move it. They are read directly (exact, and
+  about ten times faster than stepping the scene).
+"""
+
+from dataclasses import dataclass
+
+import bpy
+import numpy as np
+
+from . import action_compat as compat
+from .armature import bone_data_path
+from .errors import AdapterError
+
+KEYS, EVALUATED, NLA = "keys", "evaluated scene", "NLA"
+RESULT_SUFFIX = ".footlock"
+SOURCE_PROPERTY = "foot_lock_source"  # on a result made from an action: that action's name
+TRACKS_PROPERTY = "foot_lock_tracks"  # on a result baked from the NLA: the tracks it muted
+_TRANSFORM_PATHS = ("location", "rotation_", "scale", "delta_")
+
+
+@dataclass
+class MotionSource:
+    kind: str  # KEYS, EVALUATED or NLA
+    action: object  # the action that plays (None for the NLA without one)
+    frames: np.ndarray  # scene frames to read and write
+    tracks: list  # NLA tracks that play (muted, kept, once the result is baked)
+    result: object = None  # an earlier Foot Lock result to make again from this source
+
+    @property
+    def sampled(self):
+        return self.kind != KEYS
+
+
+def motion_source(obj, action_frames, follow_results=True):
+    """The :class:`MotionSource` of ``obj``; ``action_frames(action)`` gives an action's
+    frames (its frame range). With ``follow_results``, an active action that Foot Lock
+    made is traced back to what it was made from (its action, or the NLA tracks it
+    muted). Refuses NLA tweak mode and broken inputs before anything is read."""
+    anim = obj.animation_data
+    if anim is not None and anim.use_tweak_mode:
+        raise AdapterError(
+            f"{obj.name!r} is in NLA tweak mode: leave tweak mode first (Tab in the NLA editor); nothing was changed"
+        )
+    action = anim.action if anim is not None else None
+    tracks = playing_tracks(anim)
+    if tracks:
+        return MotionSource(NLA, action, _nla_frames(tracks, action, action_frames), tracks)
+    if action is None:
+        raise AdapterError(f"armature {obj.name!r} has no action: assign the animation to clean up first")
+    if follow_results:
+        muted = [anim.nla_tracks[name] for name in action.get(TRACKS_PROPERTY, ()) if name in anim.nla_tracks]
+        if muted:
+            return MotionSource(NLA, None, _nla_frames(muted, None, action_frames), muted, result=action)
+        origin = result_origin(action)
+        if origin is not None:
+            return _action_source(obj, origin, action_frames, result=action)
+    return _action_source(obj, action, action_frames)
+
+
+def _action_source(obj, action, action_frames, result=None):
+    kind = KEYS if keys_are_exact(obj, action) else EVALUATED
+    return MotionSource(kind, action, action_frames(action), [], result)
+
+
+def result_origin(action):
+    """The action a Foot Lock result ``action`` was made from, or None when it is not one
+    (or its source is gone)."""
+    name = action.get(SOURCE_PROPERTY)
+    if name is None and action.name.endswith(RESULT_SUFFIX):
+        name = action.name[: -len(RESULT_SUFFIX)]
+    origin = bpy.data.actions.get(name) if name else None
+    return origin if origin is not None and origin != action else None
+
+
+def playing_tracks(anim):
+    """NLA tracks with unmuted strips that Blender evaluates (solo respected)."""
+    if anim is None or not anim.use_nla:
+        return []
+    tracks = [track for track in anim.nla_tracks if not track.mute]
+    solo = [track for track in tracks if track.is_solo]
+    return [track for track in (solo or tracks) if any(not strip.mute for strip in track.strips)]
+
+
+def _nla_frames(tracks, action, action_frames):
+    starts, ends = [], []
+    for track in tracks:
+        for strip in track.strips:
+            if strip.mute:
+                continue
+            if strip.frame_end - strip.frame_start < 1.0:
+                raise AdapterError(
+                    f"NLA strip {strip.name!r} on track {track.name!r} has zero length "
+                    f"({strip.frame_start:g}..{strip.frame_end:g}): delete or lengthen it"
+                )
+            starts.append(strip.frame_start)
+            ends.append(strip.frame_end)
+    if action is not None:
+        frames = action_frames(action)
+        starts.append(frames[0])
+        ends.append(frames[-1])
+    return np.arange(int(np.floor(min(starts))), int(np.ceil(max(ends))) + 1)
+
+
+def keys_are_exact(obj, action):
+    """Whether the action's bone F-curves alone determine the armature's world motion."""
+    anim = obj.animation_data
+    if anim.drivers or anim.action_influence < 1.0 or anim.action_blend_type != "REPLACE":
+        return False
+    if _constrained(obj) or any(_animates_transform(obj, fcurve) for fcurve in compat.iter_fcurves(obj, action)):
+        return False
+    return not any(_moves_itself(ancestor) for ancestor in _ancestors(obj.parent))
+
+
+def strips_move_object(obj, tracks):
+    """Whether the strips of ``tracks`` animate the object's own transform (muting them
+    would stop the object: the result keys it too)."""
+    actions = {strip.action for track in tracks for strip in track.strips if strip.action and not strip.mute}
+    return any(_animates_transform(obj, fcurve) for action in actions for fcurve in compat.iter_fcurves(obj, action))
+
+
+def _constrained(obj):
+    return any(not c.mute and c.influence > 0.0 for c in obj.constraints)
+
+
+def _animates_transform(obj, fcurve):
+    """An unmuted F-curve that changes one of the object's own transform channels."""
+    if fcurve.mute or not fcurve.data_path.startswith(_TRANSFORM_PATHS):
+        return False
+    first, last = fcurve.range()
+    values = compat.read_values(fcurve, np.arange(int(first), int(last) + 1))
+    return np.ptp(values) > 1e-7 or bool(len(fcurve.modifiers))
+
+
+def _ancestors(obj):
+    """``obj`` and its parents up to the top."""
+    while obj is not None:
+        yield obj
+        obj = obj.parent
+
+
+def _moves_itself(obj):
+    """Whether something may move ``obj`` (a parent of the armature) over time: constraints,
+    drivers, an action or NLA strips."""
+    anim = obj.animation_data
+    if _constrained(obj):
+        return True
+    return anim is not None and bool(anim.drivers or anim.action is not None or playing_tracks(anim))
+
+
+def check_evaluated(obj):
+    """After sampling: refuse object constraints without a valid target and drivers that
+    failed, on the armature and its ancestors (Blender evaluated them as if absent)."""
+    for item in _ancestors(obj):
+        for constraint in item.constraints:
+            if not constraint.mute and constraint.influence > 0.0 and not _valid(constraint):
+                raise AdapterError(
+                    f"constraint {constraint.name!r} on {item.name!r} is not valid (its target was deleted?): "
+                    "fix or remove it first; nothing was changed"
+                )
+        anim = item.animation_data
+        for fcurve in anim.drivers if anim is not None else ():
+            if not fcurve.mute and not fcurve.driver.is_valid:
+                raise AdapterError(
+                    f"the driver of {item.name!r} {fcurve.data_path}[{fcurve.array_index}] fails to evaluate: "
+                    "fix its expression or variables first; nothing was changed"
+                )
+
+
+def _valid(constraint):
+    """Blender flags most broken constraints; one whose target object was deleted keeps
+    its flag until the relations are rebuilt, so look at the target too."""
+    return constraint.is_valid and getattr(constraint, "target", True) is not None
+
+
+def driven_bones(obj, bone_names):
+    """Names among ``bone_names`` whose transform channels a driver sets (a key there would
+    be overridden)."""
+    anim = obj.animation_data
+    paths = [fcurve.data_path for fcurve in anim.drivers] if anim is not None else []
+    return [
+        name for name in bone_names
+        if any(path.startswith(bone_data_path(name) + ".") and not path.endswith("]") for path in paths)
+    ]
+
+
+def mute_tracks(tracks, result):
+    """The result replaces these: muted, kept for the animator to compare or go back, and
+    named on the result (a rerun bakes them again)."""
+    for track in tracks:
+        track.mute = True
+    result[TRACKS_PROPERTY] = [track.name for track in tracks]

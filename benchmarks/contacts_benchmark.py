@@ -1,0 +1,140 @@
+"""Contact-label figures against the issue's Targets (not a test: figures for the notes).
+
+    python benchmarks/contacts_benchmark.py [--clips DIR] [--forceplate DIR]
+
+CMU part: the shared clips decimated to 30 and 60 fps, root speed x1.0 / x0.75 / x1.25
+and a factor drifting 0.8 -> 1.2; per scenario the label F1 against the original
+(120 fps, unscaled) clip's reference labels, the slide left over those frames, the
+pelvis deviation and the p99 ankle acceleration over the input's.
+Force-plate part: see :mod:`forceplate`.
+"""
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path[:0] = [str(HERE), str(ROOT / "tests")]
+
+from benchmark import import_foot_lock  # noqa: E402
+
+import_foot_lock()
+
+import clip_scenarios as cs  # noqa: E402
+from foot_lock.solvers import bvh, metrics  # noqa: E402
+from foot_lock.solvers.foot_lock import label_contacts, remove_foot_sliding  # noqa: E402
+
+SHARED_CLIPS = ["cmu_131_01", "cmu_131_02", "cmu_07_01", "cmu_03_01"]  # walks of the clips README
+CHECKED_CLIPS = ["cmu_131_03", "cmu_01_01", "cmu_03_02"]  # hop, jumps, defects: must not break
+SLIDE_TARGETS = {"x1.00": 0.5, "x0.75": 1.0, "x1.25": 1.5, "drift": 1.5}  # cm/s
+PELVIS_TARGETS = {"x1.00": 1.0, "x0.75": 4.0, "x1.25": 5.0, "drift": 5.0}  # cm
+ACCEL_TARGET = 1.5
+
+
+def scenario_figures(skeleton, motion, rig, reference):
+    """F1 of the labeller's toe labels and of the toe contacts the solve locked (after its
+    heel/toe bridging), slide (cm/s) over the reference frames, pelvis deviation (cm), p99
+    ankle acceleration over the input's."""
+    result = remove_foot_sliding(skeleton, motion, rig, bvh.UP)
+    toes = cs.toe_positions(skeleton, result.motion, rig)
+    slide = 100.0 * metrics.toe_slide(toes, reference, bvh.UP, motion.fps)
+    ratio = result.after["ankle_accel_p99"] / max(result.before["ankle_accel_p99"], 1e-9)
+    return (cs.f1_score(cs.toe_labels(skeleton, motion, rig), reference), cs.f1_score(result.contacts, reference),
+            slide, result.after["pelvis_deviation_cm"], ratio)
+
+
+def cmu_rows(clips_dir, clips, rates=(30, 60)):
+    """One row per clip, rate and scenario."""
+    for clip in clips:
+        skeleton, original, rig = cs.load(clip, clips_dir=clips_dir)
+        full_reference = cs.reference_labels(skeleton, original, rig)
+        for fps in rates:
+            motion = cs.decimate(original, fps)
+            reference = full_reference[:, :: round(original.fps / fps)]
+            for name, scenario in cs.root_scenarios(skeleton, motion).items():
+                yield (clip, fps, name, *scenario_figures(skeleton, scenario, rig, reference))
+
+
+def print_cmu_table(clips_dir, clips=SHARED_CLIPS):
+    print("Shared CMU clips: labels and lock on decimated, sliding copies (targets in brackets)")
+    print("F1: the labeller's toe labels / the toe contacts the solve locked (target 0.95)")
+    print(f"{'clip':<11} {'fps':>3} {'scenario':<8} {'F1':>13} {'slide':>12} {'pelvis':>11} {'accel':>11}")
+    rows = list(cmu_rows(clips_dir, clips))
+    for clip, fps, name, f1, locked_f1, slide, pelvis, accel in rows:
+        flag = "" if (min(f1, locked_f1) >= 0.95 and slide <= SLIDE_TARGETS[name]
+                      and pelvis <= PELVIS_TARGETS[name] and accel <= ACCEL_TARGET) else "  MISSED"
+        print(f"{clip:<11} {fps:>3} {name:<8} {f1:>6.3f}/{locked_f1:.3f} {slide:>5.2f}cm/s({SLIDE_TARGETS[name]:.1f})"
+              f" {pelvis:>5.2f}cm({PELVIS_TARGETS[name]:.0f}) {accel:>6.2f}x(1.5){flag}")
+    for name in SLIDE_TARGETS:
+        picked = np.array([row[3:] for row in rows if row[2] == name])
+        print(f"mean {name}: F1 {picked[:, 0].mean():.3f} (min {picked[:, 0].min():.3f}) / locked "
+              f"{picked[:, 1].mean():.3f} (min {picked[:, 1].min():.3f}), slide {picked[:, 2].mean():.2f} cm/s, "
+              f"pelvis {picked[:, 3].mean():.2f} cm, accel {picked[:, 4].mean():.2f}x")
+    return rows
+
+
+def print_robustness(clips_dir, clips=CHECKED_CLIPS):
+    """Hop, jumps and the raw capture: labels against the reference, solve stays finite."""
+    print("Other clips (hop, jumps, defects), root x1.25: F1, finite output, contact share per foot")
+    for clip in clips:
+        skeleton, motion, rig = cs.load(clip, clips_dir=clips_dir)
+        reference = cs.reference_labels(skeleton, motion, rig)
+        for fps in (30, 120):
+            decimated = cs.scale_root_motion(skeleton, cs.decimate(motion, fps), 1.25)
+            labels, _ = label_contacts(skeleton, decimated, rig, bvh.UP)
+            result = remove_foot_sliding(skeleton, decimated, rig, bvh.UP, contacts=labels)
+            finite = bool(np.isfinite(result.motion.pos).all() and np.isfinite(result.motion.rot).all())
+            shares = " ".join(f"{s:.2f}" for s in (labels > 0.5).mean(axis=1))
+            f1 = cs.f1_score(labels, reference[:, :: round(motion.fps / fps)])
+            print(f"{clip:<11} {fps:>3} fps: F1 {f1:.3f}, finite {finite}, contact share {shares}, "
+                  f"warnings {result.warnings}")
+
+
+def print_in_place(clips_dir, clips=SHARED_CLIPS):
+    """Treadmill / game in-place cycles: root still, planted feet moving backward together.
+    (Remove Foot Sliding leaves such clips as they are; the labels still have to hold.)"""
+    print("Shared walks played in place: label F1 against the travelling original's")
+    for clip in clips:
+        skeleton, original, rig = cs.load(clip, clips_dir=clips_dir)
+        reference = cs.reference_labels(skeleton, original, rig)
+        for fps in (30, 120):
+            labels, _ = label_contacts(skeleton, cs.in_place(cs.decimate(original, fps)), rig, bvh.UP)
+            print(f"{clip:<11} {fps:>3} fps: F1 {cs.f1_score(labels, reference[:, :: round(original.fps / fps)]):.3f}")
+
+
+def print_labelling_speed(clips_dir, frames=1000):
+    from benchmark import clip_of_length
+
+    skeleton, motion, rig = cs.load("cmu_01_01", clips_dir=clips_dir)
+    looped = clip_of_length(skeleton, motion, frames)
+    label_contacts(skeleton, looped, rig, bvh.UP)
+    best = np.inf
+    for _ in range(5):
+        start = time.perf_counter()
+        label_contacts(skeleton, looped, rig, bvh.UP)
+        best = min(best, time.perf_counter() - start)
+    print(f"labelling {frames} frames, 2 legs (incl. forward kinematics): {best * 1e3:.1f} ms (target 10 ms)")
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--clips", default=cs.CLIPS_DIR, type=Path)
+    parser.add_argument("--forceplate", default=ROOT.parent / "shared" / "forceplate", type=Path)
+    parser.add_argument("--skip-cmu", action="store_true")
+    args = parser.parse_args(argv)
+    if not args.skip_cmu:
+        print_cmu_table(args.clips)
+        print_robustness(args.clips)
+        print_in_place(args.clips)
+        print_labelling_speed(args.clips)
+    from forceplate import print_forceplate_table
+
+    print_forceplate_table(args.forceplate)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,242 @@
+"""Contact timing against force-plate truth (gait-lab trials, markers only).
+
+    python benchmarks/forceplate.py [DIR]
+
+A trial is ``<name>.c3d`` (read with the pure-Python ``c3d`` package from PyPI) beside
+``<name>.contacts.json``: per plate, the foot on it and its contact frames measured by the
+plate (vertical force above 20 N). Markers stand in for joints: heel = the heel marker,
+toe = a toe or metatarsal-head marker, root = the mean of the pelvis markers. The foot's
+contact is heel OR toe (heel strike to toe-off). Only the frames around each plate stance
+are scored (outside a plate, 0 means "not measured", not "in the air").
+"""
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+# Marker names per foot, first found wins; pelvis markers are averaged.
+HEEL_MARKERS = {"L": ("LHEE", "l heel", "L_FCC"), "R": ("RHEE", "r heel", "R_FCC")}
+TOE_MARKERS = {"L": ("LTOE", "l met", "L_FM1"), "R": ("RTOE", "r met", "R_FM1")}
+PELVIS_MARKERS = ("LASI", "RASI", "LPSI", "RPSI", "l asis", "r asis", "sacrum", "L_IAS", "R_IAS", "L_IPS", "R_IPS")
+FEET = ("L", "R")
+SCORE_MARGIN = 0.3  # s scored before and after each plate stance (the foot is in swing there)
+MM = 0.001
+# A reference adult's pelvis markers stand about 0.95 m above the heel markers, its leg
+# (hip to ankle) is 0.85 m long: the ratio turns a trial's marker heights into a leg length.
+LEG_PER_PELVIS_HEIGHT = 0.85 / 0.95
+TARGET_F1, TARGET_ERROR_MS = 0.95, 30.0
+
+
+@dataclass
+class Trial:
+    name: str
+    heels: np.ndarray  # (2, F, 3) metres, feet in FEET order
+    toes: np.ndarray  # (2, F, 3)
+    root: np.ndarray  # (F, 3)
+    up: np.ndarray  # (3,)
+    fps: float
+    stances: list  # (foot index, start, end) frames, end exclusive, within the trial's frames
+    leg_length: float
+
+    def copy(self, heels=None, toes=None, root=None):
+        return Trial(self.name, self.heels if heels is None else heels, self.toes if toes is None else toes,
+                     self.root if root is None else root, self.up, self.fps, self.stances, self.leg_length)
+
+
+def read_markers(path):
+    """Marker labels, the point rate and positions (F, markers, 3) in metres, NaN where invalid."""
+    import c3d
+
+    with open(path, "rb") as handle:
+        reader = c3d.Reader(handle)
+        labels = [label.strip() for label in reader.point_labels]
+        points = np.array([frame for _, frame, _ in reader.read_frames()], dtype=float)
+        rate = float(reader.point_rate)
+    positions = points[..., :3] * MM
+    positions[points[..., 3] < 0] = np.nan  # a negative residual marks a marker not seen
+    return labels, rate, positions
+
+
+def pick(labels, positions, names):
+    found = [labels.index(name) for name in names if name in labels]
+    if not found:
+        raise KeyError(f"none of the markers {names} in the trial")
+    return positions[:, found[0]]
+
+
+def mean_of_seen(tracks):
+    """Mean (F, 3) of the tracks seen at each frame; NaN where none is."""
+    seen = np.isfinite(tracks)
+    with np.errstate(invalid="ignore"):
+        return np.where(seen, tracks, 0.0).sum(axis=0) / seen.sum(axis=0)
+
+
+def fill_gaps(track):
+    """Linear interpolation over NaN frames of a (F, 3) track (the edges are cut off before)."""
+    frames = np.arange(len(track))
+    good = np.isfinite(track).all(axis=1)
+    return np.stack([np.interp(frames, frames[good], track[good, axis]) for axis in range(3)], axis=1)
+
+
+def load_trial(c3d_path):
+    """The trial cut to the frames where every marker used is seen at both ends."""
+    c3d_path = Path(c3d_path)
+    labels, rate, positions = read_markers(c3d_path)
+    heels = [pick(labels, positions, HEEL_MARKERS[foot]) for foot in FEET]
+    toes = [pick(labels, positions, TOE_MARKERS[foot]) for foot in FEET]
+    pelvis = [positions[:, labels.index(name)] for name in PELVIS_MARKERS if name in labels]
+    root = mean_of_seen(np.stack(pelvis))
+    tracks = np.stack([*heels, *toes, root])
+    seen = np.flatnonzero(np.isfinite(tracks).all(axis=(0, 2)))
+    first, last = seen[0], seen[-1] + 1
+    tracks = np.stack([fill_gaps(track[first:last]) for track in tracks])
+    heels, toes, root = tracks[:2], tracks[2:4], tracks[4]
+    up = vertical_axis(root, heels)
+    truth = json.loads(c3d_path.with_suffix("").with_suffix(".contacts.json").read_text())
+    stances = [
+        (FEET.index(plate["foot"]), max(start - first, 0), min(end - first, last - first))
+        for plate in truth["plates"] if plate["foot"] in FEET
+        for start, end in plate["contact_frames_0based"] if end > first and start < last
+    ]
+    pelvis_height = np.median(root @ up) - np.percentile(heels @ up, 5)
+    return Trial(c3d_path.stem, heels, toes, root, up, rate, stances, LEG_PER_PELVIS_HEIGHT * pelvis_height)
+
+
+def vertical_axis(root, heels):
+    """The world axis along which the pelvis stands above the heels (labs use Y or Z up)."""
+    offset = np.mean(root[None] - heels, axis=(0, 1))
+    axis = np.zeros(3)
+    axis[np.argmax(np.abs(offset))] = np.sign(offset[np.argmax(np.abs(offset))])
+    return axis
+
+
+def horizontal(vectors, up):
+    return vectors - (vectors @ up)[..., None] * up
+
+
+def scale_travel(trial, factor):
+    """A root-speed mismatch: every marker moves with ``factor - 1`` times the root's horizontal
+    travel (as the joints under a scaled root do), so a planted foot slides."""
+    shift = (factor - 1.0) * horizontal(trial.root - trial.root[0], trial.up)
+    return trial.copy(trial.heels + shift[None], trial.toes + shift[None], trial.root + shift)
+
+
+def drift_stances(trial, speed):
+    """The stance foot drifts ``speed`` m/s along the direction of travel during each plate
+    stance (not proportional to the root: a foot that skates on its own)."""
+    direction = horizontal(trial.root[-1] - trial.root[0], trial.up)
+    direction /= np.linalg.norm(direction)
+    frames = trial.root.shape[0]
+    heels, toes = trial.heels.copy(), trial.toes.copy()
+    for foot, start, end in trial.stances:
+        elapsed = np.clip(np.arange(frames) - start, 0, end - start) / trial.fps
+        offset = speed * elapsed[:, None] * direction
+        heels[foot] += offset
+        toes[foot] += offset
+    return trial.copy(heels, toes)
+
+
+def scenarios(trial):
+    return {
+        "as recorded": trial,
+        "travel x0.75": scale_travel(trial, 0.75),
+        "travel x1.25": scale_travel(trial, 1.25),
+        "drift +0.25": drift_stances(trial, 0.25),
+        "drift -0.25": drift_stances(trial, -0.25),
+    }
+
+
+def foot_labels(trial, settings=None):
+    """Foot contact (heel or toe), boolean (2, F), from the labeller under test."""
+    from foot_lock.solvers.contacts import detect_foot_contacts
+
+    heel, toe, _ = detect_foot_contacts(trial.heels, trial.toes, trial.root, trial.up, trial.fps,
+                                     trial.leg_length, settings)
+    return np.maximum(heel, toe) > 0.5
+
+
+def score(labels, trial):
+    """F1 over the scored frames, and the mean onset / offset errors (ms) per stance."""
+    counts, onset, offset = stance_counts(labels, trial)
+    f1 = 2.0 * counts[0] / max(counts[1] + counts[2], 1)
+    return f1, float(np.mean(onset)) if onset else np.nan, float(np.mean(offset)) if offset else np.nan
+
+
+def stance_counts(labels, trial):
+    """(true positives, labelled, true) frames around the plate stances, and the onset and
+    offset errors (ms) of each stance whose edge lies inside the trial."""
+    margin = round(SCORE_MARGIN * trial.fps)
+    hits = found = truths = 0
+    onset, offset = [], []
+    for foot, start, end in trial.stances:
+        low, high = max(start - margin, 0), min(end + margin, labels.shape[1])
+        window = labels[foot, low:high]
+        truth = np.zeros(high - low, dtype=bool)
+        truth[start - low:end - low] = True
+        hits, found, truths = hits + np.sum(window & truth), found + window.sum(), truths + truth.sum()
+        run = contact_run(window, truth)
+        if run is not None:
+            # Stances cut by the trial's end have no measured toe-off (or heel strike).
+            if start - low == margin:
+                onset.append(abs(run[0] - (start - low)) / trial.fps * 1e3)
+            if high - end == margin:
+                offset.append(abs(run[1] - (end - low)) / trial.fps * 1e3)
+    return (hits, found, truths), onset, offset
+
+
+def pooled_scores(loaded, settings=None):
+    """Per scenario: F1 over the scored frames of all trials, mean onset and offset errors (ms)."""
+    pooled = {}
+    for trial in loaded:
+        for name, variant in scenarios(trial).items():
+            counts, onset, offset = stance_counts(foot_labels(variant, settings), variant)
+            total = pooled.setdefault(name, [np.zeros(3), [], []])
+            total[0] += counts
+            total[1] += onset
+            total[2] += offset
+    return {name: (2.0 * c[0] / max(c[1] + c[2], 1), float(np.mean(on)), float(np.mean(off)))
+            for name, (c, on, off) in pooled.items()}
+
+
+def contact_run(window, truth):
+    """[start, end) of the detected contact that overlaps the true stance most, or None."""
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], window.astype(np.int8), [0]])))
+    runs = edges.reshape(-1, 2)
+    if not len(runs):
+        return None
+    overlap = [truth[a:b].sum() for a, b in runs]
+    return tuple(runs[int(np.argmax(overlap))]) if max(overlap) > 0 else None
+
+
+def trials(folder):
+    return [load_trial(path) for path in sorted(Path(folder).glob("*.c3d"))]
+
+
+def forceplate_rows(folder, settings=None):
+    for trial in trials(folder):
+        for name, variant in scenarios(trial).items():
+            yield (trial.name, name, *score(foot_labels(variant, settings), variant))
+
+
+def print_forceplate_table(folder):
+    print(f"Force-plate truth ({folder}): foot contact = heel or toe "
+          f"(targets F1 >= {TARGET_F1}, mean onset/offset error <= {TARGET_ERROR_MS:.0f} ms)")
+    print(f"{'trial':<10} {'scenario':<13} {'F1':>6} {'onset':>8} {'offset':>8}")
+    rows = list(forceplate_rows(folder))
+    for trial, name, f1, onset, offset in rows:
+        missed = f1 < TARGET_F1 or not onset <= TARGET_ERROR_MS or not offset <= TARGET_ERROR_MS
+        print(f"{trial:<10} {name:<13} {f1:>6.3f} {onset:>6.1f}ms {offset:>6.1f}ms{'  MISSED' if missed else ''}")
+    for name, (f1, onset, offset) in pooled_scores(trials(folder)).items():
+        print(f"{'all trials':<10} {name:<13} {f1:>6.3f} {onset:>6.1f}ms {offset:>6.1f}ms")
+    return rows
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from benchmark import import_foot_lock
+
+    import_foot_lock()
+    print_forceplate_table(sys.argv[1] if len(sys.argv) > 1 else Path(__file__).resolve().parents[2] / "shared" / "forceplate")

@@ -1,0 +1,21 @@
+import bpy
+
+from ..adapters import root_motion
+from .checks import ArmatureOperator
+
+
+class FOOT_LOCK_OT_root_motion_from_feet(ArmatureOperator, bpy.types.Operator):
+    """Make an in-place clip travel: key the motion that keeps its planted feet still onto \
+the translation bone (or the object), in a new action ('<action>.rootmotion'; the original is kept)"""
+
+    bl_idname = "foot_lock.root_motion_from_feet"
+    bl_label = "Root Motion from Feet"
+
+    onto_object: bpy.props.BoolProperty(
+        name="Onto Object",
+        description="Key the travel on the armature object's location instead of the translation bone",
+        default=False,
+    )
+
+    def run(self, context, obj):
+        return root_motion.summary(root_motion.root_motion_from_feet(obj, context.scene, self.onto_object))

@@ -1,0 +1,127 @@
+"""Root motion from the feet: the travel that makes an in-place clip's planted feet stand still.
+
+A game-style in-place walk keeps its root where it is while the planted feet glide
+backward together under the body: the engine adds the travel at run time. Here that
+travel is found from the feet. Each frame's step of the travel is minus the planted toes'
+step (so a planted toe, carried by it, does not move); which toes are planted is found by
+labelling the contacts of the clip as it would look travelling, starting from the lower
+foot and refining twice. Frames where no foot is planted (a run's flight) keep the speed
+of the stances around them.
+
+A looping clip is solved tiled (the cycles around it give its seam the context it has when
+played) so the travel's speed loops and the travel repeats with its per-cycle offset.
+"""
+
+import numpy as np
+
+from .contacts import REFERENCE_LEG_LENGTH, detect_contacts
+from .kinematics import forward_kinematics, local_position
+from .quaternion import horizontal
+from .rig import leg_length
+
+# In place: over a second, the lower foot glides at least this fast (m/s for the reference
+# adult) while the root covers less than this share of the glide; for this share of the clip.
+GLIDING_FOOT_SPEED = 0.3
+STILL_ROOT_SHARE = 0.25
+GLIDING_SHARE = 0.25
+WINDOW = 1.0  # s
+MAX_SPEED = 10.0  # m/s: faster is a glitch in the capture (a popping frame), not a glide
+REFINEMENTS = 2
+
+
+def lower_foot_velocity(toes, up, fps):
+    """(F, 3) horizontal velocity of whichever toe is nearer its own lowest height."""
+    heights = toes @ np.asarray(up, dtype=float)
+    lower = np.argmin(heights - heights.min(axis=1, keepdims=True), axis=0)
+    velocity = horizontal(np.gradient(toes, axis=1) * fps, up)
+    return velocity[lower, np.arange(toes.shape[1])]
+
+
+def is_in_place(toes, root, up, fps, leg_length):
+    """Whether the clip walks in place: for a good part of it, the lower foot glides
+    steadily one way (averaged over a second) while the root stays put. A standing idle
+    glides nowhere; a walk's planted feet stand still while its root travels; a foot
+    shuffling about averages out."""
+    if toes.shape[1] < 3:
+        return False
+    scale = leg_length / REFERENCE_LEG_LENGTH
+    half = max(1, round(0.5 * WINDOW * fps))
+    cap = MAX_SPEED * scale
+    glide = np.linalg.norm(_windowed_mean(_capped(lower_foot_velocity(toes, up, fps), cap), half), axis=-1)
+    root_velocity = horizontal(np.gradient(root, axis=0) * fps, up)
+    root_speed = np.linalg.norm(_windowed_mean(_capped(root_velocity, cap), half), axis=-1)
+    gliding = (glide > GLIDING_FOOT_SPEED * scale) & (root_speed < STILL_ROOT_SHARE * glide)
+    return bool(gliding.mean() >= GLIDING_SHARE)
+
+
+def _capped(velocity, cap):
+    speed = np.linalg.norm(velocity, axis=-1, keepdims=True)
+    return velocity * np.minimum(1.0, cap / np.maximum(speed, 1e-12))
+
+
+def _windowed_mean(values, half):
+    """Mean of (F, k) values over the frames within ``half`` of each (fewer at the ends)."""
+    total = np.concatenate([np.zeros((1, values.shape[1])), np.cumsum(values, axis=0)])
+    index = np.arange(len(values))
+    upper, lower = np.minimum(index + half + 1, len(values)), np.maximum(index - half, 0)
+    return (total[upper] - total[lower]) / (upper - lower)[:, None]
+
+
+def feet_travel(toes, up, fps, leg_length, settings=None, looped=False):
+    """Travel (F, 3), horizontal, zero at the first frame, that makes the planted toes of
+    ``toes`` (L, F, 3) stand still; and the contacts (L, F) it was found with.
+
+    ``looped``: frames ``0..P`` are one cycle (frame P is frame 0 again).
+    """
+    frames = toes.shape[1]
+    if looped:
+        period = frames - 1
+        copies = 3
+        index = np.concatenate([np.tile(np.arange(period), copies), [period]])
+        travel, contacts = feet_travel(toes[:, index], up, fps, leg_length, settings)
+        middle = slice(period, 2 * period + 1)
+        return travel[middle] - travel[period], contacts[:, middle]
+    steps = horizontal(np.diff(toes, axis=1), up)  # (L, F-1)
+    travel_steps = -lower_foot_velocity(toes, up, fps)[:-1] / fps
+    contacts = None
+    for _ in range(REFINEMENTS + 1):
+        travel = np.concatenate([np.zeros((1, 3)), np.cumsum(travel_steps, axis=0)])
+        contacts, _ = detect_contacts(toes + travel[None], travel, up, fps, leg_length, settings)
+        travel_steps = _planted_steps(steps, contacts, travel_steps)
+    travel = np.concatenate([np.zeros((1, 3)), np.cumsum(travel_steps, axis=0)])
+    return travel, contacts
+
+
+def _planted_steps(steps, contacts, fallback):
+    """Minus the planted toes' mean step per frame step; steps without a planted toe take
+    the speed of the nearest stances (interpolated), or ``fallback`` without any stance."""
+    weight = np.minimum(contacts[:, 1:], contacts[:, :-1])  # (L, F-1)
+    total = weight.sum(axis=0)
+    planted = total > 0
+    if not planted.any():
+        return fallback
+    mean = -(weight[..., None] * steps).sum(axis=0) / np.where(planted, total, 1.0)[:, None]
+    at = np.arange(len(total))
+    return np.stack([np.interp(at, at[planted], mean[planted, axis]) for axis in range(3)], axis=-1)
+
+
+def with_travel(skeleton, motion, joint, travel):
+    """A copy of ``motion`` whose ``joint`` (and everything below it) is carried by
+    ``travel`` (F, 3, world); its parent, if any, stays where it is."""
+    moved = motion.copy()
+    parent = skeleton.parents[joint]
+    if parent < 0:
+        moved.pos[:, joint] += travel
+        return moved
+    grot, gpos = forward_kinematics(skeleton, motion.rot, motion.pos, [joint])
+    moved.pos[:, joint] = local_position(grot[:, parent], gpos[:, parent], gpos[:, joint] + travel)
+    return moved
+
+
+def plant_feet(skeleton, motion, rig, up, settings=None, looped=False):
+    """``motion`` carried by the travel of its feet (see :func:`feet_travel`) on the rig's
+    translation joint (``rig.pelvis``); returns (motion, travel, contacts)."""
+    _, gpos = forward_kinematics(skeleton, motion.rot, motion.pos, [leg.toe for leg in rig.legs])
+    toes = np.stack([gpos[:, leg.toe] for leg in rig.legs])
+    travel, contacts = feet_travel(toes, up, motion.fps, leg_length(gpos, rig), settings, looped)
+    return with_travel(skeleton, motion, rig.pelvis, travel), travel, contacts

@@ -1,0 +1,122 @@
+"""The offline lock (solvers/offline_lock.py) on its own: a synthetic two-leg walk whose
+root travels 1.25 times as far as its feet, so every stance slides."""
+
+import numpy as np
+import pytest
+from foot_lock.solvers.offline_lock import OfflineProblem, OfflineWeights, solve_offline_lock
+
+PERIOD, STANCE, STRIDE, SLIP = 1.0, 0.6, 1.0, 1.25  # s, share of a period, m per period, root factor
+SECONDS = 4.3  # ends inside a stance, not on a one-frame one
+ANKLE_OFFSET = np.array([-0.15, 0.0, 0.08])  # ankle from toe: behind and above
+
+
+def stance(phase):
+    """Planted from heel strike to toe-off, both frames included: the locked span is then
+    the same stretch of time at any frame rate whose frames fall on its edges."""
+    return (phase + 1e-9) % 1.0 <= STANCE + 2e-9
+
+
+def toe_track(t, shift):
+    """The unslid toe's x and height: planted in stance, eased forward one stride in swing."""
+    phase = (t / PERIOD + shift) % 1.0
+    steps = np.floor(t / PERIOD + shift)
+    swing = np.clip((phase - STANCE) / (1.0 - STANCE), 0.0, 1.0)
+    ease = 0.5 - 0.5 * np.cos(np.pi * swing)
+    x = STRIDE * (steps + ease) - STRIDE * shift
+    height = 0.1 * np.sin(np.pi * swing)
+    return x, height
+
+
+def walk(fps, reach_margin=1.01):
+    """The problem sampled at ``fps``; stance edges fall on frames at 30, 60 and 120 fps."""
+    t = np.arange(round(SECONDS * fps) + 1) / fps
+    pelvis_x = SLIP * (STRIDE / PERIOD) * t  # the root runs 1.25 times as fast as the feet
+    pelvis = np.stack([pelvis_x, np.zeros_like(t), np.full_like(t, 0.95)], axis=-1)
+    toes, hips, contacts = [], [], []
+    for side, shift in ((0.1, 0.0), (-0.1, 0.5)):
+        x, height = toe_track(t, shift)
+        slide = (SLIP - 1.0) * (STRIDE / PERIOD) * t  # the feet slide with the root's excess
+        toes.append(np.stack([x + slide, np.full_like(t, side), height], axis=-1))
+        hips.append(pelvis + [0.0, side, -0.05])
+        contacts.append(stance(t / PERIOD + shift).astype(float))
+    toes, hips = np.stack(toes), np.stack(hips)
+    ankles = toes + ANKLE_OFFSET
+    # Each leg may stretch only a little past the longest extension the input shows.
+    reach = np.full(toes.shape[:2], reach_margin * np.linalg.norm(hips - ankles, axis=-1).max())
+    return OfflineProblem(pelvis=pelvis, hips=hips, toes=toes, ankles=ankles, contacts=np.stack(contacts),
+                          reach=reach, fps=fps), t
+
+
+def stretch(problem, solution):
+    ankles = solution.toes + ANKLE_OFFSET
+    hips = problem.hips + (solution.pelvis - problem.pelvis)[None]
+    return np.linalg.norm(hips - ankles, axis=-1) - problem.reach
+
+
+@pytest.fixture(scope="module", params=[30.0, 60.0])
+def solved(request):
+    problem, _ = walk(request.param)
+    return problem, solve_offline_lock(problem)
+
+
+def test_the_input_slides_during_every_stance(solved):
+    problem, _ = solved
+    locked = (problem.contacts[:, 1:] >= 1.0) & (problem.contacts[:, :-1] >= 1.0)
+    speed = np.linalg.norm(np.diff(problem.toes, axis=1), axis=-1) * problem.fps
+    assert locked.sum() > 100 and speed[locked].min() > 0.2  # m/s
+
+
+def test_locked_steps_are_zero(solved):
+    problem, solution = solved
+    locked = (problem.contacts[:, 1:] >= 1.0) & (problem.contacts[:, :-1] >= 1.0)
+    steps = np.linalg.norm(np.diff(solution.toes, axis=1), axis=-1)
+    assert steps[locked].max() < 1e-5  # m: a tenth of the input's residual target
+    assert solution.lock_residual == pytest.approx(steps[locked].max())
+
+
+def test_reach_is_never_exceeded(solved):
+    problem, solution = solved
+    free = solve_offline_lock(problem, OfflineWeights(reach_iterations=0))
+    assert stretch(problem, free).max() > 0.01  # without the reach terms the legs would overstretch
+    tolerance = OfflineWeights().reach_tolerance * problem.reach
+    assert (stretch(problem, solution) <= tolerance + 1e-6).all()
+    assert solution.reach_violation <= tolerance.max() + 1e-6
+
+
+def test_swing_keeps_its_source_velocity_and_the_pelvis_stays_close(solved):
+    problem, solution = solved
+    swing = (problem.contacts[:, 1:] <= 0.0) & (problem.contacts[:, :-1] <= 0.0)
+    source = np.diff(problem.toes, axis=1)[swing]
+    got = np.diff(solution.toes, axis=1)[swing]
+    # The correction a stance leaves behind is taken up over the swing, not in one jump.
+    assert np.linalg.norm(got - source, axis=-1).max() * problem.fps < 1.5  # m/s
+    assert np.linalg.norm(solution.pelvis - problem.pelvis, axis=-1).max() < 0.25
+
+
+def test_the_same_walk_at_another_frame_rate_gives_the_same_solution():
+    (slow, t_slow), (fast, t_fast) = walk(30.0), walk(60.0)
+    a, b = solve_offline_lock(slow), solve_offline_lock(fast)
+    assert np.allclose(t_fast[::2], t_slow)
+    assert np.linalg.norm(b.toes[:, ::2] - a.toes, axis=-1).max() < 0.003
+    assert np.linalg.norm(b.toes[:, ::2] - a.toes, axis=-1).mean() < 0.001
+    # The pelvis follows a leg out of reach by up to 4.5 cm here; at 60 fps a little less
+    # than at 30 (the reach's active set is per frame), never by more than 1.5 cm.
+    assert np.linalg.norm(b.pelvis[::2] - a.pelvis, axis=-1).max() < 0.015
+
+
+def test_heel_and_toe_labels_pin_each_point_where_it_is_labelled():
+    """Heel strike 0.1 s before the ball lands, heel-off 0.2 s before toe-off: each point
+    holds while its own label is on, and the leg's reach still holds."""
+    problem, t = walk(60.0)
+    heel = np.stack([(t / PERIOD + shift + 0.1 + 1e-9) % 1.0 <= STANCE - 0.1 + 2e-9
+                     for shift in (0.0, 0.5)]).astype(float)
+    problem.heel_contacts = heel
+    solution = solve_offline_lock(problem)
+    for points, weights in ((solution.heels, heel), (solution.toes, problem.contacts)):
+        both = (weights[:, 1:] >= 1.0) & (weights[:, :-1] >= 1.0)
+        assert both.sum() > 100
+        assert np.linalg.norm(np.diff(points, axis=1), axis=-1)[both].max() < 1e-4  # m
+    heel_only = (heel[:, 1:] >= 1.0) & (problem.contacts[:, 1:] < 1.0)
+    assert heel_only.any()  # the heel pinned on its own somewhere
+    hips = problem.hips + (solution.pelvis - problem.pelvis)[None]
+    assert (np.linalg.norm(hips - solution.heels, axis=-1) - problem.reach).max() < 1e-3

@@ -1,0 +1,86 @@
+"""Root Motion from Feet in real Blender: an in-place walk made to travel, onto the bone or
+the object; Remove Foot Sliding says an in-place walk is in place."""
+
+import numpy as np
+import pytest
+from blender_scenes import import_clip, leg_bones, slide_cm_s, world_joints
+from clip_scenarios import CMU_TO_METRES, in_place
+from foot_lock.solvers import bvh
+from foot_lock.solvers.contacts import reference_contacts
+from foot_lock.solvers.kinematics import forward_kinematics
+
+pytestmark = pytest.mark.blender
+
+
+@pytest.fixture
+def addon(blender):
+    import foot_lock
+
+    foot_lock.register()
+    yield blender
+    foot_lock.unregister()
+
+
+@pytest.fixture
+def in_place_walk(addon, clips_dir, tmp_path):
+    """The CMU walk made to walk in place (its smoothed root travel taken away), imported;
+    and the original walk's contacts per leg (left, right), the criterion the tests score on."""
+    parsed = bvh.read(clips_dir / "cmu_07_01.bvh")
+    skeleton, motion = bvh.to_motion(parsed, CMU_TO_METRES)
+    rig = bvh.detect_rig(parsed)
+    bvh.write(tmp_path / "in_place.bvh", parsed, in_place(motion), CMU_TO_METRES, location_joints=[0])
+    _, gpos = forward_kinematics(skeleton, motion.rot, motion.pos)
+    labels = np.stack([reference_contacts(gpos[:, leg.toe], motion.fps) for leg in rig.legs])
+    obj = import_clip(addon, tmp_path / "in_place.bvh")
+    assert addon.ops.foot_lock.detect_legs() == {"FINISHED"}
+    assert [leg.name for leg in obj.foot_lock.legs] == ["left", "right"]
+    return obj, labels
+
+
+def toe_slide(obj, labels, addon):
+    toes = world_joints(obj, leg_bones(obj, "toe"))
+    return slide_cm_s(toes, labels, addon.context.scene.render.fps / addon.context.scene.render.fps_base)
+
+
+def test_root_motion_from_feet_makes_an_in_place_walk_travel(addon, in_place_walk):
+    obj, labels = in_place_walk
+    source = obj.animation_data.action
+    before = toe_slide(obj, labels, addon)
+    assert addon.ops.foot_lock.root_motion_from_feet() == {"FINISHED"}
+    fixed = obj.animation_data.action
+    assert fixed.name == source.name + ".rootmotion"
+    after = toe_slide(obj, labels, addon)
+    assert before > 50.0
+    assert after <= 1.0
+    hips = world_joints(obj, ["Hips"], fixed)[:, 0]
+    assert np.linalg.norm(hips[-1, :2] - hips[0, :2]) > 3.0  # metres: the walk goes somewhere now
+    from foot_lock.adapters import action_compat
+
+    changed = {fc.data_path for fc in action_compat.iter_fcurves(obj, fixed)
+               if any(a.co[1] != b.co[1] for a, b in zip(fc.keyframe_points,
+                                                        action_compat.find_fcurve(action_compat.channel_bag(
+                                                            obj, source), fc.data_path, fc.array_index)
+                                                        .keyframe_points))}
+    assert changed == {'pose.bones["Hips"].location'}
+
+
+def test_root_motion_onto_the_object(addon, in_place_walk):
+    obj, labels = in_place_walk
+    assert addon.ops.foot_lock.root_motion_from_feet(onto_object=True) == {"FINISHED"}
+    scene = addon.context.scene
+    start, end = (round(f) for f in obj.animation_data.action.frame_range)
+    toes = []
+    for frame in range(start, end + 1):  # the object's motion: what Blender shows, frame by frame
+        scene.frame_set(frame)
+        toes.append([np.array(obj.matrix_world @ obj.pose.bones[name].head) for name in leg_bones(obj, "toe")])
+    assert slide_cm_s(np.array(toes), labels, scene.render.fps / scene.render.fps_base) <= 1.0
+
+
+def test_remove_sliding_reports_an_in_place_walk_as_in_place(addon, in_place_walk):
+    obj, _ = in_place_walk
+    from foot_lock.adapters import jobs
+
+    outcome = jobs.remove_sliding(obj, addon.context.scene)
+    assert len(outcome.result.warnings) == 1
+    assert "in place" in outcome.result.warnings[0]
+    assert "no foot contacts" not in outcome.result.warnings[0]

@@ -1,0 +1,56 @@
+"""The ``root-motion`` command: an in-place walk made to travel, BVH to BVH (numpy only)
+and through Blender (.blend)."""
+
+import numpy as np
+import pytest
+from clip_scenarios import CMU_TO_METRES, in_place, reference_labels, toe_positions
+from foot_lock.cli import main
+from foot_lock.solvers import bvh
+from foot_lock.solvers.metrics import toe_slide
+
+
+@pytest.fixture
+def in_place_bvh(clips_dir, tmp_path):
+    parsed = bvh.read(clips_dir / "cmu_07_01.bvh")
+    skeleton, motion = bvh.to_motion(parsed, CMU_TO_METRES)
+    path = tmp_path / "in_place.bvh"
+    bvh.write(path, parsed, in_place(motion), CMU_TO_METRES, location_joints=[0])
+    return path, reference_labels(skeleton, motion, bvh.detect_rig(parsed))
+
+
+def test_root_motion_bvh_to_bvh_plants_the_feet_and_changes_only_the_root(in_place_bvh, tmp_path, capsys):
+    source, labels = in_place_bvh
+    target = tmp_path / "travelling.bvh"
+    assert main(["root-motion", str(source), "-o", str(target)]) == 0
+    assert "m of travel" in capsys.readouterr().out
+    skeleton, motion, rig = bvh.load(target, CMU_TO_METRES)
+    assert 100.0 * toe_slide(toe_positions(skeleton, motion, rig), labels, bvh.UP, motion.fps) <= 1.0
+    before, after = bvh.read(source), bvh.read(target)
+    changed = np.flatnonzero((before.tokens != after.tokens).any(axis=0))
+    assert set(changed) <= {0, 1, 2}  # the Hips' position columns only
+    assert after.header == before.header
+
+
+def test_root_motion_refuses_onto_object_for_a_bvh(in_place_bvh, tmp_path, capsys):
+    source, _ = in_place_bvh
+    assert main(["root-motion", str(source), "-o", str(tmp_path / "out.bvh"), "--onto-object"]) == 1
+    assert "has no object" in capsys.readouterr().out
+    assert not (tmp_path / "out.bvh").exists()
+
+
+@pytest.mark.blender
+def test_root_motion_through_blender_writes_a_travelling_action(in_place_bvh, tmp_path):
+    bpy = pytest.importorskip("bpy")
+    source, _ = in_place_bvh
+    target = tmp_path / "travelling.blend"
+    assert main(["root-motion", str(source), "-o", str(target)]) == 0
+    bpy.ops.wm.open_mainfile(filepath=str(target), load_ui=False)
+    obj = next(o for o in bpy.data.objects if o.type == "ARMATURE")
+    assert obj.animation_data.action.name == "in_place.rootmotion"
+    assert "in_place" in bpy.data.actions  # the original is kept
+    start, end = (round(f) for f in obj.animation_data.action.frame_range)
+    hips = []
+    for frame in (start, end):
+        bpy.context.scene.frame_set(frame)
+        hips.append(np.array(obj.matrix_world @ obj.pose.bones["Hips"].head))
+    assert np.linalg.norm(hips[1][:2] - hips[0][:2]) > 3.0

@@ -1,0 +1,77 @@
+"""``--resume``: a batch started again fixes only what its report does not show as done."""
+
+import hashlib
+import re
+
+import pytest
+from batch_folders import read_report, short_walk, short_walks
+from cli_helpers import package_parent, run_python
+
+NAMES = ["a.bvh", "b.bvh", "sub/c.bvh", "sub/d.bvh"]
+
+
+@pytest.fixture(scope="module")
+def first_run(tmp_path_factory, walk):
+    root = tmp_path_factory.mktemp("resume")
+    source, out = root / "in", root / "out"
+    short_walks(walk, source, NAMES)
+    (source / "broken.bvh").write_text("HIERARCHY\nROOT Hips\n{\n")
+    pythonpath = package_parent(root / "pythonpath")
+
+    def remove_sliding(*extra):
+        return run_python(["-m", "foot_lock", "remove-sliding", source, "-o", out, "--jobs", "2",
+                           "--report", root / "report.json", *extra], cwd=root, pythonpath=pythonpath)
+
+    result = remove_sliding()
+    assert result.returncode == 1, result.stdout + result.stderr
+    return root, source, out, remove_sliding
+
+
+def test_the_report_holds_each_input_hash_and_options(first_run):
+    root, source, _, _ = first_run
+    entries = {entry["input"]: entry for entry in read_report(root / "report.json")["files"]}
+    for name in [*NAMES, "broken.bvh"]:
+        entry = entries[str(source / name)]
+        assert entry["input_sha256"] == hashlib.sha256((source / name).read_bytes()).hexdigest()
+        assert entry["options"] == []  # no flag given: the workers' options
+
+
+def test_resume_fixes_only_the_failed_changed_and_missing(first_run, walk):
+    root, source, out, remove_sliding = first_run
+    before = read_report(root / "report.json")
+    stamps = {name: (out / name).stat().st_mtime_ns for name in NAMES}
+    short_walk(walk, source / "b.bvh", first_frame=100, frames=60, root_scale=1.3)  # a new take
+    (out / "sub" / "c.bvh").unlink()
+
+    result = remove_sliding("--resume")
+    assert result.returncode == 1, result.stdout + result.stderr  # broken.bvh is still broken
+    assert "Foot Lock: 2 of 5 files already fixed" in result.stdout
+    redone = re.findall(r"^\[\d/3\] (?:ok|FAILED) (\S+?):? ", result.stdout, re.M)
+    assert sorted(redone) == sorted(str(source / name) for name in ("b.bvh", "sub/c.bvh", "broken.bvh"))
+    assert {name: (out / name).stat().st_mtime_ns == stamps[name] for name in ("a.bvh", "sub/d.bvh")} == {
+        "a.bvh": True, "sub/d.bvh": True}
+    after = read_report(root / "report.json")
+    assert after["summary"] == before["summary"]  # every file is in the report again
+    old, new = ({entry["input"]: entry for entry in report["files"]} for report in (before, after))
+    assert new[str(source / "a.bvh")] == old[str(source / "a.bvh")]  # kept as it was, timings too
+    assert new[str(source / "b.bvh")]["input_sha256"] != old[str(source / "b.bvh")]["input_sha256"]
+    assert (out / "sub" / "c.bvh").is_file()
+
+
+def test_other_settings_fix_everything_again(first_run):
+    root, _, _, remove_sliding = first_run
+    result = remove_sliding("--resume", "--bvh-unit-scale", "0.05")
+    assert "already fixed" not in result.stdout
+    assert len(re.findall(r"^\[\d/5\] ", result.stdout, re.M)) == 5
+    entries = read_report(root / "report.json")["files"]
+    assert all(entry["options"] == ["--bvh-unit-scale", "0.05"] for entry in entries)
+
+
+def test_resume_needs_a_report_and_a_folder(first_run, capsys):
+    from foot_lock.cli import main
+
+    root, source, out, _ = first_run
+    assert main(["remove-sliding", str(source), "-o", str(out), "--resume"]) == 2
+    assert "--resume needs --report" in capsys.readouterr().out
+    assert main(["remove-sliding", str(source / "a.bvh"), "-o", str(root / "x.bvh"), "--shard", "1/2"]) == 2
+    assert "--shard: only for a folder" in capsys.readouterr().out

@@ -1,0 +1,93 @@
+"""What the viewport shows gets fixed: an in-place walk whose object travels (keys, Follow
+Path, Child Of, an animated parent two levels up, a driver), in real Blender."""
+
+import numpy as np
+import pytest
+from blender_scenes import reference_labels, slide_cm_s
+from viewport_scenes import TRAVELLERS, WALK, in_place_walk, world_heads
+
+pytestmark = pytest.mark.blender
+
+
+@pytest.fixture(scope="module", params=sorted(TRAVELLERS))
+def travelling(request, clips_dir):
+    """Each travelling in-place walk before and after one click of Remove Foot Sliding."""
+    import bpy
+    import foot_lock
+    from foot_lock.adapters import action_compat
+
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    foot_lock.register()
+    try:
+        obj, start, end = in_place_walk(bpy, clips_dir, request.param)
+        frames = np.arange(start, end + 1)
+        source = obj.animation_data.action
+        source_keys = {(fc.data_path, fc.array_index): len(fc.keyframe_points)
+                       for fc in action_compat.iter_fcurves(obj, source)}
+        bpy.ops.foot_lock.detect_legs()
+        toes = [leg.toe for leg in obj.foot_lock.legs]
+        before = world_heads(bpy, obj, toes, frames)
+        result = bpy.ops.foot_lock.remove_sliding()
+        after = world_heads(bpy, obj, toes, frames)
+        report = obj.foot_lock.report
+        return {
+            "how": request.param,
+            "result": result,
+            "before": before,
+            "after": after,
+            "contacts": np.array([reference_labels(clips_dir / WALK)[leg.name] for leg in obj.foot_lock.legs]),
+            "fps": bpy.context.scene.render.fps / bpy.context.scene.render.fps_base,
+            "action": obj.animation_data.action.name,
+            "source_unchanged": source_keys == {(fc.data_path, fc.array_index): len(fc.keyframe_points)
+                                                for fc in action_compat.iter_fcurves(obj, source)},
+            "contact_frames": report.contact_frames,
+            "source": report.source,
+            "constraints": [c.type for c in obj.constraints],
+            "drivers": len(obj.animation_data.drivers),
+            "parent": obj.parent.name if obj.parent else None,
+        }
+    finally:
+        foot_lock.unregister()
+
+
+def test_world_toe_slide_over_planted_frames_after_one_click(travelling):
+    t = travelling
+    assert t["result"] == {"FINISHED"}
+    assert slide_cm_s(t["before"], t["contacts"], t["fps"]) > 10.0  # the feet slide in the viewport
+    assert slide_cm_s(t["after"], t["contacts"], t["fps"]) <= 1.0
+    assert t["contact_frames"] > 0.5 * t["contacts"].sum()
+
+
+def test_the_object_motion_is_left_driving_the_character(travelling):
+    t = travelling
+    assert t["action"] == "cmu_07_01.footlock" and t["source_unchanged"]
+    assert t["source"] == "evaluated scene"  # the keys alone do not say how it moves
+    assert t["constraints"] == {"path": ["FOLLOW_PATH"], "child_of": ["CHILD_OF"]}.get(t["how"], [])
+    assert (t["drivers"] == 2) == (t["how"] == "driver")
+    assert (t["parent"] == "Offset") == (t["how"] == "parent")
+    # The body still travels: the toes cover (nearly) the stride distance over the clip.
+    travel = np.linalg.norm(t["after"][-1, :, :2] - t["after"][0, :, :2], axis=-1)
+    assert np.all(travel > 0.5 * np.linalg.norm(t["before"][-1, :, :2] - t["before"][0, :, :2], axis=-1))
+
+
+def test_hand_keyed_contacts_on_a_travelling_in_place_walk_plant_the_feet_in_the_world(blender, clips_dir):
+    import foot_lock
+    from foot_lock.adapters import armature
+
+    bpy = blender
+    foot_lock.register()
+    try:
+        obj, start, end = in_place_walk(bpy, clips_dir, "keys")
+        frames = np.arange(start, end + 1)
+        bpy.ops.foot_lock.detect_legs()
+        legs = obj.foot_lock.legs
+        contacts = np.array([reference_labels(clips_dir / WALK)[leg.name] for leg in legs])
+        for leg, row in zip(legs, contacts):  # keyed by hand, as the animator sees the steps
+            armature.write_contact_curve(obj, obj.animation_data.action, leg.toe, frames, row, stamp=False)
+        assert bpy.ops.foot_lock.remove_sliding() == {"FINISHED"}
+        after = world_heads(bpy, obj, [leg.toe for leg in legs], frames)
+        fps = bpy.context.scene.render.fps / bpy.context.scene.render.fps_base
+        assert slide_cm_s(after, contacts, fps) <= 1.0
+        assert obj.foot_lock.report.pelvis_shift <= 4.0  # cm: the body keeps its path
+    finally:
+        foot_lock.unregister()

@@ -1,0 +1,134 @@
+"""The walk played by the NLA (repeat 2, scale 1.2, from frame 101, no active action) is
+baked into a new action with every channel, the strip's track muted and kept."""
+
+import numpy as np
+import pytest
+from blender_scenes import import_clip, reference_labels, slide_cm_s
+from viewport_scenes import WALK, world_heads
+
+pytestmark = pytest.mark.blender
+
+START, REPEAT, SCALE = 101, 2, 1.2
+
+
+def nla_walk(bpy, clips_dir):
+    obj = import_clip(bpy, clips_dir / WALK)
+    anim = obj.animation_data
+    action = anim.action
+    anim.action = None
+    track = anim.nla_tracks.new()
+    track.name = "Walk"
+    strip = track.strips.new("walk", START, action)
+    strip.scale = SCALE
+    strip.repeat = REPEAT
+    return obj, action, strip
+
+
+def strip_contacts(reference, strip, frames):
+    """The clip's planted frames where the strip plays them; the jump back at the start of
+    each repeat is no contact."""
+    length = reference.shape[1] - 1  # action frames 1..N span N-1 frames
+    local = (frames - strip.frame_start) / strip.scale
+    cycle = np.floor(local / length)
+    action_frame = np.rint(local - cycle * length).astype(int)
+    contacts = reference[:, np.clip(action_frame, 0, length)].copy()
+    contacts[:, np.flatnonzero(np.diff(cycle)) + 1] = False
+    contacts[:, (local < 0) | (cycle >= strip.repeat)] = False
+    return contacts
+
+
+@pytest.fixture(scope="module")
+def baked_nla(clips_dir):
+    import bpy
+    import foot_lock
+
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    foot_lock.register()
+    try:
+        obj, action, strip = nla_walk(bpy, clips_dir)
+        frames = np.arange(int(strip.frame_start), int(np.ceil(strip.frame_end)) + 1)
+        bpy.ops.foot_lock.detect_legs()
+        toes = [leg.toe for leg in obj.foot_lock.legs]
+        reference = np.array([reference_labels(clips_dir / WALK)[leg.name] for leg in obj.foot_lock.legs])
+        contacts = strip_contacts(reference, strip, frames)
+        from foot_lock.adapters.action_compat import iter_fcurves
+
+        def key_count():
+            return sum(len(fc.keyframe_points) for fc in iter_fcurves(obj, action))
+
+        source_keys = key_count()
+        before = world_heads(bpy, obj, toes, frames)
+        result = bpy.ops.foot_lock.remove_sliding()
+        after = world_heads(bpy, obj, toes, frames)
+        anim = obj.animation_data
+        rerun = bpy.ops.foot_lock.remove_sliding()  # bakes the muted tracks again, into the same result
+        return {
+            "rerun": (rerun, anim.action.name, sorted(a.name for a in bpy.data.actions),
+                      [track.mute for track in anim.nla_tracks], world_heads(bpy, obj, toes, frames)),
+            "result": result, "before": before, "after": after, "contacts": contacts,
+            "fps": bpy.context.scene.render.fps / bpy.context.scene.render.fps_base,
+            "action": anim.action.name if anim.action else None,
+            "tracks": [(track.name, track.mute, len(track.strips)) for track in anim.nla_tracks],
+            "source_keys": (source_keys, key_count()),
+            "frames": frames,
+            "source": obj.foot_lock.report.source,
+            "baked_range": tuple(anim.action.frame_range) if anim.action else None,
+        }
+    finally:
+        foot_lock.unregister()
+
+
+def test_nla_walk_is_fixed_over_both_repeats(baked_nla):
+    b = baked_nla
+    assert b["result"] == {"FINISHED"}
+    assert slide_cm_s(b["before"], b["contacts"], b["fps"]) > 3.0
+    assert slide_cm_s(b["after"], b["contacts"], b["fps"]) <= 1.5
+    half = len(b["frames"]) // 2  # each repeat on its own
+    for part in (slice(0, half), slice(half, None)):
+        assert slide_cm_s(b["after"][part], b["contacts"][:, part], b["fps"]) <= 1.5
+
+
+def test_nla_result_is_a_new_active_action_over_the_evaluated_range_with_the_track_muted(baked_nla):
+    b = baked_nla
+    assert b["action"] == "cmu_07_01.footlock" and b["source"] == "NLA"
+    assert b["tracks"] == [("Walk", True, 1)]
+    assert b["baked_range"] == (b["frames"][0], b["frames"][-1])
+    assert b["source_keys"][0] == b["source_keys"][1] > 0  # the strip's action is not touched
+
+
+def test_rerun_on_the_nla_result_bakes_the_tracks_again_into_it(baked_nla):
+    result, action, actions, muted, after = baked_nla["rerun"]
+    assert result == {"FINISHED"}
+    assert action == "cmu_07_01.footlock" and actions == ["cmu_07_01", "cmu_07_01.footlock"]
+    assert muted == [True]
+    assert np.abs(after - baked_nla["after"]).max() < 1e-3  # the same settings: the same result
+
+
+def test_strips_that_also_move_the_object_keep_it_moving(blender, clips_dir):
+    """The in-place walk with its object keys, pushed down into a strip: the result keys
+    the object's travel too, so muting the track does not stop the character."""
+    import foot_lock
+    from viewport_scenes import in_place_walk
+
+    bpy = blender
+    foot_lock.register()
+    try:
+        obj, start, end = in_place_walk(bpy, clips_dir, "keys")
+        anim = obj.animation_data
+        action = anim.action
+        anim.action = None
+        anim.nla_tracks.new().strips.new("walk", start, action)
+        frames = np.arange(start, end + 1)
+        bpy.ops.foot_lock.detect_legs()
+        toes = [leg.toe for leg in obj.foot_lock.legs]
+        contacts = np.array([reference_labels(clips_dir / WALK)[leg.name] for leg in obj.foot_lock.legs])
+        before = world_heads(bpy, obj, toes, frames)
+        assert bpy.ops.foot_lock.remove_sliding() == {"FINISHED"}
+        after = world_heads(bpy, obj, toes, frames)
+        fps = bpy.context.scene.render.fps / bpy.context.scene.render.fps_base
+        assert slide_cm_s(before, contacts, fps) > 10.0
+        assert slide_cm_s(after, contacts, fps) <= 1.0
+        travel = np.linalg.norm(after[-1, 0, :2] - after[0, 0, :2])
+        assert travel > 0.5 * np.linalg.norm(before[-1, 0, :2] - before[0, 0, :2])
+    finally:
+        foot_lock.unregister()

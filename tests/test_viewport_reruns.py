@@ -1,0 +1,66 @@
+"""Reruns follow the current settings: Foot Lock's own contact curves are labelled again,
+an animator's edits are kept, and a rerun on a result refreshes it from its source."""
+
+import numpy as np
+import pytest
+from blender_scenes import import_clip
+
+pytestmark = pytest.mark.blender
+
+
+@pytest.fixture
+def addon(blender):
+    import foot_lock
+
+    foot_lock.register()
+    yield blender
+    foot_lock.unregister()
+
+
+def contact_curve(obj, bone):
+    from foot_lock.adapters import armature
+
+    return armature.read_contact_curve(obj, obj.animation_data.action, bone, np.arange(1, 318))
+
+
+def test_rerun_with_other_contact_settings_relabels_and_refreshes_the_result(addon, sliding):
+    obj = import_clip(addon, sliding)
+    source = obj.animation_data.action
+    assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
+    result = obj.animation_data.action
+    toe = obj.foot_lock.legs[0].toe
+    first = contact_curve(obj, toe)
+    assert result.name == "walk_sliding.footlock"
+
+    obj.foot_lock.speed_threshold *= 0.3  # far stricter: fewer planted frames
+    assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
+    assert obj.animation_data.action.name == "walk_sliding.footlock"  # refreshed, not stacked
+    assert [a.name for a in addon.data.actions] == ["walk_sliding", "walk_sliding.footlock"]
+    assert contact_curve(obj, toe).sum() < first.sum()
+    assert obj.animation_data.action["foot_lock_source"] == source.name
+    from foot_lock.adapters import armature
+
+    assert not armature.has_contact_curve(obj, source, toe)  # the source is still untouched
+
+
+def test_rerun_keeps_contacts_an_animator_edited_on_the_result(addon, sliding):
+    obj = import_clip(addon, sliding)
+    addon.ops.foot_lock.remove_sliding()
+    toe = obj.foot_lock.legs[0].toe
+    from foot_lock.adapters import action_compat, armature
+
+    fcurve = action_compat.find_fcurve(action_compat.channel_bag(obj, obj.animation_data.action),
+                                       armature.contact_data_path(toe), 0)
+    for key in fcurve.keyframe_points:  # the animator drags every key to 0: this foot never plants
+        key.co.y = 0.0
+    fcurve.update()
+    obj.foot_lock.speed_threshold *= 0.5
+    assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
+    assert obj.animation_data.action.name == "walk_sliding.footlock"
+    assert np.all(contact_curve(obj, toe) == 0.0)
+    other = obj.foot_lock.legs[1].toe
+    assert contact_curve(obj, other).max() == 1.0  # the tool's own curve was labelled again
+
+    obj.foot_lock.overwrite_contacts = True  # the same meaning as --overwrite-contacts
+    assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
+    assert contact_curve(obj, toe).max() == 1.0
