@@ -63,7 +63,7 @@ def key_contacts(rig, feet, contacts):
 
     frames = np.arange(1, contacts.shape[1] + 1)
     for leg, row in zip(LEGS, contacts):
-        armature.write_contact_curve(rig, rig.animation_data.action, feet[leg], frames, row.astype(float))
+        armature.write_contact_curve(rig, rig.animation_data.action, feet[leg], frames, row.astype(float), stamp=False)
 
 
 def keyed_curves(rig, action):
