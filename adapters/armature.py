@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 
 import bpy
 import numpy as np
-from mathutils import Quaternion
 
 from ..solvers import quaternion as quat
 from ..solvers import rotations as channels
@@ -496,34 +495,6 @@ def basis_locations(joint_map, pos, bone_names, frame_start):
     local[:, roots] = quat.rotate(quat.conjugate(world_rot[:, None]), local[:, roots] - world_pos[:, None])
     local /= jm.parent_scale[offset : offset + len(pos), joints, None]
     return quat.rotate(quat.conjugate(jm.rest_rot[joints]), local - jm.rest_pos[joints])
-
-
-def set_pose(obj, joint_map, rot, pos, frame, rotation_bones, location_bones):
-    """Set the pose bones' channels of ``obj`` to one frame's solved local transforms
-    ``rot`` (n, 4) / ``pos`` (n, 3), as read by :func:`read_motion` at scene ``frame``:
-    rotations of ``rotation_bones`` (in each bone's rotation mode; Euler angles and
-    quaternions next to the current value), locations of ``location_bones``. Nothing is
-    keyed."""
-    bones = obj.pose.bones
-    rotations = basis_rotations(joint_map, rot[None], rotation_bones, frame)[:, 0].T
-    for name, rotation in zip(rotation_bones, rotations):
-        _set_rotation(bones[name], Quaternion(rotation))
-    for name, location in zip(location_bones, basis_locations(joint_map, pos[None], location_bones, frame)[0]):
-        bones[name].location = location
-
-
-def _set_rotation(pose_bone, rotation):
-    """Set the bone's rotation channel to the quaternion ``rotation``, continuing from the
-    channel's current value (mathutils does one value faster than the batched math)."""
-    mode = pose_bone.rotation_mode
-    if mode == "QUATERNION":
-        same_side = rotation.dot(pose_bone.rotation_quaternion) >= 0.0
-        pose_bone.rotation_quaternion = rotation if same_side else -rotation
-    elif mode == "AXIS_ANGLE":
-        axis, angle = rotation.to_axis_angle()
-        pose_bone.rotation_axis_angle = (angle, *axis)
-    else:
-        pose_bone.rotation_euler = rotation.to_euler(mode, pose_bone.rotation_euler)
 
 
 def check_writable(joint_map, motion, frame_start, rotation_bones, location_bones):

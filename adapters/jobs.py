@@ -179,7 +179,7 @@ def read_source_clip(obj, scene, source):
         return _control_clip(obj, scene, source, controls), None
     if not source.sampled:
         return read_clip(obj, source.action), None
-    _refuse_driven_legs(obj, _solved_bones(obj.foot_lock))
+    _refuse_driven_legs(obj)
     with _playing(obj, source):
         sampled = evaluated.sample_pose(obj, scene, source.frames)
         sources.check_evaluated(obj)
@@ -267,22 +267,19 @@ def _motion_frames(action):
     return np.arange(start, end + 1)
 
 
-def _refuse_driven_legs(obj, bones):
-    """A key on a driven channel would be overridden by the driver: say so instead."""
-    chains = {name for bone in bones for name in _bone_and_ancestors(obj, bone)}
-    driven = sources.driven_bones(obj, sorted(chains))
+def _refuse_driven_legs(obj):
+    """A key on a driven channel would be overridden by the driver: say so instead. Only
+    the bones the fix keys count (drivers above them are read through the evaluated scene)."""
+    settings = obj.foot_lock
+    keyed = [translation_bone(obj, settings.pelvis)] + [
+        bone for leg in settings.legs for bone in (leg.thigh, leg.shin, leg.foot, leg.toe) if bone
+    ]
+    driven = sources.driven_bones(obj, keyed)
     if driven:
         raise AdapterError(
             f"bone {driven[0]!r} is moved by a driver; Foot Lock keys the legs and the pelvis: remove the "
             "driver or pick undriven bones in the Legs panel"
         )
-
-
-def _bone_and_ancestors(obj, name):
-    bone = obj.data.bones[name]
-    while bone is not None:
-        yield bone.name
-        bone = bone.parent
 
 
 def _refuse_constrained_legs(obj, joint_map, bones):

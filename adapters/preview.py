@@ -37,7 +37,9 @@ from ..solvers import rotations as channels
 from ..solvers.foot_lock import label_contacts
 from ..solvers.kinematics import Motion
 from ..solvers.runtime_pose import TerrainFootLock, play_clip, preview_joints, runtime_clip
+from . import action_compat as compat
 from . import armature, jobs, overlay, terrain
+from .errors import AdapterError
 from .properties import FOOT_LOCK_PG_settings, contact_settings, runtime_settings, solver_settings
 
 PREVIEW_SUFFIX = ".preview"
@@ -75,7 +77,9 @@ class _Preview:
     moved: np.ndarray  # (F, len(joints)) where the shown pose differs from the clip
     shown: _Channels  # the channels of ``joints`` as shown
     authored: _Channels  # ... and as the clip has them
+    keys: int = 0  # _keys_signature of the action it was simulated from
     written: frozenset = frozenset()  # indices into ``joints`` posed differently from the clip now
+    drives: bool | None = None  # whether it muted its channels' F-curves and poses them before evaluation
 
 
 # --- what the preview depends on --------------------------------------------------------
@@ -132,7 +136,7 @@ def _simulate(obj, scene, depsgraph, key):
                        np.abs(played.pos[:, joints] - motion.pos[:, joints]).max(axis=-1)) > UNCHANGED
     return _Preview(key, clip, joints, played, runtime.leg_length, moved,
                     _pose_channels(obj, clip, joints, played.rot, played.pos),
-                    _pose_channels(obj, clip, joints, motion.rot, motion.pos))
+                    _pose_channels(obj, clip, joints, motion.rot, motion.pos), _keys_signature(obj))
 
 
 _ROTATION_CHANNELS = {"QUATERNION": "rotation_quaternion", "AXIS_ANGLE": "rotation_axis_angle"}  # else Euler
@@ -164,30 +168,74 @@ def _preview_of(obj, scene, depsgraph):
     key = _key(obj, scene)
     preview = _previews.get(obj.name)
     if preview is None or preview.key != key:
-        stale = preview
+        if preview is not None:
+            _give_back(obj, preview)  # its curves unmuted: the action is read as it is
         preview = _previews[obj.name] = _simulate(obj, scene, depsgraph, key)
-        if stale is not None:
-            _give_back(obj, stale)  # what it posed goes back to the clip first
     return preview
+
+
+def _keys_signature(obj):
+    """A hash of the keys of the object's action (not of the curves' mute flags, which
+    the preview itself sets): it changes when the animation is edited."""
+    parts = []
+    for fcurve in compat.iter_fcurves(obj, jobs.active_action(obj)):
+        points = fcurve.keyframe_points
+        values = np.empty((3, 2 * len(points)))
+        for row, prop in zip(values, ("co", "handle_left", "handle_right")):
+            points.foreach_get(prop, row)
+        parts.append((fcurve.data_path, fcurve.array_index, values.tobytes()))
+    return hash(tuple(parts))
 
 
 # --- one frame --------------------------------------------------------------------------
 
 
-def step(obj, scene, depsgraph):
-    """Pose ``obj`` for the scene's current frame (the handler's work for one armature)."""
-    _show(obj, _preview_of(obj, scene, depsgraph), scene.frame_current)
+def step(obj, scene, depsgraph, before_evaluation=None):
+    """Pose ``obj`` for the scene's current frame (the handlers' work for one armature).
+
+    An armature whose action is its own is posed before Blender evaluates a new frame
+    (``before_evaluation`` True), its preview channels' F-curves muted: the frame is
+    evaluated, and a mesh the armature deforms deformed, once. One sharing its action
+    with other objects (muting would stop them) is posed after the animation (False),
+    which makes Blender evaluate it again. None: pose it now, either way."""
+    preview = _preview_of(obj, scene, depsgraph)
+    if preview.drives is None:
+        preview.drives = _take_over(obj, preview)
+    if before_evaluation is None or preview.drives == before_evaluation:
+        _show(obj, preview, scene.frame_current)
+
+
+def _take_over(obj, preview):
+    """Mute the F-curves of the channels the preview writes, when the action is the
+    object's alone; returns whether it did."""
+    action = jobs.active_action(obj)
+    if any(other != obj and other.animation_data is not None and other.animation_data.action == action
+           for other in bpy.data.objects):
+        return False
+    _mute(obj, preview, True)
+    return True
+
+
+def _mute(obj, preview, mute):
+    """Mute (or unmute) the F-curves of every channel the preview writes."""
+    table = compat.fcurve_table(compat.channel_bag(obj, jobs.active_action(obj)))
+    channels_ = preview.shown
+    for bone, prop, values in zip(channels_.bones, channels_.props, channels_.values):
+        for index in range(len(values[0])):
+            fcurve = table.get((f"{armature.bone_data_path(bone)}.{prop}", index))
+            if fcurve is not None and fcurve.mute != mute:
+                fcurve.mute = mute
 
 
 def _show(obj, preview, frame, shown=True):
     """Pose the bones at scene ``frame`` as the preview shows them (``shown`` False, or
-    outside the clip: as the clip has them). A bone the animation already shows right is
-    not written, unless the preview changed it before: a channel without keys keeps what
-    was set."""
+    outside the clip: as the clip has them). Driving (its F-curves muted), it writes every
+    channel. Else a bone the animation already shows right is not written, unless the
+    preview changed it before: a channel without keys keeps what was set."""
     row = frame - preview.clip.joint_map.frame_start
     inside = shown and 0 <= row < len(preview.moved)
     changed = frozenset(np.flatnonzero(preview.moved[row]).tolist()) if inside else frozenset()
-    writing = changed | preview.written
+    writing = frozenset(range(len(preview.joints))) if preview.drives else changed | preview.written
     if writing:
         row = min(max(row, 0), len(preview.moved) - 1)  # outside, the animation holds its ends
         bones = obj.pose.bones
@@ -199,11 +247,14 @@ def _show(obj, preview, frame, shown=True):
 
 
 def _give_back(obj, preview):
-    """Give the bones the preview posed the clip's pose at the current frame."""
+    """Unmute what the preview muted and give the bones it posed the clip's pose at the current frame."""
     scene = bpy.context.scene
-    if scene is not None and obj.type == "ARMATURE":
-        with contextlib.suppress(KeyError):  # a bone renamed or deleted meanwhile: nothing to give back
-            _show(obj, preview, scene.frame_current, shown=False)
+    if scene is None or obj.type != "ARMATURE":
+        return
+    with contextlib.suppress(KeyError, AdapterError):  # bones or action gone meanwhile: nothing to give back
+        if preview.drives:
+            _mute(obj, preview, False)
+        _show(obj, preview, scene.frame_current, shown=False)
 
 
 # --- turning Preview on and off ---------------------------------------------------------
@@ -220,9 +271,9 @@ def preview_toggled(obj, context):
         sync_handlers()
 
 
-def _step_safely(obj, scene, depsgraph):
+def _step_safely(obj, scene, depsgraph, before_evaluation=None):
     try:
-        step(obj, scene, depsgraph)
+        step(obj, scene, depsgraph, before_evaluation)
     except Exception as error:  # a handler must never raise into Blender's handler loop
         _stop(obj, error)
 
@@ -242,6 +293,20 @@ def _release(name):
     obj = bpy.data.objects.get(name)
     if preview is not None and obj is not None:
         _give_back(obj, preview)
+
+
+@contextlib.contextmanager
+def paused(obj):
+    """While a job reads or writes the object's action: its F-curves as they are without
+    the preview (none muted), and the preview simulated again after the job."""
+    preview = _previews.pop(obj.name, None)
+    if preview is not None:
+        _give_back(obj, preview)
+    try:
+        yield
+    finally:
+        if preview is not None and obj.foot_lock.preview:
+            _step_safely(obj, bpy.context.scene, bpy.context.evaluated_depsgraph_get())
 
 
 # --- bake -------------------------------------------------------------------------------
@@ -271,14 +336,24 @@ def bake_preview(obj, scene, depsgraph):
 # --- handlers ---------------------------------------------------------------------------
 
 
-@persistent
-def _on_frame_change(scene, depsgraph):
+def _step_previews(scene, depsgraph, before_evaluation):
     if any(bpy.data.objects.get(name) is None for name in _previewing):
         sync_handlers()  # an armature was renamed or deleted: find the previewing ones again
     for name in sorted(_previewing):
         obj = scene.objects.get(name)
-        if obj is not None and obj.foot_lock.preview:
-            _step_safely(obj, scene, depsgraph)
+        driven = getattr(_previews.get(name), "drives", None)
+        if obj is not None and obj.foot_lock.preview and not (driven and not before_evaluation):
+            _step_safely(obj, scene, depsgraph, before_evaluation)  # (posed before evaluation already)
+
+
+@persistent
+def _on_frame_change_pre(scene, depsgraph=None):
+    _step_previews(scene, depsgraph or bpy.context.evaluated_depsgraph_get(), True)
+
+
+@persistent
+def _on_frame_change(scene, depsgraph):
+    _step_previews(scene, depsgraph, False)
 
 
 def _edits_ground(update):
@@ -295,7 +370,7 @@ def _on_depsgraph_update(scene, depsgraph):
     """An action or a ground mesh changed: what was simulated is stale. The previews are
     simulated again a moment later (also without a frame change), once per burst of edits."""
     edited = False
-    if depsgraph.id_type_updated("ACTION"):
+    if depsgraph.id_type_updated("ACTION") and _keys_edited():
         _edits["action"] += 1
         edited = True
     if any(_edits_ground(update) for update in depsgraph.updates):
@@ -303,6 +378,16 @@ def _on_depsgraph_update(scene, depsgraph):
         edited = True
     if edited and not bpy.app.timers.is_registered(_refresh):
         bpy.app.timers.register(_refresh, first_interval=REFRESH_DELAY)
+
+
+def _keys_edited():
+    """Whether the keys of a previewing armature's action changed (its own mute flags do not count)."""
+    for name, preview in _previews.items():
+        obj = bpy.data.objects.get(name)
+        with contextlib.suppress(AdapterError):  # no action any more: the next frame says so
+            if obj is not None and _keys_signature(obj) != preview.keys:
+                return True
+    return False
 
 
 def _refresh():
@@ -322,8 +407,32 @@ def _on_data_replaced(*_args):
     sync_handlers()
 
 
-_DATA_HANDLERS = (bpy.app.handlers.load_post, bpy.app.handlers.undo_post, bpy.app.handlers.redo_post)
+@persistent
+def _on_save_pre(*_args):
+    """A file is saved: with its F-curves as they are without the preview (it resumes on load)."""
+    for name, preview in _previews.items():
+        obj = bpy.data.objects.get(name)
+        if preview.drives and obj is not None:
+            _mute(obj, preview, False)
+
+
+@persistent
+def _on_save_post(*_args):
+    for name, preview in _previews.items():
+        obj = bpy.data.objects.get(name)
+        if preview.drives and obj is not None:
+            _mute(obj, preview, True)
+
+
+_DATA_HANDLERS = (
+    (bpy.app.handlers.load_post, _on_data_replaced),
+    (bpy.app.handlers.undo_post, _on_data_replaced),
+    (bpy.app.handlers.redo_post, _on_data_replaced),
+    (bpy.app.handlers.save_pre, _on_save_pre),
+    (bpy.app.handlers.save_post, _on_save_post),
+)
 _PREVIEW_HANDLERS = (
+    (bpy.app.handlers.frame_change_pre, _on_frame_change_pre),
     (bpy.app.handlers.frame_change_post, _on_frame_change),
     (bpy.app.handlers.depsgraph_update_post, _on_depsgraph_update),
 )
@@ -384,8 +493,8 @@ def register():
         "as a game engine would at runtime. Nothing is keyed until Bake Preview",
         default=False, update=_preview_changed,
     )
-    for handlers in _DATA_HANDLERS:
-        handlers.append(_on_data_replaced)
+    for handlers, function in _DATA_HANDLERS:
+        handlers.append(function)
 
 
 def unregister():
@@ -393,7 +502,7 @@ def unregister():
         _release(name)
     _previewing.clear()
     _register_handlers(False)
-    for handlers in _DATA_HANDLERS:
-        if _on_data_replaced in handlers:
-            handlers.remove(_on_data_replaced)
+    for handlers, function in _DATA_HANDLERS:
+        if function in handlers:
+            handlers.remove(function)
     del FOOT_LOCK_PG_settings.preview

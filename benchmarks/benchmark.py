@@ -16,7 +16,6 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-CMU_TO_METRES = 0.056444
 
 
 def import_foot_lock():
@@ -29,6 +28,16 @@ def import_foot_lock():
         sys.modules["foot_lock"] = module
         spec.loader.exec_module(module)
     return sys.modules["foot_lock"]
+
+
+def _cmu_unit():
+    import_foot_lock()
+    from foot_lock.solvers.bvh import CMU_UNIT
+
+    return CMU_UNIT
+
+
+CMU_TO_METRES = _cmu_unit()
 
 
 def clip_of_length(skeleton, motion, frames, root_scale=1.25):

@@ -1,14 +1,14 @@
 """End-to-end figures inside Blender (needs the ``bpy`` wheel): reading the action,
 solving and writing keys, as one click of Remove Foot Sliding does; and what Preview adds
-to every frame."""
+to every frame (it poses the legs from its simulation before Blender evaluates the frame)
+and what switching it on costs (the simulation of the whole clip)."""
 
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
-
-CMU_TO_METRES = 0.056444
+from benchmark import CMU_TO_METRES
 
 
 def sliding_copy(source, folder, root_scale, frames=None):

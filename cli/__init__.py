@@ -1,10 +1,14 @@
 """Foot Lock's command line: ``python -m foot_lock`` (bpy wheel) or ``blender -b --python``.
 
-- :mod:`.main`: the argument parser and the commands ``remove-sliding`` and ``demo``.
+- :mod:`.main`: the commands ``remove-sliding``, ``root-motion`` and ``demo``.
+- :mod:`.arguments`: the argument parser (used by :mod:`.main` and :mod:`.demo`).
 - :mod:`.settings_flags`: the panel's settings as flags, generated from its PropertyGroup.
 - :mod:`.clip_files`: one file in, one out: BVH to BVH through the numpy core
   (:mod:`.bvh_files`), everything else through Blender (:mod:`.blender_files`).
-- :mod:`.batch`: a folder, one worker process per file.
+- :mod:`.batch`: worker processes, one per file, bounded by ``--timeout``: a folder, and
+  single files that go through Blender.
+- :mod:`.paths`: outputs never over an input, always written atomically.
+- :mod:`.stops`: Ctrl-C and SIGTERM, as clean stops.
 - :mod:`.farm`: a folder past one machine: ``--shard`` (:mod:`.shards`), ``--resume``
   (:mod:`.resume`), ``--scheduler`` (:mod:`.dask_engine`, Dask imported only then);
   :mod:`.merge_reports` joins the shards' reports.

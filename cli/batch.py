@@ -132,7 +132,9 @@ def run_worker(source, target, options, timeout, workers=None):
 def worker_command(argv):
     blender = sys.modules["bpy"].app.binary_path if "bpy" in sys.modules else ""  # "" under the wheel
     if blender:
-        return [blender, "--background", "--factory-startup", "--python-exit-code", "1",
+        # --disable-autoexec as well as use_scripts=False when the file is opened: no code
+        # from the file runs, whatever the machine's preferences say.
+        return [blender, "--background", "--factory-startup", "--disable-autoexec", "--python-exit-code", "1",
                 "--python", str(SCRIPT), "--", *argv]
     return [sys.executable, str(SCRIPT), "--", *argv]
 

@@ -9,6 +9,10 @@ the session is saved or exported with Blender's bundled exporter.
   and the original is kept (unless ``--in-place``).
 - ``.fbx`` / ``.glb`` / ``.gltf`` out: fixed in place, so the exported animations keep
   their names; every animation of the input is exported, fixed or not.
+
+A ``.blend`` is opened with its scripts disabled (``use_scripts=False``): nothing from a
+file of unknown origin runs. Outputs are written atomically (:func:`~.paths.atomic_output`)
+after checking that every key is a number.
 """
 
 import json

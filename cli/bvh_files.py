@@ -18,7 +18,7 @@ from .paths import atomic_output
 from .report import clip_entry
 
 # Metres per file unit of the units BVH files come in. CMU's files use their own unit.
-COMMON_UNITS = {"m": 1.0, "cm": 0.01, "mm": 0.001, "inch": 0.0254, "CMU unit": 0.056444}
+COMMON_UNITS = {"m": 1.0, "cm": 0.01, "mm": 0.001, "inch": 0.0254, "CMU unit": bvh.CMU_UNIT}
 
 
 def unit_scale(parsed, rig, override=None):

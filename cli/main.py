@@ -72,7 +72,7 @@ def remove_sliding(args):
     try:
         records = fix_one_or_all(args)
     except Stopped as stop:
-        if args.report and getattr(stop, "records", None) is not None:
+        if args.report and stop.records is not None:
             _write_report(args, stop.records, stopped=str(stop), unfinished=stop.unfinished)
         raise
     except ClipError as error:

@@ -19,6 +19,8 @@ class Stopped(Exception):
     def __init__(self, signum):
         super().__init__(f"stopped by {signal.Signals(signum).name}")
         self.signum = signum
+        self.records = None  # a folder's: the records of the files that finished ...
+        self.unfinished = []  # ... and the inputs that did not
 
     @property
     def exit_status(self):

@@ -1,6 +1,7 @@
 """What every Foot Lock operator shares: small named ``poll()`` checks and one way of
 turning expected failures into clear error reports."""
 
+from ..adapters import preview
 from ..adapters.errors import AdapterError
 from ..solvers.kinematics import SolverInputError
 from ..solvers.leg_detection import LegDetectionError
@@ -38,8 +39,10 @@ class ArmatureOperator:
         return poll_armature(cls, context)
 
     def execute(self, context):
+        obj = active_armature(context)
         try:
-            message = self.run(context, active_armature(context))
+            with preview.paused(obj):  # the job reads the action without the preview's muted curves
+                message = self.run(context, obj)
         except EXPECTED_ERRORS as error:
             self.report({"ERROR"}, f"Foot Lock: {error}")
             return {"CANCELLED"}

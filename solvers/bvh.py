@@ -18,6 +18,7 @@ from .rotations import quat_to_euler
 
 AXES = {"X": 0, "Y": 1, "Z": 2}
 UP = (0.0, 1.0, 0.0)  # BVH is Y-up
+CMU_UNIT = 0.056444  # metres per unit of the CMU motion-capture database's BVH files
 
 
 @dataclass

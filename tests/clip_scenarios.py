@@ -10,7 +10,7 @@ from foot_lock.solvers.kinematics import forward_kinematics
 from foot_lock.solvers.quaternion import horizontal
 from foot_lock.solvers.rig import Leg, Rig
 
-CMU_TO_METRES = 0.056444
+CMU_TO_METRES = bvh.CMU_UNIT
 def find_clips_dir():
     """FOOT_LOCK_CLIPS if set (a folder with more or other clips under the same names),
     else the clips bundled with the tests in ``tests/data``."""

@@ -14,6 +14,7 @@ bpy = pytest.importorskip("bpy")
 from foot_lock.adapters import action_compat as compat  # noqa: E402
 from foot_lock.adapters import armature  # noqa: E402
 from foot_lock.adapters.errors import AdapterError  # noqa: E402
+from foot_lock.solvers import bvh  # noqa: E402
 from foot_lock.solvers import quaternion as quat  # noqa: E402
 from foot_lock.solvers import rotations as channels  # noqa: E402
 from foot_lock.solvers.kinematics import forward_kinematics  # noqa: E402
@@ -21,7 +22,7 @@ from mathutils import Euler, Matrix, Quaternion  # noqa: E402  (needs bpy first)
 
 pytestmark = pytest.mark.blender
 
-BVH_SCALE = 0.056444
+BVH_SCALE = bvh.CMU_UNIT
 
 
 # --- helpers ----------------------------------------------------------------------------

@@ -360,7 +360,8 @@ class TestBadInput:
     def test_driver_that_errors(self):
         driver = self.obj.driver_add("location", 0).driver
         driver.type = "SCRIPTED"
-        driver.expression = "missing_name * 2"
+        driver.variables.new().name = "offset"  # reads a property of no object: it cannot evaluate
+        driver.expression = "offset * 2"
         self.assert_refused(r"driver of 'cmu_07_01' location\[0\] fails")
 
     def test_object_scaled_to_zero_on_some_frames(self):
@@ -565,9 +566,12 @@ def test_drivers_outside_the_legs_are_evaluated_and_on_the_legs_refused(addon, c
     driver = head.driver_add("rotation_euler", 2).driver
     driver.type = "SCRIPTED"
     driver.expression = "frame * 0.01"  # a simple expression: runs without Python
+    hip_joint = obj.pose.bones["LHipJoint"].driver_add("location", 2).driver  # above the left thigh: read
+    hip_joint.type = "SCRIPTED"
+    hip_joint.expression = "0.02"
     assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
     assert obj.foot_lock.report.source == "evaluated scene"
-    assert len(obj.animation_data.drivers) == 1
+    assert len(obj.animation_data.drivers) == 2
 
     obj.animation_data.action = addon.data.actions["cmu_07_01"]
     obj.pose.bones["LeftLeg"].driver_add("rotation_euler", 0).driver.expression = "0.1"

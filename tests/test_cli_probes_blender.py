@@ -6,6 +6,7 @@ Every hostile file is built here.
 
 import json
 import re
+import signal
 
 import pytest
 from blender_scenes import import_clip
@@ -25,13 +26,15 @@ def cli_run(argv, cwd, pythonpath):
 
 
 def blend_with_driver(bpy, walk, path, expression):
-    """A .blend of the walk whose hip joint has a Python driver running ``expression``.
+    """A .blend of the walk beside an empty whose Python driver runs ``expression``.
 
     Blender evaluates a driver as soon as it is set, so a stand-in of the same length is
     saved and its bytes replaced in the uncompressed file: the expression never runs here.
     """
-    obj = import_clip(bpy, walk)
-    driver = obj.pose.bones["LHipJoint"].driver_add("location", 0).driver
+    import_clip(bpy, walk)
+    prop = bpy.data.objects.new("prop", None)  # an empty beside the character: its drivers run with the scene's
+    bpy.context.scene.collection.objects.link(prop)
+    driver = prop.driver_add("location", 0).driver
     driver.type = "SCRIPTED"
     stand_in = "1" * len(expression)
     driver.expression = stand_in
@@ -246,3 +249,16 @@ def test_keys_that_are_not_numbers_are_never_saved(blender, walk):
     fcurve.keyframe_points[10].co.y = float("nan")
     with pytest.raises(ClipError, match="not numbers: nothing was written"):
         refuse_non_finite_keys()
+
+
+def test_ctrl_c_on_a_single_file_ends_its_worker_and_exits_130(blender, tmp_path, walk, pythonpath):
+    from cli_probes import processes_mentioning, start_cli, wait_for
+
+    source = blend_with_driver(blender, walk, tmp_path / "hung.blend", "(9**9**9)*0")
+    process = start_cli(["remove-sliding", source, "-o", tmp_path / "out.blend"], tmp_path, pythonpath)
+    wait_for(lambda: len(processes_mentioning(str(source))) == 2)  # this run and its worker
+    process.send_signal(signal.SIGINT)
+    stdout, stderr = process.communicate(timeout=120)
+    assert process.returncode == 130 and stdout == "Foot Lock: stopped by SIGINT\n" and "Traceback" not in stderr
+    assert processes_mentioning(str(source)) == []
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["hung.blend"]

@@ -273,23 +273,28 @@ def test_unlock_is_smooth(climb):
     assert (steps(s["shown"])[window] <= steps(s["authored"])[window] + 0.005).all()
 
 
-def test_set_pose_shows_a_frame_in_every_rotation_mode(addon, clips_dir):
-    """The preview's pose writer against Blender's own evaluation of the pose it set."""
-    from foot_lock.adapters import armature
+def test_the_viewport_shows_the_simulated_pose_in_every_rotation_mode(addon, clips_dir):
+    """The preview's channel values against Blender's own evaluation of them: bones in
+    quaternion, axis-angle and other Euler modes, on a turned and moved armature."""
+    from foot_lock.adapters import preview
+    from foot_lock.solvers.kinematics import forward_kinematics
 
     obj = import_clip(addon, clips_dir / f"{CLIP}.bvh")
-    action = obj.animation_data.action
-    _, motion, joint_map = armature.read_motion(obj, action, 1, 317)
-    frame = 120
-    row = frame - joint_map.frame_start
-    expected = world_joints(obj, [bone.name for bone in obj.data.bones], action)[row]
-    addon.context.scene.frame_set(frame)
-    modes = {"LeftUpLeg": "QUATERNION", "LeftLeg": "AXIS_ANGLE", "LeftFoot": "XZY", "RightUpLeg": "ZYX"}
+    obj.rotation_euler.z = math.radians(30.0)
+    obj.location = (0.3, -0.2, 0.05)
+    modes = {"LeftUpLeg": "QUATERNION", "LeftLeg": "AXIS_ANGLE", "LeftFoot": "XZY", "RightUpLeg": "YXZ"}
     for bone, mode in modes.items():
         obj.pose.bones[bone].rotation_mode = mode  # the keyed (ZYX) Euler curves no longer pose it
-    armature.set_pose(obj, joint_map, motion.rot[row], motion.pos[row], frame, list(modes), ["Hips"])
-    addon.context.view_layer.update()
-    shown = np.array([tuple(obj.matrix_world @ obj.pose.bones[bone.name].head) for bone in obj.data.bones])
+    walk_terrain(obj, "ramp").build(addon)
+    obj.foot_lock.preview = True
+    simulated = preview._previews[obj.name]
+    _, gpos = forward_kinematics(simulated.clip.skeleton, simulated.played.rot, simulated.played.pos)
+    names = simulated.clip.joint_map.joint_names
+    bones = [bone.name for bone in obj.data.bones]
+    frames = frames_of(obj)[::40]
+    shown = play(addon, obj, frames, bones)
+    expected = gpos[frames - frames_of(obj)[0]][:, [names.index(name) for name in bones]]
+    assert simulated.moved[:, [list(simulated.shown.bones).index(b) for b in modes]].any()
     assert np.abs(shown - expected).max() < 1e-5
 
 
@@ -391,6 +396,7 @@ def test_a_ground_edit_is_simulated_again(addon, clips_dir):
     skin.modifiers.new("Armature", "ARMATURE").object = obj
     frames = frames_of(obj)
     authored = world_joints(obj, ["Hips"])[-1, 0, 2]
+    terrain = walk_terrain(obj, "flat")
     obj.foot_lock.preview = True
 
     def pelvis_lift():
@@ -401,7 +407,7 @@ def test_a_ground_edit_is_simulated_again(addon, clips_dir):
     simulated = preview._previews[obj.name]
     play(addon, obj, frames[::20], ["Hips"])  # the skin deforms: nothing to simulate again
     assert preview._previews[obj.name] is simulated
-    floor = walk_terrain(obj, "flat").build(addon, lift=0.1)
+    floor = terrain.build(addon, lift=0.1)
     assert pelvis_lift() == pytest.approx(0.1, abs=0.01)
     floor.location.z = 0.2
     assert pelvis_lift() == pytest.approx(0.3, abs=0.01)
@@ -458,6 +464,77 @@ def test_handler_is_registered_only_while_some_armature_previews(blender, clips_
     assert preview._draw_handle is None
 
 
+def muted_curves(obj):
+    from foot_lock.adapters import action_compat
+
+    return [fcurve.mute for fcurve in action_compat.iter_fcurves(obj, obj.animation_data.action)]
+
+
+def evaluation_counter(bpy, obj, bone):
+    """A driver on a mesh that reads ``bone``'s rotation, counting its evaluations: it is
+    evaluated whenever Blender evaluates the pose again, as a mesh the armature deforms is."""
+    calls = []
+    bpy.app.driver_namespace["foot_lock_test_count"] = lambda value: calls.append(value) or value
+    probe = own_mesh(bpy, "Probe", 0.0)
+    probe["probe"] = 0.0
+    driver = probe.driver_add('["probe"]').driver
+    driver.type = "SCRIPTED"
+    variable = driver.variables.new()
+    variable.type = "TRANSFORMS"
+    target = variable.targets[0]
+    target.id, target.bone_target, target.transform_type = obj, bone, "ROT_X"
+    target.transform_space = "LOCAL_SPACE"
+    driver.expression = "foot_lock_test_count(var)"
+    return calls
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_each_frame_is_evaluated_once(addon, clips_dir, shared):
+    """The preview poses the legs before Blender evaluates the frame (their curves muted):
+    what the armature deforms is evaluated once a frame. An armature sharing its action
+    with another is posed after the animation (the other one keeps its legs' animation),
+    which costs Blender a second evaluation."""
+    obj = import_clip(addon, clips_dir / f"{CLIP}.bvh")
+    other = obj.copy()
+    addon.context.scene.collection.objects.link(other)
+    if not shared:
+        other.animation_data.action = obj.animation_data.action.copy()
+    walk_terrain(obj, "ramp").build(addon)
+    bones = ["LeftToeBase", "RightToeBase"]
+    frames = frames_of(obj)
+    before = play(addon, other, frames[::25], bones)
+    calls = evaluation_counter(addon, obj, "LeftLeg")
+    obj.foot_lock.preview = True
+    addon.context.view_layer.update()  # the pose set on switching Preview on
+    assert any(muted_curves(obj)) != shared
+    counted = []
+    for frame in frames[::25]:
+        start = len(calls)
+        addon.context.scene.frame_set(int(frame))
+        counted.append(len(calls) - start)
+    assert counted == [2 if shared else 1] * len(counted)
+    assert np.abs(play(addon, other, frames[::25], bones) - before).max() < 1e-6  # the other plays as before
+    assert obj.foot_lock.preview_error == ""
+
+
+def test_a_job_while_previewing_reads_the_animation_without_the_preview(addon, clips_dir):
+    """Detect Contacts with Preview on keys the contacts of the clip (not of the muted,
+    frozen curves) and the preview goes on."""
+    obj = import_clip(addon, clips_dir / f"{CLIP}.bvh")
+    addon.ops.foot_lock.detect_contacts()
+    action = obj.animation_data.action
+    from foot_lock.adapters import armature
+
+    toes, frames = leg_bones(obj, "toe"), frames_of(obj)
+    first = [armature.read_contact_curve(obj, action, toe, frames) for toe in toes]
+    obj.foot_lock.preview = True
+    obj.foot_lock.overwrite_contacts = True
+    assert addon.ops.foot_lock.detect_contacts() == {"FINISHED"}
+    again = [armature.read_contact_curve(obj, action, toe, frames) for toe in toes]
+    assert all(np.array_equal(a, b) for a, b in zip(first, again)) and first[0].sum() > 50
+    assert obj.foot_lock.preview and obj.foot_lock.preview_error == "" and any(muted_curves(obj))
+
+
 def test_preview_resumes_in_a_saved_file(addon, clips_dir, tmp_path):
     from foot_lock.adapters import preview
 
@@ -467,13 +544,17 @@ def test_preview_resumes_in_a_saved_file(addon, clips_dir, tmp_path):
     toes = leg_bones(obj, "toe")
     authored = world_joints(obj, toes)
     obj.foot_lock.preview = True
+    assert any(muted_curves(obj))  # the preview drives the legs
     path = str(tmp_path / "preview.blend")
     addon.ops.wm.save_as_mainfile(filepath=path)
+    assert any(muted_curves(obj))  # ... and goes on after saving
     obj.foot_lock.preview = False
+    assert not any(muted_curves(obj))
     assert preview._on_frame_change not in addon.app.handlers.frame_change_post
     addon.ops.wm.open_mainfile(filepath=path)
     assert preview._on_frame_change in addon.app.handlers.frame_change_post
     obj = addon.data.objects[CLIP]
+    assert not any(muted_curves(obj))  # saved as the animation is without the preview
     shown = play(addon, obj, [200], toes)[0]
     assert obj.foot_lock.preview_error == ""
     assert shown[:, 2].min() > authored[199, :, 2].min() + 0.2  # up the stairs
