@@ -3,7 +3,7 @@
 Each job reads the armature through :mod:`.armature`, runs the numpy solver core and
 writes back only what it solves. Every expected failure is an
 :class:`~.errors.AdapterError`, :class:`~..solvers.kinematics.SolverInputError` or
-:class:`~..solvers.legs.LegDetectionError` raised *before* anything is written, so a
+:class:`~..solvers.leg_detection.LegDetectionError` raised *before* anything is written, so a
 failed job changes nothing.
 """
 
@@ -17,10 +17,10 @@ import numpy as np
 from ..solvers import loops
 from ..solvers.foot_lock import label_foot_contacts, leg_length, remove_foot_sliding
 from ..solvers.kinematics import forward_kinematics
-from ..solvers.legs import detect_legs
+from ..solvers.leg_detection import detect_legs
 from ..solvers.rig import Leg, Rig
 from . import action_compat as compat
-from . import armature, cycles, evaluated, sources
+from . import armature, control_rig, cycles, evaluated, sources
 from .errors import AdapterError
 from .properties import contact_settings, solver_settings
 
@@ -39,13 +39,32 @@ class Clip:
     rig: Rig
     contact_bones: list  # per leg: the bone carrying its foot_contact curve
     frames: np.ndarray  # scene frame numbers
+    controls: control_rig.ControlRig | None = None  # a control rig: keyed through these
+    deform: control_rig.DeformClip | None = None  # ... from this evaluated deformation skeleton
 
 
 # --- legs -------------------------------------------------------------------------------
 
 
+@dataclass
+class LegBoneNames:
+    """One detected leg by bone names; ``toe`` is "" where the rig has no toe bone."""
+
+    side: str
+    thigh: str
+    shin: str
+    foot: str
+    toe: str = ""
+
+
+@dataclass
+class DetectedLegs:
+    pelvis: str
+    legs: list[LegBoneNames]
+
+
 def detect_leg_bones(obj):
-    """Pelvis name and legs ``[(side, thigh, shin, foot, toe or "")]`` from the armature."""
+    """The pelvis and legs of the armature, by bone name."""
     bones = list(obj.data.bones)
     if not bones:
         raise AdapterError(f"armature {obj.name!r} has no bones")
@@ -57,25 +76,27 @@ def detect_leg_bones(obj):
     guess = detect_legs([bone.name for bone in bones], parents, heads, tails, up=UP)
     names = [bone.name for bone in bones]
     legs = [
-        (leg.side, names[leg.thigh], names[leg.shin], names[leg.foot], names[leg.toe] if leg.toe is not None else "")
+        LegBoneNames(
+            leg.side, names[leg.thigh], names[leg.shin], names[leg.foot], "" if leg.toe is None else names[leg.toe]
+        )
         for leg in guess.legs
     ]
-    return names[guess.pelvis], legs
+    return DetectedLegs(names[guess.pelvis], legs)
 
 
-def store_legs(settings, pelvis, legs):
-    settings.pelvis = pelvis
+def store_legs(settings, detected):
+    settings.pelvis = detected.pelvis
     settings.legs.clear()
-    for side, thigh, shin, foot, toe in legs:
+    for leg in detected.legs:
         item = settings.legs.add()
-        item.name, item.thigh, item.shin, item.foot, item.toe = side, thigh, shin, foot, toe
+        item.name, item.thigh, item.shin, item.foot, item.toe = leg.side, leg.thigh, leg.shin, leg.foot, leg.toe
 
 
 def ensure_legs(obj):
     """The object's legs, detected and stored first if none are set up."""
     settings = obj.foot_lock
     if not settings.legs:
-        store_legs(settings, *detect_leg_bones(obj))
+        store_legs(settings, detect_leg_bones(obj))
     _check_leg_bones(obj, settings)
     return settings
 
@@ -153,6 +174,9 @@ def read_source_clip(obj, scene, source):
     """The clip of a :class:`~.sources.MotionSource`: as :func:`read_clip` where the keys
     say how it moves, else as the evaluated scene shows it; then also the
     :class:`~.evaluated.EvaluatedPose` it was read from."""
+    controls = _controls(obj, source)
+    if controls is not None:
+        return _control_clip(obj, scene, source, controls), None
     if not source.sampled:
         return read_clip(obj, source.action), None
     _refuse_driven_legs(obj)
@@ -160,6 +184,29 @@ def read_source_clip(obj, scene, source):
         sampled = evaluated.sample_pose(obj, scene, source.frames)
         sources.check_evaluated(obj)
     return _clip(obj, *armature.read_evaluated_motion(obj, sampled, _tail_bones(obj.foot_lock))), sampled
+
+
+def _controls(obj, source):
+    """The control rig driving the legs (Rigify, or controls picked in the Legs panel), or None."""
+    if source.action is None:
+        return None
+    controls = control_rig.find_controls(obj, obj.foot_lock, source.action, source.frames)
+    if controls is not None and source.kind == sources.NLA:
+        raise AdapterError(
+            f"{obj.name!r} plays NLA strips on a control rig: Foot Lock keys the controls of the active action; "
+            "bake the strips into one action first"
+        )
+    return controls
+
+
+def _control_clip(obj, scene, source, controls):
+    """The deformation skeleton as the control rig evaluates it, its legs' contact curves
+    on the foot controls."""
+    with _playing(obj, source):
+        deform = control_rig.read_deform_clip(obj, scene, obj.foot_lock, source.frames)
+        sources.check_evaluated(obj)
+    contact_bones = [leg.contact_bone for leg in controls.legs]
+    return Clip(deform.skeleton, deform.motion, None, deform.rig, contact_bones, source.frames, controls, deform)
 
 
 @contextmanager
@@ -244,8 +291,8 @@ def _refuse_constrained_legs(obj, joint_map, bones):
             if active:
                 raise AdapterError(
                     f"bone {name!r} is moved by constraints ({', '.join(active)}); Foot Lock works on keyed "
-                    "motion: bake the action first (Pose > Animation > Bake Action, Visual Keying) or pick "
-                    "unconstrained bones in the Legs panel"
+                    "motion: on a control rig, pick each leg's IK control and the body control in the Legs panel "
+                    "(Rigify's are found by themselves), or pick unconstrained bones there"
                 )
 
 
@@ -269,17 +316,20 @@ def stored_contacts(obj, action, clip, bones=None, prop=armature.CONTACT_PROPERT
 
 def stored_heel_contacts(obj, action, clip):
     """(L, F) ``heel_contact`` curves as keyed, NaN rows where a leg has none."""
-    return stored_contacts(obj, action, clip, _heel_bones(obj), armature.HEEL_CONTACT_PROPERTY)
+    return stored_contacts(obj, action, clip, _heel_bones(obj, clip), armature.HEEL_CONTACT_PROPERTY)
 
 
-def _heel_bones(obj):
+def _heel_bones(obj, clip):
+    """Per leg the bone of its ``heel_contact`` curve: on a control rig the foot control."""
+    if clip.controls is not None:
+        return [bone if leg.toe else None for bone, leg in zip(clip.contact_bones, obj.foot_lock.legs)]
     return [heel_bone(leg) for leg in obj.foot_lock.legs]
 
 
 def _curves(obj, clip):
     """(bone or None, property) of every contact curve: per leg the toe's, then the heel's."""
     return [(bone, armature.CONTACT_PROPERTY) for bone in clip.contact_bones] + [
-        (bone, armature.HEEL_CONTACT_PROPERTY) for bone in _heel_bones(obj)
+        (bone, armature.HEEL_CONTACT_PROPERTY) for bone in _heel_bones(obj, clip)
     ]
 
 
@@ -376,6 +426,7 @@ class BakeOutcome:
     seconds: float
     contacts_written: list
     source: str = sources.KEYS  # how the motion was read: sources.KEYS, EVALUATED or NLA
+    controls: control_rig.ControlKeys | None = None  # on a control rig: what keying its controls did
 
 
 def remove_sliding(obj, scene, progress=lambda fraction: None):
@@ -403,12 +454,23 @@ def remove_sliding(obj, scene, progress=lambda fraction: None):
     )
     progress(0.7)
     joint_map = clip.joint_map
-    rotation_bones = [joint_map.joint_bone[j] for j in result.rotation_joints]
-    location_bones = [joint_map.joint_bone[j] for j in result.location_joints]
-    armature.check_writable(joint_map, result.motion, int(clip.frames[0]), rotation_bones, location_bones)
+    if clip.controls is None:
+        rotation_bones = [joint_map.joint_bone[j] for j in result.rotation_joints]
+        location_bones = [joint_map.joint_bone[j] for j in result.location_joints]
+        armature.check_writable(joint_map, result.motion, int(clip.frames[0]), rotation_bones, location_bones)
+    else:
+        rotation_bones = location_bones = [follower.control for follower in clip.controls.followers()]
 
     target = source.action if settings.in_place else _new_result(obj, source, sampled, clip)
-    armature.write_motion(obj, target, joint_map, result.motion, int(clip.frames[0]), rotation_bones, location_bones)
+    keyed = None
+    if clip.controls is None:
+        armature.write_motion(obj, target, joint_map, result.motion, int(clip.frames[0]), rotation_bones, location_bones)
+    else:
+        keyed = control_rig.key_controls(
+            obj, scene, settings, target, clip.controls, clip.deform, result.motion, unit_scale(scene)
+        )
+        result.warnings.extend(keyed.warnings)
+        result.after["control_residual_mm"] = keyed.residual_mm  # in the command line's report too
     written = []
     locked = np.concatenate([result.contacts, result.heel_contacts])
     for (bone, prop), miss, values in zip(_curves(obj, clip), missing, locked):
@@ -416,12 +478,13 @@ def remove_sliding(obj, scene, progress=lambda fraction: None):
             armature.write_contact_curve(obj, target, bone, clip.frames, values, prop)
             written.append(bone)
     if looped:  # curves the fix created loop like the rest
-        solved = result.rotation_joints + result.location_joints
-        cycles.keep_looping(obj, target, [joint_map.joint_bone[j] for j in solved])
+        cycles.keep_looping(obj, target, list(dict.fromkeys(rotation_bones + location_bones)))
     if source.tracks:
         sources.mute_tracks(source.tracks, target)
     progress(1.0)
-    outcome = BakeOutcome(target, result, len(clip.frames), time.perf_counter() - start_time, written, source.kind)
+    outcome = BakeOutcome(
+        target, result, len(clip.frames), time.perf_counter() - start_time, written, source.kind, keyed
+    )
     _store_report(settings.report, outcome)
     return outcome
 
@@ -483,13 +546,17 @@ def _store_report(report, outcome):
     report.ground_slide_after = result.after["ground_slide_cm_s"]
     report.seconds = outcome.seconds
     report.source = outcome.source
+    report.controls = "" if outcome.controls is None else outcome.controls.kind
+    report.control_residual = 0.0 if outcome.controls is None else outcome.controls.residual_mm
 
 
 def summary(outcome):
     """One line for the status bar."""
     before, after = outcome.result.before, outcome.result.after
+    controls = outcome.controls
+    keyed_on = "" if controls is None else f", keyed on the {controls.kind} controls (residual {controls.residual_mm:.2f} mm)"
     return (
-        f"{outcome.frames} frames baked to {outcome.action.name!r} (motion read from the {outcome.source}); "
+        f"{outcome.frames} frames baked to {outcome.action.name!r} (motion read from the {outcome.source}{keyed_on}); "
         f"{int(np.sum(outcome.result.contacts > 0.5))} contact frames locked; "
         f"toe slide {before['toe_slide_cm_s']:.1f} -> {after['toe_slide_cm_s']:.2f} cm/s "
         f"(feet on the ground {before['ground_slide_cm_s']:.1f} -> {after['ground_slide_cm_s']:.1f} cm/s), "

@@ -39,6 +39,12 @@ class FOOT_LOCK_PG_leg(PropertyGroup):
         description="Toe bone: its head (the ball of the foot) is what gets locked. "
         "Leave empty on rigs without toes: the foot's tail is locked instead",
     )
+    ik_control: StringProperty(
+        name="IK Control",
+        description="Control rigs: the foot IK control that moves this leg (the fix is keyed on it, "
+        "and its foot_contact curve is obeyed). Leave empty where the leg bones are keyed directly; "
+        "Rigify's controls are found without it",
+    )
 
 
 class FOOT_LOCK_PG_report(PropertyGroup):
@@ -64,12 +70,21 @@ class FOOT_LOCK_PG_report(PropertyGroup):
     )
     seconds: FloatProperty(name="Time", unit="TIME_ABSOLUTE", description="Time the bake took")
     source: StringProperty(name="Read From", description="Where the motion was read: the keys, the evaluated scene or the NLA")
+    controls: StringProperty(name="Controls", description="Control rig the fix was keyed on (empty: the leg bones)")
+    control_residual: FloatProperty(
+        name="Control Residual", description="Mean distance of the deform toes from the fix, with the keyed controls, mm"
+    )
 
 
 class FOOT_LOCK_PG_settings(PropertyGroup):
     pelvis: StringProperty(name="Pelvis", description="Bone carrying the body's translation (hips)")
     legs: CollectionProperty(type=FOOT_LOCK_PG_leg, name="Legs")
     active_leg: IntProperty(name="Active Leg", min=0)
+    body_control: StringProperty(
+        name="Body Control",
+        description="Control rigs: the control that carries the hips and body (Rigify: torso); the fix's "
+        "pelvis shift is keyed on it",
+    )
 
     # Contact labelling
     speed_threshold: FloatProperty(

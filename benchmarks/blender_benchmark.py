@@ -57,6 +57,7 @@ def blender_figures(clips_dir):
             print(f"{path.stem:>22} {count:>7} {seconds:>7.3f}s {before:>9.1f}cm/s {after:>7.2f}")
         read_write_figures(bpy, sliding_copy(Path(clips_dir) / "cmu_01_01.bvh", folder, 1.0, 10000))
     preview_figures(bpy, clips_dir)
+    control_rig_figures(bpy, clips_dir)
 
 
 def read_write_figures(bpy, path):
@@ -159,3 +160,39 @@ def preview_figures(bpy, clips_dir, repeats=5):
             print(f"{kind:>8} {root_scale:>5.2f} {characters:>8} {without:>7.3f}ms {with_preview:>7.3f}ms "
                   f"{added:>7.3f}ms {with_preview / without:>6.2f} {starting:>6.2f}s")
         print(f"{'':>8} ten walkers add {added / max(added_one[kind], 1e-9):.1f}x what one adds")
+
+
+def control_rig_figures(bpy, clips_dir, clip="cmu_07_01.bvh"):
+    """Remove Foot Sliding on Rigify's Human rig walking on its controls (the test scene of
+    ``tests/control_rig_scenes.py``) against Blender's own Bake Action (visual keying, every
+    pose bone) of the same rig and range, in the same process. Target: at most 2x."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    import foot_lock
+    from control_rig_scenes import RIGIFY_WALK, key_walk, open_rigify_rig, save_rigify_rig
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = save_rigify_rig(Path(folder) / "rigify_human.blend")
+        bpy.ops.wm.read_factory_settings(use_empty=True)
+        foot_lock.register()
+        try:
+            rig = open_rigify_rig(bpy, path)
+            action = key_walk(bpy, rig, RIGIFY_WALK, Path(clips_dir) / clip, 1.12)
+            start, end = (round(value) for value in action.frame_range)
+            begin = time.perf_counter()
+            assert bpy.ops.foot_lock.remove_sliding() == {"FINISHED"}
+            ours = time.perf_counter() - begin
+            report = rig.foot_lock.report
+            figures = (report.slide_before, report.slide_after, report.control_residual, len(rig.pose.bones))
+            rig.animation_data.action = action
+            begin = time.perf_counter()
+            bpy.ops.nla.bake(frame_start=start, frame_end=end, only_selected=False, visual_keying=True,
+                             bake_types={"POSE"})
+            bake = time.perf_counter() - begin
+        finally:
+            foot_lock.unregister()
+    before, after, residual, bones = figures
+    print(f"\nControl rig (Rigify Human, {bones} bones, {end - start + 1} frames, keyed on foot_ik/torso): "
+          f"Remove Foot Sliding {ours:.2f} s, Bake Action {bake:.2f} s, ratio {ours / bake:.2f} (target <= 2); "
+          f"DEF toe slide {before:.1f} -> {after:.2f} cm/s, residual {residual:.3f} mm")

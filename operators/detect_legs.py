@@ -11,6 +11,7 @@ class FOOT_LOCK_OT_detect_legs(ArmatureOperator, bpy.types.Operator):
     bl_label = "Detect Legs"
 
     def run(self, context, obj):
-        pelvis, legs = jobs.detect_leg_bones(obj)
-        jobs.store_legs(obj.foot_lock, pelvis, legs)
-        return f"found {len(legs)} legs below {pelvis!r}: {', '.join(leg[0] for leg in legs)}"
+        detected = jobs.detect_leg_bones(obj)
+        jobs.store_legs(obj.foot_lock, detected)
+        sides = ", ".join(leg.side for leg in detected.legs)
+        return f"found {len(detected.legs)} legs below {detected.pelvis!r}: {sides}"

@@ -12,7 +12,7 @@ import numpy as np
 
 from . import quaternion as quat
 from .kinematics import Motion, Skeleton, SolverInputError, scale_root_motion
-from .legs import detect_legs
+from .leg_detection import detect_legs
 from .rig import Leg, Rig
 from .rotations import quat_to_euler
 

@@ -106,6 +106,16 @@ def blender():
     return bpy
 
 
+@pytest.fixture
+def addon(blender):
+    """bpy with Foot Lock registered, and unregistered again (Blender 4.2 crashes at exit otherwise)."""
+    import foot_lock
+
+    foot_lock.register()
+    yield blender
+    foot_lock.unregister()
+
+
 @pytest.fixture(autouse=True)
 def _blender_factory_startup(request):
     """Every test marked ``blender`` starts from factory settings (and skips without bpy)."""

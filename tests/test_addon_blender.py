@@ -17,15 +17,6 @@ from clip_scenarios import f1_score
 pytestmark = pytest.mark.blender
 
 
-@pytest.fixture
-def addon(blender):
-    import foot_lock
-
-    foot_lock.register()
-    yield blender
-    foot_lock.unregister()
-
-
 def contact_curve(obj, action, bone, frames):
     from foot_lock.adapters import armature
 

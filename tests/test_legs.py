@@ -4,9 +4,16 @@ Synthetic rigs are in metres, Blender's convention: Z up, the character faces -Y
 side is at +X. Pure numpy: no bpy.
 """
 
+import json
+import struct
+from pathlib import Path
+
 import numpy as np
 import pytest
-from foot_lock.solvers.legs import LegDetectionError, detect_legs, parse_bone_name
+from foot_lock.solvers.leg_detection import LegDetectionError, detect_legs, parse_bone_name
+from foot_lock.solvers.quaternion import to_matrix
+
+ASSETS = Path(__file__).parent / "data" / "assets"
 
 LEFT, RIGHT = 1, -1
 
@@ -120,6 +127,22 @@ def both_sides(template):
 def test_parse_bone_name(name, core, side, segment):
     parsed = parse_bone_name(name)
     assert (parsed.core, parsed.side, parsed.segment) == (core, side, segment)
+
+
+@pytest.mark.parametrize(
+    "name, core, side, row",
+    [
+        ("LeftFrontUpLeg", "upleg", "left", "front"),
+        ("FrontRightLeg", "leg", "right", "front"),
+        ("thigh_hind.L", "thigh", "left", "back"),
+        ("LeftUpLeg", "upleg", "left", None),
+        ("LeftForeArm", "forearm", "left", None),
+        ("Back", "back", None, None),
+    ],
+)
+def test_parse_bone_name_reads_the_row_of_a_pair_of_legs(name, core, side, row):
+    parsed = parse_bone_name(name)
+    assert (parsed.core, parsed.side, parsed.row) == (core, side, row)
 
 
 def test_parse_bone_name_ranks_rigify_families():
@@ -492,6 +515,79 @@ def test_unnamed_quadruped_front_and_back():
     )
 
 
+def named_quadruped(front, hind):
+    """The dog with named legs: ``front`` and ``hind`` are templates for (scapula, thigh,
+    shin, foot, toe) and (thigh, shin, foot, toe) with ``{side}`` = Left/Right."""
+    rig = quadruped()
+    for side, letter in (("Left", "L"), ("Right", "R")):
+        names = {f"front{k}.{letter}": template.format(side=side) for k, template in enumerate(front)}
+        names |= {f"hind{k}.{letter}": template.format(side=side) for k, template in enumerate(hind)}
+        rig.names = [names.get(name, name) for name in rig.names]
+    return rig
+
+
+FRONT_ROW = (
+    "{side}FrontShoulder",
+    "{side}FrontUpLeg",
+    "{side}FrontLeg",
+    "{side}FrontFoot",
+    "{side}FrontToeBase",
+)
+HUMAN_ROW = ("{side}HipJoint", "{side}UpLeg", "{side}Leg", "{side}Foot", "{side}ToeBase")
+
+
+@pytest.mark.parametrize(
+    "front, hind",
+    [
+        (HUMAN_ROW, [name.replace("Front", "Back") for name in FRONT_ROW[1:]]),  # human names in front
+        (FRONT_ROW, HUMAN_ROW[1:]),  # human names behind, "LeftFront" in front
+    ],
+)
+def test_quadruped_with_human_names_beside_front_names_has_four_legs(front, hind):
+    rig = named_quadruped(front, hind)
+    guess = rig.detect()
+    assert legs_by_side(guess, rig.names) == {
+        "front_left": tuple(name.format(side="Left") for name in front[1:]),
+        "front_right": tuple(name.format(side="Right") for name in front[1:]),
+        "back_left": tuple(name.format(side="Left") for name in hind),
+        "back_right": tuple(name.format(side="Right") for name in hind),
+    }
+    assert rig.names[guess.pelvis] == "pelvis"
+
+
+def test_quadruped_naming_only_its_hind_legs_gets_the_front_pair_from_the_hierarchy():
+    rig = named_quadruped(("a{side}", "b{side}", "c{side}", "d{side}", "e{side}"), HUMAN_ROW[1:])
+    assert legs_by_side(rig.detect(), rig.names) == {
+        "front_left": ("bLeft", "cLeft", "dLeft", "eLeft"),
+        "front_right": ("bRight", "cRight", "dRight", "eRight"),
+        "back_left": ("LeftUpLeg", "LeftLeg", "LeftFoot", "LeftToeBase"),
+        "back_right": ("RightUpLeg", "RightLeg", "RightFoot", "RightToeBase"),
+    }
+
+
+def test_chains_beside_named_legs_at_their_own_branch_are_not_legs():
+    """A floor-length skirt hangs from the pelvis beside the named legs: still two legs."""
+    rig = biped("Hips", "{side}UpLeg", "{side}Leg", "{side}Foot", "{side}ToeBase")
+    for side, word in ((LEFT, "L"), (RIGHT, "R")):
+        x = 0.15 * side
+        rig.chain(
+            "Hips",
+            [f"skirt{k}.{word}" for k in range(3)],
+            [(x, -0.1, 0.95), (x, -0.15, 0.6), (x, -0.2, 0.3), (x, -0.25, 0.02)],
+        )
+    assert sorted(legs_by_side(rig.detect(), rig.names)) == ["left", "right"]
+
+
+def test_ankle_named_joint_above_a_foot_named_one_is_the_foot():
+    """SMPL / Xsens style: a bone per joint, ``left_ankle`` -> ``left_foot`` (the ball)."""
+    rig = biped("pelvis", "{side}_hip", "{side}_knee", "{side}_ankle", "{side}_foot")
+    rig.names = [name.replace("Left_", "left_").replace("Right_", "right_") for name in rig.names]
+    assert legs_by_side(rig.detect(), rig.names) == {
+        "left": ("left_hip", "left_knee", "left_ankle", "left_foot"),
+        "right": ("right_hip", "right_knee", "right_ankle", "right_foot"),
+    }
+
+
 def test_legs_on_the_midline_are_numbered():
     rig = Rig()
     rig.add("body", None, (0, 0, 1.0), (0, 0, 1.2))
@@ -537,6 +633,31 @@ def two_bone_stilts():
 def test_no_legs_raises_a_clear_error(make):
     with pytest.raises(LegDetectionError, match="no leg chains found: expected bones named like thigh"):
         make().detect()
+
+
+def one_bone_legs():
+    """Kenney's mini characters: a root, one bone per leg, a torso with arms and head."""
+    rig = Rig()
+    rig.add("root", None, (0, 0, 0), (0, 0, 0.18))
+    for side, word in ((LEFT, "left"), (RIGHT, "right")):
+        rig.add(f"leg-{word}", "root", (0.084 * side, 0.03, 0.18), (0.084 * side, 0.03, 0.36))
+    rig.add("torso", "root", (0, 0.03, 0.18), (0, 0.03, 0.33))
+    rig.add("head", "torso", (0, 0, 0.34), (0, 0, 0.49))
+    return rig
+
+
+def test_legs_without_a_foot_are_named_in_the_error():
+    with pytest.raises(
+        LegDetectionError,
+        match=r"'leg-left', 'leg-right' look like legs, but each leg is only 1 bone long, with no foot",
+    ):
+        one_bone_legs().detect()
+
+
+def test_kenney_rig_without_feet_is_told_so():
+    names, parents, heads, tails = read_gltf_rest(ASSETS / "kenney_mini_character-male-a.glb")
+    with pytest.raises(LegDetectionError, match="no foot below it"):
+        detect_legs(names, parents, heads, tails, up=(0, 1, 0))
 
 
 def test_bad_input_raises():
@@ -610,3 +731,69 @@ def test_real_cmu_hierarchy_by_topology(clips_dir, clip):
     rig.names, rig.parents, rig.heads, rig.tails = read_bvh_rest(clips_dir / clip)
     renamed, names = unnamed(rig)
     expect_unnamed(names, renamed.detect(up=(0, 1, 0)), renamed, "Hips", both_sides(CMU_CHAINS[clip]))
+
+
+# --- a real glTF quadruped, read without Blender --------------------------------------------
+
+
+def read_gltf_rest(path):
+    """Bones of a .glb's first skin as Blender's glTF exporter writes them (Y-up): a head at
+    each joint, the tail along the joint's own +Y axis, as long as the way to its nearest
+    child (a leaf: as long as its parent)."""
+    data = path.read_bytes()
+    json_length = struct.unpack_from("<I", data, 12)[0]
+    gltf = json.loads(data[20 : 20 + json_length])
+    nodes = gltf["nodes"]
+    parent_node = {child: node for node, item in enumerate(nodes) for child in item.get("children", ())}
+    joints = gltf["skins"][0]["joints"]
+    world = {}
+
+    def world_matrix(node):
+        if node not in world:
+            item, local = nodes[node], np.eye(4)
+            local[:3, :3] = to_matrix(np.roll(item.get("rotation", (0, 0, 0, 1)), 1)) * item.get(
+                "scale", (1, 1, 1)
+            )
+            local[:3, 3] = item.get("translation", (0, 0, 0))
+            above = parent_node.get(node)
+            world[node] = local if above is None else world_matrix(above) @ local
+        return world[node]
+
+    heads = np.array([world_matrix(joint)[:3, 3] for joint in joints])
+    parents = [
+        joints.index(parent_node[joint]) if parent_node.get(joint) in joints else -1 for joint in joints
+    ]
+    lengths = np.zeros(len(joints))
+    for bone in np.argsort([len(_node_ancestors(parent_node, joint)) for joint in joints]):
+        children = [child for child, above in enumerate(parents) if above == bone]
+        if children:
+            lengths[bone] = min(np.linalg.norm(heads[children] - heads[bone], axis=1))
+        if not children or lengths[bone] <= 0:
+            lengths[bone] = lengths[parents[bone]] if parents[bone] >= 0 else 1.0
+    axes = np.array([world_matrix(joint)[:3, 1] for joint in joints])
+    tails = heads + axes / np.linalg.norm(axes, axis=1, keepdims=True) * lengths[:, None]
+    return [nodes[joint]["name"] for joint in joints], parents, heads, tails
+
+
+def _node_ancestors(parent_node, node):
+    found = []
+    while node in parent_node:
+        node = parent_node[node]
+        found.append(node)
+    return found
+
+
+FOX_LEGS = {
+    "front_left": ("b_LeftUpperArm_09", "b_LeftForeArm_010", "b_LeftHand_011", None),
+    "front_right": ("b_RightUpperArm_06", "b_RightForeArm_07", "b_RightHand_08", None),
+    "back_left": ("b_LeftLeg01_015", "b_LeftLeg02_016", "b_LeftFoot01_017", "b_LeftFoot02_018"),
+    "back_right": ("b_RightLeg01_019", "b_RightLeg02_020", "b_RightFoot01_021", "b_RightFoot02_022"),
+}
+
+
+def test_fox_has_four_legs_found_by_its_hierarchy():
+    """The glTF fox's bone names say nothing about legs: "UpperArm" and "Leg01"."""
+    names, parents, heads, tails = read_gltf_rest(ASSETS / "fox.glb")
+    guess = detect_legs(names, parents, heads, tails, up=(0, 1, 0))
+    assert names[guess.pelvis] == "b_Hip_01"
+    assert legs_by_side(guess, names) == FOX_LEGS

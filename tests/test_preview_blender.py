@@ -24,15 +24,6 @@ SLOPE = math.radians(5.0)  # ramp
 START = 0.6  # metres along the walk from its first frame to where the terrain rises
 
 
-@pytest.fixture
-def addon(blender):
-    import foot_lock
-
-    foot_lock.register()
-    yield blender
-    foot_lock.unregister()
-
-
 # --- scenes -----------------------------------------------------------------------------
 
 

@@ -43,6 +43,8 @@ def draw_report(layout, report):
         grid.label(text=before)
         grid.label(text=after)
     box.label(text=f"Contact frames: {report.contact_frames}   Pelvis shift: {report.pelvis_shift:.1f} cm")
+    if report.controls:
+        box.label(text=f"Keyed on the {report.controls} controls: residual {report.control_residual:.2f} mm")
     box.label(text=f"Took {report.seconds:.2f} s, motion read from the {report.source}")
 
 
@@ -58,6 +60,7 @@ class FOOT_LOCK_PT_legs(FootLockPanel, bpy.types.Panel):
         row.operator("foot_lock.detect_legs", icon="BONE_DATA")
         row.operator("foot_lock.add_leg", text="", icon="ADD")
         layout.prop_search(settings, "pelvis", obj.data, "bones")
+        layout.prop_search(settings, "body_control", obj.data, "bones")
         if not settings.legs:
             layout.label(text="No legs yet: Detect Legs, or Remove Foot Sliding finds them", icon="QUESTION")
         for index, leg in enumerate(settings.legs):
@@ -65,7 +68,7 @@ class FOOT_LOCK_PT_legs(FootLockPanel, bpy.types.Panel):
             header = box.row()
             header.prop(leg, "name", text="", icon="MOD_ARMATURE")
             header.operator("foot_lock.remove_leg", text="", icon="X").index = index
-            for role in ("thigh", "shin", "foot", "toe"):
+            for role in ("thigh", "shin", "foot", "toe", "ik_control"):
                 box.prop_search(leg, role, obj.data, "bones")
 
 

@@ -46,6 +46,7 @@ class BoneName:
     side: str | None  # "left", "right" or None
     segment: int  # 1 for "DEF-thigh.L.001", the twist segment of "DEF-thigh.L"
     family: int  # parallel hierarchies, preferred first: DEF- 0, plain 1, ORG- 2, MCH- 3
+    row: str | None = None  # a quadruped's "front", "middle" or "back" pair, beside the side
 
 
 # Bones shorter than this fraction of the rig's height are joints, not limbs (zero-length hip
@@ -77,6 +78,11 @@ _NO_LEGS = (
     "near the lowest point of the rig"
 )
 
+_NO_FEET = (
+    "no leg chains found: {bones} look like legs, but each leg is only {count} bone{plural} long, with no "
+    "foot below it, so there is no foot to lock; Foot Lock needs a thigh, a shin and a foot bone per leg "
+    "(use a rig with feet, or set the legs up by hand in the Legs panel)"
+)
 _NAMESPACE = re.compile(r"^.*:")  # "mixamorig:", "Character1:"
 _PREFIX = re.compile(
     r"^(?:(?P<family>DEF|ORG|MCH)[-_.]|Bip\d+[ _]|CC_Base_|J_Bip_(?:C_)?|mixamorig\d*_)?", re.I
@@ -85,6 +91,16 @@ _FAMILY_RANK = {"def": 0, "": 1, "org": 2, "mch": 3}
 # Words of a name: "LHipJoint" -> L, Hip, Joint; "thigh_twist_01_l" -> thigh, twist, 01, l.
 _WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 _SIDES = {"l": "left", "left": "left", "r": "right", "right": "right"}
+# Words naming a pair of legs, next to the side word: "LeftFrontUpLeg", "thigh_hind.L".
+# ("Fore" is left out: it is the first half of every "ForeArm".)
+_ROWS = {
+    "front": "front",
+    "middle": "middle",
+    "mid": "middle",
+    "back": "back",
+    "hind": "back",
+    "rear": "back",
+}
 
 _LEG_ROLES = ("thigh", "shin", "foot", "toe")
 # Exact cores only, listed by preference. BVH skeletons (CMU 131) name a bone after the joint
@@ -108,12 +124,9 @@ def detect_legs(names, parents, heads, tails, up=(0, 0, 1)):
     :class:`LegDetectionError` when no legs are found.
     """
     rig = _RestRig(names, parents, heads, tails, up)
-    legs = _named_legs(rig)
-    if len(legs) < 2:
-        # One named leg may mean the other side is misnamed: take whichever finds more.
-        legs = max(legs, _topology_legs(rig), key=len)
+    legs = _with_topology_legs(rig, _named_legs(rig), _topology_legs(rig))
     if not legs:
-        raise LegDetectionError(_NO_LEGS)
+        raise LegDetectionError(_no_legs_message(rig))
     pelvis = _pelvis(rig, legs)
     return LegGuess(pelvis, _labelled(rig, pelvis, legs))
 
@@ -125,13 +138,25 @@ def parse_bone_name(name):
     family = _FAMILY_RANK[(prefix.group("family") or "").lower()]
     words = [word.lower() for word in _WORD.findall(name[prefix.end() :])]
     segment = _pop_number(words)
-    side = None
-    for end in (-1, 0):  # "thigh.L", "thigh_l" or "L_Thigh", "LeftUpLeg"
+    side, row = _pop_side_and_row(words)
+    segment = segment or _pop_number(words)  # the number may come before the side: "upperleg02.L"
+    return BoneName("".join(words), side, segment, family, row)
+
+
+def _pop_side_and_row(words):
+    """The side word at either end of ``words`` ("thigh.L", "LeftUpLeg") and a row word
+    just inside or outside it ("LeftFrontUpLeg", "FrontLeftUpLeg", "thigh_hind.L")."""
+    for end, inward in ((-1, -2), (0, 1)):
+        if len(words) >= 2 and words[end] in _ROWS and words[inward] in _SIDES:
+            row = _ROWS[words.pop(end)]
+            return _SIDES[words.pop(end)], row
         if words and words[end] in _SIDES:
             side = _SIDES[words.pop(end)]
-            break
-    segment = segment or _pop_number(words)  # the number may come before the side: "upperleg02.L"
-    return BoneName("".join(words), side, segment, family)
+            row = _ROWS.get(words[end]) if len(words) >= 2 else None  # keep a lone "Back" a spine bone
+            if row is not None:
+                words.pop(end)
+            return side, row
+    return None, None
 
 
 def _pop_number(words):
@@ -253,29 +278,39 @@ def _depths(parents):
 
 def _named_legs(rig):
     parsed = [parse_bone_name(name) for name in rig.names]
+    # Every row the names mention: a quadruped's "LeftFront" legs beside its "Left" ones.
+    rows = sorted({name.row for name in parsed if name.side}, key=lambda row: (row is not None, row or ""))
     legs = []
-    for side in ("left", "right"):
-        ranked = {role: _ranked_candidates(parsed, side, role) for role in _LEG_ROLES}
-        chain = _first_connected_chain(rig, ranked)
-        if chain is not None:
-            legs.append(LegBones(side, *chain))
+    for row in rows:
+        for side in ("left", "right"):
+            ranked = {role: _ranked_candidates(parsed, side, row, role) for role in _LEG_ROLES}
+            chain = _first_connected_chain(rig, parsed, ranked)
+            if chain is not None:
+                legs.append(LegBones(side, *chain))
     return legs
 
 
-def _ranked_candidates(parsed, side, role):
+def _ranked_candidates(parsed, side, row, role):
     aliases = _ALIASES[role]
-    found = [bone for bone, name in enumerate(parsed) if name.side == side and name.core in aliases]
+    found = [
+        bone
+        for bone, name in enumerate(parsed)
+        if name.side == side and name.row == row and name.core in aliases
+    ]
     return sorted(
         found, key=lambda bone: (parsed[bone].family, aliases.index(parsed[bone].core), parsed[bone].segment)
     )
 
 
-def _first_connected_chain(rig, ranked):
+def _first_connected_chain(rig, parsed, ranked):
     """The best-ranked thigh, shin, foot and toe where each one descends from the one before."""
     for thigh in ranked["thigh"]:
         shin = _first_below(rig, thigh, ranked["shin"])
         foot = None if shin is None else _first_below(rig, shin, ranked["foot"])
         if foot is not None:
+            ankle = _ankle_above(rig, parsed, ranked["foot"], shin, foot)
+            if ankle is not None:
+                return thigh, shin, ankle, foot
             toe = _first_below(rig, foot, ranked["toe"])
             if toe is None:
                 toe = next(
@@ -283,6 +318,24 @@ def _first_connected_chain(rig, ranked):
                 )
             return thigh, shin, foot, toe
     return None
+
+
+def _ankle_above(rig, parsed, candidates, shin, foot):
+    """An ankle-named bone between the shin and a foot-named one (SMPL and Xsens-style
+    ``left_ankle`` -> ``left_foot``): the ankle is the foot, the foot-named joint its ball."""
+    if parsed[foot].core != "foot":
+        return None
+    return next(
+        (
+            bone
+            for bone in candidates
+            if parsed[bone].core == "ankle"
+            and parsed[bone].family == parsed[foot].family
+            and rig.is_below(foot, bone)
+            and rig.is_below(bone, shin)
+        ),
+        None,
+    )
 
 
 def _first_below(rig, ancestor, candidates):
@@ -293,18 +346,53 @@ def _first_below(rig, ancestor, candidates):
 
 
 def _topology_legs(rig):
-    """Chains that branch, two or more from one bone, and run down to leaves on the ground."""
+    """Chains that branch, two or more from one bone, and run down to leaves on the ground,
+    as ``{branch bone: legs}``."""
     unclaimed = rig.low_leaves()
-    legs = []
+    groups = {}
     # Deepest branch points first: a quadruped's chest claims the front legs before the
     # pelvis, whose spine branch then no longer counts as a leg.
     for bone in rig.deepest_first():
         found = [(child, leg) for child in rig.children[bone] if (leg := _leg_below(rig, child, unclaimed))]
         if len(found) >= 2:
-            for child, leg in found:
-                legs.append(leg)
+            groups[bone] = [leg for _, leg in found]
+            for child, _ in found:
                 unclaimed -= rig.leaves_under[child]
-    return legs
+    return groups
+
+
+def _with_topology_legs(rig, named, groups):
+    """Named legs, joined by the legs the hierarchy shows at other branch points.
+
+    One named leg may mean the other side is misnamed: then whichever finds more wins. A
+    quadruped may name only one pair human-style: its other pair hangs from another bone (the
+    chest), which is added. Chains beside the named legs at their own branch bone (skirts,
+    tails) are not legs, nor are copies of the named legs in parallel hierarchies (Rigify's
+    ORG- and FK chains).
+    """
+    if len(named) < 2:
+        return max(named, [leg for legs in groups.values() for leg in legs], key=len)
+    named_bones = {bone for leg in named for bone in _bones(leg)}
+    named_feet = rig.heads[[leg.foot for leg in named]]
+
+    def is_named(leg):
+        beside = np.linalg.norm(named_feet - rig.heads[leg.foot], axis=1).min() <= _TINY * rig.size
+        return beside or bool(named_bones & _bones(leg))
+
+    named_branches = {rig.parents[leg.thigh] for leg in named} | {
+        branch for branch, legs in groups.items() if any(map(is_named, legs))
+    }
+    extra = [
+        leg
+        for branch, legs in groups.items()
+        if branch not in named_branches and not any(map(is_named, legs))
+        for leg in legs
+    ]
+    return named + extra
+
+
+def _bones(leg):
+    return {leg.thigh, leg.shin, leg.foot} | ({leg.toe} if leg.toe is not None else set())
 
 
 def _leg_below(rig, top, unclaimed):
@@ -344,6 +432,25 @@ def _looks_like_toe(rig, thigh, foot, toe):
     flat = abs(direction @ rig.up) <= _TOE_FLAT * rig.lengths[toe]
     ahead = rig.horizontal(direction) @ rig.horizontal(rig.heads[toe] - rig.heads[foot]) > 0
     return bool(near_ground and flat and ahead)
+
+
+def _no_legs_message(rig):
+    """Why no legs were found: a rig whose leg-named bones are too short a chain (one bone per
+    leg, no foot) is told so by name; otherwise what was looked for."""
+    parsed = [parse_bone_name(name) for name in rig.names]
+    leg_named = [
+        bone
+        for bone, name in enumerate(parsed)
+        if name.side and any(name.core in aliases for aliases in _ALIASES.values())
+    ]
+    tops = [bone for bone in leg_named if not any(rig.is_below(bone, other) for other in leg_named)]
+    if not tops:
+        return _NO_LEGS
+    count = max(max(rig.depth[leaf] for leaf in rig.leaves_under[top]) - rig.depth[top] + 1 for top in tops)
+    if count >= 3:
+        return f"{_NO_LEGS} (bones named like legs: {', '.join(repr(rig.names[bone]) for bone in tops)})"
+    bones = ", ".join(repr(rig.names[bone]) for bone in tops)
+    return _NO_FEET.format(bones=bones, count=count, plural="s" if count > 1 else "")
 
 
 # --- pelvis and sides ---------------------------------------------------------------------

@@ -1,0 +1,242 @@
+"""Remove Foot Sliding on control rigs in real Blender: Rigify's generated Human rig and a
+hand-made two-bone IK rig, walking the CMU walk through their controls with the planted
+feet drifting about 25 cm/s."""
+
+import json
+
+import numpy as np
+import pytest
+
+pytest.importorskip("bpy")
+
+from blender_scenes import reference_labels, slide_cm_s
+from control_rig_scenes import (
+    HAND_MADE_WALK,
+    RIGIFY_WALK,
+    hand_made_rig,
+    key_fk_like_ik,
+    key_walk,
+    open_rigify_rig,
+    save_rigify_rig,
+    world_heads,
+)
+
+pytestmark = pytest.mark.blender
+
+DRIFT = 1.12  # root motion scale: the planted feet drift about 25 cm/s
+LEGS = ("left", "right")
+
+
+@pytest.fixture(scope="session")
+def rigify_file(tmp_path_factory):
+    """Rigify's Human rig, generated once per session and saved (generating takes seconds)."""
+    return save_rigify_rig(tmp_path_factory.mktemp("rigify") / "rigify_human.blend")
+
+
+@pytest.fixture
+def clip(clips_dir):
+    return clips_dir / "cmu_07_01.bvh"
+
+
+@pytest.fixture
+def rigify_walk(addon, rigify_file, clip):
+    """The Rigify rig walking on its IK controls, the active object."""
+    rig = open_rigify_rig(addon, rigify_file)
+    key_walk(addon, rig, RIGIFY_WALK, clip, DRIFT)
+    return rig
+
+
+def planted(clip):
+    """(2, F) frames where the original clip's toes are planted (the clips README's labels)."""
+    labels = reference_labels(clip)
+    return np.array([labels[leg] for leg in LEGS], dtype=bool)
+
+
+def toe_slide(bpy, rig, walk, contacts):
+    toes = world_heads(bpy, rig, [walk.toes[leg] for leg in LEGS], np.arange(1, contacts.shape[1] + 1))
+    return slide_cm_s(toes, contacts, bpy.context.scene.render.fps)
+
+
+def key_contacts(rig, feet, contacts):
+    """The animator's foot_contact curves on the foot controls ``feet`` (leg -> bone)."""
+    from foot_lock.adapters import armature
+
+    frames = np.arange(1, contacts.shape[1] + 1)
+    for leg, row in zip(LEGS, contacts):
+        armature.write_contact_curve(rig, rig.animation_data.action, feet[leg], frames, row.astype(float), stamp=False)
+
+
+def keyed_curves(rig, action):
+    """{(data path, index): (keys (n, 2))} of an action on the rig."""
+    from foot_lock.adapters import action_compat as compat
+
+    curves = {}
+    for fcurve in compat.iter_fcurves(rig, action):
+        keys = np.empty(2 * len(fcurve.keyframe_points))
+        fcurve.keyframe_points.foreach_get("co", keys)
+        curves[(fcurve.data_path, fcurve.array_index)] = keys.reshape(-1, 2)
+    return curves
+
+
+def keyed_bones(curves):
+    return {path.split('"')[1] for path, _ in curves if path.startswith("pose.bones")}
+
+
+def changed_bones(before, after):
+    """Bones with a curve added, removed or changed between two actions' curves."""
+    changed = {key for key in before if key not in after or not np.array_equal(before[key], after[key])}
+    return keyed_bones(changed | (after.keys() - before.keys()))
+
+
+# --- Rigify ---------------------------------------------------------------------------------
+
+
+def test_rigify_walk_is_fixed_on_its_controls_in_one_click(addon, rigify_walk, clip):
+    rig, contacts = rigify_walk, planted(clip)
+    source = rig.animation_data.action
+    original = keyed_curves(rig, source)
+    before = toe_slide(addon, rig, RIGIFY_WALK, contacts)
+    assert 20.0 < before < 30.0
+
+    assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
+
+    fixed = rig.animation_data.action
+    assert fixed.name == "walk.footlock"
+    kept = keyed_curves(rig, source)  # the original gains only the contact curves it locked
+    assert all(path.endswith('["foot_contact"]') for path, _ in kept.keys() - original.keys())
+    assert all(np.array_equal(kept[key], keys) for key, keys in original.items())
+    curves = keyed_curves(rig, fixed)
+    changed = changed_bones(original, curves)
+    assert changed == {"foot_ik.L", "foot_ik.R", "toe_ik.L", "toe_ik.R", "torso"}
+    assert not any(bone.startswith(("DEF-", "ORG-", "MCH-")) for bone in keyed_bones(curves))
+    assert {f'pose.bones["foot_ik.{side}"]["foot_contact"]' for side in "LR"} <= {path for path, _ in curves}
+    report = rig.foot_lock.report
+    assert report.controls == "Rigify" and 0.0 <= report.control_residual <= 2.0
+    assert toe_slide(addon, rig, RIGIFY_WALK, contacts) <= 1.0  # over the original clip's planted frames
+
+
+def test_rigify_obeys_contact_curves_on_the_foot_controls(addon, rigify_walk, clip):
+    rig, contacts = rigify_walk, planted(clip)
+    key_contacts(rig, RIGIFY_WALK.feet, contacts)
+    assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
+    assert toe_slide(addon, rig, RIGIFY_WALK, contacts) <= 1.0
+    assert rig.foot_lock.report.control_residual <= 2.0
+
+
+def test_rigify_switched_to_fk_keys_the_fk_controls(addon, rigify_walk, clip):
+    rig, contacts = rigify_walk, planted(clip)
+    key_fk_like_ik(addon, rig)
+    key_contacts(rig, {"left": "foot_fk.L", "right": "foot_fk.R"}, contacts)  # the FK foot shows them
+    original = keyed_curves(rig, rig.animation_data.action)
+    assert toe_slide(addon, rig, RIGIFY_WALK, contacts) > 20.0  # FK plays the same drifting walk
+
+    assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
+
+    changed = changed_bones(original, keyed_curves(rig, rig.animation_data.action))
+    fk = {f"{name}_fk.{side}" for name in ("thigh", "shin", "foot", "toe") for side in "LR"}
+    assert {"thigh_fk.L", "shin_fk.L", "foot_fk.L", "thigh_fk.R", "shin_fk.R", "foot_fk.R"} <= changed
+    assert changed <= fk | {"torso"}
+    assert toe_slide(addon, rig, RIGIFY_WALK, contacts) <= 1.0
+    assert rig.foot_lock.report.control_residual <= 2.0
+
+
+def test_rigify_switches_to_fk_and_back_after_the_fix(addon, rigify_walk, clip):
+    rig = rigify_walk
+    assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
+    frames = np.arange(40, 60)
+    toes = [RIGIFY_WALK.toes[leg] for leg in LEGS]
+    fixed = world_heads(addon, rig, toes, frames)
+    switch = rig.pose.bones["thigh_parent.L"]
+    switch["IK_FK"] = 1.0
+    rig.update_tag()
+    in_fk = world_heads(addon, rig, toes, frames)
+    switch["IK_FK"] = 0.0
+    rig.update_tag()
+    assert np.abs(in_fk[:, 0] - fixed[:, 0]).max() > 0.05  # FK really took over the left leg
+    np.testing.assert_allclose(world_heads(addon, rig, toes, frames), fixed, atol=1e-6)
+
+
+def test_rigify_leg_blended_between_ik_and_fk_is_refused_before_anything_is_written(addon, rigify_walk):
+    rig = rigify_walk
+    rig.pose.bones["thigh_parent.R"]["IK_FK"] = 0.5
+    actions = len(addon.data.actions)
+    with pytest.raises(RuntimeError, match=r"leg 'right' is not fully in IK or FK .*thigh_parent\.R"):
+        addon.ops.foot_lock.remove_sliding()
+    assert len(addon.data.actions) == actions and rig.animation_data.action.name == "walk"
+
+
+# --- a rig of one's own, set up in the Legs panel ---------------------------------------------
+
+
+def hand_made_walk(bpy, clip, stretch):
+    rig = hand_made_rig(bpy)
+    for bone in ("thigh", "shin"):
+        for side in "LR":
+            rig.pose.bones[f"{bone}.{side}"].ik_stretch = stretch
+    key_walk(bpy, rig, HAND_MADE_WALK, clip, DRIFT)
+    bpy.context.view_layer.objects.active = rig
+    assert bpy.ops.foot_lock.detect_legs() == {"FINISHED"}
+    for leg in rig.foot_lock.legs:  # the Legs panel: IK control per leg and the body control
+        leg.ik_control = HAND_MADE_WALK.feet[leg.name]
+    rig.foot_lock.body_control = HAND_MADE_WALK.body
+    return rig
+
+
+def test_hand_made_ik_rig_set_up_in_the_legs_panel(addon, clip):
+    rig, contacts = hand_made_walk(addon, clip, stretch=0.1), planted(clip)
+    key_contacts(rig, HAND_MADE_WALK.feet, contacts)
+    original = keyed_curves(rig, rig.animation_data.action)
+    assert toe_slide(addon, rig, HAND_MADE_WALK, contacts) > 20.0
+
+    assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
+
+    assert changed_bones(original, keyed_curves(rig, rig.animation_data.action)) <= {
+        "foot_ctrl.L", "foot_ctrl.R", "body"
+    }
+    assert toe_slide(addon, rig, HAND_MADE_WALK, contacts) <= 1.0
+    report = rig.foot_lock.report
+    assert report.controls == "Legs panel" and report.control_residual <= 2.0
+
+
+def test_a_control_that_cannot_reach_is_named_with_its_frames(addon, clip):
+    """Without IK stretch the legs cannot reach as far as the fix's soft reach lets them."""
+    rig = hand_made_walk(addon, clip, stretch=0.0)
+    rig.foot_lock.softening = 0.1
+    from foot_lock.adapters import jobs
+
+    outcome = jobs.remove_sliding(rig, addon.context.scene)
+    warnings = [w for w in outcome.result.warnings if "cannot take leg" in w]
+    assert warnings and all(("'foot_ctrl.L'" in w or "'foot_ctrl.R'" in w) and "on frames " in w for w in warnings)
+    assert outcome.controls.residual_mm > 0.0
+
+
+def test_panel_controls_that_are_not_bones_are_refused(addon, clip):
+    rig = hand_made_walk(addon, clip, stretch=0.1)
+    rig.foot_lock.legs[0].ik_control = "no such bone"
+    with pytest.raises(RuntimeError, match="IK control of leg 'left', 'no such bone', is not a bone"):
+        addon.ops.foot_lock.remove_sliding()
+    assert rig.animation_data.action.name == "walk"
+
+
+def test_the_command_line_keys_the_controls_set_up_in_a_blend(blender, clip, tmp_path):
+    import foot_lock
+    from foot_lock.cli import main
+
+    contacts = planted(clip)
+    foot_lock.register()
+    try:
+        rig = hand_made_walk(blender, clip, stretch=0.1)
+        key_contacts(rig, HAND_MADE_WALK.feet, contacts)
+        source = tmp_path / "hand_made.blend"
+        blender.ops.wm.save_as_mainfile(filepath=str(source))
+    finally:
+        foot_lock.unregister()
+    fixed = tmp_path / "fixed.blend"
+    report = tmp_path / "report.json"
+    assert main(["remove-sliding", str(source), "-o", str(fixed), "--report", str(report)]) == 0
+    (entry,) = json.loads(report.read_text())["files"][0]["clips"]
+    assert 0.0 <= entry["after"]["control_residual_mm"] <= 2.0
+    blender.ops.wm.open_mainfile(filepath=str(fixed))
+    rig = blender.data.objects["Hand-made"]
+    assert rig.animation_data.action.name == "walk.footlock"
+    assert toe_slide(blender, rig, HAND_MADE_WALK, contacts) <= 1.0
