@@ -9,11 +9,10 @@ import pytest
 
 pytest.importorskip("bpy")
 
-from clip_scenarios import CMU_TO_METRES
+from clip_scenarios import CMU_TO_METRES, reference_labels
 from foot_lock.adapters import armature
 from foot_lock.adapters.jobs import active_action, frame_range
 from foot_lock.solvers import bvh
-from foot_lock.solvers.contacts import reference_contacts
 from foot_lock.solvers.kinematics import forward_kinematics
 
 
@@ -56,8 +55,8 @@ def slide_cm_s(points, contacts, fps):
     return 100.0 * horizontal_speed(points, fps)[both].mean()
 
 
-def reference_labels(path):
-    """Original clip's contacts per leg, in the order the add-on stores legs."""
+def reference_labels_by_leg(path):
+    """The original clip's reference contacts (``clip_scenarios.reference_labels``) of a BVH
+    file, by leg name, in the order the add-on stores legs."""
     skeleton, motion, rig = bvh.load(path, CMU_TO_METRES)
-    _, gpos = forward_kinematics(skeleton, motion.rot, motion.pos)
-    return {leg.name: reference_contacts(gpos[:, leg.toe], motion.fps) for leg in rig.legs}
+    return dict(zip((leg.name for leg in rig.legs), reference_labels(skeleton, motion, rig)))

@@ -7,7 +7,7 @@ import pytest
 from blender_scenes import (
     import_clip,
     leg_bones,
-    reference_labels,
+    reference_labels_by_leg,
     slide_cm_s,
     world_joints,
     write_sliding_bvh,
@@ -69,7 +69,7 @@ def baked_scenarios(tmp_path_factory, clips_dir):
     import foot_lock
 
     source = clips_dir / "cmu_07_01.bvh"
-    reference = reference_labels(source)
+    reference = reference_labels_by_leg(source)
     scenarios = {}
     for scale in (1.0, 0.75, 1.25):
         bpy.ops.wm.read_factory_settings(use_empty=True)
@@ -438,7 +438,7 @@ def test_renamed_rig_with_a_root_above_the_pelvis(addon, clips_dir, tmp_path):
     assert obj.foot_lock.pelvis == "mixamorig:Hips"
     assert [leg.toe for leg in obj.foot_lock.legs] == ["mixamorig:LeftToeBase", "mixamorig:RightToeBase"]
     toes = leg_bones(obj, "toe")
-    reference = reference_labels(clips_dir / "cmu_07_01.bvh")
+    reference = reference_labels_by_leg(clips_dir / "cmu_07_01.bvh")
     contacts = np.array([reference[leg.name] for leg in obj.foot_lock.legs])
     fps = addon.context.scene.render.fps / addon.context.scene.render.fps_base
     assert slide_cm_s(world_joints(obj, toes, source), contacts, fps) > 20.0
@@ -457,7 +457,7 @@ def test_rig_without_toe_bones_locks_the_foot_tail(addon, clips_dir, tmp_path):
     assert [leg.toe for leg in obj.foot_lock.legs] == ["", ""]
     feet = leg_bones(obj, "foot")
 
-    reference = reference_labels(clips_dir / "cmu_07_01.bvh")
+    reference = reference_labels_by_leg(clips_dir / "cmu_07_01.bvh")
     contacts = np.array([reference[leg.name] for leg in obj.foot_lock.legs])
     fps = addon.context.scene.render.fps / addon.context.scene.render.fps_base
     assert slide_cm_s(world_joints(obj, feet, source, tails=True), contacts, fps) > 20.0

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from blender_scenes import import_clip, reference_labels, slide_cm_s, world_joints, write_sliding_bvh
+from blender_scenes import import_clip, reference_labels_by_leg, slide_cm_s, world_joints, write_sliding_bvh
 from cli_helpers import package_parent, run_python, toe_slide_on_reference
 from clip_scenarios import CMU_TO_METRES
 from foot_lock.solvers import bvh
@@ -19,7 +19,7 @@ TOES = ["LeftToeBase", "RightToeBase"]
 @pytest.fixture(scope="module")
 def reference(walk):
     """The unscaled walk's contacts, (legs, frames), left leg first."""
-    labels = reference_labels(walk)
+    labels = reference_labels_by_leg(walk)
     return np.array([labels["left"], labels["right"]])
 
 

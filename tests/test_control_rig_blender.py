@@ -9,7 +9,7 @@ import pytest
 
 pytest.importorskip("bpy")
 
-from blender_scenes import reference_labels, slide_cm_s
+from blender_scenes import reference_labels_by_leg, slide_cm_s
 from control_rig_scenes import (
     HAND_MADE_WALK,
     RIGIFY_WALK,
@@ -48,7 +48,7 @@ def rigify_walk(addon, rigify_file, clip):
 
 def planted(clip):
     """(2, F) frames where the original clip's toes are planted (the clips README's labels)."""
-    labels = reference_labels(clip)
+    labels = reference_labels_by_leg(clip)
     return np.array([labels[leg] for leg in LEGS], dtype=bool)
 
 

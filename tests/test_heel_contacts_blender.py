@@ -12,15 +12,6 @@ pytestmark = pytest.mark.blender
 PIN = 1e-4  # m: a pinned point moves less than a tenth of a millimetre per frame
 
 
-@pytest.fixture
-def addon(blender):
-    import foot_lock
-
-    foot_lock.register()
-    yield blender
-    foot_lock.unregister()
-
-
 def pinned_steps(points, weights):
     """Per leg, the largest step (m) of (F, L, 3) points between two fully pinned frames."""
     both = (weights[:, 1:] >= 1.0) & (weights[:, :-1] >= 1.0)

@@ -14,15 +14,6 @@ pytestmark = pytest.mark.blender
 CYCLES = 4
 
 
-@pytest.fixture
-def addon(blender):
-    import foot_lock
-
-    foot_lock.register()
-    yield blender
-    foot_lock.unregister()
-
-
 def write_cycle_bvh(clip, target, root_scale):
     """A BVH of one gait cycle of ``clip`` (its last frame the first plus the stride), the
     hips travelling ``root_scale`` times as far; returns the unscaled cycle's contacts."""

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 import pytest
-from blender_scenes import import_clip, leg_bones, reference_labels, world_joints, write_sliding_bvh
+from blender_scenes import import_clip, leg_bones, reference_labels_by_leg, world_joints, write_sliding_bvh
 from clip_scenarios import settled
 from test_addon_blender import snapshot
 
@@ -149,7 +149,7 @@ def _preview_scenario(scenario, clips_dir, folder):
         obj.foot_lock.preview = True
         shown = play(bpy, obj, frames, bones)
         legs = len(toes)
-        reference = reference_labels(source)
+        reference = reference_labels_by_leg(source)
         return {
             "terrain": terrain,
             "shown": shown[:, :legs],

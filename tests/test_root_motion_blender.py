@@ -13,15 +13,6 @@ pytestmark = pytest.mark.blender
 
 
 @pytest.fixture
-def addon(blender):
-    import foot_lock
-
-    foot_lock.register()
-    yield blender
-    foot_lock.unregister()
-
-
-@pytest.fixture
 def in_place_walk(addon, clips_dir, tmp_path):
     """The CMU walk made to walk in place (its smoothed root travel taken away), imported;
     and the original walk's contacts per leg (left, right), the criterion the tests score on."""

@@ -8,7 +8,7 @@ import re
 
 import numpy as np
 import pytest
-from blender_scenes import reference_labels, slide_cm_s, world_joints
+from blender_scenes import reference_labels_by_leg, slide_cm_s, world_joints
 from clip_scenarios import CMU_TO_METRES
 from foot_lock.solvers import bvh
 
@@ -104,7 +104,7 @@ def test_every_take_with_motion_is_fixed_and_keeps_its_name_and_frames(blender, 
     source = build_mixamo_style_fbx(bpy, clip, tmp_path)
     obj, before = takes_of(bpy, source)
     assert sorted(before.values()) == [(1, 1), (1, 90), (1, 317)]
-    labels = reference_labels(clip)
+    labels = reference_labels_by_leg(clip)
     labels = np.stack([labels["left"], labels["right"]])
     fps = bpy.context.scene.render.fps / bpy.context.scene.render.fps_base
     slide_before = slide_cm_s(world_joints(obj, TOES, take(bpy, "walk")), labels, fps)
@@ -176,7 +176,7 @@ os._exit(0)
         return obj, {a.name: tuple(round(f) for f in a.frame_range) for a in blender.data.actions}
 
     obj, before = takes(source)
-    labels = reference_labels(clip)
+    labels = reference_labels_by_leg(clip)
     labels = np.stack([labels["left"], labels["right"]])
     fps = blender.context.scene.render.fps / blender.context.scene.render.fps_base
     walk = next(a for a in blender.data.actions if "walk" in a.name)

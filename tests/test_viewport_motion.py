@@ -3,7 +3,7 @@ Path, Child Of, an animated parent two levels up, a driver), in real Blender."""
 
 import numpy as np
 import pytest
-from blender_scenes import reference_labels, slide_cm_s
+from blender_scenes import reference_labels_by_leg, slide_cm_s
 from viewport_scenes import TRAVELLERS, WALK, in_place_walk, world_heads
 
 pytestmark = pytest.mark.blender
@@ -35,7 +35,7 @@ def travelling(request, clips_dir):
             "result": result,
             "before": before,
             "after": after,
-            "contacts": np.array([reference_labels(clips_dir / WALK)[leg.name] for leg in obj.foot_lock.legs]),
+            "contacts": np.array([reference_labels_by_leg(clips_dir / WALK)[leg.name] for leg in obj.foot_lock.legs]),
             "fps": bpy.context.scene.render.fps / bpy.context.scene.render.fps_base,
             "action": obj.animation_data.action.name,
             "source_unchanged": source_keys == {(fc.data_path, fc.array_index): len(fc.keyframe_points)
@@ -81,7 +81,7 @@ def test_hand_keyed_contacts_on_a_travelling_in_place_walk_plant_the_feet_in_the
         frames = np.arange(start, end + 1)
         bpy.ops.foot_lock.detect_legs()
         legs = obj.foot_lock.legs
-        contacts = np.array([reference_labels(clips_dir / WALK)[leg.name] for leg in legs])
+        contacts = np.array([reference_labels_by_leg(clips_dir / WALK)[leg.name] for leg in legs])
         for leg, row in zip(legs, contacts):  # keyed by hand, as the animator sees the steps
             armature.write_contact_curve(obj, obj.animation_data.action, leg.toe, frames, row, stamp=False)
         assert bpy.ops.foot_lock.remove_sliding() == {"FINISHED"}

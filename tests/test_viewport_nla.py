@@ -3,7 +3,7 @@ baked into a new action with every channel, the strip's track muted and kept."""
 
 import numpy as np
 import pytest
-from blender_scenes import import_clip, reference_labels, slide_cm_s
+from blender_scenes import import_clip, reference_labels_by_leg, slide_cm_s
 from viewport_scenes import WALK, world_heads
 
 pytestmark = pytest.mark.blender
@@ -49,7 +49,7 @@ def baked_nla(clips_dir):
         frames = np.arange(int(strip.frame_start), int(np.ceil(strip.frame_end)) + 1)
         bpy.ops.foot_lock.detect_legs()
         toes = [leg.toe for leg in obj.foot_lock.legs]
-        reference = np.array([reference_labels(clips_dir / WALK)[leg.name] for leg in obj.foot_lock.legs])
+        reference = np.array([reference_labels_by_leg(clips_dir / WALK)[leg.name] for leg in obj.foot_lock.legs])
         contacts = strip_contacts(reference, strip, frames)
         from foot_lock.adapters.action_compat import iter_fcurves
 
@@ -121,7 +121,7 @@ def test_strips_that_also_move_the_object_keep_it_moving(blender, clips_dir):
         frames = np.arange(start, end + 1)
         bpy.ops.foot_lock.detect_legs()
         toes = [leg.toe for leg in obj.foot_lock.legs]
-        contacts = np.array([reference_labels(clips_dir / WALK)[leg.name] for leg in obj.foot_lock.legs])
+        contacts = np.array([reference_labels_by_leg(clips_dir / WALK)[leg.name] for leg in obj.foot_lock.legs])
         before = world_heads(bpy, obj, toes, frames)
         assert bpy.ops.foot_lock.remove_sliding() == {"FINISHED"}
         after = world_heads(bpy, obj, toes, frames)

@@ -8,15 +8,6 @@ from blender_scenes import import_clip
 pytestmark = pytest.mark.blender
 
 
-@pytest.fixture
-def addon(blender):
-    import foot_lock
-
-    foot_lock.register()
-    yield blender
-    foot_lock.unregister()
-
-
 def contact_curve(obj, bone):
     from foot_lock.adapters import armature
 
