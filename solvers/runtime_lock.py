@@ -47,7 +47,9 @@ class RuntimeSettings:
     plant_speed: float = 0.15  # m/s; without contact curves a foot plants below this speed ...
     lift_speed: float = 0.4  # m/s; ... and lifts above this one (hysteresis: no flicker)
     max_correction: float = 0.5  # m; a larger terrain correction is a ledge or a bad hit
-    pelvis_drop_smoothing: float = 0.1  # s; time constant of the pelvis drop
+    # s; the pelvis drop's time constant, a game engine's default. The Preview uses the shorter
+    # runtime_pose.PELVIS_SMOOTHING (the panel's default): on stairs a lagging pelvis drags the back foot.
+    pelvis_drop_smoothing: float = 0.1
     max_pelvis_drop: float = 0.15  # share of the leg length; more looks like a dinosaur
     max_pelvis_pull: float = 0.1  # share of the leg length the pelvis may move across toward a foot
     max_tilt: float = math.radians(25.0)  # a foot turns at most this far toward the ground normal
