@@ -68,7 +68,7 @@ class Workers:
                 return None
             # Its own process group, so a kill reaches anything it started, and a Ctrl-C
             # in the terminal reaches only us: we decide what stops.
-            process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            process = subprocess.Popen(dying_with_this_thread(command), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                        stderr=subprocess.PIPE, text=True, errors="replace",
                                        env={**os.environ, **(environment or {})}, start_new_session=True)
             self._running.add(process)
@@ -94,6 +94,28 @@ class Workers:
             self.stopped = True
             for process in self._running:
                 _kill(process)
+
+
+# Run as ``python -c DIE_WITH_PARENT command...``: asks Linux to kill the process when the
+# thread that started it ends (PR_SET_PDEATHSIG, kept across exec), then becomes ``command``.
+# A batch or a Dask worker killed with -9 then takes its Blender with it: the per-file
+# timeout, which lived in the dead process, can no longer leave a hung file running forever.
+DIE_WITH_PARENT = (
+    "import ctypes, os, signal, sys; "
+    "ctypes.CDLL(None).prctl(1, signal.SIGKILL); "  # 1: PR_SET_PDEATHSIG
+    "os.getppid() == int(sys.argv[1]) or os._exit(1); "  # the parent was already gone
+    "os.execvp(sys.argv[2], sys.argv[2:])"
+)
+
+
+def dying_with_this_thread(command):
+    """``command`` made to end with the thread that starts it (Linux; elsewhere as it is).
+
+    The thread, not the process: each worker is started and waited for by one thread of
+    the pool (or of a Dask worker), which lives exactly as long as the worker does."""
+    if not sys.platform.startswith("linux"):
+        return list(command)
+    return [sys.executable, "-c", DIE_WITH_PARENT, str(os.getpid()), *command]
 
 
 def _kill(process):

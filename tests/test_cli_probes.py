@@ -219,6 +219,25 @@ def test_a_stopped_worker_is_killed_at_the_timeout_and_the_batch_goes_on(tmp_pat
     assert not (out / "clip_0.bvh").exists() and list(out.glob(".foot_lock-partial-*")) == []
 
 
+def running_its_command(pids):
+    """The pids that have become the worker itself (past the launcher that arms the death signal)."""
+    return [pid for pid in pids if b".prctl(" not in Path(f"/proc/{pid}/cmdline").read_bytes()]
+
+
+def test_workers_end_with_a_batch_killed_outright(tmp_path, walk, pythonpath):
+    """kill -9 runs no handler that could end the workers (a batch, or a Dask worker, lost
+    outright): each worker dies with the thread that started it, so a hung one cannot
+    outlive the timeout that died with its parent."""
+    folder = folder_of(tmp_path, walk, 2)
+    process = start_cli(["remove-sliding", folder, "-o", tmp_path / "out", "--jobs", "2", "--timeout", "3000"],
+                        tmp_path, pythonpath)
+    (worker,) = wait_for(lambda: running_its_command(processes_mentioning(str(folder / "clip_0.bvh"))))
+    os.kill(worker, signal.SIGSTOP)  # hung: only the parent's timeout would ever have ended it
+    process.kill()
+    process.communicate(timeout=60)
+    assert wait_for(lambda: processes_mentioning(str(folder)) == [], limit=30)
+
+
 # --- 4. clean stops ---------------------------------------------------------------------
 
 
