@@ -1,4 +1,7 @@
-"""Automatic foot-contact labels (seed "Contact Times"), robust to the sliding they fix.
+"""Automatic foot-contact labels, robust to the sliding they fix.
+
+The seed is "Contact Times" in the article "Inverse Kinematics and Foot Locking: From
+Two-Bone IK to Offline Slide Removal" (the team's ``seeds/ik-and-foot-locking.txt``).
 
 The seed thresholds the toe's speed and height. Sliding breaks the speed cue: when a
 runtime plays the root faster or slower than the feet step, a planted foot travels with

@@ -1,7 +1,7 @@
 """The leg solver, vectorized over frames.
 
-It follows "Solving a Leg Chain" in the seed document
-``/work/shared/seeds/ik-and-foot-locking.txt`` (called "the seed" below).
+It follows "Solving a Leg Chain" in the article "Inverse Kinematics and Foot Locking: From Two-Bone IK to
+Offline Slide Removal" (the team's ``seeds/ik-and-foot-locking.txt``; "the seed" below).
 
 Given a posed skeleton and a toe target per frame it changes only the local
 rotations of the hip, knee, ankle and toe so that the toe arrives at its target,

@@ -1,6 +1,7 @@
 """Offline foot locking, solved directly, with a heel and a toe pinned per foot.
 
-"Offline Foot Locking" in the seed document ``/work/shared/seeds/ik-and-foot-locking.txt``
+"Offline Foot Locking" in the article "Inverse Kinematics and Foot Locking: From Two-Bone
+IK to Offline Slide Removal" (the team's ``seeds/ik-and-foot-locking.txt``; "the seed")
 relaxes springs between pelvis and toe "particles" for 25,000 iterations.
 The same constraints are quadratic in the particles' corrections, so we minimise
 them in one least-squares solve: per frame the unknowns are the pelvis correction

@@ -1,4 +1,7 @@
-"""Per-frame foot locking for a live preview (seed "Runtime Foot Locking").
+"""Per-frame foot locking for a live preview.
+
+The seed is "Runtime Foot Locking" in the article "Inverse Kinematics and Foot Locking:
+From Two-Bone IK to Offline Slide Removal" (the team's ``seeds/ik-and-foot-locking.txt``).
 
 A frame-change handler calls :meth:`FootLocker.update` once per displayed frame with
 the toes of one character; every leg is handled at once with small numpy arrays, so
