@@ -284,6 +284,7 @@ def _entry(obj, action_name, outcome):
         outcome.result, [leg.name for leg in obj.foot_lock.legs], jobs.frame_range(outcome.action)[0],
         scene.render.fps / scene.render.fps_base, jobs.unit_scale(scene), outcome.seconds,
         armature=obj.name, action=action_name, output_action=outcome.action.name, unit_source="scene units",
+        motion_source=outcome.source,  # which read ran: the action's keys, the evaluated scene or the NLA
     )
 
 

@@ -59,6 +59,7 @@ def test_blend_in_and_out_keeps_the_original_and_plays_the_fixed_action(blender,
     (clip,) = json.loads((tmp_path / "report.json").read_text())["files"][0]["clips"]
     assert (clip["armature"], clip["action"], clip["output_action"]) == ("walk_sliding", "walk_sliding", "walk_sliding.footlock")
     assert clip["metres_per_unit"] == 1.0 and clip["after"]["toe_slide_cm_s"] < 1.0
+    assert clip["motion_source"] == "keys"  # a plain keyed walk: read straight from its curves
 
 
 def test_settings_stored_in_a_blend_hold_unless_a_flag_overrides_them(blender, tmp_path, sliding):
