@@ -23,7 +23,7 @@ import bpy
 import numpy as np
 
 from .. import register, unregister
-from ..adapters import action_compat, armature, jobs
+from ..adapters import action_compat, armature, jobs, sources
 from ..adapters.errors import AdapterError
 from ..solvers.bvh import check_frame_rate
 from .bvh_files import file_unit_scale
@@ -31,6 +31,8 @@ from .errors import ClipError
 from .paths import atomic_output
 from .report import clip_entry
 from .settings_flags import apply_to
+
+NLA_PLAYBACK = "(NLA)"  # the report's action name for what an armature's NLA strips play
 
 
 def fix_in_blender(source, target, args):
@@ -163,16 +165,17 @@ def fix_scene(args, keep_originals):
         current = current_action(obj)
         fixed = {}
         for action in actions:
-            reason = why_kept(obj, action)
+            reason = why_kept(obj, action) if action is not None else None
             if reason:  # a pose, not a motion: it never fails the file
                 clips.append(_kept_entry(obj, action, reason))
                 continue
+            name = action.name if action is not None else NLA_PLAYBACK
             try:
                 outcome = fix_clip(obj, action, args, keep_originals)
             except (AdapterError, ValueError) as error:  # ValueError: the solvers' input errors
-                raise ClipError(f"armature {obj.name!r}, action {action.name!r}: {error}") from None
-            fixed[action.name] = outcome.action
-            clips.append(_entry(obj, action.name, outcome))
+                raise ClipError(f"armature {obj.name!r}, action {name!r}: {error}") from None
+            fixed[name] = outcome.action
+            clips.append(_entry(obj, name, outcome))
         if current is not None:  # the armature ends up playing what it played, fixed
             action_compat.assign_action(obj, fixed.get(current.name, current))
     if not keep_originals:
@@ -186,8 +189,9 @@ def fix_scene(args, keep_originals):
 def chosen_clips(args):
     """``[(armature, [actions])]`` to fix, per ``--armature``, ``--action``, ``--all-actions``.
 
-    By default each armature's current action in a ``.blend``; in an imported file (FBX,
-    glTF: no ``.blend`` behind the session) every take of each armature.
+    By default each armature's current action in a ``.blend`` (``None`` for an armature that
+    plays NLA strips and no action: what the strips play is fixed); in an imported file
+    (FBX, glTF: no ``.blend`` behind the session) every take of each armature.
     """
     armatures = [obj for obj in bpy.context.scene.objects if obj.type == "ARMATURE"]
     if args.armature:
@@ -201,8 +205,9 @@ def chosen_clips(args):
         if action is None:
             raise ClipError(f"no action named {args.action!r} (actions: {', '.join(bpy.data.actions.keys())})")
         chosen = [(obj, [action]) for obj in armatures if animates(action, obj)]
-    else:
-        chosen = [(obj, [current_action(obj)]) for obj in armatures if current_action(obj) is not None]
+    else:  # what each armature plays: its action, or without one the NLA strips it plays (None)
+        chosen = [(obj, [current_action(obj)]) for obj in armatures
+                  if current_action(obj) is not None or sources.playing_tracks(obj.animation_data)]
     chosen = [(obj, actions) for obj, actions in chosen if actions]
     if not chosen:
         raise ClipError("nothing to fix: no armature with an action to clean up in the scene")
@@ -262,7 +267,9 @@ def animates(action, obj):
 
 
 def fix_clip(obj, action, args, keep_original):
-    action_compat.assign_action(obj, action)
+    """Fix ``action`` on ``obj``, or with ``None`` what its NLA plays (baked to a new action)."""
+    if action is not None:
+        action_compat.assign_action(obj, action)
     settings = obj.foot_lock
     apply_to(settings, args)
     if not keep_original:

@@ -62,6 +62,23 @@ def test_blend_in_and_out_keeps_the_original_and_plays_the_fixed_action(blender,
     assert clip["motion_source"] == "keys"  # a plain keyed walk: read straight from its curves
 
 
+def test_a_blend_whose_armature_plays_only_nla_strips_gets_them_baked_and_fixed(blender, tmp_path, clips_dir):
+    from viewport_scenes import nla_walk
+
+    obj, _, _ = nla_walk(blender, clips_dir)
+    name = obj.name
+    source, fixed = tmp_path / "nla.blend", tmp_path / "nla_fixed.blend"
+    blender.ops.wm.save_as_mainfile(filepath=str(source))
+    assert cli("remove-sliding", source, "-o", fixed, "--report", tmp_path / "report.json") == 0
+    (clip,) = json.loads((tmp_path / "report.json").read_text())["files"][0]["clips"]
+    assert (clip["action"], clip["motion_source"]) == ("(NLA)", "NLA")
+    assert clip["before"]["toe_slide_cm_s"] > 3.0 and clip["after"]["toe_slide_cm_s"] < 1.0
+    blender.ops.wm.open_mainfile(filepath=str(fixed))
+    anim = blender.data.objects[name].animation_data
+    assert anim.action.name == clip["output_action"]  # the baked result plays ...
+    assert [track.mute for track in anim.nla_tracks] == [True]  # ... and the strip it replaces is kept, muted
+
+
 def test_settings_stored_in_a_blend_hold_unless_a_flag_overrides_them(blender, tmp_path, sliding):
     import foot_lock
 

@@ -3,26 +3,10 @@ baked into a new action with every channel, the strip's track muted and kept."""
 
 import numpy as np
 import pytest
-from blender_scenes import import_clip, reference_labels_by_leg, slide_cm_s
-from viewport_scenes import WALK, world_heads
+from blender_scenes import reference_labels_by_leg, slide_cm_s
+from viewport_scenes import WALK, nla_walk, world_heads
 
 pytestmark = pytest.mark.blender
-
-START, REPEAT, SCALE = 101, 2, 1.2
-
-
-def nla_walk(bpy, clips_dir):
-    obj = import_clip(bpy, clips_dir / WALK)
-    anim = obj.animation_data
-    action = anim.action
-    anim.action = None
-    track = anim.nla_tracks.new()
-    track.name = "Walk"
-    strip = track.strips.new("walk", START, action)
-    strip.scale = SCALE
-    strip.repeat = REPEAT
-    return obj, action, strip
-
 
 def strip_contacts(reference, strip, frames):
     """The clip's planted frames where the strip plays them; the jump back at the start of

@@ -9,6 +9,7 @@ from blender_scenes import import_clip
 
 WALK = "cmu_07_01.bvh"
 ROOT = "Hips"
+START, REPEAT, SCALE = 101, 2, 1.2  # the NLA strip: from frame 101, played twice, 1.2 times slower
 
 
 def world_heads(bpy, obj, bones, frames):
@@ -22,6 +23,20 @@ def world_heads(bpy, obj, bones, frames):
         out[i] = [tuple(world @ obj.pose.bones[name].head) for name in bones]
     scene.frame_set(current)
     return out
+
+
+def nla_walk(bpy, clips_dir):
+    """The walk moved into an NLA strip (from START, REPEAT times, SCALE slower), no active action."""
+    obj = import_clip(bpy, clips_dir / WALK)
+    anim = obj.animation_data
+    action = anim.action
+    anim.action = None
+    track = anim.nla_tracks.new()
+    track.name = "Walk"
+    strip = track.strips.new("walk", START, action)
+    strip.scale = SCALE
+    strip.repeat = REPEAT
+    return obj, action, strip
 
 
 def _fcurves(obj, path):
