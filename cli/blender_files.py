@@ -37,18 +37,8 @@ NLA_PLAYBACK = "(NLA)"  # the report's action name for what an armature's NLA st
 
 def fix_in_blender(source, target, args):
     """Fix ``source`` into ``target``; returns the report's clip entries."""
-    try:
-        with redirect_stdout(sys.stderr):  # the importers' chatter: stdout is for our own lines
-            load(source, args)
-        check_frame_rate(scene_fps(), f"{source.name} (as Blender reads it)")
-        with addon_registered():
-            clips = fix_scene(args, keep_originals=target.suffix.lower() == ".blend")
-            refuse_non_finite_keys()
-            with redirect_stdout(sys.stderr):
-                save(target)
-    except (AdapterError, RuntimeError) as error:  # RuntimeError: a bpy.ops call that failed
-        raise ClipError(str(error).strip()) from None
-    return clips
+    return _job_in_blender(source, target, args,
+                           lambda: fix_scene(args, keep_originals=target.suffix.lower() == ".blend"))
 
 
 def root_motion_in_blender(source, target, args):
@@ -56,20 +46,32 @@ def root_motion_in_blender(source, target, args):
     returns a line per armature."""
     from ..adapters import root_motion
 
+    def job():
+        lines = []
+        for obj, _ in chosen_clips(args):
+            obj.foot_lock.in_place = target.suffix.lower() != ".blend"  # exported takes keep their names
+            outcome = root_motion.root_motion_from_feet(obj, bpy.context.scene, args.onto_object)
+            lines.append(f"{obj.name}: {root_motion.summary(outcome)}")
+        return lines
+
+    return _job_in_blender(source, target, args, job)
+
+
+def _job_in_blender(source, target, args, job):
+    """Load ``source``, run ``job()`` with the add-on registered, save ``target`` (every key
+    checked first); returns what ``job`` returns. Both commands share every check."""
     try:
-        with redirect_stdout(sys.stderr):
+        with redirect_stdout(sys.stderr):  # the importers' chatter: stdout is for our own lines
             load(source, args)
+        check_frame_rate(scene_fps(), f"{source.name} (as Blender reads it)")
         with addon_registered():
-            lines = []
-            for obj, _ in chosen_clips(args):
-                obj.foot_lock.in_place = target.suffix.lower() != ".blend"  # exported takes keep their names
-                outcome = root_motion.root_motion_from_feet(obj, bpy.context.scene, args.onto_object)
-                lines.append(f"{obj.name}: {root_motion.summary(outcome)}")
+            result = job()
+            refuse_non_finite_keys()
             with redirect_stdout(sys.stderr):
                 save(target)
-    except (AdapterError, RuntimeError) as error:
+    except (AdapterError, RuntimeError) as error:  # RuntimeError: a bpy.ops call that failed
         raise ClipError(str(error).strip()) from None
-    return lines
+    return result
 
 
 @contextmanager
