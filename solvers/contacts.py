@@ -43,10 +43,6 @@ class ContactSettings:
     min_swing: float = 0.1  # s; a whole foot off the ground for less did not swing
     widen: float = 0.01  # s; a stance's edges move out by at most this much (a frame at 120 fps)
     smoothing: float = 0.0  # s; > 0 turns labels into a 0..1 ramp of that width
-    # s; the lock hands the foot to its swing over this long (see ease_edges). Off by default:
-    # with the heel and ball pins it costs a pinned ball up to 0.3 mm a frame where a leg is at
-    # full stretch; 0.1 keeps a fix from raising the skate ratio (cmu_131_01: 7.3% -> 6.6%, not 8.7%).
-    ease: float = 0.0
     compensate_slip: bool = True
     velocity_span: float = 1.0 / 60.0  # s either side over which speeds are measured
     max_slip: float = 1.0  # largest root speed mismatch considered, as a fraction
@@ -344,34 +340,6 @@ def grow_into(labels, allowed, direction=0):
         np.maximum.at(last, ids[labels & allowed], index[labels & allowed])
         grown &= (index <= last[ids]) if direction < 0 else (index >= first[ids])
     return grown | labels
-
-
-EASE_PEAK = 0.25  # the solver's weight on the swing frame next to a contact: the foot at 3/4 speed
-
-
-def ease_edges(weights, fps, seconds, standing=None):
-    """Weights (L, F) for the solve: each contact (>= 0.5) as it is, plus a ramp in the swing
-    that follows it, from ``EASE_PEAK`` down to 0 over ``seconds`` after the foot leaves the
-    ground (``standing`` (L, F) >= 0.5: the heel or the toe in contact; default: ``weights``).
-
-    Between two weighted frames the solve scales the toe's step by ``1 - weight``, so the
-    foot leaves a lock slowly and speeds up as it rises: the correction the lock built up is
-    paid back in the air, not by the foot rushing along the ground right after toe-off.
-    Frames where the foot stands are untouched and the ramp stops halfway through the swing,
-    so each pin starts and ends with its labels; weights already above the ramp (a soft
-    hand-keyed curve) are kept.
-    """
-    weights = np.asarray(weights, dtype=float)
-    if seconds <= 0 or not weights.size:
-        return weights.copy()
-    contact = (weights if standing is None else np.maximum(weights, standing)) >= 0.5
-    index = np.arange(weights.shape[-1])
-    since = index - np.maximum.accumulate(np.where(contact, index, -(10**9)), axis=-1)
-    until = np.minimum.accumulate(np.where(contact, index, 10**9)[..., ::-1], axis=-1)[..., ::-1] - index
-    # Over the first half of the swing only: the next pin starts free, as its labels say.
-    x = np.where(since <= until, np.clip(since / (seconds * fps), 0.0, 1.0), 1.0)
-    ramp = EASE_PEAK * (1.0 - x * x * (3.0 - 2.0 * x))  # smoothstep: no kink where the ramp ends
-    return np.where(contact, weights, np.maximum(weights, ramp))
 
 
 def fill_gaps(labels, max_gap):
