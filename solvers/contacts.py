@@ -204,7 +204,7 @@ def long_runs(mask, min_length):
     return mask & (lengths[ids] >= min_length)
 
 
-def label_points(points, ground, planted, up, fps, scale, settings, grow_edges=None):
+def label_points(points, ground, planted, up, fps, scale, settings, grow_edges=0):
     """Boolean contacts (L, F) of points (L, F, 3) standing on a ground moving at ``ground``;
     ``planted`` (L, F): their vertically planted frames (see :func:`skating_stances`).
 
@@ -222,9 +222,13 @@ def label_points(points, ground, planted, up, fps, scale, settings, grow_edges=N
     labels = slow & (clearance < settings.height_threshold * scale)
     labels |= skating_stances(planted, slow, horizontal_speed < settings.skate_speed * scale,
                               round(settings.skate_window * fps))
-    labels = majority_vote(labels, round(settings.vote_window * fps))
+    # Where the point's contact starts the foot's (the heel strike), a point still descending
+    # has not touched yet, however slow the moving ground makes it look (another foot's drift
+    # taken for the ground's).
+    landed = vertical_speed > -settings.planted_vertical_speed * scale if grow_edges < 0 else True
+    labels = majority_vote(labels & landed, round(settings.vote_window * fps))
     if grow_edges:
-        near = (speed < settings.edge_speed * scale) & (clearance < settings.edge_height * scale)
+        near = (speed < settings.edge_speed * scale) & landed & (clearance < settings.edge_height * scale)
         labels = grow_into(labels, near | labels, grow_edges)
     labels = fill_gaps(labels, round(settings.min_gap * fps))
     # Whole frames only, never more than the time asked: at 30 or 60 fps a frame is already more.
