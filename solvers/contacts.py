@@ -31,6 +31,9 @@ from numpy.lib.stride_tricks import sliding_window_view
 from .quaternion import horizontal
 
 REFERENCE_LEG_LENGTH = 0.85  # hip-to-ankle bone length of a reference adult, metres
+# s from one foot's lift to the other's at a brisk walk (120 steps a minute): the thresholds
+# below are a walk's; a quicker gait (a run, a dash) is labelled in its own time.
+REFERENCE_STEP_TIME = 0.5
 
 
 @dataclass
@@ -262,8 +265,38 @@ def detect_contacts(points, root, up, fps, leg_length, settings=None):
     """
     settings = settings or ContactSettings()
     scale = leg_length / REFERENCE_LEG_LENGTH
-    ground, planted, slip = moving_ground(points, root, up, fps, scale, settings)
-    return to_weights(label_points(points, ground, planted, up, fps, scale, settings), fps, settings), slip
+    gait_fps = fps / gait_tempo(points, up, fps, scale, settings)
+    ground, planted, slip = moving_ground(points, root, up, gait_fps, scale, settings)
+    labels = label_points(points, ground, planted, up, gait_fps, scale, settings)
+    return to_weights(labels, fps, settings), slip
+
+
+def gait_tempo(points, up, fps, scale, settings):
+    """How many times quicker than a brisk walk the clip steps (at least 1): the reference
+    step time over the median time from one point rising above the others to the next
+    point doing so (each foot in turn the higher, by at least ``planted_height``).
+
+    A run's stance lasts a few frames and its foot rolls over them several times faster
+    than a walk's: its speeds and times are a walk's, scaled by this tempo. Jumps, hops and
+    standing (the feet rising together or not at all) keep 1.
+    """
+    heights = points @ np.asarray(up, dtype=float)
+    if len(heights) < 2:
+        return 1.0
+    others = np.stack([np.delete(heights, row, axis=0).min(axis=0) for row in range(len(heights))])
+    above = heights - others
+    band = settings.planted_height * scale
+    side = np.where(above > band, 1, np.where(above < -band, -1, 0))
+    # Hysteresis: between the bands a point keeps the side it was last on.
+    index = np.broadcast_to(np.arange(side.shape[1]), side.shape)
+    last = np.maximum.accumulate(np.where(side != 0, index, 0), axis=1)
+    side = np.take_along_axis(side, last, axis=1)
+    steps = [np.diff(np.flatnonzero((np.diff(row) != 0) & (row[1:] != 0) & (row[:-1] != 0)))
+             for row in side]
+    steps = np.concatenate(steps)
+    if not len(steps):
+        return 1.0
+    return max(1.0, REFERENCE_STEP_TIME * fps / np.median(steps))
 
 
 def detect_foot_contacts(heels, toes, root, up, fps, leg_length, settings=None, toe_tips=None,
@@ -289,6 +322,7 @@ def detect_foot_contacts(heels, toes, root, up, fps, leg_length, settings=None, 
     """
     settings = settings or ContactSettings()
     scale = leg_length / REFERENCE_LEG_LENGTH
+    real_fps, fps = fps, fps / gait_tempo(heels, up, fps, scale, settings)  # the heels lift highest
     toe_points = toes if toe_tips is None else np.concatenate([toes, toe_tips])
     ground, toe_planted, slip = moving_ground(toe_points, root, up, fps, scale, settings)
     heel_planted = vertically_planted(heels, up, fps, scale, settings)
@@ -298,7 +332,7 @@ def detect_foot_contacts(heels, toes, root, up, fps, leg_length, settings=None, 
     if toe_tips is not None:
         toe = toe[: len(toes)] | toe[len(toes) :]
     heel, toe = fill_foot_gaps(heel, toe, round(settings.min_swing * fps))
-    return to_weights(heel, fps, settings), to_weights(toe, fps, settings), slip
+    return to_weights(heel, real_fps, settings), to_weights(toe, real_fps, settings), slip
 
 
 def fill_foot_gaps(heel, toe, max_gap):
