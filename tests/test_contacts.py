@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from clip_scenarios import (
     ALL_CLIPS,
+    compression_step,
     decimate,
     drift_root_motion,
     f1_score,
@@ -12,23 +13,27 @@ from clip_scenarios import (
     reference_labels,
     root_scenarios,
     scale_root_motion,
+    time_compressed,
     toe_labels,
+    toe_positions,
     with_ground_root,
 )
-from foot_lock.solvers import bvh
+from foot_lock.solvers import bvh, metrics
 from foot_lock.solvers.contacts import (
     ContactSettings,
     detect_contacts,
     detect_foot_contacts,
     fill_foot_gaps,
     fill_gaps,
+    gait_tempo,
     grow_into,
     local_slip,
     long_runs,
     majority_vote,
+    reference_contacts,
     velocity,
 )
-from foot_lock.solvers.foot_lock import label_contacts
+from foot_lock.solvers.foot_lock import label_contacts, remove_foot_sliding
 from foot_lock.solvers.kinematics import forward_kinematics
 from foot_lock.solvers.quaternion import horizontal
 
@@ -106,6 +111,54 @@ def test_decimated_sliding_clips_match_the_original_contacts(clip, fps):
     reference = reference_labels(skeleton, original, rig)[:, :: round(original.fps / fps)]
     for name, motion in root_scenarios(skeleton, decimate(original, fps)).items():
         assert f1_score(toe_labels(skeleton, motion, rig), reference) >= 0.95, name
+
+
+def heel_tempo(skeleton, motion, rig):
+    _, gpos = forward_kinematics(skeleton, motion.rot, motion.pos)
+    heels = np.stack([gpos[:, leg.ankle] for leg in rig.legs])
+    return gait_tempo(heels, bvh.UP, motion.fps, 1.0, ContactSettings())
+
+
+@pytest.mark.parametrize("clip", SHARED_WALKS)
+def test_a_quicker_gait_is_labelled_in_its_own_time(clip):
+    """A walk keeps a walk's thresholds; played x2 / x3 faster, its tempo says so."""
+    skeleton, motion, rig = load(clip)
+    assert heel_tempo(skeleton, decimate(motion, 30), rig) == 1.0
+    double, triple = (heel_tempo(skeleton, time_compressed(motion, factor), rig) for factor in (2, 3))
+    assert 1.6 < double < 2.4 and 1.35 < triple / double < 1.65
+
+
+def test_feet_rising_together_keep_a_walk_s_tempo():
+    """Jumps and hops: no alternation of the feet, no tempo."""
+    skeleton, motion, rig = load("cmu_01_01")
+    assert heel_tempo(skeleton, motion, rig) == 1.0
+
+
+@pytest.mark.parametrize("clip", SHARED_WALKS)
+@pytest.mark.parametrize("factor", [2, 3])
+def test_the_short_stances_of_a_run_are_found(clip, factor):
+    """A walk played x2 / x3 faster at 30 fps: stances of 3-7 frames, the root sliding x1.25.
+    Against the original's reference the labels reach about what the reference's own
+    criterion does at this frame rate (world toe speed, its threshold scaled by the factor:
+    0.88-0.95; the labels 0.87-0.95, before the gait's tempo 0.69-0.89)."""
+    skeleton, original, rig = load(clip)
+    motion = time_compressed(original, factor)
+    reference = reference_labels(skeleton, original, rig)[:, :: compression_step(original, factor, 30)]
+    ceiling = f1_score(reference_contacts(toe_positions(skeleton, motion, rig), 30, threshold=0.25 * factor,
+                                          window=1), reference)
+    labels, _ = label_contacts(skeleton, scale_root_motion(skeleton, motion, 1.25), rig, bvh.UP)
+    assert f1_score(labels, reference) >= min(0.95, ceiling - 0.05)
+
+
+def test_a_run_s_sliding_falls_as_a_walk_s_does():
+    """Over the original's reference frames, x3 faster, root x1.25: 36 -> 6 cm/s."""
+    skeleton, original, rig = load("cmu_131_01")
+    motion = scale_root_motion(skeleton, time_compressed(original, 3), 1.25)
+    reference = reference_labels(skeleton, original, rig)[:, :: compression_step(original, 3, 30)]
+    result = remove_foot_sliding(skeleton, motion, rig, bvh.UP)
+    before = metrics.toe_slide(toe_positions(skeleton, motion, rig), reference, bvh.UP, 30)
+    after = metrics.toe_slide(toe_positions(skeleton, result.motion, rig), reference, bvh.UP, 30)
+    assert after < 0.25 * before
 
 
 def test_a_drifting_root_speed_is_followed_frame_by_frame():
