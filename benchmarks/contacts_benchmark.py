@@ -148,6 +148,39 @@ def print_runs(clips_dir, clips=SHARED_CLIPS):
     return rows
 
 
+SKATE_SPEEDS = (0.5, 1.0)  # m/s, the stance foot oscillating to and fro at up to this speed
+
+
+def print_skate(clips_dir, clips=SHARED_CLIPS):
+    """Strongly skated motion: every foot point slides to and fro at up to 0.5 / 1 m/s (no
+    root share explains it); the tool's toe labels against the unskated clip's reference."""
+    from foot_lock.solvers.contacts import detect_foot_contacts
+    from foot_lock.solvers.foot_lock import travel
+    from foot_lock.solvers.kinematics import forward_kinematics
+    from foot_lock.solvers.rig import leg_length
+
+    print("Shared walks, feet skating to and fro: label F1 against the unskated clip's reference")
+    figures = []
+    for clip in clips:
+        skeleton, original, rig = cs.load(clip, clips_dir=clips_dir)
+        reference = cs.reference_labels(skeleton, original, rig)
+        for fps in (30, 120):
+            motion = cs.decimate(original, fps)
+            _, gpos = forward_kinematics(skeleton, motion.rot, motion.pos)
+            heels, toes = (np.stack([gpos[:, getattr(leg, joint)] for leg in rig.legs]) for joint in ("ankle", "toe"))
+            row = []
+            for speed in SKATE_SPEEDS:
+                _, labels, _ = detect_foot_contacts(
+                    cs.oscillating_skate(heels, fps, speed), cs.oscillating_skate(toes, fps, speed),
+                    travel(skeleton, gpos, rig, bvh.UP), bvh.UP, fps, leg_length(gpos, rig), foot_edges=False)
+                row.append(cs.f1_score(labels, reference[:, :: round(original.fps / fps)]))
+            figures.append(row)
+            print(f"{clip:<11} {fps:>3} fps: " + ", ".join(f"{s} m/s F1 {f:.3f}" for s, f in zip(SKATE_SPEEDS, row)))
+    figures = np.array(figures)
+    print("mean: " + ", ".join(f"{s} m/s F1 {f:.3f} (min {m:.3f})"
+                               for s, f, m in zip(SKATE_SPEEDS, figures.mean(0), figures.min(0))))
+
+
 def print_labelling_speed(clips_dir, frames=1000):
     from benchmark import clip_of_length
 
@@ -173,6 +206,7 @@ def main(argv=None):
         print_robustness(args.clips)
         print_in_place(args.clips)
         print_runs(args.clips)
+        print_skate(args.clips)
         print_labelling_speed(args.clips)
     from forceplate import print_forceplate_table
 

@@ -134,14 +134,15 @@ def local_slip(point_velocity, root_velocity, cap, half_width, max_slip=1.0):
 
 
 def moving_ground(points, root, up, fps, scale, settings):
-    """Horizontal velocity (F, 3) of the ground the planted points stand on, the frames (L, F)
-    where points are vertically planted, and the mean root-speed share ``a`` (the clip's
-    slip, for the report)."""
+    """Horizontal velocities (2, F, 3) of the ground the planted points stand on -- with the
+    planted points' own drift, and the root's share alone (see :func:`skating_stances`) --
+    the frames (L, F) where points are vertically planted, and the mean root-speed share
+    ``a`` (the clip's slip, for the report)."""
     point_velocity = horizontal(span_velocity(points, fps, settings.velocity_span), up)
     frames = points.shape[1]
     planted = vertically_planted(points, up, fps, scale, settings)
     if not settings.compensate_slip or frames < 3:
-        return np.zeros((frames, 3)), planted, 0.0
+        return np.zeros((2, frames, 3)), planted, 0.0
     half_width = max(1, round(settings.slip_window * fps))
     cap = 2.0 * settings.speed_threshold * scale
     root_velocity = horizontal(span_velocity(root, fps, settings.velocity_span, axis=0), up)
@@ -150,8 +151,8 @@ def moving_ground(points, root, up, fps, scale, settings):
     drift = planted_drift(point_velocity - ground[None], planted, max(1, round(settings.drift_window * fps)))
     # A drift well inside the speed threshold is left alone (a planted toe's own jitter and
     # roll); a larger one is removed down to that margin.
-    ground = ground + shrink(drift, 0.5 * settings.speed_threshold * scale)
-    return ground, planted, float(np.median(share))
+    drifting = ground + shrink(drift, 0.5 * settings.speed_threshold * scale)
+    return np.stack([drifting, ground]), planted, float(np.median(share))
 
 
 def vertically_planted(points, up, fps, scale, settings):
@@ -207,8 +208,9 @@ def long_runs(mask, min_length):
     return mask & (lengths[ids] >= min_length)
 
 
-def label_points(points, ground, planted, up, fps, scale, settings, grow_edges=0):
-    """Boolean contacts (L, F) of points (L, F, 3) standing on a ground moving at ``ground``;
+def label_points(points, grounds, planted, up, fps, scale, settings, grow_edges=0):
+    """Boolean contacts (L, F) of points (L, F, 3) standing on a ground moving at
+    ``grounds[0]`` (F, 3) (``grounds[1]``: the root's share alone, see :func:`moving_ground`);
     ``planted`` (L, F): their vertically planted frames (see :func:`skating_stances`).
 
     ``grow_edges`` -1 / +1 extends each contact's start / end to the foot-level edge (see
@@ -217,14 +219,14 @@ def label_points(points, ground, planted, up, fps, scale, settings, grow_edges=0
     up = np.asarray(up, dtype=float)
     point_velocity = span_velocity(points, fps, settings.velocity_span)
     vertical_speed = point_velocity @ up
-    horizontal_speed = np.linalg.norm(horizontal(point_velocity, up) - ground[None], axis=-1)
+    horizontal_speed, share_speed = np.linalg.norm(horizontal(point_velocity, up)[None] - grounds[:, None], axis=-1)
     speed = np.sqrt(horizontal_speed**2 + vertical_speed**2)
     heights = points @ up
     clearance = heights - rolling_min(heights, round(settings.ground_window * fps))
-    slow = speed < settings.speed_threshold * scale
-    labels = slow & (clearance < settings.height_threshold * scale)
-    labels |= skating_stances(planted, slow, horizontal_speed < settings.skate_speed * scale,
-                              round(settings.skate_window * fps))
+    threshold = settings.speed_threshold * scale
+    labels = (speed < threshold) & (clearance < settings.height_threshold * scale)
+    labels |= skating_stances(planted, share_speed**2 + vertical_speed**2 >= threshold**2,
+                              horizontal_speed < settings.skate_speed * scale, round(settings.skate_window * fps))
     # Where the point's contact starts the foot's (the heel strike), a point still descending
     # has not touched yet, however slow the moving ground makes it look (another foot's drift
     # taken for the ground's).
@@ -238,14 +240,15 @@ def label_points(points, ground, planted, up, fps, scale, settings, grow_edges=0
     return widen(labels, int(np.floor(settings.widen * fps + 1e-6)))
 
 
-def skating_stances(planted, slow, below_skate_speed, half_width):
+def skating_stances(planted, moving, below_skate_speed, half_width):
     """Vertically planted frames kept as contacts although they move, where the motion skates:
-    within ``half_width`` frames most planted frames are too fast for the speed threshold
-    (a foot sliding to and fro faster than any moving ground explains). Elsewhere the
-    planted-but-moving frames are a clip's own small slides at stance edges, not contacts.
-    A swing toe skimming the floor stays out: it is faster than ``skate_speed``."""
+    within ``half_width`` frames most planted frames are ``moving`` against the root's share
+    alone, faster than the speed threshold (a foot sliding to and fro, which the planted
+    points' drift follows only in part). Elsewhere the planted-but-moving frames are a clip's
+    own small slides at stance edges, not contacts. A swing toe skimming the floor stays
+    out: it is faster than ``skate_speed``."""
     planted_frames = window_sum(planted.astype(float), half_width)
-    sliding_frames = window_sum((planted & ~slow).astype(float), half_width)
+    sliding_frames = window_sum((planted & moving).astype(float), half_width)
     skating = sliding_frames > 0.5 * np.maximum(planted_frames, 1.0)
     return planted & skating & below_skate_speed
 
@@ -266,8 +269,8 @@ def detect_contacts(points, root, up, fps, leg_length, settings=None):
     settings = settings or ContactSettings()
     scale = leg_length / REFERENCE_LEG_LENGTH
     gait_fps = fps / gait_tempo(points, up, fps, scale, settings)
-    ground, planted, slip = moving_ground(points, root, up, gait_fps, scale, settings)
-    labels = label_points(points, ground, planted, up, gait_fps, scale, settings)
+    grounds, planted, slip = moving_ground(points, root, up, gait_fps, scale, settings)
+    labels = label_points(points, grounds, planted, up, gait_fps, scale, settings)
     return to_weights(labels, fps, settings), slip
 
 
@@ -324,11 +327,11 @@ def detect_foot_contacts(heels, toes, root, up, fps, leg_length, settings=None, 
     scale = leg_length / REFERENCE_LEG_LENGTH
     real_fps, fps = fps, fps / gait_tempo(heels, up, fps, scale, settings)  # the heels lift highest
     toe_points = toes if toe_tips is None else np.concatenate([toes, toe_tips])
-    ground, toe_planted, slip = moving_ground(toe_points, root, up, fps, scale, settings)
+    grounds, toe_planted, slip = moving_ground(toe_points, root, up, fps, scale, settings)
     heel_planted = vertically_planted(heels, up, fps, scale, settings)
     # The heel strikes first, the toe leaves last: each grows at the edge the foot has it for.
-    heel = label_points(heels, ground, heel_planted, up, fps, scale, settings, grow_edges=-foot_edges)
-    toe = label_points(toe_points, ground, toe_planted, up, fps, scale, settings, grow_edges=+foot_edges)
+    heel = label_points(heels, grounds, heel_planted, up, fps, scale, settings, grow_edges=-foot_edges)
+    toe = label_points(toe_points, grounds, toe_planted, up, fps, scale, settings, grow_edges=+foot_edges)
     if toe_tips is not None:
         toe = toe[: len(toes)] | toe[len(toes) :]
     heel, toe = fill_foot_gaps(heel, toe, round(settings.min_swing * fps))

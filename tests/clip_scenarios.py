@@ -151,6 +151,14 @@ def decimate(motion, fps):
                              dict(motion.meta))
 
 
+def oscillating_skate(points, fps, speed=1.0, frequency=1.5):
+    """Points sliding to and fro along x at up to ``speed`` m/s, planted or not (strongly
+    skated motion: no moving ground explains it)."""
+    t = np.arange(points.shape[1]) / fps
+    offset = speed / (2 * np.pi * frequency) * np.sin(2 * np.pi * frequency * t)
+    return points + offset[None, :, None] * np.array([1.0, 0.0, 0.0])
+
+
 def compression_step(motion, factor, fps):
     """Frames of ``motion`` per frame of it played ``factor`` times faster at ``fps``."""
     return round(motion.fps * factor / fps)
