@@ -16,7 +16,11 @@ a tenth of a second, a cue no horizontal sliding touches: a treadmill's belt, a 
 in-place cycle (root still, planted feet moving backward together), a stance foot drifting
 on its own. The height cue is also left untouched by sliding: a contact must be near the
 foot's *local* ground (the lowest it goes within a quarter second), so stairs, boxes and
-raised blocks work.
+raised blocks work. Where most vertically planted frames move faster than the stance
+threshold against the root's share alone, the motion skates and its planted frames are
+contacts however they slide. A gait quicker than a brisk walk (a run, a dash: stances of a
+few frames) is labelled in its own time: its speeds and times scaled by its tempo, which
+the feet's alternation in height gives (:func:`gait_tempo`).
 
 Every threshold is in seconds or scales with the character's leg length (a reference
 adult's values below), so any unit and any frame rate give the same labels in time.
@@ -276,8 +280,8 @@ def detect_contacts(points, root, up, fps, leg_length, settings=None):
 
 def gait_tempo(points, up, fps, scale, settings):
     """How many times quicker than a brisk walk the clip steps (at least 1): the reference
-    step time over the median time from one point rising above the others to the next
-    point doing so (each foot in turn the higher, by at least ``planted_height``).
+    step time over the median time a point stays above, then below, the lowest of the
+    others (by at least ``planted_height``; in a gait each foot is in turn the higher).
 
     A run's stance lasts a few frames and its foot rolls over them several times faster
     than a walk's: its speeds and times are a walk's, scaled by this tempo. Jumps, hops and
