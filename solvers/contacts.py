@@ -38,6 +38,7 @@ REFERENCE_LEG_LENGTH = 0.85  # hip-to-ankle bone length of a reference adult, me
 # s from one foot's lift to the other's at a brisk walk (120 steps a minute): the thresholds
 # below are a walk's; a quicker gait (a run, a dash) is labelled in its own time.
 REFERENCE_STEP_TIME = 0.5
+MAX_TEMPO = 3.0  # a sprinter's step (0.17 s) is the quickest a human gait takes
 
 
 @dataclass
@@ -279,7 +280,7 @@ def detect_contacts(points, root, up, fps, leg_length, settings=None):
 
 
 def gait_tempo(points, up, fps, scale, settings):
-    """How many times quicker than a brisk walk the clip steps (at least 1): the reference
+    """How many times quicker than a brisk walk the clip steps (1 to 3): the reference
     step time over the median time a point stays above, then below, the lowest of the
     others (by at least ``planted_height``; in a gait each foot is in turn the higher).
 
@@ -303,7 +304,7 @@ def gait_tempo(points, up, fps, scale, settings):
     steps = np.concatenate(steps)
     if not len(steps):
         return 1.0
-    return max(1.0, REFERENCE_STEP_TIME * fps / np.median(steps))
+    return float(np.clip(REFERENCE_STEP_TIME * fps / np.median(steps), 1.0, MAX_TEMPO))
 
 
 def detect_foot_contacts(heels, toes, root, up, fps, leg_length, settings=None, toe_tips=None,
