@@ -327,20 +327,21 @@ def detect_foot_contacts(heels, toes, root, up, fps, leg_length, settings=None, 
     ``(heel_weights, toe_weights, slip)``: 0/1 (ramps with ``settings.smoothing``), to key
     as curves and to pin each point while its weight is 1. A foot off the ground for less
     than ``settings.min_swing`` between two contacts did not leave it (:func:`fill_foot_gaps`).
+    Times and speeds are the gait's own (:func:`gait_tempo`, from the heels: they lift highest).
     """
     settings = settings or ContactSettings()
     scale = leg_length / REFERENCE_LEG_LENGTH
-    real_fps, fps = fps, fps / gait_tempo(heels, up, fps, scale, settings)  # the heels lift highest
+    gait_fps = fps / gait_tempo(heels, up, fps, scale, settings)  # the heels lift highest
     toe_points = toes if toe_tips is None else np.concatenate([toes, toe_tips])
-    grounds, toe_planted, slip = moving_ground(toe_points, root, up, fps, scale, settings)
-    heel_planted = vertically_planted(heels, up, fps, scale, settings)
+    grounds, toe_planted, slip = moving_ground(toe_points, root, up, gait_fps, scale, settings)
+    heel_planted = vertically_planted(heels, up, gait_fps, scale, settings)
     # The heel strikes first, the toe leaves last: each grows at the edge the foot has it for.
-    heel = label_points(heels, grounds, heel_planted, up, fps, scale, settings, grow_edges=-foot_edges)
-    toe = label_points(toe_points, grounds, toe_planted, up, fps, scale, settings, grow_edges=+foot_edges)
+    heel = label_points(heels, grounds, heel_planted, up, gait_fps, scale, settings, grow_edges=-foot_edges)
+    toe = label_points(toe_points, grounds, toe_planted, up, gait_fps, scale, settings, grow_edges=+foot_edges)
     if toe_tips is not None:
         toe = toe[: len(toes)] | toe[len(toes) :]
-    heel, toe = fill_foot_gaps(heel, toe, round(settings.min_swing * fps))
-    return to_weights(heel, real_fps, settings), to_weights(toe, real_fps, settings), slip
+    heel, toe = fill_foot_gaps(heel, toe, round(settings.min_swing * gait_fps))
+    return to_weights(heel, fps, settings), to_weights(toe, fps, settings), slip
 
 
 def fill_foot_gaps(heel, toe, max_gap):
