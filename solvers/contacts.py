@@ -39,6 +39,7 @@ REFERENCE_LEG_LENGTH = 0.85  # hip-to-ankle bone length of a reference adult, me
 # below are a walk's; a quicker gait (a run, a dash) is labelled in its own time.
 REFERENCE_STEP_TIME = 0.5
 MAX_TEMPO = 3.0  # a sprinter's step (0.17 s) is the quickest a human gait takes
+MIN_STEPS = 4  # two strides make a gait; a single quick side-step does not
 
 
 @dataclass
@@ -286,7 +287,7 @@ def gait_tempo(points, up, fps, scale, settings):
 
     A run's stance lasts a few frames and its foot rolls over them several times faster
     than a walk's: its speeds and times are a walk's, scaled by this tempo. Jumps, hops and
-    standing (the feet rising together or not at all) keep 1.
+    standing (the feet rising together or not at all, fewer than ``MIN_STEPS`` steps) keep 1.
     """
     heights = points @ np.asarray(up, dtype=float)
     if len(heights) < 2:
@@ -302,7 +303,7 @@ def gait_tempo(points, up, fps, scale, settings):
     steps = [np.diff(np.flatnonzero((np.diff(row) != 0) & (row[1:] != 0) & (row[:-1] != 0)))
              for row in side]
     steps = np.concatenate(steps)
-    if not len(steps):
+    if len(steps) < MIN_STEPS:
         return 1.0
     return float(np.clip(REFERENCE_STEP_TIME * fps / np.median(steps), 1.0, MAX_TEMPO))
 

@@ -130,6 +130,20 @@ def test_a_quicker_gait_is_labelled_in_its_own_time(clip):
     assert 1.6 < double < 2.2 and 2.3 < triple < 3.2 and triple > double
 
 
+def alternating_tempo(step_frames, steps, fps=100):
+    """The tempo of two points each in turn 10 cm up for ``step_frames`` frames, ``steps`` times."""
+    up = (np.arange(step_frames * steps) // step_frames) % 2 == 0
+    heights = 0.1 * np.stack([up, ~up]).astype(float)
+    points = np.stack([np.zeros_like(heights), np.zeros_like(heights), heights], axis=-1)
+    return gait_tempo(points, (0.0, 0.0, 1.0), fps, 1.0, ContactSettings())
+
+
+def test_a_tempo_needs_two_strides_and_stays_human():
+    assert alternating_tempo(25, 8) == pytest.approx(2.0)  # 0.25 s steps: twice a brisk walk's pace
+    assert alternating_tempo(5, 8) == 3.0  # 0.05 s: a foot tapping, no gait is that quick
+    assert alternating_tempo(25, 3) == 1.0  # a side-step and back
+
+
 def test_feet_rising_together_keep_a_walk_s_tempo():
     """Jumps and hops: no alternation of the feet, no tempo."""
     skeleton, motion, rig = load("cmu_01_01")
