@@ -110,8 +110,8 @@ def print_in_place(clips_dir, clips=SHARED_CLIPS):
 RUN_FACTORS = (2, 3)  # a walk played this many times faster: stances of 5-7 and 3-6 frames at 30 fps
 
 
-def run_rows(clips_dir, clips=SHARED_CLIPS, factors=RUN_FACTORS, fps=30):
-    """Per walk played ``factor`` times faster at ``fps`` and root scenario: the labels' F1
+def run_rows(clips_dir, clips=SHARED_CLIPS, factors=RUN_FACTORS, rates=(30, 60)):
+    """Per walk played ``factor`` times faster, frame rate and root scenario: the labels' F1
     (the tool's toe labels, and the reference's own criterion -- world toe speed, its
     threshold scaled by the factor -- as the ceiling at this frame rate), and the slide over
     the original's reference frames before and after the fix (cm/s)."""
@@ -120,7 +120,7 @@ def run_rows(clips_dir, clips=SHARED_CLIPS, factors=RUN_FACTORS, fps=30):
     for clip in clips:
         skeleton, original, rig = cs.load(clip, clips_dir=clips_dir)
         full_reference = cs.reference_labels(skeleton, original, rig)
-        for factor in factors:
+        for factor, fps in ((factor, fps) for factor in factors for fps in rates):
             motion = cs.time_compressed(original, factor, fps)
             reference = full_reference[:, :: cs.compression_step(original, factor, fps)]
             ceiling = cs.f1_score(reference_contacts(cs.toe_positions(skeleton, motion, rig), fps,
@@ -130,20 +130,21 @@ def run_rows(clips_dir, clips=SHARED_CLIPS, factors=RUN_FACTORS, fps=30):
                 result = remove_foot_sliding(skeleton, scenario, rig, bvh.UP)
                 before = metrics.toe_slide(cs.toe_positions(skeleton, scenario, rig), reference, bvh.UP, fps)
                 after = metrics.toe_slide(cs.toe_positions(skeleton, result.motion, rig), reference, bvh.UP, fps)
-                yield clip, factor, name, cs.f1_score(labels, reference), ceiling, 100.0 * before, 100.0 * after
+                yield (clip, factor, fps, name, cs.f1_score(labels, reference), ceiling, 100.0 * before,
+                       100.0 * after)
 
 
 def print_runs(clips_dir, clips=SHARED_CLIPS):
-    print("Shared walks played x2 / x3 faster at 30 fps (runs, dashes: stances of 3-7 frames): label F1 "
+    print("Shared walks played x2 / x3 faster (runs, dashes: stances of 3-7 frames at 30 fps): label F1 "
           "against the original's reference (target 0.95), the reference criterion's own F1 at this rate "
           "(ceiling), slide over the reference frames before -> after")
     rows = list(run_rows(clips_dir, clips))
-    for clip, factor, name, f1, ceiling, before, after in rows:
-        print(f"{clip:<11} x{factor} {name:<6} F1 {f1:.3f} (ceiling {ceiling:.3f}) slide {before:6.2f} -> {after:5.2f} cm/s"
-              f"{'  MISSED' if f1 < 0.95 else ''}")
-    for factor in RUN_FACTORS:
-        picked = np.array([row[3:] for row in rows if row[1] == factor])
-        print(f"mean x{factor}: F1 {picked[:, 0].mean():.3f} (min {picked[:, 0].min():.3f}, ceiling mean "
+    for clip, factor, fps, name, f1, ceiling, before, after in rows:
+        print(f"{clip:<11} x{factor} {fps:>3} fps {name:<6} F1 {f1:.3f} (ceiling {ceiling:.3f}) "
+              f"slide {before:6.2f} -> {after:5.2f} cm/s{'  MISSED' if f1 < 0.95 else ''}")
+    for factor, fps in dict.fromkeys(row[1:3] for row in rows):
+        picked = np.array([row[4:] for row in rows if row[1:3] == (factor, fps)])
+        print(f"mean x{factor} {fps} fps: F1 {picked[:, 0].mean():.3f} (min {picked[:, 0].min():.3f}, ceiling mean "
               f"{picked[:, 1].mean():.3f}), slide {picked[:, 2].mean():.2f} -> {picked[:, 3].mean():.2f} cm/s")
     return rows
 
