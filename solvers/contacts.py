@@ -241,7 +241,7 @@ def label_points(points, grounds, planted, up, fps, scale, settings, grow_edges=
     if grow_edges:
         near = (speed < settings.edge_speed * scale) & landed & (clearance < settings.edge_height * scale)
         labels = grow_into(labels, near | labels, grow_edges)
-    labels = fill_gaps(labels, round(settings.min_gap * fps))
+    labels = fill_gaps(labels, int(np.floor(settings.min_gap * fps + 1e-6)))
     # Whole frames only, never more than the time asked: at 30 or 60 fps a frame is already more.
     return widen(labels, int(np.floor(settings.widen * fps + 1e-6)))
 
@@ -341,7 +341,7 @@ def detect_foot_contacts(heels, toes, root, up, fps, leg_length, settings=None, 
     toe = label_points(toe_points, grounds, toe_planted, up, gait_fps, scale, settings, grow_edges=+foot_edges)
     if toe_tips is not None:
         toe = toe[: len(toes)] | toe[len(toes) :]
-    heel, toe = fill_foot_gaps(heel, toe, round(settings.min_swing * gait_fps))
+    heel, toe = fill_foot_gaps(heel, toe, int(np.floor(settings.min_swing * gait_fps + 1e-6)))
     return to_weights(heel, fps, settings), to_weights(toe, fps, settings), slip
 
 
