@@ -62,6 +62,8 @@ class OfflineWeights:
     reach_tolerance: float = 4e-3
     # Seconds over which a point's own correction (see _hold) fades once it is released.
     release_time: float = 0.2
+    # Seconds (a time constant) over which a released foot's height correction fades.
+    height_release_time: float = 0.1
 
 
 @dataclass
@@ -95,6 +97,8 @@ def solve_offline_lock(problem, weights=None):
     size = 3 * (1 + legs)
     dt = 1.0 / problem.fps
     up = np.asarray(problem.up, dtype=float) / np.linalg.norm(problem.up)
+    vertical = np.outer(up, up)
+    flat = np.eye(3) - vertical
     heel_contacts = _heel_contacts(problem)
     diag = np.zeros((frames, size, size))
     lower = np.zeros((frames, size, size))
@@ -117,9 +121,15 @@ def solve_offline_lock(problem, weights=None):
         # A free foot on its ground keeps its source velocity far more strongly than in
         # the air (toe-off, a skim, the last frames before a landing): what the lock built
         # up is paid back in the air, not by the foot rushing along the ground.
+        # Horizontally only: a height correction left by the lock is no slide, and kept it
+        # would have the whole swing skim the ground lower than the source.
         free = 1.0 - np.maximum(toe_pair[leg], heel_pair[leg])
         _add_step_terms(diag, lower, rhs, block,
-                        free * weights.velocity * _ground_stiffening(clearance[leg], weights) / dt, 0.0)
+                        free * weights.velocity * _ground_stiffening(clearance[leg], weights) / dt, 0.0,
+                        flat)
+        # The free foot's height rejoins the source's within ``height_release_time``.
+        _add_anchor(diag, block, (1.0 - standing[leg]) * weights.velocity / weights.height_release_time**2 * dt,
+                    vertical)
         # Where the toe is pinned too, the foot follows the toe: the heel holds by turning
         # the foot (_targets), not by pulling the ball along.
         heel_only = heel_pair[leg] * (1.0 - toe_pair[leg])
@@ -298,21 +308,22 @@ def _reach_state(problem, corrections, heels):
     return distance - problem.reach, _unit(offset), distance
 
 
-def _add_anchor(diag, block, weight):
-    index = np.arange(block.start, block.stop)
-    diag[:, index, index] += np.asarray(weight).reshape(-1, 1)
+def _add_anchor(diag, block, weight, axes=np.eye(3)):
+    """Terms ``weight * |P x|^2`` pulling the variables in ``block`` toward zero."""
+    diag[:, block, block] += np.asarray(weight).reshape(-1, 1, 1) * axes
 
 
-def _add_step_terms(diag, lower, rhs, block, weight, goal):
-    """Terms ``weight * |x[i] - x[i-1] - goal[i-1]|^2`` on the variables in ``block``."""
-    index = np.arange(block.start, block.stop)
-    w = np.asarray(weight)[:, None]
-    diag[1:, index, index] += w
-    diag[:-1, index, index] += w
-    lower[1:, index, index] -= w
+def _add_step_terms(diag, lower, rhs, block, weight, goal, axes=np.eye(3)):
+    """Terms ``weight * |P (x[i] - x[i-1] - goal[i-1])|^2`` on the variables in ``block``,
+    ``P`` the projector ``axes`` (3, 3): all three axes, or only some (the horizontal)."""
+    w = np.asarray(weight)[:, None, None] * axes
+    diag[1:, block, block] += w
+    diag[:-1, block, block] += w
+    lower[1:, block, block] -= w
     goal = np.broadcast_to(goal, (len(w), 3))
-    rhs[1:, block] += w * goal
-    rhs[:-1, block] -= w * goal
+    pulled = np.einsum("fij,fj->fi", w, goal)
+    rhs[1:, block] += pulled
+    rhs[:-1, block] -= pulled
 
 
 def _add_difference_term(diag, rhs, block, direction, weight, goal):
