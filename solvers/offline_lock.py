@@ -39,6 +39,8 @@ import numpy as np
 from .banded import solve_block_tridiagonal
 from .contacts import REFERENCE_LEG_LENGTH
 
+ALL_AXES = np.eye(3)  # a term on all three axes of a point (else a projector: the horizontal, the up axis)
+
 
 @dataclass
 class OfflineWeights:
@@ -63,7 +65,7 @@ class OfflineWeights:
     # Seconds over which a point's own correction (see _hold) fades once it is released.
     release_time: float = 0.2
     # Seconds (a time constant) over which a released foot's height correction fades.
-    height_release_time: float = 0.1
+    height_release_time: float = 0.05
 
 
 @dataclass
@@ -253,8 +255,11 @@ def _targets(problem, corrections, pairs, heel_contacts, weights):
     # While the heel is planted the ball goes where the foot turned about the held heel
     # puts it (the leg solver's aim lands it there), and holds from there when it lands:
     # a ball lifting and landing again under a planted heel does not pull the heel.
+    # A released heel hands the ball back to the foot's own correction over ``release_time``,
+    # as its held position eases out: not in one frame.
     about_heel = heels + foot * _unit(toes - heels)
-    toes = _hold(toes + heel_contacts[..., None] * (about_heel - toes), pairs[0], weights.release_time, dt)
+    turned = _released(heel_contacts, weights.release_time, dt)[..., None]
+    toes = _hold(toes + turned * (about_heel - toes), pairs[0], weights.release_time, dt)
     # Where the toe is pinned the heel keeps the foot's length from the ball: the foot
     # turns about the ball toward the held heel, and the ball lands on its target even
     # where the labels ask the rigid foot for more (the seed's "Lock the Toe, Not the
@@ -290,6 +295,15 @@ def _hold(points, pair, release_time, dt):
     return points + own
 
 
+def _released(weights, release_time, dt):
+    """Weights (L, F) that, after each frame > 0, ease from its value out to 0 over
+    ``release_time`` instead of dropping (as :func:`_hold` eases a point's correction out)."""
+    frames = np.arange(weights.shape[-1])
+    last = np.maximum.accumulate(np.where(weights > 0, frames, -1), axis=-1)
+    held = np.take_along_axis(weights, np.maximum(last, 0), axis=-1) * (last >= 0)
+    return np.maximum(weights, held * _ease_out((frames - last).ravel() * dt / release_time).reshape(last.shape))
+
+
 def _ease_out(x):
     """1 at 0 falling smoothly to 0 at 1 and after (the complement of smoothstep), (n, 1)."""
     x = np.clip(x, 0.0, 1.0)[:, None]
@@ -308,12 +322,12 @@ def _reach_state(problem, corrections, heels):
     return distance - problem.reach, _unit(offset), distance
 
 
-def _add_anchor(diag, block, weight, axes=np.eye(3)):
+def _add_anchor(diag, block, weight, axes=ALL_AXES):
     """Terms ``weight * |P x|^2`` pulling the variables in ``block`` toward zero."""
     diag[:, block, block] += np.asarray(weight).reshape(-1, 1, 1) * axes
 
 
-def _add_step_terms(diag, lower, rhs, block, weight, goal, axes=np.eye(3)):
+def _add_step_terms(diag, lower, rhs, block, weight, goal, axes=ALL_AXES):
     """Terms ``weight * |P (x[i] - x[i-1] - goal[i-1])|^2`` on the variables in ``block``,
     ``P`` the projector ``axes`` (3, 3): all three axes, or only some (the horizontal)."""
     w = np.asarray(weight)[:, None, None] * axes
