@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .banded import solve_block_tridiagonal
-from .contacts import REFERENCE_LEG_LENGTH
+from .contacts import EASE_PEAK, REFERENCE_LEG_LENGTH
 
 ALL_AXES = np.eye(3)  # a term on all three axes of a point (else a projector: the horizontal, the up axis)
 
@@ -64,6 +64,8 @@ class OfflineWeights:
     reach_tolerance: float = 4e-3
     # Seconds over which a point's own correction (see _hold) fades once it is released.
     release_time: float = 0.2
+    # Seconds over which a released foot eases into its swing along the ground (_swing_ease).
+    swing_ease: float = 0.1
     # Seconds (a time constant) over which a released foot's height correction fades.
     height_release_time: float = 0.05
 
@@ -115,6 +117,7 @@ def solve_offline_lock(problem, weights=None):
     standing = np.maximum(problem.contacts, heel_contacts)
     # The foot moves as one: on its ground while either point is.
     clearance = np.minimum(*(_clearance(points @ up, standing, problem, weights) for points in (problem.toes, problem.ankles)))
+    easing = _swing_ease(standing, problem.fps, weights.swing_ease)
     for leg in range(legs):
         block = slice(3 * (leg + 1), 3 * (leg + 2))
         # correction step + contact * source step = 0  <=>  point step = (1 - contact) * source step
@@ -125,10 +128,12 @@ def solve_offline_lock(problem, weights=None):
         # up is paid back in the air, not by the foot rushing along the ground.
         # Horizontally only: a height correction left by the lock is no slide, and kept it
         # would have the whole swing skim the ground lower than the source.
+        # Right after a release the foot eases into its swing along the ground: its first
+        # steps keep only part of the source's (from 3/4), the rest paid back in the air.
         free = 1.0 - np.maximum(toe_pair[leg], heel_pair[leg])
         _add_step_terms(diag, lower, rhs, block,
-                        free * weights.velocity * _ground_stiffening(clearance[leg], weights) / dt, 0.0,
-                        flat)
+                        free * weights.velocity * _ground_stiffening(clearance[leg], weights) / dt,
+                        -easing[leg, :, None] * toe_step[leg], flat)
         # The free foot's height rejoins the source's within ``height_release_time``.
         _add_anchor(diag, block, (1.0 - standing[leg]) * weights.velocity / weights.height_release_time**2 * dt,
                     vertical)
@@ -183,6 +188,23 @@ def _clearance(heights, standing, problem, weights):
                          for i in (last, following)))
     clearance = np.clip((heights - stood) / (weights.air_clearance * size), 0.0, 1.0)
     return np.where(np.isfinite(stood), clearance, 1.0)
+
+
+def _swing_ease(standing, fps, seconds):
+    """Per step (L, F-1), the share of the source's step a freed foot gives up as it eases
+    into its swing: ``EASE_PEAK`` of it at the instant the foot leaves the ground, none
+    ``seconds`` later (smoothstep) or from halfway through a shorter swing on, averaged over
+    the step so every frame rate eases alike. The lock ease of :func:`.contacts.ease_edges`,
+    but as a goal for the free foot's velocity, not a pin: nothing is held or anchored."""
+    if seconds <= 0:
+        return np.zeros(standing[..., 1:].shape)
+    on = standing > 0
+    index = np.arange(standing.shape[-1])
+    since = index - np.maximum.accumulate(np.where(on, index, -(10**9)), axis=-1)
+    until = np.minimum.accumulate(np.where(on, index, 10**9)[..., ::-1], axis=-1)[..., ::-1] - index
+    x = np.where(since <= until, np.clip(since / (seconds * fps), 0.0, 1.0), 1.0)
+    ramp = EASE_PEAK * (1.0 - x * x * (3.0 - 2.0 * x))
+    return 0.5 * (ramp[..., 1:] + ramp[..., :-1])
 
 
 def _airborne(clearance):
