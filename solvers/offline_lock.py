@@ -22,9 +22,12 @@ Terms, all weighted per second of animation so any frame rate gives the same res
 * pinned points stay put: between two contact frames a point's step is scaled by
   ``1 - contact`` (a hand-keyed soft curve eases the lock in and out);
 * everything else keeps its source velocity (foot steps, pelvis steps), a foot near its
-  ground far more strongly than one in the air: what a lock built up is paid back in the
-  swing's air time, not by the foot rushing along the ground after toe-off
-  (:func:`_ground_stiffening`);
+  ground far more strongly than one in the air (horizontally): what a lock built up is
+  paid back in the swing's air time, not by the foot rushing along the ground after
+  toe-off (:func:`_ground_stiffening`); a freed foot even eases into its swing, its first
+  steps slower than the source's (:func:`_swing_ease`);
+* a free foot's height correction fades within ``height_release_time``: the swing keeps
+  the source's clearance instead of skimming the ground lower;
 * the hip-to-toe distance of each frame is preserved (linearised);
 * a weak pull toward the input, so a stance is locked at its middle, where it
   stands -- on a step or a box, not on the clip's lowest floor;
