@@ -32,8 +32,7 @@ Terms, all weighted per second of animation so any frame rate gives the same res
 * a weak pull toward the input, so a stance is locked at its middle, where it
   stands -- on a step or a box, not on the clip's lowest floor;
 * reach: where a leg would have to stretch past the longest extension the clip
-  shows, the pelvis follows (an inequality: an active set, re-linearised a few times,
-  that releases a frame where it would hold the leg longer than it is).
+  shows, the pelvis follows (an active set, re-linearised a few times).
 """
 
 from dataclasses import dataclass
@@ -58,8 +57,8 @@ class OfflineWeights:
     air_clearance: float = 0.05
     stance_anchor: float = 100.0  # a stance locks where the input stands, at its middle
     toe_anchor: float = 1e-3  # keeps a toe that never touches down near the input
-    pelvis_velocity: float = 0.015  # source velocity of the pelvis ...
-    pelvis_anchor: float = 1.0  # ... against its position: corrections fade in ~0.12 s
+    pelvis_velocity: float = 0.06  # source velocity of the pelvis ...
+    pelvis_anchor: float = 1.0  # ... against its position: corrections fade in ~0.25 s
     distance: float = 0.01  # hip-to-toe distance of each frame
     reach: float = 1e4  # a leg never stretches past its reach: hard (per frame, as the lock)
     reach_iterations: int = 8
@@ -240,12 +239,6 @@ def _lock_residual(points, pair):
 def _solve_with_reach(problem, weights, pairs, heel_contacts, diag, lower, rhs):
     """Solve the normal equations, adding reach terms where a leg stretches too far.
 
-    The reach is an inequality: a frame's term holds its leg at full reach, so a frame
-    where the term pulls the leg longer than it would otherwise be (the pelvis held up to
-    the foot, not kept from it) is released again. Held there, the pelvis would follow the
-    reach exactly as often as the clip has frames: a 120 fps clip's pelvis would spring
-    back within a frame where a 30 fps clip's eases back.
-
     Returns the corrections (F, 3 * (1 + L)) and the (toe, heel) targets (2, L, F, 3)."""
     legs = problem.toes.shape[0]
     dt = 1.0 / problem.fps
@@ -253,36 +246,22 @@ def _solve_with_reach(problem, weights, pairs, heel_contacts, diag, lower, rhs):
     corrections = solve_block_tridiagonal(diag, lower, rhs)
     targets = _targets(problem, corrections, pairs, heel_contacts, weights)
     active = np.zeros(problem.contacts.shape, dtype=bool)
-    pulling = np.zeros_like(active)
     for _ in range(weights.reach_iterations):
         stretch, direction, distance = _reach_state(problem, corrections, targets[1])
-        held = (active | (stretch > 0)) & ~pulling
-        within = not (stretch > weights.reach_tolerance * problem.reach).any()
-        if (held == active).all() or (within and not pulling.any()):
-            break  # the held frames are the stretched ones, or within tolerance
-        active = held
+        if not (stretch > weights.reach_tolerance * problem.reach).any() or not (stretch[~active] > 0).any():
+            break  # within tolerance, or every stretched frame is already constrained
+        active |= stretch > 0
         diag, rhs = base_diag.copy(), base_rhs.copy()
-        goals = []
         for leg in range(legs):
             block = slice(3 * (leg + 1), 3 * (leg + 2))
+            e, d = corrections[:, :3], corrections[:, block]
             # |H - A| ~ distance + n.((e - e_k) - (d - d_k)) = reach; a heel's own correction
             # (_hold) is kept as it is.
-            goals.append(problem.reach[leg] - distance[leg] + _reach_projection(corrections, direction[leg], block))
-            _add_difference_term(diag, rhs, block, direction[leg], active[leg] * weights.reach / dt, goals[-1])
+            target = problem.reach[leg] - distance[leg] + np.sum(direction[leg] * (e - d), axis=-1)
+            _add_difference_term(diag, rhs, block, direction[leg], active[leg] * weights.reach / dt, target)
         corrections = solve_block_tridiagonal(diag, lower, rhs)
         targets = _targets(problem, corrections, pairs, heel_contacts, weights)
-        # Below its goal the linearised leg is shorter than its reach: the term pulls it longer.
-        pulling = active & np.stack([
-            _reach_projection(corrections, direction[leg], slice(3 * (leg + 1), 3 * (leg + 2))) < goals[leg]
-            for leg in range(legs)
-        ])
     return corrections, targets
-
-
-def _reach_projection(corrections, direction, block):
-    """n . (e - d) per frame: how far the pelvis correction ``e`` moves the hip from the
-    foot correction ``d`` (the variables in ``block``) along the leg's direction ``n``."""
-    return np.sum(direction * (corrections[:, :3] - corrections[:, block]), axis=-1)
 
 
 def _targets(problem, corrections, pairs, heel_contacts, weights):

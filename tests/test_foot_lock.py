@@ -193,7 +193,7 @@ def test_same_motion_at_half_the_frame_rate_gives_the_same_result():
     _, got = forward_kinematics(skeleton, half_rate.motion.rot, half_rate.motion.pos)
     toes = [leg.toe for leg in rig.legs]
     assert np.linalg.norm(got[:, toes] - expected[:, toes], axis=-1).mean() < 0.01
-    assert np.linalg.norm(got[:, rig.pelvis] - expected[:, rig.pelvis], axis=-1).mean() < 0.005
+    assert np.linalg.norm(got[:, rig.pelvis] - expected[:, rig.pelvis], axis=-1).mean() < 0.01
     assert half_rate.after["toe_slide_cm_s"] < 1.0
 
 
