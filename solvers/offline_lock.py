@@ -22,9 +22,12 @@ Terms, all weighted per second of animation so any frame rate gives the same res
 * pinned points stay put: between two contact frames a point's step is scaled by
   ``1 - contact`` (a hand-keyed soft curve eases the lock in and out);
 * everything else keeps its source velocity (foot steps, pelvis steps), a foot near its
-  ground far more strongly than one in the air: what a lock built up is paid back in the
-  swing's air time, not by the foot rushing along the ground after toe-off
-  (:func:`_ground_stiffening`);
+  ground far more strongly than one in the air (horizontally): what a lock built up is
+  paid back in the swing's air time, not by the foot rushing along the ground after
+  toe-off (:func:`_ground_stiffening`); a freed foot even eases into its swing, its first
+  steps slower than the source's (:func:`_swing_ease`);
+* a free foot's height correction fades within ``height_release_time``: the swing keeps
+  the source's clearance instead of skimming the ground lower;
 * the hip-to-toe distance of each frame is preserved (linearised);
 * a weak pull toward the input, so a stance is locked at its middle, where it
   stands -- on a step or a box, not on the clip's lowest floor;
@@ -37,7 +40,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from .banded import solve_block_tridiagonal
-from .contacts import REFERENCE_LEG_LENGTH
+from .contacts import EASE_PEAK, REFERENCE_LEG_LENGTH
+
+ALL_AXES = np.eye(3)  # a term on all three axes of a point (else a projector: the horizontal, the up axis)
 
 
 @dataclass
@@ -62,6 +67,10 @@ class OfflineWeights:
     reach_tolerance: float = 4e-3
     # Seconds over which a point's own correction (see _hold) fades once it is released.
     release_time: float = 0.2
+    # Seconds over which a released foot eases into its swing along the ground (_swing_ease).
+    swing_ease: float = 0.1
+    # Seconds (a time constant) over which a released foot's height correction fades.
+    height_release_time: float = 0.05
 
 
 @dataclass
@@ -95,6 +104,8 @@ def solve_offline_lock(problem, weights=None):
     size = 3 * (1 + legs)
     dt = 1.0 / problem.fps
     up = np.asarray(problem.up, dtype=float) / np.linalg.norm(problem.up)
+    vertical = np.outer(up, up)
+    flat = np.eye(3) - vertical
     heel_contacts = _heel_contacts(problem)
     diag = np.zeros((frames, size, size))
     lower = np.zeros((frames, size, size))
@@ -109,6 +120,7 @@ def solve_offline_lock(problem, weights=None):
     standing = np.maximum(problem.contacts, heel_contacts)
     # The foot moves as one: on its ground while either point is.
     clearance = np.minimum(*(_clearance(points @ up, standing, problem, weights) for points in (problem.toes, problem.ankles)))
+    easing = _swing_ease(standing, problem.fps, weights.swing_ease)
     for leg in range(legs):
         block = slice(3 * (leg + 1), 3 * (leg + 2))
         # correction step + contact * source step = 0  <=>  point step = (1 - contact) * source step
@@ -117,9 +129,17 @@ def solve_offline_lock(problem, weights=None):
         # A free foot on its ground keeps its source velocity far more strongly than in
         # the air (toe-off, a skim, the last frames before a landing): what the lock built
         # up is paid back in the air, not by the foot rushing along the ground.
+        # Horizontally only: a height correction left by the lock is no slide, and kept it
+        # would have the whole swing skim the ground lower than the source.
+        # Right after a release the foot eases into its swing along the ground: its first
+        # steps keep only part of the source's (from 3/4), the rest paid back in the air.
         free = 1.0 - np.maximum(toe_pair[leg], heel_pair[leg])
         _add_step_terms(diag, lower, rhs, block,
-                        free * weights.velocity * _ground_stiffening(clearance[leg], weights) / dt, 0.0)
+                        free * weights.velocity * _ground_stiffening(clearance[leg], weights) / dt,
+                        -easing[leg, :, None] * toe_step[leg], flat)
+        # The free foot's height rejoins the source's within ``height_release_time``.
+        _add_anchor(diag, block, (1.0 - standing[leg]) * weights.velocity / weights.height_release_time**2 * dt,
+                    vertical)
         # Where the toe is pinned too, the foot follows the toe: the heel holds by turning
         # the foot (_targets), not by pulling the ball along.
         heel_only = heel_pair[leg] * (1.0 - toe_pair[leg])
@@ -171,6 +191,23 @@ def _clearance(heights, standing, problem, weights):
                          for i in (last, following)))
     clearance = np.clip((heights - stood) / (weights.air_clearance * size), 0.0, 1.0)
     return np.where(np.isfinite(stood), clearance, 1.0)
+
+
+def _swing_ease(standing, fps, seconds):
+    """Per step (L, F-1), the share of the source's step a freed foot gives up as it eases
+    into its swing: ``EASE_PEAK`` of it at the instant the foot leaves the ground, none
+    ``seconds`` later (smoothstep) or from halfway through a shorter swing on, averaged over
+    the step so every frame rate eases alike. The lock ease of :func:`.contacts.ease_edges`,
+    but as a goal for the free foot's velocity, not a pin: nothing is held or anchored."""
+    if seconds <= 0:
+        return np.zeros(standing[..., 1:].shape)
+    on = standing > 0
+    index = np.arange(standing.shape[-1])
+    since = index - np.maximum.accumulate(np.where(on, index, -(10**9)), axis=-1)
+    until = np.minimum.accumulate(np.where(on, index, 10**9)[..., ::-1], axis=-1)[..., ::-1] - index
+    x = np.where(since <= until, np.clip(since / (seconds * fps), 0.0, 1.0), 1.0)
+    ramp = EASE_PEAK * (1.0 - x * x * (3.0 - 2.0 * x))
+    return 0.5 * (ramp[..., 1:] + ramp[..., :-1])
 
 
 def _airborne(clearance):
@@ -243,8 +280,11 @@ def _targets(problem, corrections, pairs, heel_contacts, weights):
     # While the heel is planted the ball goes where the foot turned about the held heel
     # puts it (the leg solver's aim lands it there), and holds from there when it lands:
     # a ball lifting and landing again under a planted heel does not pull the heel.
+    # A released heel hands the ball back to the foot's own correction over ``release_time``,
+    # as its held position eases out: not in one frame.
     about_heel = heels + foot * _unit(toes - heels)
-    toes = _hold(toes + heel_contacts[..., None] * (about_heel - toes), pairs[0], weights.release_time, dt)
+    turned = _released(heel_contacts, weights.release_time, dt)[..., None]
+    toes = _hold(toes + turned * (about_heel - toes), pairs[0], weights.release_time, dt)
     # Where the toe is pinned the heel keeps the foot's length from the ball: the foot
     # turns about the ball toward the held heel, and the ball lands on its target even
     # where the labels ask the rigid foot for more (the seed's "Lock the Toe, Not the
@@ -280,6 +320,15 @@ def _hold(points, pair, release_time, dt):
     return points + own
 
 
+def _released(weights, release_time, dt):
+    """Weights (L, F) that, after each frame > 0, ease from its value out to 0 over
+    ``release_time`` instead of dropping (as :func:`_hold` eases a point's correction out)."""
+    frames = np.arange(weights.shape[-1])
+    last = np.maximum.accumulate(np.where(weights > 0, frames, -1), axis=-1)
+    held = np.take_along_axis(weights, np.maximum(last, 0), axis=-1) * (last >= 0)
+    return np.maximum(weights, held * _ease_out((frames - last).ravel() * dt / release_time).reshape(last.shape))
+
+
 def _ease_out(x):
     """1 at 0 falling smoothly to 0 at 1 and after (the complement of smoothstep), (n, 1)."""
     x = np.clip(x, 0.0, 1.0)[:, None]
@@ -298,21 +347,22 @@ def _reach_state(problem, corrections, heels):
     return distance - problem.reach, _unit(offset), distance
 
 
-def _add_anchor(diag, block, weight):
-    index = np.arange(block.start, block.stop)
-    diag[:, index, index] += np.asarray(weight).reshape(-1, 1)
+def _add_anchor(diag, block, weight, axes=ALL_AXES):
+    """Terms ``weight * |P x|^2`` pulling the variables in ``block`` toward zero."""
+    diag[:, block, block] += np.asarray(weight).reshape(-1, 1, 1) * axes
 
 
-def _add_step_terms(diag, lower, rhs, block, weight, goal):
-    """Terms ``weight * |x[i] - x[i-1] - goal[i-1]|^2`` on the variables in ``block``."""
-    index = np.arange(block.start, block.stop)
-    w = np.asarray(weight)[:, None]
-    diag[1:, index, index] += w
-    diag[:-1, index, index] += w
-    lower[1:, index, index] -= w
+def _add_step_terms(diag, lower, rhs, block, weight, goal, axes=ALL_AXES):
+    """Terms ``weight * |P (x[i] - x[i-1] - goal[i-1])|^2`` on the variables in ``block``,
+    ``P`` the projector ``axes`` (3, 3): all three axes, or only some (the horizontal)."""
+    w = np.asarray(weight)[:, None, None] * axes
+    diag[1:, block, block] += w
+    diag[:-1, block, block] += w
+    lower[1:, block, block] -= w
     goal = np.broadcast_to(goal, (len(w), 3))
-    rhs[1:, block] += w * goal
-    rhs[:-1, block] -= w * goal
+    pulled = np.einsum("fij,fj->fi", w, goal)
+    rhs[1:, block] += pulled
+    rhs[:-1, block] -= pulled
 
 
 def _add_difference_term(diag, rhs, block, direction, weight, goal):

@@ -97,11 +97,16 @@ def test_the_same_walk_at_another_frame_rate_gives_the_same_solution():
     (slow, t_slow), (fast, t_fast) = walk(30.0), walk(60.0)
     a, b = solve_offline_lock(slow), solve_offline_lock(fast)
     assert np.allclose(t_fast[::2], t_slow)
-    assert np.linalg.norm(b.toes[:, ::2] - a.toes, axis=-1).max() < 0.003
+    # Mid-swing, where the correction is paid back at about 0.5 m/s, 3.4 mm apart at most.
+    assert np.linalg.norm(b.toes[:, ::2] - a.toes, axis=-1).max() < 0.004
     assert np.linalg.norm(b.toes[:, ::2] - a.toes, axis=-1).mean() < 0.001
-    # The pelvis follows a leg out of reach by up to 4.5 cm here; at 60 fps a little less
-    # than at 30 (the reach's active set is per frame), never by more than 1.5 cm.
-    assert np.linalg.norm(b.pelvis[::2] - a.pelvis, axis=-1).max() < 0.015
+    # The pelvis follows a leg out of reach by up to 4.8 cm here (legs with 1% of slack, and a
+    # released foot easing into its swing keeps its leg at full reach a little longer). Where
+    # the reach stops binding between two 30 fps frames, 30 fps holds the pelvis down from
+    # the last frame it binds (the reach's active set is per frame): up to 2 cm apart, for a
+    # moment after a toe-off. Not frame-rate free yet.
+    assert np.linalg.norm(b.pelvis[::2] - a.pelvis, axis=-1).max() < 0.02
+    assert np.linalg.norm(b.pelvis[::2] - a.pelvis, axis=-1).mean() < 0.003
 
 
 def test_heel_and_toe_labels_pin_each_point_where_it_is_labelled():
@@ -122,11 +127,23 @@ def test_heel_and_toe_labels_pin_each_point_where_it_is_labelled():
     assert (np.linalg.norm(hips - solution.heels, axis=-1) - problem.reach).max() < 1e-3
 
 
+def swing_halves(contacts):
+    """Steps (L, F-1) between two free frames in the first and in the second half of
+    their swing (by frames since the last contact and until the next)."""
+    index = np.arange(contacts.shape[1])
+    on = contacts > 0
+    since = index - np.maximum.accumulate(np.where(on, index, -(10**9)), axis=1)
+    until = np.minimum.accumulate(np.where(on, index, 10**9)[:, ::-1], axis=1)[:, ::-1] - index
+    free = ~on[:, 1:] & ~on[:, :-1]
+    return free & (since[:, 1:] <= until[:, 1:]), free & (since[:, :-1] > until[:, :-1])
+
+
 @pytest.mark.parametrize("up", [(0.0, 0.0, 1.0), (0.0, 1.0, 0.0)])
-def test_a_stance_correction_is_paid_back_in_the_air_not_along_the_ground(up):
-    """Issue 10's lock edges: the correction a stance leaves behind does not change while
-    the released toe is still on the ground (it would rush along it) nor while it lands;
-    it changes where the toe is in the air. Any up axis (BVH is Y-up)."""
+def test_a_released_foot_eases_into_its_swing_and_pays_the_correction_back_in_the_air(up):
+    """Issue 10's lock edges: a released toe still on the ground moves more slowly than
+    the source's (it eases into its swing, it does not rush along the ground), the
+    correction does not change while it lands, and it changes where the toe is in the
+    air. Any up axis (BVH is Y-up)."""
     problem, _ = walk(120.0)
     if up[1]:  # the same walk with Y up
         swap = [0, 2, 1]
@@ -135,10 +152,17 @@ def test_a_stance_correction_is_paid_back_in_the_air_not_along_the_ground(up):
     problem.up = up
     solution = solve_offline_lock(problem)
     height = problem.toes @ np.asarray(up)
-    free = (problem.contacts[:, 1:] <= 0.0) & (problem.contacts[:, :-1] <= 0.0)
-    low = free & (np.maximum(height[:, 1:], height[:, :-1]) < 0.02)  # m: just off and just onto the ground
-    high = free & (np.minimum(height[:, 1:], height[:, :-1]) > 0.06)
-    assert low.sum() >= 16 and high.sum() >= 16
+    leaving, landing = swing_halves(problem.contacts)
+    low = np.maximum(height[:, 1:], height[:, :-1]) < 0.02  # m: just off and just onto the ground
+    high = (leaving | landing) & (np.minimum(height[:, 1:], height[:, :-1]) > 0.06)
+    assert (leaving & low).sum() >= 16 and (landing & low).sum() >= 16 and high.sum() >= 16
+
+    def horizontal_speed(points):
+        steps = np.diff(points, axis=1)
+        return np.linalg.norm(steps - (steps @ np.asarray(up))[..., None] * np.asarray(up), axis=-1) * problem.fps
+
+    eased = horizontal_speed(solution.toes)[leaving & low] / horizontal_speed(problem.toes)[leaving & low]
+    assert eased.max() <= 1.0 + 1e-6 and eased.mean() < 0.9
     correction_speed = np.linalg.norm(np.diff(solution.toes - problem.toes, axis=1), axis=-1) * problem.fps
     assert correction_speed[high].mean() > 0.1  # m/s: there is a correction to pay back
-    assert correction_speed[low].max() < 0.1 * correction_speed[high].mean()
+    assert correction_speed[landing & low].max() < 0.1 * correction_speed[high].mean()
