@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .banded import solve_block_tridiagonal
-from .contacts import EASE_PEAK, REFERENCE_LEG_LENGTH
+from .contacts import REFERENCE_LEG_LENGTH
 
 ALL_AXES = np.eye(3)  # a term on all three axes of a point (else a projector: the horizontal, the up axis)
 
@@ -193,12 +193,15 @@ def _clearance(heights, standing, problem, weights):
     return np.where(np.isfinite(stood), clearance, 1.0)
 
 
+EASE_PEAK = 0.25  # the share of its step a foot gives up as it leaves the ground: it starts at 3/4 speed
+
+
 def _swing_ease(standing, fps, seconds):
     """Per step (L, F-1), the share of the source's step a freed foot gives up as it eases
     into its swing: ``EASE_PEAK`` of it at the instant the foot leaves the ground, none
     ``seconds`` later (smoothstep) or from halfway through a shorter swing on, averaged over
-    the step so every frame rate eases alike. The lock ease of :func:`.contacts.ease_edges`,
-    but as a goal for the free foot's velocity, not a pin: nothing is held or anchored."""
+    the step so every frame rate eases alike. A goal for the free foot's velocity, not a pin:
+    nothing is held or anchored."""
     if seconds <= 0:
         return np.zeros(standing[..., 1:].shape)
     on = standing > 0
