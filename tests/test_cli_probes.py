@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cli_helpers import header_bytes, package_parent, run_python
+from cli_helpers import header_bytes, run_python
 from cli_probes import (
     CORRUPT,
     processes_mentioning,
@@ -26,11 +26,6 @@ from cli_probes import (
     zero_length_legs,
 )
 from foot_lock.solvers import bvh
-
-
-@pytest.fixture(scope="module")
-def pythonpath(tmp_path_factory):
-    return package_parent(tmp_path_factory.mktemp("pythonpath"))
 
 
 def cli(*argv):

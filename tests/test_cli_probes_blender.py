@@ -10,14 +10,9 @@ import signal
 
 import pytest
 from blender_scenes import import_clip
-from cli_helpers import package_parent, run_python
+from cli_helpers import run_python
 
 pytestmark = pytest.mark.blender
-
-
-@pytest.fixture(scope="module")
-def pythonpath(tmp_path_factory):
-    return package_parent(tmp_path_factory.mktemp("pythonpath"))
 
 
 def cli_run(argv, cwd, pythonpath):
