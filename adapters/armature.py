@@ -133,7 +133,9 @@ def contact_data_path(bone_name, prop=CONTACT_PROPERTY):
     return f'{bone_data_path(bone_name)}["{prop}"]'
 
 
-def _rotation_channel(mode):
+def rotation_channel(mode):
+    """The rotation property a bone in rotation ``mode`` is keyed on, and its width:
+    ``("rotation_quaternion", 4)``, ``("rotation_axis_angle", 4)`` or ``("rotation_euler", 3)``."""
     return _ROTATION_CHANNEL.get(mode, _EULER_CHANNEL)
 
 
@@ -311,20 +313,20 @@ def read_motion(obj, action, frame_start, frame_end, extra_tails=()):
     rotation = np.zeros((4, nb, count))
     scale = np.empty((3, nb, count))
     for b, (bone, pose_bone, mode) in enumerate(zip(bones, pose_bones, modes)):
-        prop, width = _rotation_channel(mode)
+        prop, width = rotation_channel(mode)
         _fill_channel(rotation[:width, b], pose_bone, table, prop, frames)
         if not bone.use_connect:  # Blender ignores a connected bone's location
             _fill_channel(location[:, b], pose_bone, table, "location", frames)
         _fill_channel(scale[:, b], pose_bone, table, "scale", frames)
     _check_finite(location, bones, lambda b: "location", frames)
-    _check_finite(rotation, bones, lambda b: _rotation_channel(modes[b])[0], frames)
+    _check_finite(rotation, bones, lambda b: rotation_channel(modes[b])[0], frames)
     _check_finite(scale, bones, lambda b: "scale", frames)
 
     # matrix_basis as rotation + translation + uniform scale, all bones and frames at once.
     basis = np.empty((4, nb, count))
     for mode in set(modes):
         members = [b for b in range(nb) if modes[b] == mode]
-        width = _rotation_channel(mode)[1]
+        width = rotation_channel(mode)[1]
         basis[:, members] = channels.channel_quat(mode, rotation[:width, members])
     if np.all(scale == 1.0):
         bone_scale, uneven = np.ones((nb, count)), {}
@@ -439,8 +441,10 @@ def _assemble(obj, layout, rest, rot_c, pos_c, bone_scale, uneven, world, frames
 # --- writing ----------------------------------------------------------------------------
 
 
-def _values_at(obj, table, bone_name, prop, width, frame):
-    """A channel's values at one frame (to continue from what was there)."""
+def channel_values_at(obj, table, bone_name, prop, width, frame):
+    """The ``width`` values of a bone's channel ``prop`` at ``frame``: its F-curves in
+    ``table`` (keyed by ``(data_path, index)``) where they exist, the pose value elsewhere;
+    what a rotation written next continues from (Euler unwrapping, quaternion sign)."""
     path = f"{bone_data_path(bone_name)}.{prop}"
     current = getattr(obj.pose.bones[bone_name], prop)
     values = []
@@ -450,8 +454,10 @@ def _values_at(obj, table, bone_name, prop, width, frame):
     return np.array(values, dtype=float)
 
 
-def _write_channel(bag, table, bone_name, prop, frames, values):
-    """Key ``values`` (width, F) on the channel's F-curves, creating missing ones."""
+def key_channel(bag, table, bone_name, prop, frames, values):
+    """Key ``values`` (width, F) at ``frames`` on a bone's channel ``prop``, in bulk and
+    linear, keeping keys outside ``frames``; F-curves missing from ``table`` are created in
+    channelbag ``bag`` (grouped under the bone) and added to ``table``."""
     path = f"{bone_data_path(bone_name)}.{prop}"
     for index in range(values.shape[0]):
         fcurve = table.get((path, index))
@@ -562,17 +568,17 @@ def write_motion(
     modes = [jm.rotation_modes[name] for name in rotation_bones]
     for mode in dict.fromkeys(modes):
         members = [i for i, m in enumerate(modes) if m == mode]
-        prop, width = _rotation_channel(mode)
+        prop, width = rotation_channel(mode)
         reference = np.array(
-            [_values_at(obj, table, rotation_bones[i], prop, width, frame_start) for i in members]
+            [channel_values_at(obj, table, rotation_bones[i], prop, width, frame_start) for i in members]
         )
         values = channels.quat_to_channel(mode, basis[:, :, members], reference.T)
         for k, i in enumerate(members):
-            _write_channel(bag, table, rotation_bones[i], prop, frames, values[:, :, k])
+            key_channel(bag, table, rotation_bones[i], prop, frames, values[:, :, k])
 
     basis = basis_locations(jm, motion.pos, location_bones, frame_start)
     for k, name in enumerate(location_bones):
-        _write_channel(bag, table, name, "location", frames, basis[:, k].T)
+        key_channel(bag, table, name, "location", frames, basis[:, k].T)
     return action
 
 
@@ -598,22 +604,22 @@ def bake_pose(obj, action, sampled, with_object=False):
     modes = [obj.pose.bones[name].rotation_mode for name in names]
     for mode in dict.fromkeys(modes):
         members = [b for b, m in enumerate(modes) if m == mode]
-        prop, _ = _rotation_channel(mode)
+        prop, _ = rotation_channel(mode)
         reference = np.array([getattr(obj.pose.bones[names[b]], prop) for b in members], dtype=float)
         values = channels.quat_to_channel(mode, np.moveaxis(rotation[:, members], -1, 0), reference.T)
         for k, b in enumerate(members):
-            _write_channel(bag, table, names[b], prop, frames, values[:, :, k])
+            key_channel(bag, table, names[b], prop, frames, values[:, :, k])
     for b, name in enumerate(names):
         if not obj.data.bones[name].use_connect:
-            _write_channel(bag, table, name, "location", frames, location[:, b].T)
-        _write_channel(bag, table, name, "scale", frames, scale[:, b].T)
+            key_channel(bag, table, name, "location", frames, location[:, b].T)
+        key_channel(bag, table, name, "scale", frames, scale[:, b].T)
     if with_object:
         _bake_object(obj, bag, table, frames, sampled.object_basis)
 
 
 def _bake_object(obj, bag, table, frames, basis):
     location, rotation, scale = _channels_of(basis)  # (F, ...)
-    prop, _ = _rotation_channel(obj.rotation_mode)
+    prop, _ = rotation_channel(obj.rotation_mode)
     reference = np.array(getattr(obj, prop), dtype=float)
     values = channels.quat_to_channel(obj.rotation_mode, rotation.T, reference)
     for path, rows in (("location", location.T), (prop, values), ("scale", scale.T)):

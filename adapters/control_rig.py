@@ -27,7 +27,7 @@ from ..solvers.foot_lock import leg_length
 from ..solvers.kinematics import Motion, Skeleton, forward_kinematics, inverse_kinematics_locals
 from ..solvers.rig import Leg, Rig
 from . import action_compat as compat
-from .armature import _rotation_channel, _values_at, _write_channel, bone_data_path
+from .armature import bone_data_path, channel_values_at, key_channel, rotation_channel
 from .errors import AdapterError
 from .evaluated import sample_pose
 
@@ -271,12 +271,12 @@ def _key_channels(obj, bag, table, keys, frames):
     """Write each control's location (F, 3) and rotation (F, 4) in its rotation mode."""
     for control, (location, quaternion) in keys.items():
         pose_bone = obj.pose.bones[control]
-        prop, width = _rotation_channel(pose_bone.rotation_mode)
-        reference = _values_at(obj, table, control, prop, width, int(frames[0]))
+        prop, width = rotation_channel(pose_bone.rotation_mode)
+        reference = channel_values_at(obj, table, control, prop, width, int(frames[0]))
         values = channels.quat_to_channel(pose_bone.rotation_mode, quaternion.T, reference)
-        _write_channel(bag, table, control, prop, frames, values)
+        key_channel(bag, table, control, prop, frames, values)
         if not obj.data.bones[control].use_connect:  # Blender ignores a connected bone's location
-            _write_channel(bag, table, control, "location", frames, location.T)
+            key_channel(bag, table, control, "location", frames, location.T)
 
 
 def _control_error(targets, sample):

@@ -20,7 +20,7 @@ from ..solvers.kinematics import forward_kinematics
 from ..solvers.leg_detection import detect_legs
 from ..solvers.rig import Leg, Rig
 from . import action_compat as compat
-from . import armature, control_rig, cycles, evaluated, sources
+from . import armature, control_rig, cycles, evaluated, results, sources
 from .errors import AdapterError
 from .properties import contact_settings, solver_settings
 
@@ -216,7 +216,7 @@ def _playing(obj, source):
     and tracks restored after."""
     anim = obj.animation_data
     current = anim.action if anim is not None else None
-    if source.result is None:
+    if source.result is None or current != source.result:  # what plays is the source itself
         yield
         return
     slot = compat.action_slot(obj, current)
@@ -388,21 +388,39 @@ def label_missing_across_cuts(clip, contacts, settings):
     return contacts
 
 
+@dataclass
+class ContactsOutcome:
+    action: object  # the action keyed
+    written: list  # bones whose curves were keyed
+    kept: list  # bones whose animator's curves were kept
+    baked: bool  # the NLA strips were baked into ``action`` first
+
+
 def detect_contacts(obj, scene=None, overwrite=False):
     """Label contacts (on the motion the viewport shows) and key them as ``foot_contact``
-    and ``heel_contact`` curves on the active action; returns (written, kept) bone names.
+    and ``heel_contact`` curves on the active action; returns a :class:`ContactsOutcome`.
     Curves Foot Lock wrote itself are labelled again; an animator's are kept unless
-    ``overwrite``."""
+    ``overwrite``.
+
+    Strips played without an active action have no action whose frames are the scene's
+    to key: they are baked first into the new action Remove Foot Sliding would make
+    (``<strip action>.footlock``, every channel, the tracks muted and kept), the motion
+    unchanged, so the curves are where Remove Foot Sliding reads, keeps and refreshes them."""
     settings = ensure_legs(obj)
     source = sources.motion_source(obj, _motion_frames, follow_results=False)
-    if source.kind == sources.NLA:
-        raise AdapterError(
-            f"{obj.name!r} plays NLA strips: Detect Contacts keys the active action; Remove Foot Sliding "
-            "labels and bakes the NLA in one go"
-        )
-    action = editable_action(obj)
-    clip, _ = read_source_clip(obj, scene or bpy.context.scene, source)
+    baking = source.kind == sources.NLA and source.action is None
+    if baking:
+        _adopt_earlier_result(obj, source)
+    else:
+        editable_action(obj)
+    clip, sampled = read_source_clip(obj, scene or bpy.context.scene, source)
     labels = label_clip(clip, contact_settings(settings))
+    if baking:
+        action = _new_result(obj, source, sampled, clip)
+        sources.mute_tracks(source.tracks, action)
+        results.stamp(obj, action)
+    else:
+        action = source.action
     written, kept = [], []
     for (bone, prop), values in zip(_curves(obj, clip), labels):
         if bone is None:
@@ -412,7 +430,7 @@ def detect_contacts(obj, scene=None, overwrite=False):
             continue
         armature.write_contact_curve(obj, action, bone, clip.frames, values, prop)
         written.append(bone)
-    return written, kept
+    return ContactsOutcome(action, written, kept, baking)
 
 
 # --- remove foot sliding ----------------------------------------------------------------
@@ -439,6 +457,8 @@ def remove_sliding(obj, scene, progress=lambda fraction: None):
         if source.kind == sources.NLA:
             raise AdapterError(f"{obj.name!r} plays NLA strips: turn In Place off to bake them into a new action")
         editable_action(obj)
+    else:
+        _adopt_earlier_result(obj, source)
     progress(0.05)
     clip, sampled = read_source_clip(obj, scene, source)
     progress(0.3)
@@ -481,6 +501,8 @@ def remove_sliding(obj, scene, progress=lambda fraction: None):
         cycles.keep_looping(obj, target, list(dict.fromkeys(rotation_bones + location_bones)))
     if source.tracks:
         sources.mute_tracks(source.tracks, target)
+    if not settings.in_place:
+        results.stamp(obj, target)
     progress(1.0)
     outcome = BakeOutcome(
         target, result, len(clip.frames), time.perf_counter() - start_time, written, source.kind, keyed
@@ -502,16 +524,29 @@ def _new_result(obj, source, sampled, clip):
     action, or, from the NLA, every channel baked. It replaces an earlier result of the
     same source, keeping that one's name, users and the contact curves an animator edited."""
     if source.kind == sources.NLA:
-        base = source.action or _first_strip_action(source.tracks)
-        fresh = bpy.data.actions.new((base.name if base else obj.name) + FOOTLOCK_SUFFIX)
+        fresh = bpy.data.actions.new(_result_name(obj, source))
         compat.assign_action(obj, fresh)
         armature.bake_pose(obj, fresh, sampled, with_object=sources.strips_move_object(obj, source.tracks))
     else:
-        fresh = compat.copy_action(obj, source.action, source.action.name + FOOTLOCK_SUFFIX)
+        fresh = compat.copy_action(obj, source.action, _result_name(obj, source))
         fresh[sources.SOURCE_PROPERTY] = source.action.name
     if source.result is not None:
         _replace(obj, source.result, fresh, clip)
     return fresh
+
+
+def _result_name(obj, source):
+    """``<action>.footlock``; from the NLA without an action, after the first strip's action."""
+    base = source.action if source.action is not None else _first_strip_action(source.tracks)
+    return (base.name if base else obj.name) + FOOTLOCK_SUFFIX
+
+
+def _adopt_earlier_result(obj, source):
+    """Run from a source rather than from its result, the fix still refreshes Foot Lock's
+    untouched ``<source>.footlock`` (its edited contact curves obeyed and kept) instead of
+    adding a ``.footlock.001`` beside it; any other action of that name stays."""
+    if source.result is None:
+        source.result = results.earlier_result(obj, source, _result_name(obj, source))
 
 
 def _first_strip_action(tracks):

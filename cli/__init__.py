@@ -7,7 +7,7 @@
   (:mod:`.bvh_files`), everything else through Blender (:mod:`.blender_files`).
 - :mod:`.batch`: worker processes, one per file, bounded by ``--timeout``: a folder, and
   single files that go through Blender.
-- :mod:`.paths`: outputs never over an input, always written atomically.
+- :mod:`.paths`: outputs never over an input (written atomically, :mod:`..solvers.atomic_files`).
 - :mod:`.stops`: Ctrl-C and SIGTERM, as clean stops.
 - :mod:`.farm`: a folder past one machine: ``--shard`` (:mod:`.shards`), ``--resume``
   (:mod:`.resume`), ``--scheduler`` (:mod:`.dask_engine`, Dask imported only then);

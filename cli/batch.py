@@ -22,11 +22,11 @@ from contextlib import suppress
 from functools import partial
 from pathlib import Path
 
+from ..solvers.atomic_files import PARTIAL_PREFIX, remove_partial_outputs
 from .arguments import WORKER_ONLY
 from .clip_files import FORMATS
 from .errors import ClipError
 from .farm import planned
-from .paths import PARTIAL_PREFIX, remove_partial_outputs
 from .report import FileRecord, file_line, read_record
 from .resume import stamped
 from .stops import Stopped

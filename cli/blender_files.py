@@ -11,7 +11,7 @@ the session is saved or exported with Blender's bundled exporter.
   their names; every animation of the input is exported, fixed or not.
 
 A ``.blend`` is opened with its scripts disabled (``use_scripts=False``): nothing from a
-file of unknown origin runs. Outputs are written atomically (:func:`~.paths.atomic_output`)
+file of unknown origin runs. Outputs are written atomically (:func:`~..solvers.atomic_files.atomic_output`)
 after checking that every key is a number.
 """
 
@@ -25,10 +25,10 @@ import numpy as np
 from .. import register, unregister
 from ..adapters import action_compat, armature, jobs, sources
 from ..adapters.errors import AdapterError
+from ..solvers.atomic_files import atomic_output
 from ..solvers.bvh import check_frame_rate
 from .bvh_files import file_unit_scale
 from .errors import ClipError
-from .paths import atomic_output
 from .report import clip_entry
 from .settings_flags import apply_to
 
@@ -313,7 +313,7 @@ def refuse_non_finite_keys():
 
 
 def save(target):
-    """Write the session to ``target`` atomically (:func:`~.paths.atomic_output`)."""
+    """Write the session to ``target`` atomically (:func:`~..solvers.atomic_files.atomic_output`)."""
     suffix = target.suffix.lower()
     with atomic_output(target, companions=suffix == ".gltf") as temp:
         if suffix == ".blend":

@@ -3,7 +3,7 @@
 The output is the input file with only the solved joints' channel values rewritten
 (:func:`~..solvers.bvh.write`): hierarchy, joint order, channel order, axes (Y-up),
 units, frame rate and every other value stay as they were, so the file drops back into
-the same pipeline. It is written atomically (:func:`~.paths.atomic_output`).
+the same pipeline. It is written atomically (:func:`~..solvers.atomic_files.atomic_output`).
 """
 
 import time
@@ -11,10 +11,10 @@ import time
 import numpy as np
 
 from ..solvers import bvh
+from ..solvers.atomic_files import atomic_output
 from ..solvers.contacts import REFERENCE_LEG_LENGTH
 from ..solvers.foot_lock import remove_foot_sliding
 from .errors import ClipError
-from .paths import atomic_output
 from .report import clip_entry
 
 # Metres per file unit of the units BVH files come in. CMU's files use their own unit.

@@ -31,9 +31,9 @@ EXIT_USAGE = 2  # a bad command line (as argparse exits)
 
 def main(argv=None):
     """Run the command line; returns the exit status."""
-    args = parse_args(argv)
     with stop_on_signals():
         try:
+            args = parse_args(argv)  # starts Blender (see .stops): a stop meanwhile is a stop too
             return COMMANDS[args.command](args)
         except Stopped as stop:
             print(f"Foot Lock: {stop}", flush=True)

@@ -4,22 +4,15 @@
   symlinks and hard links), or an output folder equal to or inside the input folder, is
   refused before any work. (An output folder inside the input folder would also be read
   as inputs on the next run.)
-- :func:`atomic_output`: every file is written under a temporary name beside its target,
-  synced to disk, then renamed over the target, so an interrupted or failed write (kill -9,
-  a full disk, an exporter's error) leaves the previous file as it was. Renaming replaces
-  a symlink at the target instead of writing through it.
+- Every file is written through :func:`~..solvers.atomic_files.atomic_output` (under a
+  temporary name beside its target, synced, renamed over it), which lives beside the BVH
+  writer so that the numpy core's own writers are atomic too.
 """
 
-import glob
 import os
-import shutil
-import uuid
-from contextlib import contextmanager, suppress
 from pathlib import Path
 
 from .errors import ClipError
-
-PARTIAL_PREFIX = ".foot_lock-partial-"  # files being written; never taken as inputs
 
 
 def refuse_writing_inputs(source, output, report, inputs):
@@ -72,78 +65,3 @@ def _resolved(path):
 def leaves_folder(target, folder):
     """True if writing ``target`` would go outside ``folder`` through a symlinked subfolder."""
     return _resolved(folder) not in _resolved(target.parent).parents and _resolved(target.parent) != _resolved(folder)
-
-
-@contextmanager
-def atomic_output(target, companions=False):
-    """Yield a temporary path to write ``target`` to; once the block ends, it is synced
-    and renamed over ``target``. On any error the temporary file goes and ``target`` stays.
-
-    ``companions``: the writer also puts files beside its output (a .gltf's .bin and
-    textures), named after it: it then writes into a temporary folder beside the target,
-    whose files are moved into place afterwards, the main file last.
-    """
-    target = Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    # Not created in advance: Blender would otherwise keep the empty file as a .blend1 backup.
-    temp = target.parent / f"{PARTIAL_PREFIX}{uuid.uuid4().hex}-{target.name}"
-    if companions:
-        temp.mkdir()
-        temp = temp / target.name
-    try:
-        yield temp
-        if not temp.is_file():
-            raise ClipError(f"nothing was written to {target}")
-        _move_into_place(temp, target, companions)
-    finally:
-        _remove(temp.parent if companions else temp)
-
-
-def _move_into_place(temp, target, companions):
-    written = sorted(path for path in temp.parent.rglob("*") if path.is_file()) if companions else [temp]
-    written.sort(key=lambda path: path == temp)  # the main file last: it names the others
-    for path in written:
-        final = target.parent / path.relative_to(temp.parent) if companions else target
-        final.parent.mkdir(parents=True, exist_ok=True)
-        _sync(path)
-        os.chmod(path, _mode_for(final))
-        os.replace(path, final)
-    _sync_folder(target.parent)
-
-
-def _mode_for(final):
-    """The permissions the file would get if written in place: the old file's, else the umask's."""
-    try:
-        return os.stat(final).st_mode & 0o777
-    except OSError:
-        umask = os.umask(0)
-        os.umask(umask)
-        return 0o666 & ~umask
-
-
-def _sync(path):
-    with open(path, "rb+") as handle:
-        os.fsync(handle.fileno())
-
-
-def _sync_folder(folder):
-    with suppress(OSError):  # not every file system can sync a folder
-        descriptor = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(descriptor)
-        finally:
-            os.close(descriptor)
-
-
-def _remove(path):
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path, ignore_errors=True)
-    else:
-        with suppress(FileNotFoundError):
-            path.unlink()
-
-
-def remove_partial_outputs(target):
-    """The temporary files a killed writer of ``target`` left beside it."""
-    for partial in Path(target).parent.glob(f"{PARTIAL_PREFIX}*-{glob.escape(Path(target).name)}"):
-        _remove(partial)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .paths import atomic_output
+from ..solvers.atomic_files import atomic_output
 
 MANIFEST = Path(__file__).resolve().parents[1] / "blender_manifest.toml"
 

@@ -20,6 +20,8 @@ import dataclasses
 import importlib.util
 from dataclasses import dataclass
 
+from .stops import import_blender
+
 # What the job reads itself: whether stored contact curves are replaced, where the bake goes.
 BAKE_SETTINGS = {"overwrite_contacts", "in_place"}
 
@@ -50,7 +52,7 @@ def panel_settings():
     """The panel's settings that the job uses, in the panel's order; () without bpy."""
     if not bpy_available():
         return ()
-    import bpy
+    bpy = import_blender()
 
     from ..adapters.properties import FOOT_LOCK_PG_settings, solver_settings
 

@@ -4,6 +4,12 @@ While :func:`stop_on_signals` is active the first signal raises :class:`Stopped`
 main thread, wherever it is waiting; the code that catches it ends the workers, removes
 its temporary files (their ``with`` blocks do) and writes the report of what finished.
 Further signals are ignored meanwhile, so a second Ctrl-C cannot cut that short.
+
+Blender itself is started (``import bpy``) with both signals held back
+(:func:`import_blender`): one that came in while Blender's start ran its Python code
+raised KeyboardInterrupt in there, which Blender either swallowed (the run went on as if
+never stopped) or was left half started, its exit then a segmentation fault (-11) instead
+of 130. Held, the signal arrives as soon as Blender is up, and stops the run like any other.
 """
 
 import signal
@@ -25,6 +31,33 @@ class Stopped(Exception):
     @property
     def exit_status(self):
         return 128 + self.signum  # 130 for SIGINT, 143 for SIGTERM, as a shell reports them
+
+
+@contextmanager
+def held_signals():
+    """SIGINT and SIGTERM that come in during the block are only noted, and raised again
+    once it ends (to whatever handles them then). Handlers, not a signal mask: a signal
+    sent to the process may land on any thread (numpy's own, Blender's), and Python runs
+    its handler in the main thread all the same. Main thread only, as signals are."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    noted = []
+    previous = {each: signal.signal(each, lambda signum, _frame: noted.append(signum)) for each in SIGNALS}
+    try:
+        yield
+    finally:
+        for each, handler in previous.items():
+            signal.signal(each, handler)
+        if noted:
+            signal.raise_signal(noted[0])
+
+
+def import_blender():
+    """``bpy``, imported with Ctrl-C and SIGTERM held until Blender has started."""
+    with held_signals():
+        import bpy
+    return bpy
 
 
 @contextmanager

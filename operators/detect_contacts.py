@@ -12,8 +12,10 @@ class FOOT_LOCK_OT_detect_contacts(ArmatureOperator, bpy.types.Operator):
     bl_label = "Detect Contacts"
 
     def run(self, context, obj):
-        written, kept = jobs.detect_contacts(obj, overwrite=obj.foot_lock.overwrite_contacts)
-        message = f"contact curves keyed on {', '.join(written) or 'no bone'}"
-        if kept:
-            message += f"; kept existing curves on {', '.join(kept)} (enable Overwrite Contacts to replace them)"
+        outcome = jobs.detect_contacts(obj, overwrite=obj.foot_lock.overwrite_contacts)
+        message = f"contact curves keyed on {', '.join(outcome.written) or 'no bone'} in {outcome.action.name!r}"
+        if outcome.baked:
+            message += " (the NLA strips baked into it, their tracks muted and kept; Remove Foot Sliding fixes it)"
+        if outcome.kept:
+            message += f"; kept existing curves on {', '.join(outcome.kept)} (enable Overwrite Contacts to replace them)"
         return message

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import quaternion as quat
+from .atomic_files import atomic_output
 from .kinematics import Motion, Skeleton, SolverInputError, scale_root_motion
 from .leg_detection import detect_legs
 from .rig import Leg, Rig
@@ -258,11 +259,14 @@ def write(path, bvh, motion, scale, rotation_joints=(), location_joints=()):
 
 
 def write_sliding_copy(source, target, factor):
-    """``source`` with its root's horizontal motion scaled by ``factor`` (a sliding clip)."""
+    """``source`` with its root's horizontal motion scaled by ``factor`` (a sliding clip),
+    written atomically: an interrupted write leaves a previous ``target`` as it was, and
+    ``target`` may be ``source``."""
     parsed = read(source)
     skeleton, motion = to_motion(parsed)
     roots = np.flatnonzero(skeleton.parents < 0)
-    write(target, parsed, scale_root_motion(skeleton, motion, factor, UP), 1.0, location_joints=roots)
+    with atomic_output(target) as temp:
+        write(temp, parsed, scale_root_motion(skeleton, motion, factor, UP), 1.0, location_joints=roots)
     return target
 
 

@@ -135,3 +135,11 @@ def sliding(tmp_path_factory, walk):
     from foot_lock.solvers import bvh
 
     return bvh.write_sliding_copy(walk, tmp_path_factory.mktemp("clips") / "walk_sliding.bvh", 1.25)
+
+
+@pytest.fixture(scope="module")
+def pythonpath(tmp_path_factory):
+    """A folder to put on PYTHONPATH so that ``python -m foot_lock`` runs this repository."""
+    from cli_helpers import package_parent
+
+    return package_parent(tmp_path_factory.mktemp("pythonpath"))

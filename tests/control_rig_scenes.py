@@ -36,20 +36,17 @@ class WalkControls:
     toes: dict  # BVH leg -> deform toe (its head: the locked point)
 
 
-RIGIFY_WALK = WalkControls(
-    body="torso",
-    feet={"left": "foot_ik.L", "right": "foot_ik.R"},
-    hips={"left": "DEF-thigh.L", "right": "DEF-thigh.R"},
-    ankles={"left": "DEF-foot.L", "right": "DEF-foot.R"},
-    toes={"left": "DEF-toe.L", "right": "DEF-toe.R"},
-)
-HAND_MADE_WALK = WalkControls(
-    body="body",
-    feet={"left": "foot_ctrl.L", "right": "foot_ctrl.R"},
-    hips={"left": "thigh.L", "right": "thigh.R"},
-    ankles={"left": "foot.L", "right": "foot.R"},
-    toes={"left": "toe.L", "right": "toe.R"},
-)
+def walk_controls(body, foot, hip, ankle, toe):
+    """The controls of a rig whose left and right bones are named alike: each of ``foot``,
+    ``hip``, ``ankle`` and ``toe`` is a name with ``{}`` for the side letter (``L``/``R``)."""
+    def per_leg(name):
+        return {leg: name.format(letter) for leg, letter in (("left", "L"), ("right", "R"))}
+
+    return WalkControls(body, per_leg(foot), per_leg(hip), per_leg(ankle), per_leg(toe))
+
+
+RIGIFY_WALK = walk_controls("torso", "foot_ik.{}", "DEF-thigh.{}", "DEF-foot.{}", "DEF-toe.{}")
+HAND_MADE_WALK = walk_controls("body", "foot_ctrl.{}", "thigh.{}", "foot.{}", "toe.{}")
 
 
 # --- rigs ---------------------------------------------------------------------------------

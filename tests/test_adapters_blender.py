@@ -90,6 +90,11 @@ def _euler_rotation_matrices(values, order):
     return np.array([np.array(Euler(tuple(v), order).to_matrix()) for v in values])
 
 
+def _stacked(before, after, path, width):
+    """A rotation channel's values (frames, width) before and after, all indices at once."""
+    return (np.stack([curves[(path, i)] for i in range(width)], -1) for curves in (before, after))
+
+
 def _assert_curves_equal(obj, before, after, frames, skip=(), tol=1e-5):
     """Same curves; Euler triples compared as rotations, everything else by value."""
     assert set(after) >= set(before)
@@ -102,8 +107,7 @@ def _assert_curves_equal(obj, before, after, frames, skip=(), tol=1e-5):
                 continue
             bone = path.split('"')[1]
             order = obj.pose.bones[bone].rotation_mode
-            old3 = np.stack([before[(path, i)] for i in range(3)], -1)
-            new3 = np.stack([after[(path, i)] for i in range(3)], -1)
+            old3, new3 = _stacked(before, after, path, 3)
             error = np.abs(
                 _euler_rotation_matrices(old3, order) - _euler_rotation_matrices(new3, order)
             ).max()
@@ -112,16 +116,14 @@ def _assert_curves_equal(obj, before, after, frames, skip=(), tol=1e-5):
             # Interpolated keys are not unit length; Blender normalises them, and so do we.
             if index:
                 continue
-            old4 = np.stack([before[(path, i)] for i in range(4)], -1)
-            new4 = np.stack([after[(path, i)] for i in range(4)], -1)
+            old4, new4 = _stacked(before, after, path, 4)
             error = np.abs(old4 / np.linalg.norm(old4, axis=-1, keepdims=True) - new4).max()
             assert error < tol, f"{path}: normalised quaternion differs by {error}"
         elif path.endswith(".rotation_axis_angle"):
             # Interpolated axes are not unit length: compare as rotations.
             if index:
                 continue
-            old4 = np.stack([before[(path, i)] for i in range(4)], -1)
-            new4 = np.stack([after[(path, i)] for i in range(4)], -1)
+            old4, new4 = _stacked(before, after, path, 4)
             old_m, new_m = ([np.array(Quaternion(v[1:], v[0]).to_matrix()) for v in a] for a in (old4, new4))
             error = np.abs(np.array(old_m) - np.array(new_m)).max()
             assert error < tol, f"{path}: rotation differs by {error}"

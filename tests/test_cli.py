@@ -18,16 +18,10 @@ from cli_helpers import (
     column_owners,
     contact_frames,
     header_bytes,
-    package_parent,
     run_python,
     toe_slide_on_reference,
 )
 from foot_lock.solvers import bvh
-
-
-@pytest.fixture(scope="module")
-def pythonpath(tmp_path_factory):
-    return package_parent(tmp_path_factory.mktemp("pythonpath"))
 
 
 @pytest.fixture(scope="module")

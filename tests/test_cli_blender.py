@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 from blender_scenes import import_clip, reference_labels_by_leg, slide_cm_s, world_joints, write_sliding_bvh
-from cli_helpers import package_parent, run_python, toe_slide_on_reference
+from cli_helpers import run_python, toe_slide_on_reference
 from clip_scenarios import CMU_TO_METRES
 from foot_lock.solvers import bvh
 
@@ -188,12 +188,12 @@ os._exit(0)  # the exit crash of bpy 4.2 after a glTF export
 
 @pytest.mark.parametrize("suffix", [".fbx", ".glb", ".gltf"])
 def test_fbx_and_gltf_round_trip_keeps_the_rig_and_the_takes_and_fixes_the_feet(
-    blender, tmp_path, exported, reference, suffix
+    blender, tmp_path, pythonpath, exported, reference, suffix
 ):
     source, fixed = exported / f"walk{suffix}", tmp_path / "out" / f"walk{suffix}"
     result = run_python(
         ["-m", "foot_lock", "remove-sliding", source, "-o", fixed],
-        cwd=tmp_path, pythonpath=package_parent(tmp_path / "pythonpath"),
+        cwd=tmp_path, pythonpath=pythonpath,
     )
     assert result.returncode == 0, result.stdout + result.stderr  # 0, not a crash at exit
 
@@ -209,7 +209,7 @@ def test_fbx_and_gltf_round_trip_keeps_the_rig_and_the_takes_and_fixes_the_feet(
 # --- a folder ---------------------------------------------------------------------------
 
 
-def test_folder_batch_fixes_the_good_files_and_reports_the_bad_one(blender, tmp_path, sliding):
+def test_folder_batch_fixes_the_good_files_and_reports_the_bad_one(blender, tmp_path, pythonpath, sliding):
     source, out = tmp_path / "in", tmp_path / "out"
     (source / "sub").mkdir(parents=True)
     (source / "a.bvh").write_bytes(sliding.read_bytes())
@@ -217,7 +217,7 @@ def test_folder_batch_fixes_the_good_files_and_reports_the_bad_one(blender, tmp_
     (source / "broken.fbx").write_text("not an FBX file")
     result = run_python(
         ["-m", "foot_lock", "remove-sliding", source, "-o", out, "--jobs", "2", "--report", out / "report.json"],
-        cwd=tmp_path, pythonpath=package_parent(tmp_path / "pythonpath"),
+        cwd=tmp_path, pythonpath=pythonpath,
     )
     assert result.returncode == 1, result.stdout + result.stderr
     lines = result.stdout.splitlines()
@@ -241,10 +241,10 @@ def test_folder_batch_fixes_the_good_files_and_reports_the_bad_one(blender, tmp_
 # --- the demo ---------------------------------------------------------------------------
 
 
-def test_demo_writes_a_blend_and_a_bvh_that_load(blender, tmp_path, walk):
+def test_demo_writes_a_blend_and_a_bvh_that_load(blender, tmp_path, pythonpath, walk):
     result = run_python(
         ["-m", "foot_lock", "demo", "--output-dir", tmp_path / "demo"],
-        cwd=tmp_path, pythonpath=package_parent(tmp_path / "pythonpath"),
+        cwd=tmp_path, pythonpath=pythonpath,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "toe_slide_cm_s" in result.stdout and "mocap.cs.cmu.edu" in result.stdout

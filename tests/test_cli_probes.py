@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from cli_helpers import header_bytes, package_parent, run_python
+from cli_helpers import header_bytes, run_python
 from cli_probes import (
     CORRUPT,
     processes_mentioning,
@@ -26,11 +26,6 @@ from cli_probes import (
     zero_length_legs,
 )
 from foot_lock.solvers import bvh
-
-
-@pytest.fixture(scope="module")
-def pythonpath(tmp_path_factory):
-    return package_parent(tmp_path_factory.mktemp("pythonpath"))
 
 
 def cli(*argv):
@@ -125,7 +120,7 @@ def test_a_symlink_at_the_output_is_replaced_not_written_through(tmp_path, clip)
 
 
 def test_a_write_that_fails_leaves_the_previous_output_and_no_partial_file(tmp_path, walk):
-    from foot_lock.cli.paths import atomic_output
+    from foot_lock.solvers.atomic_files import atomic_output
 
     target = tmp_path / "out.bvh"
     target.write_text("the previous good output")
@@ -138,6 +133,33 @@ def test_a_write_that_fails_leaves_the_previous_output_and_no_partial_file(tmp_p
     assert sorted(path.name for path in tmp_path.iterdir()) == ["out.bvh"]
 
 
+def kill_9_mid_write(script, source, target, pythonpath):
+    """Run ``script`` (``sys.argv[1:]``: ``source``, ``target``) and kill -9 it once the
+    write of ``target`` is under way: bytes in a file beside it, or in ``target`` itself
+    for a writer that is not atomic. Returns the files beside ``target`` then."""
+    previous = target.read_bytes()
+
+    def under_way():
+        beside = [path for path in target.parent.iterdir() if path != target and _size(path)]
+        return beside or target.read_bytes() != previous
+
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    process = subprocess.Popen([sys.executable, "-c", script, str(source), str(target)],
+                               env={**env, "PYTHONPATH": str(pythonpath)}, cwd=target.parent)
+    partial = wait_for(under_way)
+    process.send_signal(signal.SIGKILL)
+    assert process.wait() == -signal.SIGKILL  # killed, not finished: the write was under way
+    return partial
+
+
+def _size(path):
+    """Bytes in ``path``, 0 once it is gone (renamed into place meanwhile)."""
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:
+        return 0
+
+
 def test_kill_9_while_writing_a_100000_frame_bvh_leaves_the_previous_output(tmp_path, pythonpath):
     source = write_text(tmp_path / "long.bvh", small_bvh(100_000))
     target = tmp_path / "out" / "long.bvh"
@@ -147,24 +169,36 @@ def test_kill_9_while_writing_a_100000_frame_bvh_leaves_the_previous_output(tmp_
         "import sys\n"
         "from pathlib import Path\n"
         "from foot_lock.solvers import bvh\n"
-        "from foot_lock.cli.paths import atomic_output\n"
+        "from foot_lock.solvers.atomic_files import atomic_output\n"
         "parsed = bvh.read(sys.argv[1])\n"
         "skeleton, motion = bvh.to_motion(parsed)\n"
         "with atomic_output(Path(sys.argv[2])) as temp:\n"
         "    bvh.write(temp, parsed, motion, 1.0, rotation_joints=[0, 1], location_joints=[0])\n"
     )
-    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
-    process = subprocess.Popen([sys.executable, "-c", writer, str(source), str(target)],
-                               env={**env, "PYTHONPATH": str(pythonpath)}, cwd=tmp_path)
-    partial = wait_for(lambda: [p for p in target.parent.iterdir() if p != target and p.stat().st_size > 0])
-    process.send_signal(signal.SIGKILL)
-    assert process.wait() == -signal.SIGKILL  # killed, not finished: the write was under way
+    partial = kill_9_mid_write(writer, source, target, pythonpath)
     assert target.read_text() == "the previous good output"
     assert partial[0].name.startswith(".foot_lock-partial-")  # what remains is named as unfinished
     # A rerun over the same output writes it whole.
     assert run_python(["-c", writer.replace("rotation_joints=[0, 1], ", ""), source, target], cwd=tmp_path,
                       pythonpath=pythonpath).returncode == 0
     assert bvh.read(target).tokens.shape == (100_000, 9)
+
+
+def test_kill_9_while_writing_a_sliding_copy_leaves_the_previous_one(tmp_path, pythonpath):
+    """The demo's and the tests' sliding clips are written like every output (atomically)."""
+    source = write_text(tmp_path / "long.bvh", small_bvh(100_000))
+    target = tmp_path / "out" / "sliding.bvh"
+    target.parent.mkdir()
+    target.write_text("the previous sliding copy")
+    writer = "import sys\nfrom foot_lock.solvers import bvh\nbvh.write_sliding_copy(sys.argv[1], sys.argv[2], 1.25)\n"
+    partial = kill_9_mid_write(writer, source, target, pythonpath)
+    assert target.read_text() == "the previous sliding copy"
+    assert partial[0].name.startswith(".foot_lock-partial-")
+    # Written whole when not interrupted, even over its own source (as tests/batch_folders.py does).
+    assert run_python(["-c", writer, source, target], cwd=tmp_path, pythonpath=pythonpath).returncode == 0
+    assert run_python(["-c", writer, target, target], cwd=tmp_path, pythonpath=pythonpath).returncode == 0
+    assert bvh.read(target).tokens.shape == (100_000, 9)
+    assert set(target.parent.iterdir()) == {target, partial[0]}  # only what the kill left: a rerun adds none
 
 
 # --- 3. bounded work --------------------------------------------------------------------

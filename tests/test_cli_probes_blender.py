@@ -5,19 +5,15 @@ Every hostile file is built here.
 """
 
 import json
+import os
 import re
 import signal
 
 import pytest
 from blender_scenes import import_clip
-from cli_helpers import package_parent, run_python
+from cli_helpers import run_python
 
 pytestmark = pytest.mark.blender
-
-
-@pytest.fixture(scope="module")
-def pythonpath(tmp_path_factory):
-    return package_parent(tmp_path_factory.mktemp("pythonpath"))
 
 
 def cli_run(argv, cwd, pythonpath):
@@ -256,9 +252,43 @@ def test_ctrl_c_on_a_single_file_ends_its_worker_and_exits_130(blender, tmp_path
 
     source = blend_with_driver(blender, walk, tmp_path / "hung.blend", "(9**9**9)*0")
     process = start_cli(["remove-sliding", source, "-o", tmp_path / "out.blend"], tmp_path, pythonpath)
-    wait_for(lambda: len(processes_mentioning(str(source))) == 2)  # this run and its worker
+    # The worker itself: not a child caught between fork and exec (Blender's start runs
+    # `xdg-user-dir` that way), which shows this run's own command line.
+    wait_for(lambda: processes_mentioning(f"blender_script.py -- remove-sliding {source}"))
     process.send_signal(signal.SIGINT)
     stdout, stderr = process.communicate(timeout=120)
     assert process.returncode == 130 and stdout == "Foot Lock: stopped by SIGINT\n" and "Traceback" not in stderr
     assert processes_mentioning(str(source)) == []
     assert sorted(path.name for path in tmp_path.iterdir()) == ["hung.blend"]
+
+
+# Imported first thing (sitecustomize): a Ctrl-C lands in the middle of `import bpy`, when
+# Blender's start imports addon_utils (as Blender 4.2 to 5.0 do).
+CTRL_C_WHILE_BLENDER_STARTS = """
+import os, signal, sys
+
+class CtrlC:
+    def find_spec(self, name, path=None, target=None):
+        if name == "addon_utils":
+            sys.meta_path.remove(self)
+            os.kill(os.getpid(), signal.SIGINT)
+
+sys.meta_path.insert(0, CtrlC())
+"""
+
+
+def test_ctrl_c_while_blender_starts_stops_the_run_with_130(blender, tmp_path, walk, pythonpath):
+    """Caught in Blender's start, the interrupt was swallowed (the run went on) or left
+    Blender half started, whose exit crashed (-11); now it waits until Blender is up."""
+    from cli_probes import processes_mentioning, start_cli
+
+    source = blend_with_driver(blender, walk, tmp_path / "hung.blend", "(9**9**9)*0")  # never ends by itself
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(CTRL_C_WHILE_BLENDER_STARTS)
+    process = start_cli(["remove-sliding", source, "-o", tmp_path / "out.blend", "--timeout", "60"], tmp_path,
+                        f"{pythonpath}{os.pathsep}{hook}")
+    stdout, stderr = process.communicate(timeout=120)
+    assert process.returncode == 130 and stdout == "Foot Lock: stopped by SIGINT\n" and "Traceback" not in stderr
+    assert processes_mentioning(str(source)) == []
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["hook", "hung.blend"]

@@ -8,11 +8,15 @@ from foot_lock.solvers.kinematics import Skeleton, forward_kinematics, inverse_k
 UP = np.array([0.0, 0.0, 1.0])
 
 
-def test_inverse_of_forward_kinematics_gives_back_the_locals():
-    rng = np.random.default_rng(0)
+def random_motion(seed, frames):
+    """A six-joint skeleton with a branch and a second root, and random local motion."""
+    rng = np.random.default_rng(seed)
     skeleton = Skeleton(list("abcdef"), [-1, 0, 1, 1, 3, -1])
-    rot = quat.normalize(rng.normal(size=(50, 6, 4)))
-    pos = rng.normal(size=(50, 6, 3))
+    return skeleton, quat.normalize(rng.normal(size=(frames, 6, 4))), rng.normal(size=(frames, 6, 3))
+
+
+def test_inverse_of_forward_kinematics_gives_back_the_locals():
+    skeleton, rot, pos = random_motion(0, 50)
     grot, gpos = forward_kinematics(skeleton, rot, pos)
     back_rot, back_pos = inverse_kinematics_locals(skeleton, grot, gpos)
     assert np.allclose(np.abs(np.sum(back_rot * rot, axis=-1)), 1.0)
@@ -20,10 +24,7 @@ def test_inverse_of_forward_kinematics_gives_back_the_locals():
 
 
 def test_forward_kinematics_of_selected_joints_matches_the_full_pass():
-    rng = np.random.default_rng(1)
-    skeleton = Skeleton(list("abcdef"), [-1, 0, 1, 1, 3, -1])
-    rot = quat.normalize(rng.normal(size=(5, 6, 4)))
-    pos = rng.normal(size=(5, 6, 3))
+    skeleton, rot, pos = random_motion(1, 5)
     _, full = forward_kinematics(skeleton, rot, pos)
     _, some = forward_kinematics(skeleton, rot, pos, joints=[4])
     assert np.allclose(some[:, [0, 1, 3, 4]], full[:, [0, 1, 3, 4]])

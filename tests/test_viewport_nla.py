@@ -116,3 +116,38 @@ def test_strips_that_also_move_the_object_keep_it_moving(blender, clips_dir):
         assert travel > 0.5 * np.linalg.norm(before[-1, 0, :2] - before[0, 0, :2])
     finally:
         foot_lock.unregister()
+
+
+def test_detect_contacts_on_strips_keys_the_bake_that_remove_sliding_then_refreshes(addon, clips_dir):
+    """With no active action there is nothing in scene time to key: Detect Contacts bakes the
+    strips (the motion unchanged) into the action Remove Foot Sliding makes; an animator's
+    edit there is obeyed and kept, and the fix refreshes that action instead of adding one."""
+    from foot_lock.adapters import action_compat, armature
+
+    obj, action, strip = nla_walk(addon, clips_dir)
+    frames = np.arange(int(strip.frame_start), int(np.ceil(strip.frame_end)) + 1)
+    addon.ops.foot_lock.detect_legs()
+    toes = [leg.toe for leg in obj.foot_lock.legs]
+    before = world_heads(addon, obj, toes, frames)
+    assert addon.ops.foot_lock.detect_contacts() == {"FINISHED"}
+
+    anim = obj.animation_data
+    baked = anim.action
+    assert baked.name == "cmu_07_01.footlock" and [track.mute for track in anim.nla_tracks] == [True]
+    assert np.abs(world_heads(addon, obj, toes, frames) - before).max() < 1e-4  # labelled, not fixed
+    assert not armature.has_contact_curve(obj, action, toes[0])  # the strip's action is untouched
+    reference = np.array([reference_labels_by_leg(clips_dir / WALK)[leg.name] for leg in obj.foot_lock.legs])
+    expected = strip_contacts(reference, strip, frames)
+    labels = np.array([armature.read_contact_curve(obj, baked, toe, frames) for toe in toes]) > 0.5
+    assert (labels == expected).mean() > 0.9  # both repeats labelled, in scene frames
+
+    edited = action_compat.find_fcurve(action_compat.channel_bag(obj, baked), armature.contact_data_path(toes[0]), 0)
+    for key in edited.keyframe_points:  # the animator: this foot never plants
+        key.co.y = 0.0
+    edited.update()
+    assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
+    assert anim.action.name == "cmu_07_01.footlock"
+    assert sorted(a.name for a in addon.data.actions) == ["cmu_07_01", "cmu_07_01.footlock"]
+    assert not armature.read_contact_curve(obj, anim.action, toes[0], frames).any()  # obeyed and kept
+    assert armature.read_contact_curve(obj, anim.action, toes[1], frames).max() == 1.0
+    assert obj.foot_lock.report.source == "NLA"

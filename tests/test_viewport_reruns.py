@@ -55,3 +55,64 @@ def test_rerun_keeps_contacts_an_animator_edited_on_the_result(addon, sliding):
     obj.foot_lock.overwrite_contacts = True  # the same meaning as --overwrite-contacts
     assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
     assert contact_curve(obj, toe).max() == 1.0
+
+
+def run_again_from_the_source(addon, obj, source):
+    """The animator goes back to the source action, changes a setting and fixes it again."""
+    from foot_lock.adapters import action_compat
+
+    action_compat.assign_action(obj, source)
+    obj.foot_lock.speed_threshold *= 0.3
+    assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
+    return obj.animation_data.action
+
+
+def test_rerun_from_the_source_refreshes_its_own_untouched_result(addon, sliding):
+    from foot_lock.adapters import action_compat, armature
+
+    obj = import_clip(addon, sliding)
+    source = obj.animation_data.action
+    assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
+    toe, other = (leg.toe for leg in obj.foot_lock.legs)
+    first = contact_curve(obj, other)
+    fcurve = action_compat.find_fcurve(action_compat.channel_bag(obj, obj.animation_data.action),
+                                       armature.contact_data_path(toe), 0)
+    for key in fcurve.keyframe_points:  # an animator's contact edit does not make it someone else's
+        key.co.y = 0.0
+    fcurve.update()
+
+    result = run_again_from_the_source(addon, obj, source)
+    assert result.name == "walk_sliding.footlock"  # not .footlock.001
+    assert [a.name for a in addon.data.actions] == ["walk_sliding", "walk_sliding.footlock"]
+    assert np.all(contact_curve(obj, toe) == 0.0)  # the edit obeyed and kept
+    assert contact_curve(obj, other).sum() < first.sum()  # the rest follows the new setting
+    assert not armature.has_contact_curve(obj, source, toe)
+
+
+def test_rerun_from_the_source_never_replaces_a_result_an_animator_edited(addon, sliding):
+    from foot_lock.adapters import action_compat
+
+    obj = import_clip(addon, sliding)
+    source = obj.animation_data.action
+    assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
+    edited = obj.animation_data.action
+    location = next(fc for fc in action_compat.iter_fcurves(obj, edited) if fc.data_path.endswith(".location"))
+    location.keyframe_points[10].co.y += 0.05  # the animator polishes the fix by hand
+    location.update()
+    polished = location.keyframe_points[10].co.y
+
+    result = run_again_from_the_source(addon, obj, source)
+    assert result.name == "walk_sliding.footlock.001" and edited.name == "walk_sliding.footlock"
+    assert location.keyframe_points[10].co.y == polished
+
+
+def test_rerun_from_the_source_never_replaces_an_action_someone_else_named_like_a_result(addon, sliding):
+    from foot_lock.adapters import action_compat
+
+    obj = import_clip(addon, sliding)
+    theirs = addon.data.actions.new("walk_sliding.footlock")
+    theirs.use_fake_user = True
+    assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
+    assert obj.animation_data.action.name == "walk_sliding.footlock.001"
+    assert addon.data.actions["walk_sliding.footlock"] == theirs
+    assert not list(action_compat.iter_fcurves(obj, theirs))

@@ -1,0 +1,50 @@
+"""Foot Lock's own results, told apart from actions anyone else made or edited.
+
+A rerun from a source whose ``<source>.footlock`` result already exists replaces that
+result instead of piling up ``.footlock.001``, ``.002``... copies, but only when the
+action of that name is provably the tool's untouched output: it names the same source
+(the action, or the NLA tracks it replaced) and its keys still match the digest stored
+when Foot Lock wrote it. An action someone made under that name, or a result an
+animator edited since, is never replaced (the new result then gets Blender's next free
+name). Contact curves are left out of the digest: they carry their own stamps, and the
+edited ones are carried over to the new result (see :func:`.armature.animator_contact_curve`).
+"""
+
+import hashlib
+
+import bpy
+
+from . import action_compat as compat
+from . import sources
+from .armature import CONTACT_PROPERTY, HEEL_CONTACT_PROPERTY
+
+_DIGEST_PROPERTY = "foot_lock_digest"  # on a result: the digest of its keys as Foot Lock left them
+_CONTACT_PATHS = tuple(f'["{prop}"]' for prop in (CONTACT_PROPERTY, HEEL_CONTACT_PROPERTY))
+
+
+def _motion_digest(obj, action):
+    """A digest of every key of ``action`` for ``obj`` but the contact curves'."""
+    digest = hashlib.sha1()
+    for fcurve in compat.iter_fcurves(obj, action):
+        if not fcurve.data_path.endswith(_CONTACT_PATHS):
+            digest.update(f"{fcurve.data_path}[{fcurve.array_index}]{compat.keys_digest(fcurve)}".encode())
+    return digest.hexdigest()[:16]
+
+
+def stamp(obj, result):
+    """Mark ``result`` as Foot Lock's output as it stands now (after its last write)."""
+    result[_DIGEST_PROPERTY] = _motion_digest(obj, result)
+
+
+def earlier_result(obj, source, name):
+    """The action called ``name`` if it is Foot Lock's untouched result of ``source`` (a
+    :class:`~.sources.MotionSource`), else None."""
+    earlier = bpy.data.actions.get(name)
+    if earlier is None or earlier.library is not None or earlier == source.action:
+        return None
+    if source.kind == sources.NLA:
+        same_source = list(earlier.get(sources.TRACKS_PROPERTY, ())) == [track.name for track in source.tracks]
+    else:
+        same_source = earlier.get(sources.SOURCE_PROPERTY) == source.action.name
+    untouched = earlier.get(_DIGEST_PROPERTY) == _motion_digest(obj, earlier)
+    return earlier if same_source and untouched else None
