@@ -51,6 +51,9 @@ REFRESH_DELAY = 0.2  # s after an edit of what the preview depends on, it is sim
 _previews = {}  # object name -> _Preview
 _previewing = []  # names of the armatures with Preview on, sorted
 _edits = {"action": 0, "ground": 0}  # bumped when any action / ground mesh changes
+# Whether the depsgraph reported an update since the frame handler last compared every
+# preview's inputs (``_key``), and which preview it compares on a frame without one.
+_inputs = {"updated": True, "turn": 0}
 _draw_handle = None
 
 
@@ -201,15 +204,18 @@ def _keys_signature(obj):
 # --- one frame --------------------------------------------------------------------------
 
 
-def step(obj, scene, depsgraph, before_evaluation=None):
+def step(obj, scene, depsgraph, before_evaluation=None, compare=True):
     """Pose ``obj`` for the scene's current frame (the handlers' work for one armature).
 
     An armature whose action is its own is posed before Blender evaluates a new frame
     (``before_evaluation`` True), its preview channels' F-curves muted: the frame is
     evaluated, and a mesh the armature deforms deformed, once. One sharing its action
     with other objects (muting would stop them) is posed after the animation (False),
-    which makes Blender evaluate it again. None: pose it now, either way."""
-    preview = _preview_of(obj, scene, depsgraph)
+    which makes Blender evaluate it again. None: pose it now, either way. ``compare``
+    False: what was simulated is shown without comparing what it was simulated from."""
+    preview = _previews.get(obj.name)
+    if compare or preview is None:
+        preview = _preview_of(obj, scene, depsgraph)
     if preview.drives is None:
         preview.drives = _take_over(obj, preview)
     if before_evaluation is None or preview.drives == before_evaluation:
@@ -280,9 +286,9 @@ def preview_toggled(obj, context):
         sync_handlers()
 
 
-def _step_safely(obj, scene, depsgraph, before_evaluation=None):
+def _step_safely(obj, scene, depsgraph, before_evaluation=None, compare=True):
     try:
-        step(obj, scene, depsgraph, before_evaluation)
+        step(obj, scene, depsgraph, before_evaluation, compare)
     except Exception as error:  # a handler must never raise into Blender's handler loop
         _stop(obj, error)
 
@@ -347,17 +353,32 @@ def bake_preview(obj, scene, depsgraph):
 
 def _step_previews(scene, depsgraph, before_evaluation):
     """Pose every previewing armature of ``scene`` for its frame: a few lookups and property
-    writes each, nothing that grows with the number of previews or of objects."""
+    writes each. What a preview was simulated from (reading it is most of a frame's work) is
+    compared for all of them after the depsgraph reported an update -- any edit made in the
+    interface -- and else for one of them per frame, in turn: a script that changes a
+    setting without updating the view layer is seen within as many frames as there are
+    previews, and ten previews cost a frame ten writes but one comparison."""
     objects = bpy.data.objects
     if any(objects.get(name) is None for name in _previewing):
         sync_handlers()  # an armature was renamed or deleted: find the previewing ones again
+    names = tuple(_previewing)  # (a preview stopped by an error leaves the list)
+    compared = _compared_now(names) if before_evaluation else set(names)  # (after it: the few not driving)
     in_scene = scene.objects.get
-    for name in tuple(_previewing):  # (a preview stopped by an error leaves the list)
+    for name in names:
         if not before_evaluation and getattr(_previews.get(name), "drives", False):
             continue  # posed before evaluation already
         obj = objects.get(name)
         if obj is not None and obj.foot_lock.preview and in_scene(name) is not None:
-            _step_safely(obj, scene, depsgraph, before_evaluation)
+            _step_safely(obj, scene, depsgraph, before_evaluation, name in compared)
+
+
+def _compared_now(names):
+    """The previews whose inputs this frame compares: all after an update, else the next in turn."""
+    if _inputs["updated"]:
+        _inputs["updated"] = False
+        return set(names)
+    _inputs["turn"] = (_inputs["turn"] + 1) % max(len(names), 1)
+    return set(names[_inputs["turn"] : _inputs["turn"] + 1])
 
 
 @persistent
@@ -384,7 +405,9 @@ def _edits_ground(update):
 @persistent
 def _on_depsgraph_update(scene, depsgraph):
     """An action or a ground mesh changed: what was simulated is stale. The previews are
-    simulated again a moment later (also without a frame change), once per burst of edits."""
+    simulated again a moment later (also without a frame change), once per burst of edits.
+    Any update may also have changed a setting: the next frame compares every preview's inputs."""
+    _inputs["updated"] = True
     edited = False
     if depsgraph.id_type_updated("ACTION") and _keys_edited(depsgraph):
         _edits["action"] += 1

@@ -59,3 +59,19 @@ def test_an_edit_of_the_keys_is_simulated_again(addon, clips_dir):
     assert np.linalg.norm(after - before) > 0.05  # the edit shows (0.05 on each axis)
     assert np.abs(after - fresh).max() < 1e-6
     assert obj.foot_lock.preview_error == ""
+
+
+def test_a_setting_a_script_changes_is_seen_within_as_many_frames_as_there_are_previews(addon, clips_dir):
+    """The frame handler compares one preview's inputs per frame, in turn, when the depsgraph
+    reported nothing (a script changed a setting without updating the view layer)."""
+    walkers = [import_clip(addon, clips_dir / f"{CLIP}.bvh") for _ in range(2)]
+    for obj in walkers:
+        obj.foot_lock.preview = True
+    scene = addon.context.scene
+    for frame in (10, 11, 12):
+        scene.frame_set(frame)
+    walkers[1].foot_lock.pelvis = "NoSuchBone"  # the next comparison finds the rig broken
+    for frame in (13, 14):
+        scene.frame_set(frame)
+    assert not walkers[1].foot_lock.preview and "NoSuchBone" in walkers[1].foot_lock.preview_error
+    assert walkers[0].foot_lock.preview and walkers[0].foot_lock.preview_error == ""
