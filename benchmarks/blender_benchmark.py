@@ -221,11 +221,15 @@ def preview_figures(bpy, clips_dir, repeats=7, crowd=10, kinds=("stairs", "ramp"
     try:
         with tempfile.TemporaryDirectory() as folder:
             for kind in kinds:
+                added = {}
                 for root_scale, walkers in ((1.0, 1), (1.25, 1), (1.0, crowd)):
                     path = Path(clips_dir) / "cmu_07_01.bvh"
                     if root_scale != 1.0:
                         path = sliding_copy(path, folder, root_scale)
-                    preview_rows(bpy, kind, root_scale, walk_scene(bpy, path, kind, walkers), repeats)
+                    costs = preview_rows(bpy, kind, root_scale, walk_scene(bpy, path, kind, walkers), repeats)
+                    added.setdefault(walkers, costs[walkers][1])
+                print(f"{'':>8} and {added[crowd] / max(added[1], 1e-9):.1f}x what one walker alone adds in its own "
+                      f"scene (where plain playback costs a fraction of the crowd's per walker)")
     finally:
         foot_lock.unregister()
 
@@ -246,6 +250,7 @@ def preview_rows(bpy, kind, root_scale, walkers, repeats):
         print(f"{'':>8} {crowd} previewing walkers add {costs[crowd][1] / max(costs[1][1], 1e-9):.1f}x what one "
               f"adds in the same scene, {costs[crowd][2] / max(costs[1][2], 1e-9):.1f}x inside the handlers "
               f"(target <= {crowd}x)")
+    return costs
 
 
 def control_rig_figures(bpy, clips_dir, clip="cmu_07_01.bvh"):
