@@ -12,7 +12,9 @@ settings, the armature's placement, a ground mesh or its transform); the pose of
 frame is kept, as pose-channel values. On a frame change the handler only writes the
 kept values of the current frame into the bones the preview changes there (or changed
 on the frame shown before), so playing costs a few property writes a frame, and
-scrubbing or jumping shows exactly what playing from the start shows. The contacts are
+scrubbing or jumping shows exactly what playing from the start shows. What each preview
+was simulated from is compared after every depsgraph update, else for one preview per
+frame in turn (:func:`_step_previews`). The contacts are
 the ``foot_contact`` curves where a leg has one, else the labels the bake would compute
 (:func:`~..solvers.foot_lock.label_contacts`, once per clip); the runtime lock's
 hysteresis and inertialization run on top. The ground is one BVH tree of the ground
