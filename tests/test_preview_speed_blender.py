@@ -75,3 +75,17 @@ def test_a_setting_a_script_changes_is_seen_within_as_many_frames_as_there_are_p
         scene.frame_set(frame)
     assert not walkers[1].foot_lock.preview and "NoSuchBone" in walkers[1].foot_lock.preview_error
     assert walkers[0].foot_lock.preview and walkers[0].foot_lock.preview_error == ""
+
+
+def test_the_preview_benchmark_prints_its_figures(blender, clips_dir, capsys):
+    """The benchmark's Preview table (its figures are for the notes; here: one round, two walkers)."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import blender_benchmark
+
+    blender_benchmark.preview_figures(blender, clips_dir, repeats=1, crowd=2, kinds=("ramp",))
+    out = capsys.readouterr().out
+    assert out.count("one previewing walker adds") == 3
+    assert "2 previewing walkers add" in out and "what one walker alone adds" in out
