@@ -12,7 +12,9 @@ settings, the armature's placement, a ground mesh or its transform); the pose of
 frame is kept, as pose-channel values. On a frame change the handler only writes the
 kept values of the current frame into the bones the preview changes there (or changed
 on the frame shown before), so playing costs a few property writes a frame, and
-scrubbing or jumping shows exactly what playing from the start shows. The contacts are
+scrubbing or jumping shows exactly what playing from the start shows. What each preview
+was simulated from is compared after every depsgraph update, else for one preview per
+frame in turn (:func:`_step_previews`). The contacts are
 the ``foot_contact`` curves where a leg has one, else the labels the bake would compute
 (:func:`~..solvers.foot_lock.label_contacts`, once per clip); the runtime lock's
 hysteresis and inertialization run on top. The ground is one BVH tree of the ground
@@ -26,7 +28,7 @@ and is printed and shown in the panel.
 
 import contextlib
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import bpy
 import numpy as np
@@ -49,8 +51,11 @@ UNCHANGED = 1e-7  # a solved joint this close to the clip is left to the animati
 REFRESH_DELAY = 0.2  # s after an edit of what the preview depends on, it is simulated again
 
 _previews = {}  # object name -> _Preview
-_previewing = set()  # names of the armatures with Preview on
+_previewing = []  # names of the armatures with Preview on, sorted
 _edits = {"action": 0, "ground": 0}  # bumped when any action / ground mesh changes
+# Whether the depsgraph reported an update since the frame handler last compared every
+# preview's inputs (``_key``), and which preview it compares on a frame without one.
+_inputs = {"updated": True, "turn": 0}
 _draw_handle = None
 
 
@@ -78,8 +83,18 @@ class _Preview:
     shown: _Channels  # the channels of ``joints`` as shown
     authored: _Channels  # ... and as the clip has them
     keys: int = 0  # _keys_signature of the action it was simulated from
-    written: frozenset = frozenset()  # indices into ``joints`` posed differently from the clip now
     drives: bool | None = None  # whether it muted its channels' F-curves and poses them before evaluation
+    # What the frame handler reads, as plain lists (no numpy on every frame):
+    moved_rows: list = field(init=False)  # ``moved`` per frame, per joint
+    unmoved: list = field(init=False)  # per joint, False
+    written: list = field(init=False)  # per joint, whether it is posed differently from the clip now
+    channels: list = field(init=False)  # per channel: (joint, bone, property, shown values, authored values)
+
+    def __post_init__(self):
+        self.moved_rows = self.moved.tolist()
+        self.unmoved = self.written = [False] * len(self.joints)
+        self.channels = list(zip(self.shown.joints, self.shown.bones, self.shown.props, self.shown.values,
+                                 self.authored.values))
 
 
 # --- what the preview depends on --------------------------------------------------------
@@ -162,7 +177,8 @@ def _pose_channels(obj, clip, joints, rot, pos):
 
 
 def _preview_of(obj, scene, depsgraph):
-    """The object's preview, simulated again when what it depends on changed."""
+    """The object's preview, simulated again when what it depends on changed. ``depsgraph``
+    None: the context's, evaluated only when a simulation needs it (the ground's meshes)."""
     if not obj.foot_lock.legs:
         jobs.ensure_legs(obj)  # before the key, which names the legs
     key = _key(obj, scene)
@@ -170,7 +186,7 @@ def _preview_of(obj, scene, depsgraph):
     if preview is None or preview.key != key:
         if preview is not None:
             _give_back(obj, preview)  # its curves unmuted: the action is read as it is
-        preview = _previews[obj.name] = _simulate(obj, scene, depsgraph, key)
+        preview = _previews[obj.name] = _simulate(obj, scene, depsgraph or bpy.context.evaluated_depsgraph_get(), key)
     return preview
 
 
@@ -190,15 +206,18 @@ def _keys_signature(obj):
 # --- one frame --------------------------------------------------------------------------
 
 
-def step(obj, scene, depsgraph, before_evaluation=None):
+def step(obj, scene, depsgraph, before_evaluation=None, compare=True):
     """Pose ``obj`` for the scene's current frame (the handlers' work for one armature).
 
     An armature whose action is its own is posed before Blender evaluates a new frame
     (``before_evaluation`` True), its preview channels' F-curves muted: the frame is
     evaluated, and a mesh the armature deforms deformed, once. One sharing its action
     with other objects (muting would stop them) is posed after the animation (False),
-    which makes Blender evaluate it again. None: pose it now, either way."""
-    preview = _preview_of(obj, scene, depsgraph)
+    which makes Blender evaluate it again. None: pose it now, either way. ``compare``
+    False: what was simulated is shown without comparing what it was simulated from."""
+    preview = _previews.get(obj.name)
+    if compare or preview is None:
+        preview = _preview_of(obj, scene, depsgraph)
     if preview.drives is None:
         preview.drives = _take_over(obj, preview)
     if before_evaluation is None or preview.drives == before_evaluation:
@@ -231,19 +250,17 @@ def _show(obj, preview, frame, shown=True):
     """Pose the bones at scene ``frame`` as the preview shows them (``shown`` False, or
     outside the clip: as the clip has them). Driving (its F-curves muted), it writes every
     channel. Else a bone the animation already shows right is not written, unless the
-    preview changed it before: a channel without keys keeps what was set."""
+    preview changed it before: a channel without keys keeps what was set. (Run for every
+    armature on every frame: plain lists, no numpy.)"""
     row = frame - preview.clip.joint_map.frame_start
-    inside = shown and 0 <= row < len(preview.moved)
-    changed = frozenset(np.flatnonzero(preview.moved[row]).tolist()) if inside else frozenset()
-    writing = frozenset(range(len(preview.joints))) if preview.drives else changed | preview.written
-    if writing:
-        row = min(max(row, 0), len(preview.moved) - 1)  # outside, the animation holds its ends
-        bones = obj.pose.bones
-        for i, k in enumerate(preview.shown.joints):
-            if k in writing:
-                source = preview.shown if k in changed else preview.authored
-                setattr(bones[source.bones[i]], source.props[i], source.values[i][row])
-    preview.written = changed
+    frames = len(preview.moved_rows)
+    moved = preview.moved_rows[row] if shown and 0 <= row < frames else preview.unmoved
+    row = min(max(row, 0), frames - 1)  # outside, the animation holds its ends
+    drives, written, bones = preview.drives, preview.written, obj.pose.bones
+    for joint, bone, prop, shown_values, authored_values in preview.channels:
+        if moved[joint] or drives or written[joint]:
+            setattr(bones[bone], prop, (shown_values if moved[joint] else authored_values)[row])
+    preview.written = moved
 
 
 def _give_back(obj, preview):
@@ -271,9 +288,9 @@ def preview_toggled(obj, context):
         sync_handlers()
 
 
-def _step_safely(obj, scene, depsgraph, before_evaluation=None):
+def _step_safely(obj, scene, depsgraph, before_evaluation=None, compare=True):
     try:
-        step(obj, scene, depsgraph, before_evaluation)
+        step(obj, scene, depsgraph, before_evaluation, compare)
     except Exception as error:  # a handler must never raise into Blender's handler loop
         _stop(obj, error)
 
@@ -337,18 +354,40 @@ def bake_preview(obj, scene, depsgraph):
 
 
 def _step_previews(scene, depsgraph, before_evaluation):
-    if any(bpy.data.objects.get(name) is None for name in _previewing):
+    """Pose every previewing armature of ``scene`` for its frame: a few lookups and property
+    writes each. What a preview was simulated from (reading it is most of a frame's work) is
+    compared for all of them after the depsgraph reported an update -- any edit made in the
+    interface -- and else for one of them per frame, in turn: a script that changes a
+    setting without updating the view layer is seen within as many frames as there are
+    previews, and ten previews cost a frame ten writes but one comparison."""
+    objects = bpy.data.objects
+    if any(objects.get(name) is None for name in _previewing):
         sync_handlers()  # an armature was renamed or deleted: find the previewing ones again
-    for name in sorted(_previewing):
-        obj = scene.objects.get(name)
-        driven = getattr(_previews.get(name), "drives", None)
-        if obj is not None and obj.foot_lock.preview and not (driven and not before_evaluation):
-            _step_safely(obj, scene, depsgraph, before_evaluation)  # (posed before evaluation already)
+    names = tuple(_previewing)  # (a preview stopped by an error leaves the list)
+    compared = _compared_now(names) if before_evaluation else set(names)  # (after it: the few not driving)
+    in_scene = scene.objects.get
+    for name in names:
+        if not before_evaluation and getattr(_previews.get(name), "drives", False):
+            continue  # posed before evaluation already
+        obj = objects.get(name)
+        if obj is not None and obj.foot_lock.preview and in_scene(name) is not None:
+            _step_safely(obj, scene, depsgraph, before_evaluation, name in compared)
+
+
+def _compared_now(names):
+    """The previews whose inputs this frame compares: all after an update, else the next in turn."""
+    if _inputs["updated"]:
+        _inputs["updated"] = False
+        return set(names)
+    _inputs["turn"] = (_inputs["turn"] + 1) % max(len(names), 1)
+    return set(names[_inputs["turn"] : _inputs["turn"] + 1])
 
 
 @persistent
 def _on_frame_change_pre(scene, depsgraph=None):
-    _step_previews(scene, depsgraph or bpy.context.evaluated_depsgraph_get(), True)
+    # No depsgraph is evaluated here unless a preview is simulated: evaluating it before the
+    # frame (scrubbing tags the frame change first) would evaluate every frame twice.
+    _step_previews(scene, depsgraph, True)
 
 
 @persistent
@@ -368,9 +407,11 @@ def _edits_ground(update):
 @persistent
 def _on_depsgraph_update(scene, depsgraph):
     """An action or a ground mesh changed: what was simulated is stale. The previews are
-    simulated again a moment later (also without a frame change), once per burst of edits."""
+    simulated again a moment later (also without a frame change), once per burst of edits.
+    Any update may also have changed a setting: the next frame compares every preview's inputs."""
+    _inputs["updated"] = True
     edited = False
-    if depsgraph.id_type_updated("ACTION") and _keys_edited():
+    if depsgraph.id_type_updated("ACTION") and _keys_edited(depsgraph):
         _edits["action"] += 1
         edited = True
     if any(_edits_ground(update) for update in depsgraph.updates):
@@ -380,12 +421,14 @@ def _on_depsgraph_update(scene, depsgraph):
         bpy.app.timers.register(_refresh, first_interval=REFRESH_DELAY)
 
 
-def _keys_edited():
-    """Whether the keys of a previewing armature's action changed (its own mute flags do not count)."""
+def _keys_edited(depsgraph):
+    """Whether the keys of a previewing armature's action changed (its own mute flags do
+    not count). Only the actions the update names are read: each is hashed in full."""
+    actions = {update.id.original.name for update in depsgraph.updates if isinstance(update.id, bpy.types.Action)}
     for name, preview in _previews.items():
         obj = bpy.data.objects.get(name)
         with contextlib.suppress(AdapterError):  # no action any more: the next frame says so
-            if obj is not None and _keys_signature(obj) != preview.keys:
+            if obj is not None and preview.key[0] in actions and _keys_signature(obj) != preview.keys:
                 return True
     return False
 
@@ -393,7 +436,7 @@ def _keys_edited():
 def _refresh():
     """Simulate and show again the previews whose inputs changed (a timer: returns None, once)."""
     scene, depsgraph = bpy.context.scene, bpy.context.evaluated_depsgraph_get()
-    for name in sorted(_previewing):
+    for name in _previewing:
         obj = scene.objects.get(name) if scene is not None else None
         preview = _previews.get(name)
         if obj is not None and obj.foot_lock.preview and (preview is None or preview.key != _key(obj, scene)):
@@ -407,21 +450,23 @@ def _on_data_replaced(*_args):
     sync_handlers()
 
 
-@persistent
-def _on_save_pre(*_args):
-    """A file is saved: with its F-curves as they are without the preview (it resumes on load)."""
+def _mute_previews(muted):
+    """Mute (or unmute) the F-curves of every preview that drives its armature."""
     for name, preview in _previews.items():
         obj = bpy.data.objects.get(name)
         if preview.drives and obj is not None:
-            _mute(obj, preview, False)
+            _mute(obj, preview, muted)
+
+
+@persistent
+def _on_save_pre(*_args):
+    """A file is saved: with its F-curves as they are without the preview (it resumes on load)."""
+    _mute_previews(False)
 
 
 @persistent
 def _on_save_post(*_args):
-    for name, preview in _previews.items():
-        obj = bpy.data.objects.get(name)
-        if preview.drives and obj is not None:
-            _mute(obj, preview, True)
+    _mute_previews(True)
 
 
 _DATA_HANDLERS = (
@@ -456,9 +501,8 @@ def overlays():
 
 def sync_handlers():
     """Register the frame handler and the overlay while some armature previews, and only then."""
-    _previewing.clear()
-    _previewing.update(obj.name for obj in bpy.data.objects if obj.type == "ARMATURE" and obj.foot_lock.preview)
-    for name in set(_previews) - _previewing:
+    _previewing[:] = sorted(obj.name for obj in bpy.data.objects if obj.type == "ARMATURE" and obj.foot_lock.preview)
+    for name in set(_previews) - set(_previewing):
         _release(name)
     _register_handlers(bool(_previewing))
 

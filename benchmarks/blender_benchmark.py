@@ -1,7 +1,8 @@
 """End-to-end figures inside Blender (needs the ``bpy`` wheel): reading the action,
 solving and writing keys, as one click of Remove Foot Sliding does; and what Preview adds
-to every frame (it poses the legs from its simulation before Blender evaluates the frame)
-and what switching it on costs (the simulation of the whole clip)."""
+to every frame (it poses the legs from its simulation before Blender evaluates the frame),
+for one walker and for ten in one scene, and what switching it on costs (the simulation
+of the whole clip)."""
 
 import tempfile
 import time
@@ -98,68 +99,158 @@ def terrain_mesh(bpy, kind):
     bpy.context.scene.collection.objects.link(bpy.data.objects.new(kind, mesh))
 
 
-def preview_frame_ms(bpy, clips_dir, kind, characters=1, root_scale=1.0, repeats=5):
-    """Milliseconds per ``scene.frame_set`` over the whole clip on the terrain, without and
-    with Preview on ``characters`` copies of the walk side by side (best of ``repeats``
-    passes: the least disturbed by the rest of the machine), and the seconds Preview took
-    to start (simulating every character's whole clip)."""
+def walk_scene(bpy, path, kind, characters):
+    """A fresh scene: ``characters`` copies of the walk at ``path`` side by side, all on the terrain."""
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    walkers = []
+    for index in range(characters):
+        bpy.ops.import_anim.bvh(filepath=str(path), global_scale=CMU_TO_METRES, update_scene_fps=True,
+                                update_scene_duration=True)
+        walkers.append(bpy.context.active_object)
+        walkers[-1].location.x = 0.25 * index
+    terrain_mesh(bpy, kind)
+    return walkers
+
+
+def show_previews(bpy, walkers, count):
+    """Preview on for the first ``count`` walkers and off for the others, the scene shown at
+    its first frame: CPU seconds it took (Preview simulates each armature it starts on)."""
+    start = time.process_time()
+    for index, obj in enumerate(walkers):
+        if obj.foot_lock.preview != (index < count):
+            obj.foot_lock.preview = index < count
+    scene = bpy.context.scene
+    scene.frame_set(scene.frame_start)  # what the switches left to evaluate, outside the timed frames
+    seconds = time.process_time() - start
+    for obj in walkers[:count]:
+        assert obj.foot_lock.preview, obj.foot_lock.preview_error
+    return seconds
+
+
+class HandlerClock:
+    """CPU time spent inside Preview's frame handlers: probes registered just before and
+    just after each of them (Blender runs a handler list in order)."""
+
+    def __init__(self, bpy):
+        from foot_lock.adapters import preview
+
+        handlers = bpy.app.handlers
+        self.lists = ((handlers.frame_change_pre, preview._on_frame_change_pre),
+                      (handlers.frame_change_post, preview._on_frame_change))
+        self.spent = 0.0
+        self.started = 0.0
+
+    def _start(self, *_args):
+        self.started = time.process_time()
+
+    def _stop(self, *_args):
+        self.spent += time.process_time() - self.started
+
+    def __enter__(self):
+        for handlers, function in self.lists:
+            if function in handlers:
+                handlers.insert(list(handlers).index(function), self._start)
+                handlers.insert(list(handlers).index(function) + 1, self._stop)
+        return self
+
+    def __exit__(self, *_exc):
+        for handlers, _ in self.lists:
+            for probe in (self._start, self._stop):
+                while probe in handlers:
+                    handlers.remove(probe)
+
+
+def playback_ms(bpy):
+    """CPU milliseconds of this process for each ``scene.frame_set`` over the scene's frame
+    range, and of them inside Preview's handlers (2, F). CPU time, not wall time: on a shared
+    machine it counts this process' work only."""
+    scene, clock, out = bpy.context.scene, time.process_time, []
+    with HandlerClock(bpy) as handlers:
+        for frame in range(scene.frame_start, scene.frame_end + 1):
+            start, inside = clock(), handlers.spent
+            scene.frame_set(frame)
+            out.append((clock() - start, handlers.spent - inside))
+    return 1e3 * np.array(out).T
+
+
+def preview_costs(bpy, walkers, counts, repeats):
+    """Per count of previewing walkers (0: plain playback): the median ms per frame, the
+    median of what Preview adds to the same frame of the same round's plain playback, and the
+    median ms per frame inside Preview's handlers. Each round plays the scene once per count,
+    in turn (one round forward, the next backward), so what the rest of the machine does
+    falls on all counts alike; a frame disturbed by it is one sample among repeats x frames."""
+    counts = (0, *counts)
+    rounds = {count: [] for count in counts}
+    for repeat in range(repeats):
+        for count in counts if repeat % 2 == 0 else counts[::-1]:
+            show_previews(bpy, walkers, count)
+            rounds[count].append(playback_ms(bpy))
+    show_previews(bpy, walkers, 0)
+    times = {count: np.array(passes) for count, passes in rounds.items()}  # (repeats, 2, F)
+    plain = times[0][:, 0]
+    return {count: (float(np.median(t[:, 0])), float(np.median(t[:, 0] - plain)), float(np.median(t[:, 1])))
+            for count, t in times.items()}
+
+
+def start_seconds(bpy, walkers, ground):
+    """CPU seconds per walker that Preview takes to start on all ``walkers``, and to simulate
+    them again after ``ground`` was moved (the next frame does it)."""
+    starting = show_previews(bpy, walkers, len(walkers))
+    ground.location.z += 0.001
+    bpy.context.view_layer.update()  # the edit is seen: the previews are stale
+    scene = bpy.context.scene
+    start = time.process_time()
+    scene.frame_set(scene.frame_start + 1)
+    again = time.process_time() - start
+    show_previews(bpy, walkers, 0)
+    return starting / len(walkers), again / len(walkers)
+
+
+def preview_figures(bpy, clips_dir, repeats=7, crowd=10, kinds=("stairs", "ramp")):
+    """What Preview adds to playback, for one walker alone and for one and ``crowd`` walkers
+    in a scene of ``crowd``."""
     import foot_lock
 
-    bpy.ops.wm.read_factory_settings(use_empty=True)
+    print(f"\nPreview over cmu_07_01 (317 frames, 120 fps): CPU ms per scene.frame_set, medians over {repeats} "
+          "rounds x 317 frames,\neach round playing the scene once per case in turn; added = with Preview - the "
+          "same frame of the same round's plain\nplayback; handlers = of that, inside Preview's frame handlers; "
+          "start = CPU s per walker to switch Preview on;\nedit = to simulate again after a ground edit")
+    print(f"{'terrain':>8} {'root':>5} {'walkers':>8} {'previewing':>11} {'plain':>8} {'with':>8} "
+          f"{'added':>8} {'handlers':>9} {'ratio':>6} {'start':>7} {'edit':>7}")
     foot_lock.register()
     try:
         with tempfile.TemporaryDirectory() as folder:
-            path = Path(clips_dir) / "cmu_07_01.bvh"
-            if root_scale != 1.0:
-                path = sliding_copy(path, folder, root_scale)
-            walkers = []
-            for index in range(characters):
-                bpy.ops.import_anim.bvh(filepath=str(path), global_scale=CMU_TO_METRES, update_scene_fps=True,
-                                        update_scene_duration=True)
-                walkers.append(bpy.context.active_object)
-                walkers[-1].location.x = 0.25 * index  # side by side, all on the terrain
-        terrain_mesh(bpy, kind)
-        scene = bpy.context.scene
-        frames = range(scene.frame_start, scene.frame_end + 1)
-
-        def per_frame():
-            best = np.inf
-            for _ in range(repeats):
-                start = time.perf_counter()
-                for frame in frames:
-                    scene.frame_set(frame)
-                best = min(best, (time.perf_counter() - start) / len(frames))
-            return 1e3 * best
-
-        without = per_frame()
-        start = time.perf_counter()
-        for obj in walkers:
-            bpy.context.view_layer.objects.active = obj
-            obj.foot_lock.preview = True
-        starting = time.perf_counter() - start
-        with_preview = per_frame()
-        for obj in walkers:
-            assert obj.foot_lock.preview, obj.foot_lock.preview_error
-        return without, with_preview, starting
+            for kind in kinds:
+                added = {}
+                for root_scale, walkers in ((1.0, 1), (1.25, 1), (1.0, crowd)):
+                    path = Path(clips_dir) / "cmu_07_01.bvh"
+                    if root_scale != 1.0:
+                        path = sliding_copy(path, folder, root_scale)
+                    costs = preview_rows(bpy, kind, root_scale, walk_scene(bpy, path, kind, walkers), repeats)
+                    added.setdefault(walkers, costs[walkers][1])
+                print(f"{'':>8} and {added[crowd] / max(added[1], 1e-9):.1f}x what one walker alone adds in its own "
+                      f"scene (where plain playback costs a fraction of the crowd's per walker)")
     finally:
         foot_lock.unregister()
 
 
-def preview_figures(bpy, clips_dir, repeats=5):
-    print("\nPreview: scene.frame_set per frame over cmu_07_01 (317 frames, 120 fps), without and with Preview;")
-    print("added = with - without, measured in the same run; start = simulating the whole clip when Preview is")
-    print("switched on (again after an edit of what it depends on)")
-    print(f"{'terrain':>8} {'root':>5} {'walkers':>8} {'without':>9} {'with':>9} {'added':>9} {'ratio':>6} "
-          f"{'start':>7}")
-    added_one = {}
-    for kind in ("stairs", "ramp"):
-        for root_scale, characters in ((1.0, 1), (1.25, 1), (1.0, 10)):
-            without, with_preview, starting = preview_frame_ms(bpy, clips_dir, kind, characters, root_scale, repeats)
-            added = with_preview - without
-            added_one.setdefault(kind, added)
-            print(f"{kind:>8} {root_scale:>5.2f} {characters:>8} {without:>7.3f}ms {with_preview:>7.3f}ms "
-                  f"{added:>7.3f}ms {with_preview / without:>6.2f} {starting:>6.2f}s")
-        print(f"{'':>8} ten walkers add {added / max(added_one[kind], 1e-9):.1f}x what one adds")
+def preview_rows(bpy, kind, root_scale, walkers, repeats):
+    """The table's rows for one scene: one walker previewing and, in a crowd, all of them."""
+    counts = (1,) if len(walkers) == 1 else (1, len(walkers))
+    costs = preview_costs(bpy, walkers, counts, repeats)
+    start, edit = start_seconds(bpy, walkers, bpy.data.objects[kind])
+    plain = costs[0][0]
+    for count in counts:
+        with_preview, added, handlers = costs[count]
+        print(f"{kind:>8} {root_scale:>5.2f} {len(walkers):>8} {count:>11} {plain:>6.3f}ms {with_preview:>6.3f}ms "
+              f"{added:>6.3f}ms {handlers:>7.3f}ms {with_preview / plain:>6.2f} {start:>6.2f}s {edit:>6.2f}s")
+    print(f"{'':>8} one previewing walker adds {costs[1][1]:.3f} ms per frame (target <= 0.5 ms)")
+    if len(counts) > 1:
+        crowd = counts[-1]
+        print(f"{'':>8} {crowd} previewing walkers add {costs[crowd][1] / max(costs[1][1], 1e-9):.1f}x what one "
+              f"adds in the same scene, {costs[crowd][2] / max(costs[1][2], 1e-9):.1f}x inside the handlers "
+              f"(target <= {crowd}x)")
+    return costs
 
 
 def control_rig_figures(bpy, clips_dir, clip="cmu_07_01.bvh"):

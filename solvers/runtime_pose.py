@@ -20,10 +20,14 @@ tests can pass any function). Per frame:
    toward the foot a little;
 6. the legs solved by the core's leg solver (:func:`~.leg_ik.solve_leg`).
 
-Arrays keep the core's leading frame axis with a single frame, so the batched solvers run
-unchanged. Where no ray hits (no ground mesh at all, or a foot off its edge), the clip's own
-floor is the ground: the feet still lock, terrain only moves where they plant.
-:func:`play_clip` runs the lock over the whole clip, as the add-on's Preview caches it.
+Steps 1-5 carry state from frame to frame (the eased root, the locks and their blends, the
+eased normals and pelvis) and run one frame after the other; nothing in them reads the
+solved legs. Step 6 keeps no state, so the legs of every frame are solved together
+afterwards, each leg of each frame one row of the core's batched solver: :func:`play_clip`
+runs the lock over the whole clip that way, as the add-on's Preview caches it, and
+:meth:`TerrainFootLock.step` is the same with a single frame. Where no ray hits (no ground
+mesh at all, or a foot off its edge), the clip's own floor is the ground: the feet still
+lock, terrain only moves where they plant.
 """
 
 import math
@@ -132,7 +136,9 @@ class TerrainFootLock:
         self.up = np.asarray(up, dtype=float) / np.linalg.norm(up)
         self.groups = _leg_groups(clip)
         self.toe_joints = [leg.toe for leg in clip.rig.legs]
-        self.ankle_joints = [leg.ankle for leg in clip.rig.legs]
+        self.hips = clip.gpos[:, [leg.hip for leg in clip.rig.legs]]  # (F, L, 3), as authored
+        self.ankles = clip.gpos[:, [leg.ankle for leg in clip.rig.legs]]
+        self.toes = clip.gpos[:, self.toe_joints]
         self.reach = np.stack([lim.max_extension - lim.softening for lim in clip.limits])  # (L, F)
         # Like every threshold, the ledge limit is for an adult: scaled to this character.
         self.max_correction = self.settings.max_correction * length_scale(clip.leg_length)
@@ -158,24 +164,52 @@ class TerrainFootLock:
 
         A ``dt`` that is not a small positive step (a jump, scrubbing backward) restarts.
         """
+        plan = self.plan(frame, dt, ground)
+        rot, pos, toes = self.solve([plan])
+        return FrameResult(rot[0], pos[0], plan.toe_inputs, toes[0], plan.contacts)
+
+    def plan(self, frame, dt, ground):
+        """Steps 1-5 of one frame, in order: everything the leg solve of ``frame`` needs."""
         if not (np.isfinite(dt) and 0.0 < dt <= self.settings.max_step):
             self.reset()
             dt = 0.0  # every smoother snaps, the locker restarts from its input
-        c = self.clip
         paths = self._cast_paths(frame, ground)
         lift = self._follow_root(paths, dt)
         feet = self._sample_feet(frame, paths, lift)
-        legs = [_GroupPose(group, c, frame) for group in self.groups]
         targets = self._lock(feet, frame, dt)
+        legs = _LegPoints(self.hips[frame], self.ankles[frame], self.toes[frame])
         under = self._ground_under_feet(legs, targets, lift, dt, ground)
-        self._align_feet(legs, under.normals)
+        turns = self._foot_turns(under.normals)
+        legs = legs.turned(turns)
         shift = (lift - self._pelvis_drop(legs, frame, lift, targets, dt)) * self.up
         shift = shift + self._pelvis_pull(legs, frame, shift, targets, dt)
-        for pose in legs:
+        return _FramePlan(frame, targets, under.toe_shift, under.heel_shift, turns, shift, feet.toe_inputs,
+                          self.locker.contact[self.locker.locked].copy())
+
+    def solve(self, plans):
+        """Step 6 for the frames of ``plans`` at once: (rot (N, n, 4), pos (N, n, 3), toes (N, L, 3))."""
+        c = self.clip
+        frames = np.array([plan.frame for plan in plans])
+        targets = np.stack([plan.targets for plan in plans])
+        turned = np.array([plan.turns is not None for plan in plans])
+        still = np.tile(quat.IDENTITY, (len(self.toe_joints), 1))
+        turns = np.stack([still if plan.turns is None else plan.turns for plan in plans])
+        shift = np.stack([plan.shift for plan in plans])
+        toe_shift = np.stack([plan.toe_shift for plan in plans])
+        heel_shift = np.stack([plan.heel_shift for plan in plans])
+        rot, pos = c.rot[frames], c.pos[frames]
+        toes = np.empty_like(targets)
+        for group in self.groups:
+            pose = _GroupPose(group, c, frames)
+            pose.turn_feet(turns, turned)
             pose.translate(shift)
-            pose.solve(targets, under, frame, self.up, self.solver)
-        return FrameResult(*self._locals(legs, frame, shift), feet.toe_inputs, self._gather(legs, "toe"),
-                           self.locker.contact[self.locker.locked].copy())
+            pose.solve(targets, toe_shift, heel_shift, self.up, self.solver)
+            solved = pose.rows()
+            rot[:, group.joints[:, 1:]] = solved.rot[:, :, 1:]
+            toes[:, group.legs] = solved.gpos[:, :, group.leg.toe]
+        parent = c.skeleton.parents[c.rig.pelvis]
+        pos[:, c.rig.pelvis] += shift if parent < 0 else quat.rotate(quat.conjugate(c.grot[frames, parent]), shift)
+        return rot, pos, toes
 
     def _lock(self, feet, frame, dt):
         """Toe targets (L, 3): the footprints under the toes locked, each toe at its
@@ -252,7 +286,7 @@ class TerrainFootLock:
         under the ankle moved along with it. The leg solver's ground clamps hold for it
         (the eased ground along the path is a target only), and the feet tilt to it."""
         c, up = self.clip, self.up
-        ankles = targets + self._gather(legs, "ankle") - self._gather(legs, "toe")
+        ankles = targets + legs.ankles - legs.toes
         heights, normals, hit = self._cast(np.concatenate((targets, ankles)), ground)
         hit &= np.abs(heights - c.floor - lift) <= self.max_correction
         toe, heel = np.where(hit, heights, np.nan).reshape(2, -1)
@@ -264,44 +298,52 @@ class TerrainFootLock:
             normals=self.normals,
         )
 
-    def _align_feet(self, legs, normals):
-        """Turn each foot toward the ground normal under it (none where there is no ground)."""
+    def _foot_turns(self, normals):
+        """World rotations (L, 4) turning each foot toward the ground normal under it
+        (none where there is no ground), or None: no foot turns on flat ground (or stairs)."""
         tilted = np.isfinite(normals).all(axis=1) & (normals @ self.up < 1.0 - 1e-12)
         if not tilted.any():
-            return  # flat ground (or stairs): the feet stay as authored
+            return None
         normals = np.where(tilted[:, None], normals, self.up)
-        turns = align_to_normal(normals, self.settings.max_tilt, self.up)
-        for pose in legs:
-            pose.turn_feet(turns[pose.group.legs])
+        return align_to_normal(normals, self.settings.max_tilt, self.up)
 
     def _pelvis_drop(self, legs, frame, lift, targets, dt):
         """How far the pelvis goes down for every (turned) foot to reach its target."""
-        hips = self._gather(legs, "hip") + lift * self.up
-        ankles = targets + self._gather(legs, "ankle") - self._gather(legs, "toe")
-        return self.pelvis.update(hips, ankles, self.reach[:, frame], dt)
+        hips = legs.hips + lift * self.up
+        return self.pelvis.update(hips, targets + legs.ankles - legs.toes, self.reach[:, frame], dt)
 
     def _pelvis_pull(self, legs, frame, shift, targets, dt):
         """How far the (lowered) pelvis moves across for every foot to reach its target."""
-        hips = self._gather(legs, "hip") + shift
-        ankles = targets + self._gather(legs, "ankle") - self._gather(legs, "toe")
-        return self.pull.update(hips, ankles, self.reach[:, frame], dt)
+        return self.pull.update(legs.hips + shift, targets + legs.ankles - legs.toes, self.reach[:, frame], dt)
 
-    def _gather(self, legs, role):
-        """(L, 3) world position of one role (``"hip"``, ``"toe"``, ...) of every leg."""
-        out = np.empty((len(self.clip.rig.legs), 3))
-        for pose in legs:
-            out[pose.group.legs] = pose.gpos[:, getattr(pose.group.leg, role)]
-        return out
 
-    def _locals(self, legs, frame, shift):
-        """The clip's local pose at ``frame`` with the solved legs and the moved pelvis."""
-        c = self.clip
-        rot, pos = c.rot[frame].copy(), c.pos[frame].copy()
-        for pose in legs:
-            rot[pose.group.joints[:, 1:]] = pose.rot[:, 1:]
-        parent = c.skeleton.parents[c.rig.pelvis]
-        pos[c.rig.pelvis] += shift if parent < 0 else quat.rotate(quat.conjugate(c.grot[frame, parent]), shift)
-        return rot, pos
+@dataclass
+class _LegPoints:
+    """(L, 3) world positions of every leg's hip, ankle and toe at one frame, as authored."""
+
+    hips: np.ndarray
+    ankles: np.ndarray
+    toes: np.ndarray
+
+    def turned(self, turns):
+        """The feet turned about their ankles by world rotations ``turns`` (L, 4) (None: not turned)."""
+        if turns is None:
+            return self
+        return _LegPoints(self.hips, self.ankles, self.ankles + quat.rotate(turns, self.toes - self.ankles))
+
+
+@dataclass
+class _FramePlan:
+    """What steps 1-5 decided for one frame: all the leg solve of that frame needs, and the overlay's points."""
+
+    frame: int
+    targets: np.ndarray  # (L, 3) toe targets
+    toe_shift: np.ndarray  # (L,) the ground under each toe target from the clip's floor
+    heel_shift: np.ndarray  # (L,) ... and under each heel
+    turns: np.ndarray | None  # (L, 4) world rotations of the feet toward the ground; None: none turns
+    shift: np.ndarray  # (3,) the pelvis' move
+    toe_inputs: np.ndarray  # (L, 3) toes on the terrain, before locking
+    contacts: np.ndarray  # (K, 3) points the locked toes are pinned to
 
 
 @dataclass
@@ -346,42 +388,74 @@ def _leg_group(clip, roles, members):
 
 
 class _GroupPose:
-    """One frame of a leg group: its joints' rows (G, m) cut from the clip's pose. The
-    small skeleton's root (the hip's parent) takes its global transform as its local one."""
+    """Frames of a leg group, one row per frame and leg (frame by frame: N * G rows of m
+    joints), cut from the clip's pose. The small skeleton's root (the hip's parent) takes
+    its global transform as its local one."""
 
-    def __init__(self, group, clip, frame):
+    def __init__(self, group, clip, frames):
         self.group = group
+        self.frames = frames  # (N,) clip frame indices
         joints = group.joints
-        self.rot, self.pos = clip.rot[frame][joints], clip.pos[frame][joints]
-        self.grot, self.gpos = clip.grot[frame][joints], clip.gpos[frame][joints]
+
+        def cut(values):  # (F, n, k) -> (N * G, m, k)
+            return values[frames[:, None, None], joints[None]].reshape(-1, joints.shape[1], values.shape[-1])
+
+        self.rot, self.pos, self.grot, self.gpos = cut(clip.rot), cut(clip.pos), cut(clip.grot), cut(clip.gpos)
         self.rot[:, 0], self.pos[:, 0] = self.grot[:, 0], self.gpos[:, 0]
 
-    def turn_feet(self, turns):
-        """Turn each foot (the ankle and all below it) by a world rotation (G, 4) about the ankle."""
+    def _legs_rows(self, values):
+        """(N * G, ...) rows of this group's legs from per-frame, per-leg values (N, L, ...)."""
+        return values[:, self.group.legs].reshape(-1, *values.shape[2:])
+
+    def _frames_rows(self, values):
+        """(N * G, ...) rows from per-frame values (N, ...), the same for every leg."""
+        return np.repeat(values, len(self.group.legs), axis=0)
+
+    def _limits_rows(self, values):
+        """(N * G,) rows of a per-leg, per-clip-frame limit (G, F)."""
+        return values[:, self.frames].T.reshape(-1)
+
+    def turn_feet(self, turns, turned):
+        """Turn each foot (the ankle and all below it) by a world rotation (N, L, 4) about
+        the ankle, on the frames ``turned`` (N,)."""
         a = self.group.leg.ankle
-        pivot = self.gpos[:, a : a + 1]
-        self.grot[:, a:] = quat.multiply(turns[:, None], self.grot[:, a:])
-        self.gpos[:, a:] = pivot + quat.rotate(turns[:, None], self.gpos[:, a:] - pivot)
-        self.rot[:, a] = quat.multiply(quat.conjugate(self.grot[:, a - 1]), self.grot[:, a])
+        rows = self._frames_rows(turned)
+        turns = self._legs_rows(turns)[rows, None]
+        grot, gpos = self.grot[rows], self.gpos[rows]
+        pivot = gpos[:, a : a + 1]
+        grot[:, a:] = quat.multiply(turns, grot[:, a:])
+        gpos[:, a:] = pivot + quat.rotate(turns, gpos[:, a:] - pivot)
+        self.grot[rows], self.gpos[rows] = grot, gpos
+        self.rot[rows, a] = quat.multiply(quat.conjugate(grot[:, a - 1]), grot[:, a])
 
-    def translate(self, offset):
-        """Move every joint by ``offset`` (3,): the pelvis above them moved."""
-        self.gpos += offset
-        self.pos[:, 0] += offset
+    def translate(self, offsets):
+        """Move every joint of each frame by its offset (N, 3): the pelvis above them moved."""
+        offsets = self._frames_rows(offsets)
+        self.gpos += offsets[:, None]
+        self.pos[:, 0] += offsets
 
-    def solve(self, targets, under, frame, up, options):
-        g, lim, legs = self.group, self.group.limits, self.group.legs
+    def solve(self, targets, toe_shift, heel_shift, up, options):
+        """The legs to their toe targets (N, L, 3), the ground clamps raised by the ground
+        under each toe and heel (N, L) above the clip's floor."""
+        g, lim, count = self.group, self.group.limits, len(self.frames)
         # The core's ground clamps hold for the clip's floor: they move with the terrain.
         here = LegLimits(
-            max_extension=lim.max_extension[:, frame],
-            softening=lim.softening[:, frame],
-            knee_forward_local=lim.knee_forward_local,
-            toe_min_height=lim.toe_min_height + under.toe_shift[legs],
-            heel_min_height=lim.heel_min_height + under.heel_shift[legs],
-            toe_end_min_height=lim.toe_end_min_height + under.toe_shift[legs],
+            max_extension=self._limits_rows(lim.max_extension),
+            softening=self._limits_rows(lim.softening),
+            knee_forward_local=np.tile(lim.knee_forward_local, (count, 1)),
+            toe_min_height=np.tile(lim.toe_min_height, count) + self._legs_rows(toe_shift),
+            heel_min_height=np.tile(lim.heel_min_height, count) + self._legs_rows(heel_shift),
+            toe_end_min_height=np.tile(lim.toe_end_min_height, count) + self._legs_rows(toe_shift),
         )
-        solve_leg(Pose(g.skeleton, self.rot, self.pos, self.grot, self.gpos), g.leg, here, targets[legs], up,
-                  options.leg_options)
+        solve_leg(Pose(g.skeleton, self.rot, self.pos, self.grot, self.gpos), g.leg, here, self._legs_rows(targets),
+                  up, options.leg_options)
+
+    def rows(self):
+        """The (solved) pose as (N, G, m, ...) arrays."""
+        def split(values):
+            return values.reshape(len(self.frames), len(self.group.legs), *values.shape[1:])
+
+        return Pose(self.group.skeleton, split(self.rot), split(self.pos), split(self.grot), split(self.gpos))
 
 
 def _ease(previous, target, dt):
@@ -414,9 +488,10 @@ class PlayedClip:
 
 
 def play_clip(lock, ground):
-    """Play ``lock`` over its whole clip from the first frame, one frame step at a time."""
+    """Play ``lock`` over its whole clip from the first frame: steps 1-5 one frame step at
+    a time, then the legs of every frame solved at once."""
     lock.reset()
     step = 1.0 / lock.clip.fps
-    results = [lock.step(frame, step, ground) for frame in range(lock.clip.frames)]
-    return PlayedClip(*(np.stack([getattr(r, name) for r in results]) for name in ("rot", "pos", "toe_inputs", "toes")),
-                      [r.contacts for r in results])
+    plans = [lock.plan(frame, step, ground) for frame in range(lock.clip.frames)]
+    rot, pos, toes = lock.solve(plans)
+    return PlayedClip(rot, pos, np.stack([plan.toe_inputs for plan in plans]), toes, [plan.contacts for plan in plans])
