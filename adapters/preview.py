@@ -15,8 +15,9 @@ on the frame shown before), so playing costs a few property writes a frame, and
 scrubbing or jumping shows exactly what playing from the start shows. The contacts are
 the ``foot_contact`` curves where a leg has one, else the labels the bake would compute
 (:func:`~..solvers.foot_lock.label_contacts`, once per clip); the runtime lock's
-hysteresis and inertialization run on top. The ground is one BVH tree of the ground
-meshes (:mod:`.terrain`), built once per simulation.
+hysteresis and inertialization run on top. The ground is BVH trees of the ground
+meshes (:mod:`.terrain`), built once per simulation; ground that moves over the range
+is sampled on every frame of it, and a foot planted on it moves with it.
 
 Per armature only arrays and names are kept -- undo and file loads free bpy data at any
 time. The handlers are registered only while some armature previews. Nothing raised
@@ -129,8 +130,8 @@ def _simulate(obj, scene, depsgraph, key):
     lock = TerrainFootLock(runtime, runtime_settings(settings), solver_settings(settings), settings.root_follow,
                            jobs.UP)
     collection = settings.ground_collection
-    tree = terrain.ground_tree(scene, depsgraph, terrain.ground_objects(scene, collection))
-    played = play_clip(lock, terrain.Ground(tree, jobs.UP))
+    ground = terrain.ground_over(scene, depsgraph, terrain.ground_objects(scene, collection), clip.frames, jobs.UP)
+    played = play_clip(lock, ground)
     motion = clip.motion
     moved = np.maximum(np.abs(played.rot[:, joints] - motion.rot[:, joints]).max(axis=-1),
                        np.abs(played.pos[:, joints] - motion.pos[:, joints]).max(axis=-1)) > UNCHANGED
@@ -337,6 +338,8 @@ def bake_preview(obj, scene, depsgraph):
 
 
 def _step_previews(scene, depsgraph, before_evaluation):
+    if terrain.is_stepping():
+        return  # a preview's ground is being sampled over its frame range: nothing to show
     if any(bpy.data.objects.get(name) is None for name in _previewing):
         sync_handlers()  # an armature was renamed or deleted: find the previewing ones again
     for name in sorted(_previewing):

@@ -85,7 +85,7 @@ class FootLocker:
         """Forget every leg's history: the next update starts from its input."""
         self.position = None
 
-    def update(self, toe_positions, dt, contacts=None, contact_heights=None):
+    def update(self, toe_positions, dt, contacts=None, contact_heights=None, carriers=None, carry=None):
         """Toe targets (L, 3) for this frame.
 
         ``toe_positions`` (L, 3): animated toes in world space. ``dt``: seconds since
@@ -94,7 +94,10 @@ class FootLocker:
         > 0.5 is in contact; ``None`` decides by the toe's own speed. ``contact_heights``
         (L,): height along ``up`` at which a foot that locks now is pinned (the
         terrain under it plus the toe's clearance); ``None`` or NaN entries keep the
-        animated toe's height.
+        animated toe's height. ``carriers`` (L,): the moving ground under each toe now
+        (an index, -1 for still ground or none), which a foot that locks now moves with;
+        ``carry(carriers, points)`` moves points (k, 3) held on carriers (k,) as they moved
+        since the previous call.
         """
         toes = np.array(toe_positions, dtype=float)
         if self.position is None or self.position.shape != toes.shape or not 0.0 < dt <= self.settings.max_step:
@@ -102,9 +105,10 @@ class FootLocker:
             return self.position.copy()
         self.input_velocity = (toes - self.input_position) / dt
         self.input_position = toes
+        self._carry(carry)
         self._follow_targets(dt)
         self._update_planted(contacts)
-        self._switch_locks(contact_heights)
+        self._switch_locks(contact_heights, carriers)
         return self.position.copy()
 
     def _start_at(self, toes):
@@ -118,6 +122,7 @@ class FootLocker:
         self.time = np.zeros(legs)
         self.contact = toes.copy()
         self.locked = np.zeros(legs, dtype=bool)
+        self.carrier = np.full(legs, -1)  # the moving ground each lock holds on (-1: still ground)
         # Unknown until a speed has been measured; contact curves overwrite it next frame.
         self.planted = np.zeros(legs, dtype=bool)
 
@@ -137,6 +142,13 @@ class FootLocker:
             self.position += w0 * offset + w1 * offset_velocity
             self.velocity += w2 * offset + w3 * offset_velocity
 
+    def _carry(self, carry):
+        """Move every lock held on moving ground as that ground moved: it holds relative to
+        the ground under it, not to the world."""
+        carried = self.locked & (self.carrier >= 0)
+        if carry is not None and carried.any():
+            self.contact[carried] = carry(self.carrier[carried], self.contact[carried])
+
     def _targets(self):
         locked = self.locked[:, None]
         return (np.where(locked, self.contact, self.input_position),
@@ -150,7 +162,7 @@ class FootLocker:
         self.planted = np.where(self.planted, speed <= self.settings.lift_speed,
                                 speed < self.settings.plant_speed)
 
-    def _switch_locks(self, contact_heights):
+    def _switch_locks(self, contact_heights, carriers):
         s = self.settings
         distance = np.linalg.norm(self.position - self.input_position, axis=-1) / self.scale
         lock = ~self.locked & self.planted & (distance < s.lock_distance)
@@ -159,6 +171,7 @@ class FootLocker:
         if not switched.any():
             return
         self.contact[lock] = self._contact_points(contact_heights)[lock]
+        self.carrier[lock] = -1 if carriers is None else np.asarray(carriers)[lock]
         self.locked ^= switched
         # InertializeCubicTransition from what is displayed now (not from the old
         # target): an unfinished catch-up carries over, so a re-plant eases in.
@@ -174,6 +187,13 @@ class FootLocker:
         wanted = np.asarray(contact_heights, dtype=float)
         wanted = np.where(np.isfinite(wanted), wanted, heights)
         return self.input_position + (wanted - heights)[:, None] * self.up
+
+
+def ground_hits(answer, count):
+    """(heights, normals, hits, carriers) of a ground's answer to ``count`` rays. A ground
+    that never moves may answer without carriers: each ray's moving ground, -1 for none."""
+    heights, normals, hits, *carriers = answer
+    return heights, normals, hits, carriers[0] if carriers else np.full(count, -1)
 
 
 def _decay_weights(time, blend_time):

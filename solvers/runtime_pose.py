@@ -43,6 +43,7 @@ from .runtime_lock import (
     RuntimeSettings,
     align_to_normal,
     eased_ground,
+    ground_hits,
     length_scale,
     path_window,
     root_follow,
@@ -107,6 +108,7 @@ class _FeetSample:
     toe_inputs: np.ndarray  # (L, 3) animated toes on the (eased) terrain
     clearance: np.ndarray  # (L,) authored height of each toe above the clip's floor
     ground_under: np.ndarray  # (L,) ground right under each animated toe, NaN where none
+    carrier_under: np.ndarray  # (L,) the moving ground there (-1: still ground or none)
 
 
 @dataclass
@@ -121,7 +123,11 @@ class TerrainFootLock:
 
     ``ground(origins, distance)`` casts a ray from each origin (k, 3) against ``up`` for at
     most ``distance`` and returns hit heights along ``up`` (k,), normals (k, 3) and hits
-    (k,) bool. ``solver`` supplies the leg solver's options (:class:`FootLockSettings`).
+    (k,) bool. Ground that moves also returns each ray's carrier (k,), the index of the
+    moving object it hit (-1: still ground), and has ``carry(carriers, points)``: the
+    points (k, 3) held on each moved as it moved since the frame before; a foot locked on
+    it moves with it. ``solver``
+    supplies the leg solver's options (:class:`FootLockSettings`).
     """
 
     def __init__(self, clip, settings=None, solver=None, root_follow=True, up=(0.0, 0.0, 1.0)):
@@ -166,7 +172,7 @@ class TerrainFootLock:
         lift = self._follow_root(paths, dt)
         feet = self._sample_feet(frame, paths, lift)
         legs = [_GroupPose(group, c, frame) for group in self.groups]
-        targets = self._lock(feet, frame, dt)
+        targets = self._lock(feet, frame, dt, ground)
         under = self._ground_under_feet(legs, targets, lift, dt, ground)
         self._align_feet(legs, under.normals)
         shift = (lift - self._pelvis_drop(legs, frame, lift, targets, dt)) * self.up
@@ -177,31 +183,32 @@ class TerrainFootLock:
         return FrameResult(*self._locals(legs, frame, shift), feet.toe_inputs, self._gather(legs, "toe"),
                            self.locker.contact[self.locker.locked].copy())
 
-    def _lock(self, feet, frame, dt):
+    def _lock(self, feet, frame, dt, ground):
         """Toe targets (L, 3): the footprints under the toes locked, each toe at its
-        authored clearance above its footprint."""
+        authored clearance above its footprint (held on moving ground as it moves)."""
         contacts = None if self.clip.contacts is None else self.clip.contacts[:, frame]
         clearance = feet.clearance[:, None] * self.up
-        return self.locker.update(feet.toe_inputs - clearance, dt, contacts, feet.ground_under) + clearance
+        return self.locker.update(feet.toe_inputs - clearance, dt, contacts, feet.ground_under,
+                                  feet.carrier_under, getattr(ground, "carry", None)) + clearance
 
     def _cast(self, points, ground):
-        """(heights, normals, hits) of rays down through ``points`` (k, 3), from
+        """(heights, normals, hits, carriers) of rays down through ``points`` (k, 3), from
         ``max_correction`` above the character's current ground and twice that long: only
         corrections up to ``max_correction`` can hit."""
         up = self.up
         base = self.clip.floor + (0.0 if self.lift is None else self.lift)
         origins = points + (base + self.max_correction - points @ up)[:, None] * up
-        return ground(origins, 2.0 * self.max_correction)
+        return ground_hits(ground(origins, 2.0 * self.max_correction), len(points))
 
     def _cast_paths(self, frame, ground):
-        """Ground heights and hits (1 + L, S) along the clip's paths of the pelvis and of
-        every toe over the window around ``frame``."""
+        """Ground heights, hits and carriers (1 + L, S) along the clip's paths of the pelvis
+        and of every toe over the window around ``frame`` (on moving ground: where it is now)."""
         c = self.clip
         path = np.clip(frame + self.window, 0, c.frames - 1)
         walkers = [c.rig.pelvis, *self.toe_joints]
-        heights, _, hit = self._cast(c.gpos[path][:, walkers].transpose(1, 0, 2).reshape(-1, 3), ground)
+        heights, _, hit, carriers = self._cast(c.gpos[path][:, walkers].transpose(1, 0, 2).reshape(-1, 3), ground)
         shape = (len(walkers), len(path))
-        return heights.reshape(shape), hit.reshape(shape)
+        return heights.reshape(shape), hit.reshape(shape), carriers.reshape(shape)
 
     def _follow_root(self, paths, dt):
         """The root's offset along up, eased toward the ground along the pelvis' path."""
@@ -209,7 +216,7 @@ class TerrainFootLock:
             return 0.0
         s, floor = self.settings, self.clip.floor
         lift = 0.0 if self.lift is None else self.lift
-        heights, valid = paths
+        heights, valid, _ = paths
         # Ground beyond max_correction from the current one is a ledge or a hole, and no
         # ground is none: the body keeps going toward the last ground it had.
         valid = valid[:1] & (np.abs(heights[:1] - floor - lift) <= self.max_correction)
@@ -245,6 +252,7 @@ class TerrainFootLock:
             toe_inputs=authored + (lift + eased - base)[:, None] * up,
             clearance=authored @ up - c.floor,
             ground_under=np.where(valid[:, centre], heights[:, centre], np.nan),
+            carrier_under=np.where(valid[:, centre], paths[2][1:, centre], -1),
         )
 
     def _ground_under_feet(self, legs, targets, lift, dt, ground):
@@ -253,7 +261,7 @@ class TerrainFootLock:
         (the eased ground along the path is a target only), and the feet tilt to it."""
         c, up = self.clip, self.up
         ankles = targets + self._gather(legs, "ankle") - self._gather(legs, "toe")
-        heights, normals, hit = self._cast(np.concatenate((targets, ankles)), ground)
+        heights, normals, hit, _ = self._cast(np.concatenate((targets, ankles)), ground)
         hit &= np.abs(heights - c.floor - lift) <= self.max_correction
         toe, heel = np.where(hit, heights, np.nan).reshape(2, -1)
         toe_shift = np.where(np.isfinite(toe), toe - c.floor, lift)
@@ -414,9 +422,11 @@ class PlayedClip:
 
 
 def play_clip(lock, ground):
-    """Play ``lock`` over its whole clip from the first frame, one frame step at a time."""
+    """Play ``lock`` over its whole clip from the first frame, one frame step at a time.
+    A ground that changes over the clip has ``at(frame)``: the ground on that frame."""
     lock.reset()
     step = 1.0 / lock.clip.fps
-    results = [lock.step(frame, step, ground) for frame in range(lock.clip.frames)]
+    at = getattr(ground, "at", lambda frame: ground)
+    results = [lock.step(frame, step, at(frame)) for frame in range(lock.clip.frames)]
     return PlayedClip(*(np.stack([getattr(r, name) for r in results]) for name in ("rot", "pos", "toe_inputs", "toes")),
                       [r.contacts for r in results])
