@@ -152,3 +152,24 @@ def test_ground_keyed_but_still_is_still_ground(addon, clips_dir):
     assert ground_module.may_change(floor) and ground.moving == [] and ground.tree is not None
     obj.foot_lock.preview = True
     assert np.abs(play(addon, obj, frames, bones) - unkeyed).max() < 1e-6
+
+
+def test_bake_preview_keys_what_the_viewport_shows_on_a_moving_platform(addon, clips_dir):
+    """Also after a setting changed while previewing (simulated again from inside a frame
+    change, the scene stepped through the range there): the baked action plays exactly
+    what the viewport showed."""
+    obj = import_clip(addon, clips_dir / f"{CLIP}.bvh")
+    addon.ops.foot_lock.detect_legs()
+    frames = frames_of(obj)
+    terrain = walk_terrain(obj, "flat")
+    ground = platform(addon, terrain, frames, 0.2 * terrain.side, lift=0.05)
+    bones = leg_bones(obj, "toe") + leg_bones(obj, "foot") + ["Hips"]
+    obj.foot_lock.preview = True
+    first = play(addon, obj, frames, bones)
+    obj.foot_lock.blend_time = 0.1
+    shown, matrices = play_with_ground(addon, obj, ground, frames, bones)
+    assert obj.foot_lock.preview_error == "" and np.abs(shown - first).max() > 1e-3
+    assert np.abs(matrices[-1, :3, 3] - matrices[0, :3, 3]).max() > 0.2  # the platform moved
+    assert addon.ops.foot_lock.bake_preview() == {"FINISHED"}
+    assert obj.animation_data.action.name == f"{CLIP}.preview" and not obj.foot_lock.preview
+    assert np.abs(world_joints(obj, bones) - shown).max() < 1e-4
