@@ -8,7 +8,9 @@ the toes of one character; every leg is handled at once with small numpy arrays,
 a call costs tens of microseconds. During a contact a toe follows a fixed floor
 point, otherwise the animated toe; every switch between the two is inertialized
 from what is displayed at that moment, so nothing ever jumps -- also when a foot
-plants again while it is still catching up with the animation.
+plants again while it is still catching up with the animation. A lock eases in the
+displayed position and velocity; a release only the position (it leaves with the
+animation's velocity).
 
 Scrubbing: a step that is not a small positive time (frame went backward, jumped
 ahead, or the clip changed) restarts every leg from the input. Locks are short --
@@ -178,6 +180,11 @@ class FootLocker:
         target, target_velocity = self._targets()
         self.offset_position[switched] = (self.position - target)[switched]
         self.offset_velocity[switched] = (self.velocity - target_velocity)[switched]
+        # A release eases out the position gap only and leaves with the animation's velocity:
+        # the zero velocity of a locked foot is the lock's, not the foot's. Carried over, it
+        # makes a foot lifting off lag behind its animation just where its leg is at full
+        # reach, and the pelvis drops for it (5.5 mm on a clean walk, 1.6 mm without).
+        self.offset_velocity[unlock] = 0.0
         self.time[switched] = 0.0
 
     def _contact_points(self, contact_heights):
