@@ -43,6 +43,14 @@ SWING_WINDOW = 0.15
 # Share of the blend time over which an offset along up decays (across the ground: all of it).
 VERTICAL_BLEND_SHARE = 1.0 / 3.0
 
+# A foot setting down is checked for a step edge under it at this many points from heel to
+# toe, and moved along itself by up to its own length, in this many shifts each way, to
+# land on one tread (see placement_shifts).
+FOOT_SAMPLES = 5
+PLACEMENT_STEPS = 8
+STANCE_SAMPLES = 5  # where the heel will be is checked at this many frames over the stance ahead
+STEP_EDGE = 0.01  # m; ground further than this from a straight line under the foot has an edge
+
 
 @dataclass
 class RuntimeSettings:
@@ -87,7 +95,8 @@ class FootLocker:
         """Forget every leg's history: the next update starts from its input."""
         self.position = None
 
-    def update(self, toe_positions, dt, contacts=None, contact_heights=None, carriers=None, carry=None):
+    def update(self, toe_positions, dt, contacts=None, contact_heights=None, carriers=None, carry=None,
+               contact_shifts=None):
         """Toe targets (L, 3) for this frame.
 
         ``toe_positions`` (L, 3): animated toes in world space. ``dt``: seconds since
@@ -99,7 +108,8 @@ class FootLocker:
         animated toe's height. ``carriers`` (L,): the moving ground under each toe now
         (an index, -1 for still ground or none), which a foot that locks now moves with;
         ``carry(carriers, points)`` moves points (k, 3) held on carriers (k,) as they moved
-        since the previous call.
+        since the previous call. ``contact_shifts`` (L, 3): how far from the animated toe
+        a foot that locks now is pinned across the ground (off a step edge); None: not at all.
         """
         toes = np.array(toe_positions, dtype=float)
         if self.position is None or self.position.shape != toes.shape or not 0.0 < dt <= self.settings.max_step:
@@ -110,7 +120,7 @@ class FootLocker:
         self._carry(carry)
         self._follow_targets(dt)
         self._update_planted(contacts)
-        self._switch_locks(contact_heights, carriers)
+        self._switch_locks(contact_heights, carriers, contact_shifts)
         return self.position.copy()
 
     def _start_at(self, toes):
@@ -164,7 +174,7 @@ class FootLocker:
         self.planted = np.where(self.planted, speed <= self.settings.lift_speed,
                                 speed < self.settings.plant_speed)
 
-    def _switch_locks(self, contact_heights, carriers):
+    def _switch_locks(self, contact_heights, carriers, contact_shifts):
         s = self.settings
         distance = np.linalg.norm(self.position - self.input_position, axis=-1) / self.scale
         lock = ~self.locked & self.planted & (distance < s.lock_distance)
@@ -172,7 +182,7 @@ class FootLocker:
         switched = lock | unlock
         if not switched.any():
             return
-        self.contact[lock] = self._contact_points(contact_heights)[lock]
+        self.contact[lock] = self._contact_points(contact_heights, contact_shifts)[lock]
         self.carrier[lock] = -1 if carriers is None else np.asarray(carriers)[lock]
         self.locked ^= switched
         # InertializeCubicTransition from what is displayed now (not from the old
@@ -187,13 +197,14 @@ class FootLocker:
         self.offset_velocity[unlock] = 0.0
         self.time[switched] = 0.0
 
-    def _contact_points(self, contact_heights):
+    def _contact_points(self, contact_heights, contact_shifts):
+        points = self.input_position if contact_shifts is None else self.input_position + contact_shifts
         if contact_heights is None:
-            return self.input_position.copy()
-        heights = self.input_position @ self.up
+            return points.copy()
+        heights = points @ self.up
         wanted = np.asarray(contact_heights, dtype=float)
         wanted = np.where(np.isfinite(wanted), wanted, heights)
-        return self.input_position + (wanted - heights)[:, None] * self.up
+        return points + (wanted - heights)[:, None] * self.up
 
 
 def ground_hits(answer, count):
@@ -225,6 +236,44 @@ def path_window(fps, window=SWING_WINDOW):
     behind = max(1, round(window * fps / 3.0))
     offsets = np.arange(-behind, reach + 1)
     return offsets, 1.0 - np.abs(offsets) / (np.where(offsets < 0, behind, reach) + 1.0)
+
+
+def placement_shifts(heels, toes, ground_heights, tolerance, up=(0.0, 0.0, 1.0)):
+    """Where k feet setting down land clear of step edges: shifts (k, 3) across the ground
+    and the ground's height at each toe so placed (k,).
+
+    Each foot runs from its toe (k, 3) to its heel, wherever the heel will be while the toe
+    is planted (``heels`` (k, H, 3), the first now: a foot that turns on its toe sweeps its
+    heel round). It straddles an edge where the ground under it, at ``FOOT_SAMPLES``
+    points, is further than ``tolerance`` from the straight line between its ends (a ramp
+    is straight, a step is not): its heel would be held up by a higher tread while the toe
+    is pinned on a lower one, or the toe pushed into a riser. It is moved along itself (as
+    it is now), by the smallest shift up to its own length (forward first) that clears every
+    edge with a shift step to spare. Where nothing is in the way the shift is zero; where
+    no shift clears it, zero and the height NaN.
+    ``ground_heights(points (m, 3))`` gives heights (m,) and whether each counts (m,).
+    """
+    up = np.asarray(up, dtype=float) / np.linalg.norm(up)
+    foot = toes - heels[:, 0]
+    foot = foot - (foot @ up)[:, None] * up
+    along = np.linspace(0.0, 1.0, FOOT_SAMPLES)
+    steps = np.arange(-PLACEMENT_STEPS, PLACEMENT_STEPS + 1)
+    shift = steps / PLACEMENT_STEPS  # (J,) in foot lengths
+    lines = heels[:, :, None] + along[:, None] * (toes[:, None, None] - heels[:, :, None])  # (k, H, N, 3)
+    points = lines[:, None] + shift[None, :, None, None, None] * foot[:, None, None, None]  # (k, J, H, N, 3)
+    heights, valid = ground_heights(points.reshape(-1, 3))
+    heights, valid = heights.reshape(points.shape[:4]), valid.reshape(points.shape[:4])
+    line = heights[..., :1] + along * (heights[..., -1:] - heights[..., :1])
+    clear = (valid.all(axis=-1) & (np.abs(heights - line).max(axis=-1) <= tolerance)).all(axis=-1)  # (k, J)
+    outward = np.clip(np.arange(len(steps)) + np.sign(steps), 0, len(steps) - 1)
+    spared = clear & clear[:, outward]  # ... and so is the next shift further out
+    spared[:, PLACEMENT_STEPS] = clear[:, PLACEMENT_STEPS]
+    cost = np.where(spared, 2 * np.abs(steps) - (steps > 0), np.iinfo(int).max)  # nearest, forward first
+    best = np.argmin(cost, axis=1)
+    feet = np.arange(len(best))
+    placed = spared[feet, best]
+    return (np.where(placed, shift[best], 0.0)[:, None] * foot,
+            np.where(placed, heights[feet, best, 0, -1], np.nan))
 
 
 def eased_ground(heights, valid, fallback, weights):

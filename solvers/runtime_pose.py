@@ -37,6 +37,8 @@ from .kinematics import Pose, Skeleton, check_motion, forward_kinematics
 from .leg_ik import LegLimits, leg_chain, measure_leg, solve_leg
 from .rig import Leg, Rig
 from .runtime_lock import (
+    STANCE_SAMPLES,
+    STEP_EDGE,
     FootLocker,
     PelvisDrop,
     PelvisPull,
@@ -46,6 +48,7 @@ from .runtime_lock import (
     ground_hits,
     length_scale,
     path_window,
+    placement_shifts,
     root_follow,
 )
 
@@ -172,7 +175,7 @@ class TerrainFootLock:
         lift = self._follow_root(paths, dt)
         feet = self._sample_feet(frame, paths, lift)
         legs = [_GroupPose(group, c, frame) for group in self.groups]
-        targets = self._lock(feet, frame, dt, ground)
+        targets = self._lock(feet, frame, dt, ground, lift)
         under = self._ground_under_feet(legs, targets, lift, dt, ground)
         self._align_feet(legs, under.normals)
         shift = (lift - self._pelvis_drop(legs, frame, lift, targets, dt)) * self.up
@@ -183,13 +186,50 @@ class TerrainFootLock:
         return FrameResult(*self._locals(legs, frame, shift), feet.toe_inputs, self._gather(legs, "toe"),
                            self.locker.contact[self.locker.locked].copy())
 
-    def _lock(self, feet, frame, dt, ground):
+    def _lock(self, feet, frame, dt, ground, lift):
         """Toe targets (L, 3): the footprints under the toes locked, each toe at its
-        authored clearance above its footprint (held on moving ground as it moves)."""
+        authored clearance above its footprint (held on moving ground as it moves; set
+        down clear of step edges)."""
         contacts = None if self.clip.contacts is None else self.clip.contacts[:, frame]
         clearance = feet.clearance[:, None] * self.up
-        return self.locker.update(feet.toe_inputs - clearance, dt, contacts, feet.ground_under,
-                                  feet.carrier_under, getattr(ground, "carry", None)) + clearance
+        shifts, heights = self._place_feet(feet, frame, contacts, ground, lift)
+        return self.locker.update(feet.toe_inputs - clearance, dt, contacts, heights, feet.carrier_under,
+                                  getattr(ground, "carry", None), shifts) + clearance
+
+    def _place_feet(self, feet, frame, contacts, ground, lift):
+        """Shifts (L, 3) and ground heights (L,) of the footprints of feet that may lock
+        now, moved off any step edge under the foot (:func:`placement_shifts`)."""
+        locker, c = self.locker, self.clip
+        setting_down = np.ones(len(self.toe_joints), dtype=bool) if locker.position is None else ~locker.locked
+        if contacts is not None:
+            setting_down &= np.asarray(contacts) > 0.5
+        shifts, heights = np.zeros((len(self.toe_joints), 3)), feet.ground_under.copy()
+        if not setting_down.any():
+            return shifts, heights
+        base = c.floor + lift
+
+        def ground_heights(points):
+            found, _, hit, _ = self._cast(points, ground)
+            return found, hit & (np.abs(found - base) <= self.max_correction)
+
+        toes = feet.toe_inputs[setting_down]
+        ahead = self._stance_ahead(frame, np.flatnonzero(setting_down))  # (k, H)
+        legs = np.flatnonzero(setting_down)[:, None]
+        heels = toes[:, None] + c.gpos[ahead, np.array(self.ankle_joints)[legs]] - c.gpos[ahead, np.array(self.toe_joints)[legs]]
+        moved, placed = placement_shifts(heels, toes, ground_heights, STEP_EDGE * length_scale(c.leg_length), self.up)
+        shifts[setting_down] = moved
+        heights[setting_down] = np.where(np.isfinite(placed), placed, heights[setting_down])
+        return shifts, heights
+
+    def _stance_ahead(self, frame, legs):
+        """(k, STANCE_SAMPLES) frames from ``frame`` to the end of each leg's contact under way
+        (all ``frame`` without contact curves)."""
+        contacts = self.clip.contacts
+        if contacts is None:
+            return np.full((len(legs), STANCE_SAMPLES), frame)
+        lifted = contacts[legs, frame:] <= 0.5
+        last = frame + np.where(lifted.any(axis=1), np.argmax(lifted, axis=1), lifted.shape[1]) - 1
+        return np.rint(np.linspace(frame, np.maximum(last, frame), STANCE_SAMPLES).T).astype(int)
 
     def _cast(self, points, ground):
         """(heights, normals, hits, carriers) of rays down through ``points`` (k, 3), from
