@@ -12,7 +12,9 @@ tests can pass any function). Per frame:
    a swinging toe rises before a step edge reaches it and comes down after it has passed,
    instead of clipping the edge or popping up;
 3. foot lock (:class:`~.runtime_lock.FootLocker`) of the footprints under those toes,
-   pinned on the ground where they were set down; each toe keeps its authored clearance
+   pinned on the ground where they were set down (moved along the foot onto one tread where
+   it would straddle a step edge, :func:`~.runtime_lock.placement_shifts`, and moving
+   with the ground where it moves); each toe keeps its authored clearance
    above its footprint, so a locked foot still rolls and lifts as authored;
 4. each foot turned toward the ground normal under its toe and heel, tilt limited;
 5. the pelvis lowered just enough for every foot to reach its target, eased, and where
