@@ -135,6 +135,7 @@ class FootLocker:
         self.contact = toes.copy()
         self.locked = np.zeros(legs, dtype=bool)
         self.carrier = np.full(legs, -1)  # the moving ground each lock holds on (-1: still ground)
+        self.placement = np.zeros((legs, 3))  # how far each lock was moved from its animated toe
         # Unknown until a speed has been measured; contact curves overwrite it next frame.
         self.planted = np.zeros(legs, dtype=bool)
 
@@ -177,12 +178,17 @@ class FootLocker:
     def _switch_locks(self, contact_heights, carriers, contact_shifts):
         s = self.settings
         distance = np.linalg.norm(self.position - self.input_position, axis=-1) / self.scale
+        # A lock lets go when its animation has run away from where it set down, not from
+        # where it was placed (off a step edge: that shift is no lag).
+        behind = np.linalg.norm(self.position - self.placement - self.input_position, axis=-1) / self.scale
         lock = ~self.locked & self.planted & (distance < s.lock_distance)
-        unlock = self.locked & (~self.planted | (distance > s.unlock_distance))
+        unlock = self.locked & (~self.planted | (behind > s.unlock_distance))
         switched = lock | unlock
         if not switched.any():
             return
         self.contact[lock] = self._contact_points(contact_heights, contact_shifts)[lock]
+        self.placement[lock] = 0.0 if contact_shifts is None else np.asarray(contact_shifts)[lock]
+        self.placement[unlock] = 0.0
         self.carrier[lock] = -1 if carriers is None else np.asarray(carriers)[lock]
         self.locked ^= switched
         # InertializeCubicTransition from what is displayed now (not from the old
