@@ -1,5 +1,5 @@
-"""Preview on ground that moves: a platform keyed to translate under the walk, a floor
-whose modifier raises it over time, and ground keyed but still.
+"""Preview on ground that moves -- a platform keyed to translate under the walk, a floor
+whose modifier raises it over time, ground keyed but still -- and a hop over stairs.
 
 A foot planted on moving ground holds relative to that ground (measured in the
 platform's own space); ground that does not move gives what still ground gives.
@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 import pytest
-from blender_scenes import import_clip, leg_bones, reference_labels_by_leg, world_joints
+from blender_scenes import import_clip, leg_bones, reference_labels_by_leg, world_joints, write_sliding_bvh
 from clip_scenarios import settled
 from foot_lock.solvers.runtime_lock import RuntimeSettings
 from test_preview_blender import CLIP, START, frames_of, play, scene_fps, walk_terrain
@@ -178,3 +178,28 @@ def test_bake_preview_keys_what_the_viewport_shows_on_a_moving_platform(addon, c
     assert addon.ops.foot_lock.bake_preview() == {"FINISHED"}
     assert obj.animation_data.action.name == f"{CLIP}.preview" and not obj.foot_lock.preview
     assert np.abs(world_joints(obj, bones) - shown).max() < 1e-4
+
+
+@pytest.mark.parametrize("root_scale", [1.0, 1.25])
+def test_a_hop_over_stairs_plants_its_feet_on_the_steps(addon, clips_dir, tmp_path, root_scale):
+    """The bundled hop (start, hop, stop and turn) over 12 cm stairs along its path, without
+    contact curves: planted toes keep their authored height above the step under them
+    (3.7 and 4.5 cm before feet were set down clear of step edges) and do not slide."""
+    source = clips_dir / "cmu_131_03.bvh"
+    path = write_sliding_bvh(source, tmp_path / source.name, root_scale) if root_scale != 1.0 else source
+    obj = import_clip(addon, path)
+    addon.ops.foot_lock.detect_legs()
+    terrain = walk_terrain(obj, "stairs")
+    terrain.build(addon)
+    toes = leg_bones(obj, "toe")
+    authored = world_joints(obj, toes)
+    obj.foot_lock.preview = True
+    shown = play(addon, obj, frames_of(obj), toes)
+    assert obj.foot_lock.preview_error == "" and np.isfinite(shown).all()
+    fps = scene_fps(addon)
+    planted = stance(obj, source, math.ceil(obj.foot_lock.blend_time * fps))
+    above = shown[..., 2] - terrain.height(shown)
+    assert planted.sum() > 500
+    assert np.abs(above - authored[..., 2])[planted].max() <= 0.01
+    both = planted[1:] & planted[:-1]
+    assert 100.0 * np.linalg.norm(np.diff(shown[..., :2], axis=0), axis=-1)[both].mean() * fps <= 1.0  # cm/s
