@@ -255,14 +255,22 @@ class GroundAt:
         stretch = np.linalg.norm(direction)  # local units per world unit along the ray
         local_origins = origins @ inverse[:3, :3].T + inverse[:3, 3]
         cast, local_down = tree.ray_cast, Vector(direction / stretch)
+        hit_rays, locations, hit_normals = [], [], []
         for i, origin in enumerate(local_origins.tolist()):
             location, normal, _, _ = cast(origin, local_down, distance * stretch)
-            if location is None:
-                continue
-            height = (matrix[:3, :3] @ np.array(location) + matrix[:3, 3]) @ up
-            if height > heights[i]:
-                turned = inverse[:3, :3].T @ np.array(normal)
-                heights[i], normals[i], carriers[i] = height, turned / np.linalg.norm(turned), index
+            if location is not None:
+                hit_rays.append(i)
+                locations.append(location)
+                hit_normals.append(normal)
+        if not hit_rays:
+            return
+        rays = np.array(hit_rays)
+        found = (np.array(locations) @ matrix[:3, :3].T + matrix[:3, 3]) @ up
+        higher = found > heights[rays]
+        rays, found = rays[higher], found[higher]
+        turned = np.array(hit_normals)[higher] @ inverse[:3, :3]  # normals go by the inverse transpose
+        heights[rays], carriers[rays] = found, index
+        normals[rays] = turned / np.linalg.norm(turned, axis=-1, keepdims=True)
 
     def carry(self, carriers, points):
         """``points`` (k, 3) held on the moving objects ``carriers`` (k,) names, moved as
