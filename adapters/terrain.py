@@ -106,7 +106,7 @@ def _sample_over_frames(scene, depsgraph, objects, frames):
                 evaluated = obj.evaluated_get(depsgraph)
                 matrices[obj.name][row] = np.array(evaluated.matrix_world)
                 if row == 0 or obj.name in deforming:
-                    shapes[obj.name].append(_local_triangles(evaluated))
+                    shapes[obj.name].append(_kept_shape(_local_triangles(evaluated), shapes[obj.name]))
     out = {}
     for name, shape in shapes.items():
         if name not in deforming:
@@ -128,8 +128,16 @@ def _stepped(scene):
 
 
 def _same_as_before(shapes):
-    """(F,) whether each frame's local shape equals the previous frame's (the first: False)."""
-    return np.array([False] + [_same_shape(shape, before) for shape, before in zip(shapes[1:], shapes[:-1])])
+    """(F,) whether each frame's local shape is the previous frame's (the first: False)."""
+    return np.array([False] + [shape is before for shape, before in zip(shapes[1:], shapes[:-1])])
+
+
+def _kept_shape(shape, before):
+    """The shape to keep for a frame: the previous frame's own arrays where it is the same
+    (a mesh still for a stretch is kept once)."""
+    if before and _same_shape(shape, before[-1]):
+        return before[-1]
+    return shape
 
 
 def _same_shape(shape, other):
