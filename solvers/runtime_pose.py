@@ -12,7 +12,9 @@ tests can pass any function). Per frame:
    a swinging toe rises before a step edge reaches it and comes down after it has passed,
    instead of clipping the edge or popping up;
 3. foot lock (:class:`~.runtime_lock.FootLocker`) of the footprints under those toes,
-   pinned on the ground where they were set down; each toe keeps its authored clearance
+   pinned on the ground where they were set down (moved along the foot onto one tread where
+   it would straddle a step edge, :func:`~.runtime_lock.placement_shifts`, and moving
+   with the ground where it moves); each toe keeps its authored clearance
    above its footprint, so a locked foot still rolls and lifts as authored;
 4. each foot turned toward the ground normal under its toe and heel, tilt limited;
 5. the pelvis lowered just enough for every foot to reach its target, eased, and where
@@ -41,14 +43,18 @@ from .kinematics import Pose, Skeleton, check_motion, forward_kinematics
 from .leg_ik import LegLimits, leg_chain, measure_leg, solve_leg
 from .rig import Leg, Rig
 from .runtime_lock import (
+    STANCE_SAMPLES,
+    STEP_EDGE,
     FootLocker,
     PelvisDrop,
     PelvisPull,
     RuntimeSettings,
     align_to_normal,
     eased_ground,
+    ground_hits,
     length_scale,
     path_window,
+    placement_shifts,
     root_follow,
 )
 
@@ -111,6 +117,7 @@ class _FeetSample:
     toe_inputs: np.ndarray  # (L, 3) animated toes on the (eased) terrain
     clearance: np.ndarray  # (L,) authored height of each toe above the clip's floor
     ground_under: np.ndarray  # (L,) ground right under each animated toe, NaN where none
+    carrier_under: np.ndarray  # (L,) the moving ground there (-1: still ground or none)
 
 
 @dataclass
@@ -125,7 +132,11 @@ class TerrainFootLock:
 
     ``ground(origins, distance)`` casts a ray from each origin (k, 3) against ``up`` for at
     most ``distance`` and returns hit heights along ``up`` (k,), normals (k, 3) and hits
-    (k,) bool. ``solver`` supplies the leg solver's options (:class:`FootLockSettings`).
+    (k,) bool. Ground that moves also returns each ray's carrier (k,), the index of the
+    moving object it hit (-1: still ground), and has ``carry(carriers, points)``: the
+    points (k, 3) held on each moved as it moved since the frame before; a foot locked on
+    it moves with it. ``solver``
+    supplies the leg solver's options (:class:`FootLockSettings`).
     """
 
     def __init__(self, clip, settings=None, solver=None, root_follow=True, up=(0.0, 0.0, 1.0)):
@@ -176,7 +187,7 @@ class TerrainFootLock:
         paths = self._cast_paths(frame, ground)
         lift = self._follow_root(paths, dt)
         feet = self._sample_feet(frame, paths, lift)
-        targets = self._lock(feet, frame, dt)
+        targets = self._lock(feet, frame, dt, ground, lift)
         legs = _LegPoints(self.hips[frame], self.ankles[frame], self.toes[frame])
         under = self._ground_under_feet(legs, targets, lift, dt, ground)
         turns = self._foot_turns(under.normals)
@@ -211,31 +222,69 @@ class TerrainFootLock:
         pos[:, c.rig.pelvis] += shift if parent < 0 else quat.rotate(quat.conjugate(c.grot[frames, parent]), shift)
         return rot, pos, toes
 
-    def _lock(self, feet, frame, dt):
+    def _lock(self, feet, frame, dt, ground, lift):
         """Toe targets (L, 3): the footprints under the toes locked, each toe at its
-        authored clearance above its footprint."""
+        authored clearance above its footprint (held on moving ground as it moves; set
+        down clear of step edges)."""
         contacts = None if self.clip.contacts is None else self.clip.contacts[:, frame]
         clearance = feet.clearance[:, None] * self.up
-        return self.locker.update(feet.toe_inputs - clearance, dt, contacts, feet.ground_under) + clearance
+        shifts, heights = self._place_feet(feet, frame, contacts, ground, lift)
+        return self.locker.update(feet.toe_inputs - clearance, dt, contacts, heights, feet.carrier_under,
+                                  getattr(ground, "carry", None), shifts) + clearance
+
+    def _place_feet(self, feet, frame, contacts, ground, lift):
+        """Shifts (L, 3) and ground heights (L,) of the footprints of feet that may lock
+        now, moved off any step edge under the foot (:func:`placement_shifts`)."""
+        locker, c = self.locker, self.clip
+        setting_down = np.ones(len(self.toe_joints), dtype=bool) if locker.position is None else ~locker.locked
+        if contacts is not None:
+            setting_down &= np.asarray(contacts) > 0.5
+        shifts, heights = np.zeros((len(self.toe_joints), 3)), feet.ground_under.copy()
+        if not setting_down.any():
+            return shifts, heights
+        base = c.floor + lift
+
+        def ground_heights(points):
+            found, _, hit, _ = self._cast(points, ground)
+            return found, hit & (np.abs(found - base) <= self.max_correction)
+
+        toes = feet.toe_inputs[setting_down]
+        ahead = self._stance_ahead(frame, np.flatnonzero(setting_down))  # (k, H)
+        legs = np.flatnonzero(setting_down)[:, None]
+        heels = toes[:, None] + self.ankles[ahead, legs] - self.toes[ahead, legs]
+        moved, placed = placement_shifts(heels, toes, ground_heights, STEP_EDGE * length_scale(c.leg_length), self.up)
+        shifts[setting_down] = moved
+        heights[setting_down] = np.where(np.isfinite(placed), placed, heights[setting_down])
+        return shifts, heights
+
+    def _stance_ahead(self, frame, legs):
+        """(k, STANCE_SAMPLES) frames from ``frame`` to the end of each leg's contact under way
+        (all ``frame`` without contact curves)."""
+        contacts = self.clip.contacts
+        if contacts is None:
+            return np.full((len(legs), STANCE_SAMPLES), frame)
+        lifted = contacts[legs, frame:] <= 0.5
+        last = frame + np.where(lifted.any(axis=1), np.argmax(lifted, axis=1), lifted.shape[1]) - 1
+        return np.rint(np.linspace(frame, np.maximum(last, frame), STANCE_SAMPLES).T).astype(int)
 
     def _cast(self, points, ground):
-        """(heights, normals, hits) of rays down through ``points`` (k, 3), from
+        """(heights, normals, hits, carriers) of rays down through ``points`` (k, 3), from
         ``max_correction`` above the character's current ground and twice that long: only
         corrections up to ``max_correction`` can hit."""
         up = self.up
         base = self.clip.floor + (0.0 if self.lift is None else self.lift)
         origins = points + (base + self.max_correction - points @ up)[:, None] * up
-        return ground(origins, 2.0 * self.max_correction)
+        return ground_hits(ground(origins, 2.0 * self.max_correction), len(points))
 
     def _cast_paths(self, frame, ground):
-        """Ground heights and hits (1 + L, S) along the clip's paths of the pelvis and of
-        every toe over the window around ``frame``."""
+        """Ground heights, hits and carriers (1 + L, S) along the clip's paths of the pelvis
+        and of every toe over the window around ``frame`` (on moving ground: where it is now)."""
         c = self.clip
         path = np.clip(frame + self.window, 0, c.frames - 1)
         walkers = [c.rig.pelvis, *self.toe_joints]
-        heights, _, hit = self._cast(c.gpos[path][:, walkers].transpose(1, 0, 2).reshape(-1, 3), ground)
+        heights, _, hit, carriers = self._cast(c.gpos[path][:, walkers].transpose(1, 0, 2).reshape(-1, 3), ground)
         shape = (len(walkers), len(path))
-        return heights.reshape(shape), hit.reshape(shape)
+        return heights.reshape(shape), hit.reshape(shape), carriers.reshape(shape)
 
     def _follow_root(self, paths, dt):
         """The root's offset along up, eased toward the ground along the pelvis' path."""
@@ -243,7 +292,7 @@ class TerrainFootLock:
             return 0.0
         s, floor = self.settings, self.clip.floor
         lift = 0.0 if self.lift is None else self.lift
-        heights, valid = paths
+        heights, valid, _ = paths
         # Ground beyond max_correction from the current one is a ledge or a hole, and no
         # ground is none: the body keeps going toward the last ground it had.
         valid = valid[:1] & (np.abs(heights[:1] - floor - lift) <= self.max_correction)
@@ -279,6 +328,7 @@ class TerrainFootLock:
             toe_inputs=authored + (lift + eased - base)[:, None] * up,
             clearance=authored @ up - c.floor,
             ground_under=np.where(valid[:, centre], heights[:, centre], np.nan),
+            carrier_under=np.where(valid[:, centre], paths[2][1:, centre], -1),
         )
 
     def _ground_under_feet(self, legs, targets, lift, dt, ground):
@@ -287,7 +337,7 @@ class TerrainFootLock:
         (the eased ground along the path is a target only), and the feet tilt to it."""
         c, up = self.clip, self.up
         ankles = targets + legs.ankles - legs.toes
-        heights, normals, hit = self._cast(np.concatenate((targets, ankles)), ground)
+        heights, normals, hit, _ = self._cast(np.concatenate((targets, ankles)), ground)
         hit &= np.abs(heights - c.floor - lift) <= self.max_correction
         toe, heel = np.where(hit, heights, np.nan).reshape(2, -1)
         toe_shift = np.where(np.isfinite(toe), toe - c.floor, lift)
@@ -489,9 +539,11 @@ class PlayedClip:
 
 def play_clip(lock, ground):
     """Play ``lock`` over its whole clip from the first frame: steps 1-5 one frame step at
-    a time, then the legs of every frame solved at once."""
+    a time, then the legs of every frame solved at once. A ground that changes over the
+    clip has ``at(frame)``: the ground on that frame."""
     lock.reset()
     step = 1.0 / lock.clip.fps
-    plans = [lock.plan(frame, step, ground) for frame in range(lock.clip.frames)]
+    at = getattr(ground, "at", lambda frame: ground)
+    plans = [lock.plan(frame, step, at(frame)) for frame in range(lock.clip.frames)]
     rot, pos, toes = lock.solve(plans)
     return PlayedClip(rot, pos, np.stack([plan.toe_inputs for plan in plans]), toes, [plan.contacts for plan in plans])

@@ -311,7 +311,7 @@ def test_flat_ground_changes_a_clean_clip_by_millimetres(addon, clips_dir):
     change = np.linalg.norm(play(addon, obj, frames_of(obj), bones) - authored, axis=-1)
     assert change.mean() < 0.003
     assert np.median(change) < 0.001
-    assert change[:, -1].max() < 0.01  # the pelvis: under a centimetre, where a leg is at full reach
+    assert change[:, -1].max() < 0.005  # the pelvis, also where a leg lifts off at full reach
 
 
 def own_mesh(bpy, name, height):

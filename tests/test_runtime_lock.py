@@ -328,3 +328,43 @@ def test_root_climbs_steps_instead_of_jolting():
     assert np.abs(np.diff(history)).max() <= 0.2 * (1.0 - math.exp(-DT / 0.15)) + 1e-12
     assert history[-1] == pytest.approx(0.2, abs=1e-3)
     assert root_follow(0.05, 0.2, -DT, 0.15) == 0.2  # scrubbing snaps
+
+
+def test_a_release_leaves_with_the_animation_and_only_eases_out_the_gap():
+    """Contacts that end after the toe has started its swing: the lock holds the toe back
+    a little while its animation already moves. Released, the toe never falls further
+    behind its animation than it was at the release (the still lock's zero velocity is not
+    carried into the swing): the gap only shrinks, to nothing by the end of the blend."""
+    settings = RuntimeSettings()
+    toes, contacts = walk()
+    late = np.roll(contacts, 4, axis=0)  # each contact ends four frames into the swing
+    locker = FootLocker(REFERENCE_LEG_LENGTH, settings, UP)
+    out, locked = [], []
+    for f in range(len(toes)):
+        out.append(locker.update(toes[f], DT, late[f]))
+        locked.append(locker.locked.copy())
+    gap = np.linalg.norm(np.array(out) - toes, axis=-1)
+    released = np.argwhere(np.diff(np.array(locked).astype(int), axis=0) == -1)
+    blend = math.ceil(settings.blend_time / DT)
+    assert len(released) >= 4
+    for f, leg in released:
+        at_release = gap[f + 1, leg]
+        assert at_release > 1e-3  # the lock did hold the moving toe back
+        assert (np.diff(gap[f + 1 : f + blend + 1, leg]) <= 1e-12).all()
+        assert gap[f + blend + 1, leg] < 1e-9
+
+
+def test_a_lock_on_moving_ground_moves_with_it():
+    """A toe locked on a carrier moves as ``carry`` says the carrier moved; on still ground
+    (carrier -1) it stays put."""
+    velocity = np.array([0.5, 0.0, 0.0])
+    toes = np.tile([[0.0, 0.1, 0.03], [0.0, -0.1, 0.03]], (30, 1, 1))
+    locker = FootLocker(REFERENCE_LEG_LENGTH, RuntimeSettings(), UP)
+
+    def carry(carriers, points):
+        return points + DT * velocity * (carriers == 0)[:, None]
+
+    out = np.stack([locker.update(toes[f], DT, [1.0, 1.0], None, [0, -1], carry) for f in range(len(toes))])
+    assert locker.locked.all()
+    assert np.allclose(out[-1, 0] - out[1, 0], (len(toes) - 2) * DT * velocity)
+    assert np.allclose(out[:, 1], toes[:, 1])

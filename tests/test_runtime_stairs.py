@@ -1,0 +1,100 @@
+"""Stress clips over stairs (numpy only): hops, jumps and turns landing anywhere on 12 cm
+steps, and where a foot is set down when a step edge is under it."""
+
+import math
+
+import numpy as np
+import pytest
+from clip_scenarios import load, reference_labels, scale_root_motion, settled
+from foot_lock.solvers.foot_lock import label_contacts
+from foot_lock.solvers.runtime_lock import STEP_EDGE, RuntimeSettings, placement_shifts
+from foot_lock.solvers.runtime_pose import TerrainFootLock, runtime_clip
+from test_runtime_pose import RISE, UP, terrain
+
+FOOT = np.array([0.15, 0.0, 0.0])  # heel to toe, along +X
+Z_UP = np.array([0.0, 0.0, 1.0])  # the synthetic feet's up (the clips are Y-up)
+
+
+def stairs_heights(points):
+    """A riser at x = 0: the tread behind it is ``RISE`` higher."""
+    return np.where(points[:, 0] < 0.0, RISE, 0.0), np.ones(len(points), dtype=bool)
+
+
+def test_a_foot_on_even_ground_or_a_ramp_is_set_down_where_it_is():
+    heels = np.array([[[0.3, 0.0, 0.1]], [[0.3, 0.0, 0.1]]])
+    toes = heels[:, 0] + FOOT
+
+    def ramp_and_flat(points):
+        return np.where(points[:, 1] > -1.0, 0.2 * points[:, 0], 0.0), np.ones(len(points), dtype=bool)
+
+    shifts, heights = placement_shifts(heels, toes, ramp_and_flat, STEP_EDGE, Z_UP)
+    assert np.array_equal(shifts, np.zeros((2, 3)))
+    assert np.allclose(heights, 0.2 * toes[:, 0])
+
+
+@pytest.mark.parametrize("heel_x, expected", [(-0.03, 0.0), (-0.12, RISE)])
+def test_a_foot_straddling_a_step_edge_is_moved_to_the_nearer_tread(heel_x, expected):
+    """Heel on the upper tread, toe over the lower one: a heel just over the edge is moved
+    forward onto the lower tread, a toe just short of it back onto the upper one; either
+    way the whole foot, with a shift step to spare, is on one tread."""
+    heels = np.array([[[heel_x, 0.0, 0.1]]])
+    toes = heels[:, 0] + FOOT
+    shifts, heights = placement_shifts(heels, toes, stairs_heights, STEP_EDGE, Z_UP)
+    placed_heel, placed_toe = heels[0, 0, 0] + shifts[0, 0], toes[0, 0] + shifts[0, 0]
+    assert heights[0] == expected
+    if expected == 0.0:
+        assert 0.0 < placed_heel <= 0.03 + 0.15 / 8.0 + 1e-9  # just past the edge (and a step to spare)
+    else:
+        assert -0.15 / 8.0 - 1e-9 <= placed_toe < 0.0
+    assert np.abs(shifts[0]).max() <= 0.15
+
+
+def test_a_foot_that_turns_on_its_toe_is_set_down_clear_of_where_its_heel_sweeps():
+    """Set down at 45 degrees clear of the edge, the foot will turn on its toe until it
+    points along +X, its heel swinging round over the upper tread: it is moved (along
+    itself as it is now) so that the heel never crosses the edge."""
+    toe = np.array([0.12, 0.0, 0.1])
+    diagonal = 0.15 * np.array([math.sqrt(0.5), math.sqrt(0.5), 0.0])
+    heels = np.array([[toe - diagonal, toe - FOOT]])  # now clear (x = 0.014), later over the riser (x = -0.03)
+    shifts, heights = placement_shifts(heels, toe[None], stairs_heights, STEP_EDGE, Z_UP)
+    assert heights[0] == 0.0
+    assert np.allclose(np.cross(shifts[0], diagonal), 0.0) and shifts[0] @ diagonal > 0.0
+    assert (heels[0, :, 0] + shifts[0, 0] > 0.0).all()
+
+
+# The hop up and down, as authored and sliding; the long jumping clip (2,752 frames) once each way.
+STRESS = [("cmu_131_03", kind, scale) for kind in ("stairs", "down") for scale in (1.0, 1.25)]
+STRESS += [("cmu_01_01", "stairs", 1.0), ("cmu_01_01", "down", 1.25)]
+
+
+@pytest.fixture(scope="module", params=STRESS, ids=lambda p: f"{p[0]}-{p[1]}-x{p[2]}")
+def stress_on_stairs(request):
+    """A hop and a jumping clip, as authored and with the root 1.25x too fast, played with
+    the bake's labels over stairs up and down their path: toes shown and authored (F, L, 3),
+    the reference stance of the authored clip (F, L), fps."""
+    name, kind, scale = request.param
+    skeleton, authored_motion, rig = load(name)
+    motion = scale_root_motion(skeleton, authored_motion, scale)
+    labels, _ = label_contacts(skeleton, motion, rig, UP)
+    clip = runtime_clip(skeleton, motion, rig, floor=0.0, contacts=labels, up=UP)
+    height, ground = terrain(clip, kind)
+    lock = TerrainFootLock(clip, up=UP)
+    toes = np.array([lock.step(frame, 1.0 / clip.fps, ground).toes for frame in range(clip.frames)])
+    stance = settled(reference_labels(skeleton, authored_motion, rig) > 0.5,
+                     math.ceil(RuntimeSettings().blend_time * clip.fps)).T
+    return toes, clip.gpos[:, [leg.toe for leg in rig.legs]], height, stance, clip.fps
+
+
+def test_stress_clips_plant_their_feet_on_the_steps(stress_on_stairs):
+    """Every planted toe keeps its authored height above the step under it (up to 3.7 cm
+    on the hop and 9.8 cm on the jumps before feet were set down clear of step edges) and
+    does not slide. On the sliding hop a lock placed off an edge held on as long as one set
+    down where its toe was (it let go 12 cm below a tread when the shift counted as lag)."""
+    toes, authored, height, stance, fps = stress_on_stairs
+    above = np.stack([toes[:, leg] @ UP - height(toes[:, leg]) for leg in range(toes.shape[1])], axis=1)
+    both = stance[1:] & stance[:-1]
+    across = toes - (toes @ UP)[..., None] * UP
+    slide = 100.0 * np.linalg.norm(np.diff(across, axis=0), axis=-1)[both].mean() * fps
+    assert np.isfinite(toes).all()
+    assert np.abs(above - authored @ UP)[stance].max() <= 0.01
+    assert slide <= 1.0  # cm/s
