@@ -237,17 +237,19 @@ def _unsupported_reason(bone, parent_pose_scale):
     return None
 
 
-def _rest_offsets(bones, parents):
-    """Each bone's rest frame in its parent's rest frame (roots: armature space)."""
-    rest_rot = np.empty((len(bones), 4))
-    rest_pos = np.empty((len(bones), 3))
-    for j, bone in enumerate(bones):
-        rest = np.array(bone.matrix_local, dtype=float)
-        if parents[j] >= 0:
-            rest = np.linalg.inv(np.array(bone.parent.matrix_local, dtype=float)) @ rest
-        rest_rot[j] = quat.from_matrix(rest[:3, :3])
-        rest_pos[j] = rest[:3, 3]
-    return rest_rot, rest_pos
+def _rest_offsets(armature, bones, parents):
+    """Each bone's rest frame in its parent's rest frame (roots: armature space), for all
+    bones at once (``parents`` index into ``bones``)."""
+    flat = np.empty(len(armature.bones) * 16, dtype=np.float32)  # Blender stores them as floats
+    armature.bones.foreach_get("matrix_local", flat)
+    index_of = {bone.name: i for i, bone in enumerate(armature.bones)}
+    order = [index_of[bone.name] for bone in bones]
+    local = flat.astype(float).reshape(-1, 4, 4).transpose(0, 2, 1)[order]  # row-major, in ``bones`` order
+    rest = local.copy()
+    child = np.flatnonzero(parents >= 0)
+    if child.size:
+        rest[child] = np.linalg.inv(local[parents[child]]) @ local[child]
+    return quat.from_matrix(rest[:, :3, :3]), rest[:, :3, 3].copy()
 
 
 @dataclass
@@ -330,7 +332,7 @@ def read_motion(obj, action, frame_start, frame_end, extra_tails=()):
         bone_scale, uneven = np.ones((nb, count)), {}
     else:
         bone_scale, uneven = _uniform_scale(scale, frames)
-    rest = _rest_offsets(bones, layout.parents)
+    rest = _rest_offsets(obj.data, bones, layout.parents[:nb])
     rest_q = rest[0].T[:, :, None]  # (4, bones, 1)
     rot_c = channels.multiply(rest_q, basis)
     pos_c = np.empty((3, nb, count))
@@ -364,7 +366,7 @@ def read_evaluated_motion(obj, sampled, extra_tails=()):
     rot_c = quat.from_matrix(linear / safe[..., None, :]).transpose(2, 1, 0)
     pos_c = local[..., :3, 3].transpose(2, 1, 0).copy()
     modes = [obj.pose.bones[bone.name].rotation_mode for bone in bones]
-    rest = _rest_offsets(bones, layout.parents)
+    rest = _rest_offsets(obj.data, bones, layout.parents[:nb])
     return _assemble(obj, layout, rest, rot_c, pos_c, bone_scale, uneven, sampled.world, frames, modes)
 
 
