@@ -370,6 +370,34 @@ def read_evaluated_motion(obj, sampled, extra_tails=()):
     return _assemble(obj, layout, rest, rot_c, pos_c, bone_scale, uneven, sampled.world, frames, modes)
 
 
+def _chain_scales(bones, parents, bone_scale, uneven, world_scale):
+    """Down the chains, per bone and frame: the world length of an armature unit in its
+    parent's frame and in its own (the object's scale times the pose scales above), and
+    ``{bone name: why}`` for bones whose pose is not plain FK (see
+    :meth:`JointMap.require_exact`)."""
+    nb, count = bone_scale.shape
+    if not uneven and np.all(bone_scale == 1.0):  # the usual rig: no pose scale anywhere
+        parent_scale = own_scale = np.broadcast_to(world_scale, (nb, count))
+        parent_poses = [np.ones(count)] * nb
+    else:
+        parent_scale = np.empty((nb, count))
+        own_scale = np.empty((nb, count))
+        pose_scale = np.empty((nb, count))  # product of pose scales from the root
+        parent_poses = []
+        for j in range(nb):
+            p = parents[j]
+            parent_poses.append(np.ones(count) if p < 0 else pose_scale[p])
+            parent_scale[j] = world_scale if p < 0 else own_scale[p]
+            own_scale[j] = parent_scale[j] * bone_scale[j]
+            pose_scale[j] = parent_poses[j] * bone_scale[j]
+    unsupported = {bones[b].name: reason for b, reason in uneven.items()}
+    for bone, parent_pose in zip(bones, parent_poses):
+        reason = _unsupported_reason(bone, parent_pose)
+        if reason and bone.name not in unsupported:
+            unsupported[bone.name] = reason
+    return parent_scale, own_scale, unsupported
+
+
 def _assemble(obj, layout, rest, rot_c, pos_c, bone_scale, uneven, world, frames, modes):
     """Skeleton, Motion and JointMap from the bones' rest offsets ``rest`` (rotations,
     translations), each bone's transform in its parent's frame ``rot_c`` (4, B, F) /
@@ -383,20 +411,7 @@ def _assemble(obj, layout, rest, rot_c, pos_c, bone_scale, uneven, world, frames
         for values in _object_transforms(obj.name, np.asarray(world, dtype=float), frames)
     )
 
-    # Scale down the chains: world length of an armature unit in each parent's frame.
-    parent_scale = np.empty((nb, count))
-    own_scale = np.empty((nb, count))
-    pose_scale = np.empty((nb, count))  # product of pose scales from the root
-    unsupported = {bones[b].name: reason for b, reason in uneven.items()}
-    for j, bone in enumerate(bones):
-        p = parents[j]
-        parent_pose = np.ones(count) if p < 0 else pose_scale[p]
-        parent_scale[j] = world_scale if p < 0 else own_scale[p]
-        own_scale[j] = parent_scale[j] * bone_scale[j]
-        pose_scale[j] = parent_pose * bone_scale[j]
-        reason = _unsupported_reason(bone, parent_pose)
-        if reason and bone.name not in unsupported:
-            unsupported[bone.name] = reason
+    parent_scale, own_scale, unsupported = _chain_scales(bones, parents, bone_scale, uneven, world_scale)
     pos_c = pos_c * parent_scale
     roots = np.flatnonzero(parents[:nb] < 0)
     object_q = world_rot.T[:, None, :]  # (4, 1, F)
