@@ -357,17 +357,33 @@ def read_evaluated_motion(obj, sampled, extra_tails=()):
     pose = sampled.pose[:, order]
     _check_finite(pose.reshape(len(frames), nb, 16).transpose(2, 1, 0), bones, lambda b: "pose matrix", frames)
     parents = layout.parents[:nb]
-    parent_pose = np.where((parents < 0)[None, :, None, None], np.eye(4), pose[:, np.maximum(parents, 0)])
-    local = np.linalg.solve(parent_pose, pose)  # inv(parent) @ pose, batched
-    linear = local[..., :3, :3]
+    linear, pos_c = _relative_to_parents(pose, parents)
     scales = np.linalg.norm(linear, axis=-2)  # (F, B, 3) column lengths
     bone_scale, uneven = _uniform_scale(scales.transpose(2, 1, 0), frames)
     safe = np.where(scales > 0.0, scales, 1.0)
     rot_c = quat.from_matrix(linear / safe[..., None, :]).transpose(2, 1, 0)
-    pos_c = local[..., :3, 3].transpose(2, 1, 0).copy()
     modes = [obj.pose.bones[bone.name].rotation_mode for bone in bones]
     rest = _rest_offsets(obj.data, bones, layout.parents[:nb])
     return _assemble(obj, layout, rest, rot_c, pos_c, bone_scale, uneven, sampled.world, frames, modes)
+
+
+def _relative_to_parents(pose, parents):
+    """Each bone's linear part (F, B, 3, 3) and translation (3, B, F) in its parent's pose
+    frame, from the pose matrices (F, B, 4, 4) of bones whose ``parents`` index the same
+    arrays (roots: as they are). The parents' linear parts are inverted in a few
+    whole-array operations (cofactors over the determinant): LAPACK's per-matrix calls
+    would cost more than the rest of the read on a clip's thousands of bone matrices."""
+    linear, translation = pose[..., :3, :3], pose[..., :3, 3]
+    roots = parents < 0
+    parent = np.maximum(parents, 0)
+    r0, r1, r2 = (linear[:, parent, row] for row in range(3))
+    cofactors = np.stack((quat.cross(r1, r2), quat.cross(r2, r0), quat.cross(r0, r1)), axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):  # a parent scaled to zero: NaN, refused later
+        inverse = cofactors / np.sum(r0 * cofactors[..., 0], axis=-1)[..., None, None]
+    inverse[:, roots] = np.eye(3)
+    offset = translation - np.where(roots[:, None], 0.0, translation[:, parent])
+    local_translation = (inverse @ offset[..., None])[..., 0]
+    return inverse @ linear, local_translation.transpose(2, 1, 0).copy()
 
 
 def _chain_scales(bones, parents, bone_scale, uneven, world_scale):
