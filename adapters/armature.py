@@ -164,12 +164,21 @@ def _object_transforms(name, world, frames):
     _refuse_first(uneven, frames, f"object {name!r} is scaled non-uniformly at frame {{}}: "
                   "apply the scale (Ctrl+A > Scale) or use the same scale on all three axes")
     rotation = linear / scale[:, None, None]
-    _refuse_first(np.linalg.det(rotation) < 0.0, frames,
+    _refuse_first(_cofactors(rotation)[1] < 0.0, frames,
                   f"object {name!r} is mirrored (negative scale) at frame {{}}: apply the scale first")
     sheared = np.abs(rotation.transpose(0, 2, 1) @ rotation - np.eye(3)).max(axis=(1, 2)) > 1e-4
     _refuse_first(sheared, frames,
                   f"object {name!r} is sheared (by a parent's scale) at frame {{}}: apply the transforms first")
     return quat.from_matrix(rotation), world[:, :3, 3].copy(), scale
+
+
+def _cofactors(matrices):
+    """The transposed cofactor matrices (..., 3, 3) and determinants (...) of 3x3
+    ``matrices``: the inverse is the one over the other. Whole-array numpy: LAPACK's
+    per-matrix calls cost more than a read's other work on thousands of small matrices."""
+    r0, r1, r2 = matrices[..., 0, :], matrices[..., 1, :], matrices[..., 2, :]
+    cofactors = np.stack((quat.cross(r1, r2), quat.cross(r2, r0), quat.cross(r0, r1)), axis=-1)
+    return cofactors, np.sum(r0 * cofactors[..., 0], axis=-1)
 
 
 def _refuse_first(bad, frames, message):
@@ -370,16 +379,13 @@ def read_evaluated_motion(obj, sampled, extra_tails=()):
 def _relative_to_parents(pose, parents):
     """Each bone's linear part (F, B, 3, 3) and translation (3, B, F) in its parent's pose
     frame, from the pose matrices (F, B, 4, 4) of bones whose ``parents`` index the same
-    arrays (roots: as they are). The parents' linear parts are inverted in a few
-    whole-array operations (cofactors over the determinant): LAPACK's per-matrix calls
-    would cost more than the rest of the read on a clip's thousands of bone matrices."""
+    arrays (roots: as they are), the parents' linear parts inverted by :func:`_cofactors`."""
     linear, translation = pose[..., :3, :3], pose[..., :3, 3]
     roots = parents < 0
     parent = np.maximum(parents, 0)
-    r0, r1, r2 = (linear[:, parent, row] for row in range(3))
-    cofactors = np.stack((quat.cross(r1, r2), quat.cross(r2, r0), quat.cross(r0, r1)), axis=-1)
+    cofactors, determinant = _cofactors(linear[:, parent])
     with np.errstate(divide="ignore", invalid="ignore"):  # a parent scaled to zero: NaN, refused later
-        inverse = cofactors / np.sum(r0 * cofactors[..., 0], axis=-1)[..., None, None]
+        inverse = cofactors / determinant[..., None, None]
     inverse[:, roots] = np.eye(3)
     offset = translation - np.where(roots[:, None], 0.0, translation[:, parent])
     local_translation = (inverse @ offset[..., None])[..., 0]
