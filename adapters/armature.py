@@ -190,10 +190,11 @@ def _fill_channel(out, pose_bone, table, prop, frames):
     """Fill ``out`` (width, F) with a pose-bone channel: keyed values where an F-curve is,
     the bone's current value elsewhere."""
     path = f"{bone_data_path(pose_bone.name)}.{prop}"
-    current = getattr(pose_bone, prop)
+    current = None  # read from the bone only where a curve is missing (most channels are keyed)
     for index in range(out.shape[0]):
         fcurve = table.get((path, index))
         if fcurve is None or fcurve.mute:
+            current = getattr(pose_bone, prop) if current is None else current
             out[index] = current[index]
         else:
             out[index] = compat.read_values(fcurve, frames)
