@@ -5,7 +5,8 @@
 CMU part: the shared clips decimated to 30 and 60 fps, root speed x1.0 / x0.75 / x1.25
 and a factor drifting 0.8 -> 1.2; per scenario the label F1 against the original
 (120 fps, unscaled) clip's reference labels, the slide left over those frames, the
-pelvis deviation and the p99 ankle acceleration over the input's.
+pelvis deviation and the p99 ankle acceleration over the input's. Runs: the same walks
+played x2 / x3 faster at 30 fps (stances of 3-7 frames).
 Force-plate part: see :mod:`forceplate`.
 """
 
@@ -106,6 +107,81 @@ def print_in_place(clips_dir, clips=SHARED_CLIPS):
             print(f"{clip:<11} {fps:>3} fps: F1 {cs.f1_score(labels, reference[:, :: round(original.fps / fps)]):.3f}")
 
 
+RUN_FACTORS = (2, 3)  # a walk played this many times faster: stances of 5-7 and 3-6 frames at 30 fps
+
+
+def run_rows(clips_dir, clips=SHARED_CLIPS, factors=RUN_FACTORS, rates=(30, 60)):
+    """Per walk played ``factor`` times faster, frame rate and root scenario: the labels' F1
+    (the tool's toe labels, and the reference's own criterion -- world toe speed, its
+    threshold scaled by the factor -- as the ceiling at this frame rate), and the slide over
+    the original's reference frames before and after the fix (cm/s)."""
+    from foot_lock.solvers.contacts import reference_contacts
+
+    for clip in clips:
+        skeleton, original, rig = cs.load(clip, clips_dir=clips_dir)
+        full_reference = cs.reference_labels(skeleton, original, rig)
+        for factor, fps in ((factor, fps) for factor in factors for fps in rates):
+            motion = cs.time_compressed(original, factor, fps)
+            reference = full_reference[:, :: cs.compression_step(original, factor, fps)]
+            ceiling = cs.f1_score(reference_contacts(cs.toe_positions(skeleton, motion, rig), fps,
+                                                     threshold=0.25 * factor, window=1), reference)
+            for name, scenario in cs.root_scenarios(skeleton, motion).items():
+                labels, _ = label_contacts(skeleton, scenario, rig, bvh.UP)
+                result = remove_foot_sliding(skeleton, scenario, rig, bvh.UP)
+                before = metrics.toe_slide(cs.toe_positions(skeleton, scenario, rig), reference, bvh.UP, fps)
+                after = metrics.toe_slide(cs.toe_positions(skeleton, result.motion, rig), reference, bvh.UP, fps)
+                yield (clip, factor, fps, name, cs.f1_score(labels, reference), ceiling, 100.0 * before,
+                       100.0 * after)
+
+
+def print_runs(clips_dir, clips=SHARED_CLIPS):
+    print("Shared walks played x2 / x3 faster (runs, dashes: stances of 3-7 frames at 30 fps): label F1 "
+          "against the original's reference (target 0.95), the reference criterion's own F1 at this rate "
+          "(ceiling), slide over the reference frames before -> after")
+    rows = list(run_rows(clips_dir, clips))
+    for clip, factor, fps, name, f1, ceiling, before, after in rows:
+        print(f"{clip:<11} x{factor} {fps:>3} fps {name:<6} F1 {f1:.3f} (ceiling {ceiling:.3f}) "
+              f"slide {before:6.2f} -> {after:5.2f} cm/s{'  MISSED' if f1 < 0.95 else ''}")
+    for factor, fps in dict.fromkeys(row[1:3] for row in rows):
+        picked = np.array([row[4:] for row in rows if row[1:3] == (factor, fps)])
+        print(f"mean x{factor} {fps} fps: F1 {picked[:, 0].mean():.3f} (min {picked[:, 0].min():.3f}, ceiling mean "
+              f"{picked[:, 1].mean():.3f}), slide {picked[:, 2].mean():.2f} -> {picked[:, 3].mean():.2f} cm/s")
+    return rows
+
+
+SKATE_SPEEDS = (0.5, 1.0)  # m/s, the stance foot oscillating to and fro at up to this speed
+
+
+def print_skate(clips_dir, clips=SHARED_CLIPS):
+    """Strongly skated motion: every foot point slides to and fro at up to 0.5 / 1 m/s (no
+    root share explains it); the tool's toe labels against the unskated clip's reference."""
+    from foot_lock.solvers.contacts import detect_foot_contacts
+    from foot_lock.solvers.foot_lock import travel
+    from foot_lock.solvers.kinematics import forward_kinematics
+    from foot_lock.solvers.rig import leg_length
+
+    print("Shared walks, feet skating to and fro: label F1 against the unskated clip's reference")
+    figures = []
+    for clip in clips:
+        skeleton, original, rig = cs.load(clip, clips_dir=clips_dir)
+        reference = cs.reference_labels(skeleton, original, rig)
+        for fps in (30, 120):
+            motion = cs.decimate(original, fps)
+            _, gpos = forward_kinematics(skeleton, motion.rot, motion.pos)
+            heels, toes = (np.stack([gpos[:, getattr(leg, joint)] for leg in rig.legs]) for joint in ("ankle", "toe"))
+            row = []
+            for speed in SKATE_SPEEDS:
+                _, labels, _ = detect_foot_contacts(
+                    cs.oscillating_skate(heels, fps, speed), cs.oscillating_skate(toes, fps, speed),
+                    travel(skeleton, gpos, rig, bvh.UP), bvh.UP, fps, leg_length(gpos, rig), foot_edges=False)
+                row.append(cs.f1_score(labels, reference[:, :: round(original.fps / fps)]))
+            figures.append(row)
+            print(f"{clip:<11} {fps:>3} fps: " + ", ".join(f"{s} m/s F1 {f:.3f}" for s, f in zip(SKATE_SPEEDS, row)))
+    figures = np.array(figures)
+    print("mean: " + ", ".join(f"{s} m/s F1 {f:.3f} (min {m:.3f})"
+                               for s, f, m in zip(SKATE_SPEEDS, figures.mean(0), figures.min(0))))
+
+
 def print_labelling_speed(clips_dir, frames=1000):
     from benchmark import clip_of_length
 
@@ -130,6 +206,8 @@ def main(argv=None):
         print_cmu_table(args.clips)
         print_robustness(args.clips)
         print_in_place(args.clips)
+        print_runs(args.clips)
+        print_skate(args.clips)
         print_labelling_speed(args.clips)
     from forceplate import print_forceplate_table
 

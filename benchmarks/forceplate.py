@@ -8,6 +8,11 @@ plate (vertical force above 20 N). Markers stand in for joints: heel = the heel 
 toe = a toe or metatarsal-head marker, root = the mean of the pelvis markers. The foot's
 contact is heel OR toe (heel strike to toe-off). Only the frames around each plate stance
 are scored (outside a plate, 0 means "not measured", not "in the air").
+
+A plate measures the sum of what stands on it. Where the other foot lands on a plate the
+stance foot still stands on (a long plate, a short step: walk.c3d's last plate), the plate
+cannot tell when the first foot leaves: from the other foot's arrival on, the stance foot's
+truth is unknown, and those frames are not scored (:func:`shared_plate_frames`).
 """
 
 import json
@@ -28,6 +33,10 @@ MM = 0.001
 # (hip to ankle) is 0.85 m long: the ratio turns a trial's marker heights into a leg length.
 LEG_PER_PELVIS_HEIGHT = 0.85 / 0.95
 TARGET_F1, TARGET_ERROR_MS = 0.95, 30.0
+# The other foot stands on a plate when its sole is over the plate, a marker within this of
+# the lowest that marker goes in the trial, and slower than a swing (truth is read from the
+# recorded trial only, never from the labeller).
+ON_PLATE_HEIGHT, ON_PLATE_SPEED, PLATE_INSET = 0.03, 1.0, 0.01  # m, m/s, m
 
 
 @dataclass
@@ -40,14 +49,17 @@ class Trial:
     fps: float
     stances: list  # (foot index, start, end) frames, end exclusive, within the trial's frames
     leg_length: float
+    known: np.ndarray  # (2, F) frames where the plates tell whether the foot stands (see module doc)
 
     def copy(self, heels=None, toes=None, root=None):
         return Trial(self.name, self.heels if heels is None else heels, self.toes if toes is None else toes,
-                     self.root if root is None else root, self.up, self.fps, self.stances, self.leg_length)
+                     self.root if root is None else root, self.up, self.fps, self.stances, self.leg_length,
+                     self.known)
 
 
 def read_markers(path):
-    """Marker labels, the point rate and positions (F, markers, 3) in metres, NaN where invalid."""
+    """Marker labels, the point rate, positions (F, markers, 3) in metres, NaN where invalid,
+    and the force plates' corners (plates, 4, 3) in metres (lab axes, as the markers)."""
     import c3d
 
     with open(path, "rb") as handle:
@@ -55,9 +67,11 @@ def read_markers(path):
         labels = [label.strip() for label in reader.point_labels]
         points = np.array([frame for _, frame, _ in reader.read_frames()], dtype=float)
         rate = float(reader.point_rate)
+        corners = reader.get("FORCE_PLATFORM").get("CORNERS")
+        corners = np.asarray(corners.float_array, dtype=float).reshape(-1, 4, 3) * MM
     positions = points[..., :3] * MM
     positions[points[..., 3] < 0] = np.nan  # a negative residual marks a marker not seen
-    return labels, rate, positions
+    return labels, rate, positions, corners
 
 
 def pick(labels, positions, names):
@@ -84,7 +98,7 @@ def fill_gaps(track):
 def load_trial(c3d_path):
     """The trial cut to the frames where every marker used is seen at both ends."""
     c3d_path = Path(c3d_path)
-    labels, rate, positions = read_markers(c3d_path)
+    labels, rate, positions, corners = read_markers(c3d_path)
     heels = [pick(labels, positions, HEEL_MARKERS[foot]) for foot in FEET]
     toes = [pick(labels, positions, TOE_MARKERS[foot]) for foot in FEET]
     pelvis = [positions[:, labels.index(name)] for name in PELVIS_MARKERS if name in labels]
@@ -96,13 +110,55 @@ def load_trial(c3d_path):
     heels, toes, root = tracks[:2], tracks[2:4], tracks[4]
     up = vertical_axis(root, heels)
     truth = json.loads(c3d_path.with_suffix("").with_suffix(".contacts.json").read_text())
-    stances = [
-        (FEET.index(plate["foot"]), max(start - first, 0), min(end - first, last - first))
+    plate_stances = [
+        (FEET.index(plate["foot"]), corners[plate["plate"] - 1], max(start - first, 0), min(end - first, last - first))
         for plate in truth["plates"] if plate["foot"] in FEET
         for start, end in plate["contact_frames_0based"] if end > first and start < last
     ]
+    known = np.ones(heels.shape[:2], dtype=bool)
+    for foot, plate, start, end in plate_stances:
+        known[foot, start:end] &= ~shared_plate_frames(heels[1 - foot], toes[1 - foot], plate, up, rate, start, end)
+    stances = [(foot, start, end) for foot, _, start, end in plate_stances]
     pelvis_height = np.median(root @ up) - np.percentile(heels @ up, 5)
-    return Trial(c3d_path.stem, heels, toes, root, up, rate, stances, LEG_PER_PELVIS_HEIGHT * pelvis_height)
+    return Trial(c3d_path.stem, heels, toes, root, up, rate, stances, LEG_PER_PELVIS_HEIGHT * pelvis_height, known)
+
+
+def shared_plate_frames(heel, toe, corners, up, fps, start, end):
+    """Frames (end - start,) of a plate stance whose truth is unknown because the other foot
+    (``heel``, ``toe``: its (F, 3) markers) stands on the plate too: from its arrival to the
+    stance's end, or from the stance's start to its departure if it was there first."""
+    on_plate = (foot_down(heel, up, fps) | foot_down(toe, up, fps)) & sole_over_plate(heel, toe, corners, up)
+    on_plate = on_plate[start:end]
+    shared = np.zeros_like(on_plate)
+    if on_plate.any():
+        arrived, left = np.flatnonzero(on_plate)[[0, -1]]
+        if on_plate[0]:
+            shared[: left + 1] = True
+        else:
+            shared[arrived:] = True
+    return shared
+
+
+def foot_down(marker, up, fps):
+    """Frames (F,) where a marker (F, 3) is near the lowest it goes in the trial and slow."""
+    heights = marker @ up
+    speed = np.linalg.norm(np.gradient(marker, axis=0), axis=-1) * fps
+    return (heights < heights.min() + ON_PLATE_HEIGHT) & (speed < ON_PLATE_SPEED)
+
+
+def sole_over_plate(heel, toe, corners, up, samples=5):
+    """Frames (F,) where part of the sole -- the heel-to-toe marker line (F, 3) -- lies over
+    the plate's rectangle (its 4 corners) seen along ``up``, at least ``PLATE_INSET`` inside
+    its edges (a marker on the edge of one plate is not on its neighbour)."""
+    origin = corners[0]
+    edges = horizontal(corners[[1, 3]] - origin, up)  # two sides from the first corner
+    lengths = np.linalg.norm(edges, axis=1)
+    inset = PLATE_INSET / lengths
+    over = np.zeros(len(heel), dtype=bool)
+    for share in np.linspace(0.0, 1.0, samples):
+        along = horizontal(heel + share * (toe - heel) - origin, up) @ edges.T / lengths**2
+        over |= np.all((along >= inset) & (along <= 1.0 - inset), axis=1)
+    return over
 
 
 def vertical_axis(root, heels):
@@ -166,23 +222,25 @@ def score(labels, trial):
 
 
 def stance_counts(labels, trial):
-    """(true positives, labelled, true) frames around the plate stances, and the onset and
-    offset errors (ms) of each stance whose edge lies inside the trial."""
+    """(true positives, labelled, true) frames around the plate stances where the truth is
+    known, and the onset and offset errors (ms) of each stance whose edge is measured."""
     margin = round(SCORE_MARGIN * trial.fps)
     hits = found = truths = 0
     onset, offset = [], []
     for foot, start, end in trial.stances:
         low, high = max(start - margin, 0), min(end + margin, labels.shape[1])
-        window = labels[foot, low:high]
+        window, known = labels[foot, low:high], trial.known[foot, low:high]
         truth = np.zeros(high - low, dtype=bool)
         truth[start - low:end - low] = True
-        hits, found, truths = hits + np.sum(window & truth), found + window.sum(), truths + truth.sum()
-        run = contact_run(window, truth)
+        hits, found, truths = (hits + np.sum(window & truth & known), found + np.sum(window & known),
+                               truths + np.sum(truth & known))
+        run = contact_run(window, truth & known)
         if run is not None:
-            # Stances cut by the trial's end have no measured toe-off (or heel strike).
-            if start - low == margin:
+            # Stances cut by the trial's end, or shared with the other foot, have no measured
+            # toe-off (or heel strike).
+            if start - low == margin and trial.known[foot, start]:
                 onset.append(abs(run[0] - (start - low)) / trial.fps * 1e3)
-            if high - end == margin:
+            if high - end == margin and trial.known[foot, end - 1]:
                 offset.append(abs(run[1] - (end - low)) / trial.fps * 1e3)
     return (hits, found, truths), onset, offset
 
@@ -231,7 +289,19 @@ def print_forceplate_table(folder):
         print(f"{trial:<10} {name:<13} {f1:>6.3f} {onset:>6.1f}ms {offset:>6.1f}ms{'  MISSED' if missed else ''}")
     for name, (f1, onset, offset) in pooled_scores(trials(folder)).items():
         print(f"{'all trials':<10} {name:<13} {f1:>6.3f} {onset:>6.1f}ms {offset:>6.1f}ms")
+    print_worst_trials(rows)
     return rows
+
+
+def print_worst_trials(rows):
+    """Per scenario, the trial with the lowest F1 and the largest onset and offset errors."""
+    for scenario in dict.fromkeys(row[1] for row in rows):
+        picked = [row for row in rows if row[1] == scenario]
+        worst_f1 = min(picked, key=lambda row: row[2])
+        worst_onset = max(picked, key=lambda row: np.nan_to_num(row[3]))
+        worst_offset = max(picked, key=lambda row: np.nan_to_num(row[4]))
+        print(f"worst      {scenario:<13} F1 {worst_f1[2]:.3f} ({worst_f1[0]}), onset {worst_onset[3]:.1f}ms "
+              f"({worst_onset[0]}), offset {worst_offset[4]:.1f}ms ({worst_offset[0]})")
 
 
 if __name__ == "__main__":

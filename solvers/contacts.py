@@ -16,7 +16,11 @@ a tenth of a second, a cue no horizontal sliding touches: a treadmill's belt, a 
 in-place cycle (root still, planted feet moving backward together), a stance foot drifting
 on its own. The height cue is also left untouched by sliding: a contact must be near the
 foot's *local* ground (the lowest it goes within a quarter second), so stairs, boxes and
-raised blocks work.
+raised blocks work. Where most vertically planted frames move faster than the stance
+threshold against the root's share alone, the motion skates and its planted frames are
+contacts however they slide. A gait quicker than a brisk walk (a run, a dash: stances of a
+few frames) is labelled in its own time: its speeds and times scaled by its tempo, which
+the feet's alternation in height gives (:func:`gait_tempo`).
 
 Every threshold is in seconds or scales with the character's leg length (a reference
 adult's values below), so any unit and any frame rate give the same labels in time.
@@ -31,6 +35,11 @@ from numpy.lib.stride_tricks import sliding_window_view
 from .quaternion import horizontal
 
 REFERENCE_LEG_LENGTH = 0.85  # hip-to-ankle bone length of a reference adult, metres
+# s from one foot's lift to the other's at a brisk walk (120 steps a minute): the thresholds
+# below are a walk's; a quicker gait (a run, a dash) is labelled in its own time.
+REFERENCE_STEP_TIME = 0.5
+MAX_TEMPO = 3.0  # a sprinter's step (0.17 s) is the quickest a human gait takes
+MIN_STEPS = 4  # two strides make a gait; a single quick side-step does not
 
 
 @dataclass
@@ -43,10 +52,6 @@ class ContactSettings:
     min_swing: float = 0.1  # s; a whole foot off the ground for less did not swing
     widen: float = 0.01  # s; a stance's edges move out by at most this much (a frame at 120 fps)
     smoothing: float = 0.0  # s; > 0 turns labels into a 0..1 ramp of that width
-    # s; the lock hands the foot to its swing over this long (see ease_edges). Off by default:
-    # with the heel and ball pins it costs a pinned ball up to 0.3 mm a frame where a leg is at
-    # full stretch; 0.1 keeps a fix from raising the skate ratio (cmu_131_01: 7.3% -> 6.6%, not 8.7%).
-    ease: float = 0.0
     compensate_slip: bool = True
     velocity_span: float = 1.0 / 60.0  # s either side over which speeds are measured
     max_slip: float = 1.0  # largest root speed mismatch considered, as a fraction
@@ -135,14 +140,15 @@ def local_slip(point_velocity, root_velocity, cap, half_width, max_slip=1.0):
 
 
 def moving_ground(points, root, up, fps, scale, settings):
-    """Horizontal velocity (F, 3) of the ground the planted points stand on, the frames (L, F)
-    where points are vertically planted, and the mean root-speed share ``a`` (the clip's
-    slip, for the report)."""
+    """Horizontal velocities (2, F, 3) of the ground the planted points stand on -- with the
+    planted points' own drift, and the root's share alone (see :func:`skating_stances`) --
+    the frames (L, F) where points are vertically planted, and the mean root-speed share
+    ``a`` (the clip's slip, for the report)."""
     point_velocity = horizontal(span_velocity(points, fps, settings.velocity_span), up)
     frames = points.shape[1]
     planted = vertically_planted(points, up, fps, scale, settings)
     if not settings.compensate_slip or frames < 3:
-        return np.zeros((frames, 3)), planted, 0.0
+        return np.zeros((2, frames, 3)), planted, 0.0
     half_width = max(1, round(settings.slip_window * fps))
     cap = 2.0 * settings.speed_threshold * scale
     root_velocity = horizontal(span_velocity(root, fps, settings.velocity_span, axis=0), up)
@@ -151,8 +157,8 @@ def moving_ground(points, root, up, fps, scale, settings):
     drift = planted_drift(point_velocity - ground[None], planted, max(1, round(settings.drift_window * fps)))
     # A drift well inside the speed threshold is left alone (a planted toe's own jitter and
     # roll); a larger one is removed down to that margin.
-    ground = ground + shrink(drift, 0.5 * settings.speed_threshold * scale)
-    return ground, planted, float(np.median(share))
+    drifting = ground + shrink(drift, 0.5 * settings.speed_threshold * scale)
+    return np.stack([drifting, ground]), planted, float(np.median(share))
 
 
 def vertically_planted(points, up, fps, scale, settings):
@@ -208,8 +214,9 @@ def long_runs(mask, min_length):
     return mask & (lengths[ids] >= min_length)
 
 
-def label_points(points, ground, planted, up, fps, scale, settings, grow_edges=None):
-    """Boolean contacts (L, F) of points (L, F, 3) standing on a ground moving at ``ground``;
+def label_points(points, grounds, planted, up, fps, scale, settings, grow_edges=0):
+    """Boolean contacts (L, F) of points (L, F, 3) standing on a ground moving at
+    ``grounds[0]`` (F, 3) (``grounds[1]``: the root's share alone, see :func:`moving_ground`);
     ``planted`` (L, F): their vertically planted frames (see :func:`skating_stances`).
 
     ``grow_edges`` -1 / +1 extends each contact's start / end to the foot-level edge (see
@@ -218,31 +225,36 @@ def label_points(points, ground, planted, up, fps, scale, settings, grow_edges=N
     up = np.asarray(up, dtype=float)
     point_velocity = span_velocity(points, fps, settings.velocity_span)
     vertical_speed = point_velocity @ up
-    horizontal_speed = np.linalg.norm(horizontal(point_velocity, up) - ground[None], axis=-1)
+    horizontal_speed, share_speed = np.linalg.norm(horizontal(point_velocity, up)[None] - grounds[:, None], axis=-1)
     speed = np.sqrt(horizontal_speed**2 + vertical_speed**2)
     heights = points @ up
     clearance = heights - rolling_min(heights, round(settings.ground_window * fps))
-    slow = speed < settings.speed_threshold * scale
-    labels = slow & (clearance < settings.height_threshold * scale)
-    labels |= skating_stances(planted, slow, horizontal_speed < settings.skate_speed * scale,
-                              round(settings.skate_window * fps))
-    labels = majority_vote(labels, round(settings.vote_window * fps))
+    threshold = settings.speed_threshold * scale
+    labels = (speed < threshold) & (clearance < settings.height_threshold * scale)
+    labels |= skating_stances(planted, share_speed**2 + vertical_speed**2 >= threshold**2,
+                              horizontal_speed < settings.skate_speed * scale, round(settings.skate_window * fps))
+    # Where the point's contact starts the foot's (the heel strike), a point still descending
+    # has not touched yet, however slow the moving ground makes it look (another foot's drift
+    # taken for the ground's).
+    landed = vertical_speed > -settings.planted_vertical_speed * scale if grow_edges < 0 else True
+    labels = majority_vote(labels & landed, round(settings.vote_window * fps))
     if grow_edges:
-        near = (speed < settings.edge_speed * scale) & (clearance < settings.edge_height * scale)
+        near = (speed < settings.edge_speed * scale) & landed & (clearance < settings.edge_height * scale)
         labels = grow_into(labels, near | labels, grow_edges)
-    labels = fill_gaps(labels, round(settings.min_gap * fps))
+    labels = fill_gaps(labels, int(np.floor(settings.min_gap * fps + 1e-6)))
     # Whole frames only, never more than the time asked: at 30 or 60 fps a frame is already more.
     return widen(labels, int(np.floor(settings.widen * fps + 1e-6)))
 
 
-def skating_stances(planted, slow, below_skate_speed, half_width):
+def skating_stances(planted, moving, below_skate_speed, half_width):
     """Vertically planted frames kept as contacts although they move, where the motion skates:
-    within ``half_width`` frames most planted frames are too fast for the speed threshold
-    (a foot sliding to and fro faster than any moving ground explains). Elsewhere the
-    planted-but-moving frames are a clip's own small slides at stance edges, not contacts.
-    A swing toe skimming the floor stays out: it is faster than ``skate_speed``."""
+    within ``half_width`` frames most planted frames are ``moving`` against the root's share
+    alone, faster than the speed threshold (a foot sliding to and fro, which the planted
+    points' drift follows only in part). Elsewhere the planted-but-moving frames are a clip's
+    own small slides at stance edges, not contacts. A swing toe skimming the floor stays
+    out: it is faster than ``skate_speed``."""
     planted_frames = window_sum(planted.astype(float), half_width)
-    sliding_frames = window_sum((planted & ~slow).astype(float), half_width)
+    sliding_frames = window_sum((planted & moving).astype(float), half_width)
     skating = sliding_frames > 0.5 * np.maximum(planted_frames, 1.0)
     return planted & skating & below_skate_speed
 
@@ -262,8 +274,38 @@ def detect_contacts(points, root, up, fps, leg_length, settings=None):
     """
     settings = settings or ContactSettings()
     scale = leg_length / REFERENCE_LEG_LENGTH
-    ground, planted, slip = moving_ground(points, root, up, fps, scale, settings)
-    return to_weights(label_points(points, ground, planted, up, fps, scale, settings), fps, settings), slip
+    gait_fps = fps / gait_tempo(points, up, fps, scale, settings)
+    grounds, planted, slip = moving_ground(points, root, up, gait_fps, scale, settings)
+    labels = label_points(points, grounds, planted, up, gait_fps, scale, settings)
+    return to_weights(labels, fps, settings), slip
+
+
+def gait_tempo(points, up, fps, scale, settings):
+    """How many times quicker than a brisk walk the clip steps (1 to 3): the reference
+    step time over the median time a point stays above, then below, the lowest of the
+    others (by at least ``planted_height``; in a gait each foot is in turn the higher).
+
+    A run's stance lasts a few frames and its foot rolls over them several times faster
+    than a walk's: its speeds and times are a walk's, scaled by this tempo. Jumps, hops and
+    standing (the feet rising together or not at all, fewer than ``MIN_STEPS`` steps) keep 1.
+    """
+    heights = points @ np.asarray(up, dtype=float)
+    if len(heights) < 2:
+        return 1.0
+    others = np.stack([np.delete(heights, row, axis=0).min(axis=0) for row in range(len(heights))])
+    above = heights - others
+    band = settings.planted_height * scale
+    side = np.where(above > band, 1, np.where(above < -band, -1, 0))
+    # Hysteresis: between the bands a point keeps the side it was last on.
+    index = np.broadcast_to(np.arange(side.shape[1]), side.shape)
+    last = np.maximum.accumulate(np.where(side != 0, index, 0), axis=1)
+    side = np.take_along_axis(side, last, axis=1)
+    steps = [np.diff(np.flatnonzero((np.diff(row) != 0) & (row[1:] != 0) & (row[:-1] != 0)))
+             for row in side]
+    steps = np.concatenate(steps)
+    if len(steps) < MIN_STEPS:
+        return 1.0
+    return float(np.clip(REFERENCE_STEP_TIME * fps / np.median(steps), 1.0, MAX_TEMPO))
 
 
 def detect_foot_contacts(heels, toes, root, up, fps, leg_length, settings=None, toe_tips=None,
@@ -286,18 +328,20 @@ def detect_foot_contacts(heels, toes, root, up, fps, leg_length, settings=None, 
     ``(heel_weights, toe_weights, slip)``: 0/1 (ramps with ``settings.smoothing``), to key
     as curves and to pin each point while its weight is 1. A foot off the ground for less
     than ``settings.min_swing`` between two contacts did not leave it (:func:`fill_foot_gaps`).
+    Times and speeds are the gait's own (:func:`gait_tempo`, from the heels: they lift highest).
     """
     settings = settings or ContactSettings()
     scale = leg_length / REFERENCE_LEG_LENGTH
+    gait_fps = fps / gait_tempo(heels, up, fps, scale, settings)  # the heels lift highest
     toe_points = toes if toe_tips is None else np.concatenate([toes, toe_tips])
-    ground, toe_planted, slip = moving_ground(toe_points, root, up, fps, scale, settings)
-    heel_planted = vertically_planted(heels, up, fps, scale, settings)
+    grounds, toe_planted, slip = moving_ground(toe_points, root, up, gait_fps, scale, settings)
+    heel_planted = vertically_planted(heels, up, gait_fps, scale, settings)
     # The heel strikes first, the toe leaves last: each grows at the edge the foot has it for.
-    heel = label_points(heels, ground, heel_planted, up, fps, scale, settings, grow_edges=-foot_edges)
-    toe = label_points(toe_points, ground, toe_planted, up, fps, scale, settings, grow_edges=+foot_edges)
+    heel = label_points(heels, grounds, heel_planted, up, gait_fps, scale, settings, grow_edges=-foot_edges)
+    toe = label_points(toe_points, grounds, toe_planted, up, gait_fps, scale, settings, grow_edges=+foot_edges)
     if toe_tips is not None:
         toe = toe[: len(toes)] | toe[len(toes) :]
-    heel, toe = fill_foot_gaps(heel, toe, round(settings.min_swing * fps))
+    heel, toe = fill_foot_gaps(heel, toe, int(np.floor(settings.min_swing * gait_fps + 1e-6)))
     return to_weights(heel, fps, settings), to_weights(toe, fps, settings), slip
 
 
@@ -344,34 +388,6 @@ def grow_into(labels, allowed, direction=0):
         np.maximum.at(last, ids[labels & allowed], index[labels & allowed])
         grown &= (index <= last[ids]) if direction < 0 else (index >= first[ids])
     return grown | labels
-
-
-EASE_PEAK = 0.25  # the solver's weight on the swing frame next to a contact: the foot at 3/4 speed
-
-
-def ease_edges(weights, fps, seconds, standing=None):
-    """Weights (L, F) for the solve: each contact (>= 0.5) as it is, plus a ramp in the swing
-    that follows it, from ``EASE_PEAK`` down to 0 over ``seconds`` after the foot leaves the
-    ground (``standing`` (L, F) >= 0.5: the heel or the toe in contact; default: ``weights``).
-
-    Between two weighted frames the solve scales the toe's step by ``1 - weight``, so the
-    foot leaves a lock slowly and speeds up as it rises: the correction the lock built up is
-    paid back in the air, not by the foot rushing along the ground right after toe-off.
-    Frames where the foot stands are untouched and the ramp stops halfway through the swing,
-    so each pin starts and ends with its labels; weights already above the ramp (a soft
-    hand-keyed curve) are kept.
-    """
-    weights = np.asarray(weights, dtype=float)
-    if seconds <= 0 or not weights.size:
-        return weights.copy()
-    contact = (weights if standing is None else np.maximum(weights, standing)) >= 0.5
-    index = np.arange(weights.shape[-1])
-    since = index - np.maximum.accumulate(np.where(contact, index, -(10**9)), axis=-1)
-    until = np.minimum.accumulate(np.where(contact, index, 10**9)[..., ::-1], axis=-1)[..., ::-1] - index
-    # Over the first half of the swing only: the next pin starts free, as its labels say.
-    x = np.where(since <= until, np.clip(since / (seconds * fps), 0.0, 1.0), 1.0)
-    ramp = EASE_PEAK * (1.0 - x * x * (3.0 - 2.0 * x))  # smoothstep: no kink where the ramp ends
-    return np.where(contact, weights, np.maximum(weights, ramp))
 
 
 def fill_gaps(labels, max_gap):

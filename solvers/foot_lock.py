@@ -12,7 +12,7 @@ import numpy as np
 
 from . import metrics
 from . import quaternion as quat
-from .contacts import REFERENCE_LEG_LENGTH, ContactSettings, detect_foot_contacts, ease_edges
+from .contacts import REFERENCE_LEG_LENGTH, ContactSettings, detect_foot_contacts
 from .kinematics import Motion, Pose, SolverInputError, check_motion, forward_kinematics
 from .leg_ik import LegOptions, measure_leg, solve_leg
 from .offline_lock import OfflineProblem, OfflineWeights, solve_offline_lock
@@ -160,7 +160,7 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
         solution = solve_offline_lock(
             OfflineProblem(
                 pelvis=before["pelvis"], hips=before["hips"], toes=before["toes"], ankles=before["ankles"],
-                contacts=ease_edges(contacts, motion.fps, settings.contacts.ease, heel_contacts), reach=np.stack([lim.max_extension - lim.softening for lim in limits]),
+                contacts=contacts, reach=np.stack([lim.max_extension - lim.softening for lim in limits]),
                 fps=motion.fps, heel_contacts=heel_contacts, up=up,
             ),
             settings.weights,

@@ -151,6 +151,27 @@ def decimate(motion, fps):
                              dict(motion.meta))
 
 
+def oscillating_skate(points, fps, speed=1.0, frequency=1.5):
+    """Points sliding to and fro along x at up to ``speed`` m/s, planted or not (strongly
+    skated motion: no moving ground explains it)."""
+    t = np.arange(points.shape[1]) / fps
+    offset = speed / (2 * np.pi * frequency) * np.sin(2 * np.pi * frequency * t)
+    return points + offset[None, :, None] * np.array([1.0, 0.0, 0.0])
+
+
+def compression_step(motion, factor, fps):
+    """Frames of ``motion`` per frame of it played ``factor`` times faster at ``fps``."""
+    return round(motion.fps * factor / fps)
+
+
+def time_compressed(motion, factor, fps=30):
+    """The clip played ``factor`` times faster, sampled at ``fps``: a walk made a run or a
+    dash, its stances 3-6 frames long at 30 fps (x3). Its reference labels are the
+    original's at the same frames: ``reference[:, ::compression_step(motion, factor, fps)]``."""
+    step = compression_step(motion, factor, fps)
+    return kinematics.Motion(motion.rot[::step].copy(), motion.pos[::step].copy(), float(fps), dict(motion.meta))
+
+
 def root_scenarios(skeleton, motion):
     """The Targets' sliding inputs by name: root speed x1.0 / x0.75 / x1.25 and a drifting factor."""
     return {

@@ -4,32 +4,37 @@ import numpy as np
 import pytest
 from clip_scenarios import (
     ALL_CLIPS,
+    compression_step,
     decimate,
     drift_root_motion,
     f1_score,
     in_place,
     load,
+    oscillating_skate,
     reference_labels,
     root_scenarios,
     scale_root_motion,
+    time_compressed,
     toe_labels,
+    toe_positions,
     with_ground_root,
 )
-from foot_lock.solvers import bvh
+from foot_lock.solvers import bvh, metrics
 from foot_lock.solvers.contacts import (
     ContactSettings,
     detect_contacts,
     detect_foot_contacts,
-    ease_edges,
     fill_foot_gaps,
     fill_gaps,
+    gait_tempo,
     grow_into,
     local_slip,
     long_runs,
     majority_vote,
+    reference_contacts,
     velocity,
 )
-from foot_lock.solvers.foot_lock import FootLockSettings, label_contacts, remove_foot_sliding
+from foot_lock.solvers.foot_lock import label_contacts, remove_foot_sliding
 from foot_lock.solvers.kinematics import forward_kinematics
 from foot_lock.solvers.quaternion import horizontal
 
@@ -109,6 +114,70 @@ def test_decimated_sliding_clips_match_the_original_contacts(clip, fps):
         assert f1_score(toe_labels(skeleton, motion, rig), reference) >= 0.95, name
 
 
+def heel_tempo(skeleton, motion, rig):
+    _, gpos = forward_kinematics(skeleton, motion.rot, motion.pos)
+    heels = np.stack([gpos[:, leg.ankle] for leg in rig.legs])
+    return gait_tempo(heels, bvh.UP, motion.fps, 1.0, ContactSettings())
+
+
+@pytest.mark.parametrize("clip", SHARED_WALKS)
+def test_a_quicker_gait_is_labelled_in_its_own_time(clip):
+    """A walk keeps a walk's thresholds; played x2 / x3 faster, its tempo says so (the walks
+    step every 0.53-0.57 s; at 30 fps a x3 step lasts 5-6 frames, hence the margins)."""
+    skeleton, motion, rig = load(clip)
+    assert heel_tempo(skeleton, decimate(motion, 30), rig) == 1.0
+    double, triple = (heel_tempo(skeleton, time_compressed(motion, factor), rig) for factor in (2, 3))
+    assert 1.6 < double < 2.2 and 2.3 < triple < 3.2 and triple > double
+
+
+def alternating_tempo(step_frames, steps, fps=100):
+    """The tempo of two points each in turn 10 cm up for ``step_frames`` frames, ``steps`` times."""
+    up = (np.arange(step_frames * steps) // step_frames) % 2 == 0
+    heights = 0.1 * np.stack([up, ~up]).astype(float)
+    points = np.stack([np.zeros_like(heights), np.zeros_like(heights), heights], axis=-1)
+    return gait_tempo(points, (0.0, 0.0, 1.0), fps, 1.0, ContactSettings())
+
+
+def test_a_tempo_needs_two_strides_and_stays_human():
+    assert alternating_tempo(25, 8) == pytest.approx(2.0)  # 0.25 s steps: twice a brisk walk's pace
+    assert alternating_tempo(5, 8) == 3.0  # 0.05 s: a foot tapping, no gait is that quick
+    assert alternating_tempo(25, 3) == 1.0  # a side-step and back
+
+
+def test_feet_rising_together_keep_a_walk_s_tempo():
+    """Jumps and hops: no alternation of the feet, no tempo."""
+    skeleton, motion, rig = load("cmu_01_01")
+    assert heel_tempo(skeleton, motion, rig) == 1.0
+
+
+@pytest.mark.parametrize("clip", SHARED_WALKS)
+@pytest.mark.parametrize("factor", [2, 3])
+def test_the_short_stances_of_a_run_are_found(clip, factor):
+    """A walk played x2 / x3 faster at 30 fps: stances of 3-7 frames, the root sliding x1.25.
+    Against the original's reference the labels reach about what the reference's own
+    criterion does at this frame rate (world toe speed, its threshold scaled by the factor:
+    0.88-0.95; the labels 0.87-0.95, at most 0.06 under it; before the gait's tempo
+    0.69-0.89)."""
+    skeleton, original, rig = load(clip)
+    motion = time_compressed(original, factor)
+    reference = reference_labels(skeleton, original, rig)[:, :: compression_step(original, factor, 30)]
+    ceiling = f1_score(reference_contacts(toe_positions(skeleton, motion, rig), 30, threshold=0.25 * factor,
+                                          window=1), reference)
+    labels, _ = label_contacts(skeleton, scale_root_motion(skeleton, motion, 1.25), rig, bvh.UP)
+    assert f1_score(labels, reference) >= min(0.95, ceiling - 0.07)
+
+
+def test_a_run_s_sliding_falls_as_a_walk_s_does():
+    """Over the original's reference frames, x3 faster, root x1.25: 36 -> 6 cm/s."""
+    skeleton, original, rig = load("cmu_131_01")
+    motion = scale_root_motion(skeleton, time_compressed(original, 3), 1.25)
+    reference = reference_labels(skeleton, original, rig)[:, :: compression_step(original, 3, 30)]
+    result = remove_foot_sliding(skeleton, motion, rig, bvh.UP)
+    before = metrics.toe_slide(toe_positions(skeleton, motion, rig), reference, bvh.UP, 30)
+    after = metrics.toe_slide(toe_positions(skeleton, result.motion, rig), reference, bvh.UP, 30)
+    assert after < 0.25 * before
+
+
 def test_a_drifting_root_speed_is_followed_frame_by_frame():
     skeleton, motion, rig = load("cmu_131_02")
     drifted = drift_root_motion(skeleton, motion, 0.8, 1.2)
@@ -170,29 +239,6 @@ def test_a_contact_grows_over_the_near_ground_frames_it_touches_only():
     assert grow_into(labels, allowed, +1).astype(int).tolist() == [[0, 0, 1, 1, 1, 0, 0, 0, 0]]
 
 
-def test_an_eased_lock_does_not_make_a_plain_walk_skate_more():
-    """The issue's case: 7.3% of cmu_131_01's frames skate, and a fix raises it (8.7% with the
-    heel and ball pins) as the released toe catches up along the ground; eased, it does not."""
-    skeleton, motion, rig = load("cmu_131_01")
-    plain = remove_foot_sliding(skeleton, motion, rig, bvh.UP)
-    eased = remove_foot_sliding(skeleton, motion, rig, bvh.UP, settings=FootLockSettings(ContactSettings(ease=0.1)))
-    assert eased.after["skate_ratio"] < min(eased.before["skate_ratio"], plain.after["skate_ratio"])
-    assert eased.after["skate_ratio_5f"] < eased.before["skate_ratio_5f"]
-
-
-def test_the_ease_ramps_the_swing_after_each_lock():
-    labels = np.zeros((1, 60))
-    labels[0, 10:21] = 1.0
-    weights = ease_edges(labels, 100, 0.1)
-    assert np.array_equal(weights[0, :21], labels[0, :21])  # the lock keeps the label's timing
-    assert 0.2 < weights[0, 21] <= 0.25 and np.all(np.diff(weights[0, 21:31]) < 0)
-    assert weights[0, 30:].max() == 0.0  # gone 0.1 s after toe-off
-    assert np.allclose(ease_edges(labels[:, ::2], 50, 0.1)[0], weights[0, ::2])  # in seconds
-    heel = np.zeros_like(labels)
-    heel[0, 21:25] = 1.0  # the heel stays down after the toe lifts: the swing starts later
-    assert np.all(ease_edges(labels, 100, 0.1, heel)[0, 21:25] == 0.0)
-
-
 @pytest.mark.parametrize("clip", SHARED_WALKS)
 @pytest.mark.parametrize("ground_root", [False, True])
 def test_a_walk_in_place_gets_its_contacts(clip, ground_root):
@@ -220,23 +266,18 @@ def test_mocap_jitter_at_a_high_frame_rate_is_not_read_as_speed(clip):
     assert f1_score(labels, reference) >= 0.9
 
 
-def oscillating_skate(points, fps, speed=1.0, frequency=1.5):
-    """Points sliding to and fro along x at up to ``speed`` m/s, planted or not (strongly
-    skated motion: no moving ground explains it)."""
-    t = np.arange(points.shape[1]) / fps
-    offset = speed / (2 * np.pi * frequency) * np.sin(2 * np.pi * frequency * t)
-    return points + offset[None, :, None] * np.array([1.0, 0.0, 0.0])
-
-
 @pytest.mark.parametrize("clip", ["cmu_131_02", "cmu_07_01"])
-def test_strongly_skated_feet_are_still_labelled(clip):
-    """Skate of 1 m/s: before the planted-feet cue most stance frames went unlabelled (F1 0.2)."""
+@pytest.mark.parametrize("speed", [0.5, 1.0])
+def test_strongly_skated_feet_are_still_labelled(clip, speed):
+    """Skate of 0.5 and 1 m/s: before the planted-feet cue most stance frames went unlabelled
+    (F1 0.2); before the skate was judged against the root's share alone, 0.81 at 0.5 m/s
+    (half the frames slow enough to look planted); now 0.86-0.91."""
     skeleton, motion, rig = load(clip)
     reference = reference_labels(skeleton, motion, rig)
     _, gpos = forward_kinematics(skeleton, motion.rot, motion.pos)
-    toes = oscillating_skate(np.stack([gpos[:, leg.toe] for leg in rig.legs]), motion.fps)
+    toes = oscillating_skate(np.stack([gpos[:, leg.toe] for leg in rig.legs]), motion.fps, speed)
     labels, _ = detect_contacts(toes, gpos[:, 0], bvh.UP, motion.fps, 0.85)
-    assert f1_score(labels, reference) >= 0.75
+    assert f1_score(labels, reference) >= 0.85
 
 
 def test_only_long_enough_runs_stay():
