@@ -166,12 +166,21 @@ def _object_transforms(name, world, frames):
     _refuse_first(uneven, frames, f"object {name!r} is scaled non-uniformly at frame {{}}: "
                   "apply the scale (Ctrl+A > Scale) or use the same scale on all three axes")
     rotation = linear / scale[:, None, None]
-    _refuse_first(np.linalg.det(rotation) < 0.0, frames,
+    _refuse_first(_cofactors(rotation)[1] < 0.0, frames,
                   f"object {name!r} is mirrored (negative scale) at frame {{}}: apply the scale first")
     sheared = np.abs(rotation.transpose(0, 2, 1) @ rotation - np.eye(3)).max(axis=(1, 2)) > 1e-4
     _refuse_first(sheared, frames,
                   f"object {name!r} is sheared (by a parent's scale) at frame {{}}: apply the transforms first")
     return quat.from_matrix(rotation), world[:, :3, 3].copy(), scale
+
+
+def _cofactors(matrices):
+    """The transposed cofactor matrices (..., 3, 3) and determinants (...) of 3x3
+    ``matrices``: the inverse is the one over the other. Whole-array numpy: LAPACK's
+    per-matrix calls cost more than a read's other work on thousands of small matrices."""
+    r0, r1, r2 = matrices[..., 0, :], matrices[..., 1, :], matrices[..., 2, :]
+    cofactors = np.stack((quat.cross(r1, r2), quat.cross(r2, r0), quat.cross(r0, r1)), axis=-1)
+    return cofactors, np.sum(r0 * cofactors[..., 0], axis=-1)
 
 
 def _refuse_first(bad, frames, message):
@@ -183,10 +192,11 @@ def _fill_channel(out, pose_bone, table, prop, frames):
     """Fill ``out`` (width, F) with a pose-bone channel: keyed values where an F-curve is,
     the bone's current value elsewhere."""
     path = f"{bone_data_path(pose_bone.name)}.{prop}"
-    current = getattr(pose_bone, prop)
+    current = None  # read from the bone only where a curve is missing (most channels are keyed)
     for index in range(out.shape[0]):
         fcurve = table.get((path, index))
         if fcurve is None or fcurve.mute:
+            current = getattr(pose_bone, prop) if current is None else current
             out[index] = current[index]
         else:
             out[index] = compat.read_values(fcurve, frames)
@@ -239,17 +249,19 @@ def _unsupported_reason(bone, parent_pose_scale):
     return None
 
 
-def _rest_offsets(bones, parents):
-    """Each bone's rest frame in its parent's rest frame (roots: armature space)."""
-    rest_rot = np.empty((len(bones), 4))
-    rest_pos = np.empty((len(bones), 3))
-    for j, bone in enumerate(bones):
-        rest = np.array(bone.matrix_local, dtype=float)
-        if parents[j] >= 0:
-            rest = np.linalg.inv(np.array(bone.parent.matrix_local, dtype=float)) @ rest
-        rest_rot[j] = quat.from_matrix(rest[:3, :3])
-        rest_pos[j] = rest[:3, 3]
-    return rest_rot, rest_pos
+def _rest_offsets(armature, bones, parents):
+    """Each bone's rest frame in its parent's rest frame (roots: armature space), for all
+    bones at once (``parents`` index into ``bones``)."""
+    flat = np.empty(len(armature.bones) * 16, dtype=np.float32)  # Blender stores them as floats
+    armature.bones.foreach_get("matrix_local", flat)
+    index_of = {bone.name: i for i, bone in enumerate(armature.bones)}
+    order = [index_of[bone.name] for bone in bones]
+    local = flat.astype(float).reshape(-1, 4, 4).transpose(0, 2, 1)[order]  # row-major, in ``bones`` order
+    rest = local.copy()
+    child = np.flatnonzero(parents >= 0)
+    if child.size:
+        rest[child] = np.linalg.inv(local[parents[child]]) @ local[child]
+    return quat.from_matrix(rest[:, :3, :3]), rest[:, :3, 3].copy()
 
 
 @dataclass
@@ -332,7 +344,7 @@ def read_motion(obj, action, frame_start, frame_end, extra_tails=()):
         bone_scale, uneven = np.ones((nb, count)), {}
     else:
         bone_scale, uneven = _uniform_scale(scale, frames)
-    rest = _rest_offsets(bones, layout.parents)
+    rest = _rest_offsets(obj.data, bones, layout.parents[:nb])
     rest_q = rest[0].T[:, :, None]  # (4, bones, 1)
     rot_c = channels.multiply(rest_q, basis)
     pos_c = np.empty((3, nb, count))
@@ -357,17 +369,58 @@ def read_evaluated_motion(obj, sampled, extra_tails=()):
     pose = sampled.pose[:, order]
     _check_finite(pose.reshape(len(frames), nb, 16).transpose(2, 1, 0), bones, lambda b: "pose matrix", frames)
     parents = layout.parents[:nb]
-    parent_pose = np.where((parents < 0)[None, :, None, None], np.eye(4), pose[:, np.maximum(parents, 0)])
-    local = np.linalg.solve(parent_pose, pose)  # inv(parent) @ pose, batched
-    linear = local[..., :3, :3]
+    linear, pos_c = _relative_to_parents(pose, parents)
     scales = np.linalg.norm(linear, axis=-2)  # (F, B, 3) column lengths
     bone_scale, uneven = _uniform_scale(scales.transpose(2, 1, 0), frames)
     safe = np.where(scales > 0.0, scales, 1.0)
     rot_c = quat.from_matrix(linear / safe[..., None, :]).transpose(2, 1, 0)
-    pos_c = local[..., :3, 3].transpose(2, 1, 0).copy()
     modes = [obj.pose.bones[bone.name].rotation_mode for bone in bones]
-    rest = _rest_offsets(bones, layout.parents)
+    rest = _rest_offsets(obj.data, bones, layout.parents[:nb])
     return _assemble(obj, layout, rest, rot_c, pos_c, bone_scale, uneven, sampled.world, frames, modes)
+
+
+def _relative_to_parents(pose, parents):
+    """Each bone's linear part (F, B, 3, 3) and translation (3, B, F) in its parent's pose
+    frame, from the pose matrices (F, B, 4, 4) of bones whose ``parents`` index the same
+    arrays (roots: as they are), the parents' linear parts inverted by :func:`_cofactors`."""
+    linear, translation = pose[..., :3, :3], pose[..., :3, 3]
+    roots = parents < 0
+    parent = np.maximum(parents, 0)
+    cofactors, determinant = _cofactors(linear[:, parent])
+    with np.errstate(divide="ignore", invalid="ignore"):  # a parent scaled to zero: NaN, refused later
+        inverse = cofactors / determinant[..., None, None]
+    inverse[:, roots] = np.eye(3)
+    offset = translation - np.where(roots[:, None], 0.0, translation[:, parent])
+    local_translation = (inverse @ offset[..., None])[..., 0]
+    return inverse @ linear, local_translation.transpose(2, 1, 0).copy()
+
+
+def _chain_scales(bones, parents, bone_scale, uneven, world_scale):
+    """Down the chains, per bone and frame: the world length of an armature unit in its
+    parent's frame and in its own (the object's scale times the pose scales above), and
+    ``{bone name: why}`` for bones whose pose is not plain FK (see
+    :meth:`JointMap.require_exact`)."""
+    nb, count = bone_scale.shape
+    if not uneven and np.all(bone_scale == 1.0):  # the usual rig: no pose scale anywhere
+        parent_scale = own_scale = np.broadcast_to(world_scale, (nb, count))
+        parent_poses = [np.ones(count)] * nb
+    else:
+        parent_scale = np.empty((nb, count))
+        own_scale = np.empty((nb, count))
+        pose_scale = np.empty((nb, count))  # product of pose scales from the root
+        parent_poses = []
+        for j in range(nb):
+            p = parents[j]
+            parent_poses.append(np.ones(count) if p < 0 else pose_scale[p])
+            parent_scale[j] = world_scale if p < 0 else own_scale[p]
+            own_scale[j] = parent_scale[j] * bone_scale[j]
+            pose_scale[j] = parent_poses[j] * bone_scale[j]
+    unsupported = {bones[b].name: reason for b, reason in uneven.items()}
+    for bone, parent_pose in zip(bones, parent_poses):
+        reason = _unsupported_reason(bone, parent_pose)
+        if reason and bone.name not in unsupported:
+            unsupported[bone.name] = reason
+    return parent_scale, own_scale, unsupported
 
 
 def _assemble(obj, layout, rest, rot_c, pos_c, bone_scale, uneven, world, frames, modes):
@@ -383,20 +436,7 @@ def _assemble(obj, layout, rest, rot_c, pos_c, bone_scale, uneven, world, frames
         for values in _object_transforms(obj.name, np.asarray(world, dtype=float), frames)
     )
 
-    # Scale down the chains: world length of an armature unit in each parent's frame.
-    parent_scale = np.empty((nb, count))
-    own_scale = np.empty((nb, count))
-    pose_scale = np.empty((nb, count))  # product of pose scales from the root
-    unsupported = {bones[b].name: reason for b, reason in uneven.items()}
-    for j, bone in enumerate(bones):
-        p = parents[j]
-        parent_pose = np.ones(count) if p < 0 else pose_scale[p]
-        parent_scale[j] = world_scale if p < 0 else own_scale[p]
-        own_scale[j] = parent_scale[j] * bone_scale[j]
-        pose_scale[j] = parent_pose * bone_scale[j]
-        reason = _unsupported_reason(bone, parent_pose)
-        if reason and bone.name not in unsupported:
-            unsupported[bone.name] = reason
+    parent_scale, own_scale, unsupported = _chain_scales(bones, parents, bone_scale, uneven, world_scale)
     pos_c = pos_c * parent_scale
     roots = np.flatnonzero(parents[:nb] < 0)
     object_q = world_rot.T[:, None, :]  # (4, 1, F)

@@ -35,7 +35,8 @@ def is_closed_loop(skeleton, motion, rig, up):
     allowed to have travelled across the ground (a loop repeated with offset)."""
     if motion.frames < 3:
         return False
-    size = leg_length(forward_kinematics(skeleton, motion.rot[:1], motion.pos[:1])[1], rig)
+    legs = [leg.ankle for leg in rig.legs]  # the leg length reads hips, knees and ankles only
+    size = leg_length(forward_kinematics(skeleton, motion.rot[:1], motion.pos[:1], legs)[1], rig)
     turn = 2.0 * np.arccos(np.clip(np.abs(np.sum(motion.rot[0] * motion.rot[-1], axis=-1)), 0.0, 1.0))
     offset = cycle_offset(motion)
     roots = skeleton.parents < 0

@@ -96,3 +96,22 @@ def test_evaluated_read_matches_the_direct_read_of_a_plain_clip(clips_dir):
     dot = np.abs(np.sum(sampled[1].rot * direct[1].rot, axis=-1))  # q and -q are one rotation
     np.testing.assert_allclose(dot, 1.0, atol=1e-5)
     np.testing.assert_allclose(sampled[2].parent_scale, direct[2].parent_scale, rtol=1e-5)
+
+
+def test_evaluated_read_of_pose_scaled_parents_matches_the_direct_read(clips_dir):
+    """Each bone is read relative to a parent that is scaled (uniformly, as the solver
+    needs) and turned: the evaluated read inverts the parents' matrices itself."""
+    from foot_lock.adapters import armature
+
+    obj = import_clip(bpy, clips_dir / "cmu_07_01.bvh")
+    for name, factor in (("LowerBack", 1.5), ("LeftUpLeg", 0.8)):
+        obj.pose.bones[name].scale = (factor, factor, factor)
+    bpy.context.view_layer.update()
+    action = obj.animation_data.action
+    direct = armature.read_motion(obj, action, 1, 40, extra_tails=["LeftToeBase"])
+    sampled = armature.read_evaluated_motion(obj, sample_pose(obj, bpy.context.scene, np.arange(1, 41)), ["LeftToeBase"])
+    assert 1.4 < direct[2].parent_scale[0, direct[2].joint("Spine")] < 1.6  # the scale is really there
+    np.testing.assert_allclose(sampled[1].pos, direct[1].pos, atol=1e-5)
+    dot = np.abs(np.sum(sampled[1].rot * direct[1].rot, axis=-1))  # q and -q are one rotation
+    np.testing.assert_allclose(dot, 1.0, atol=1e-5)
+    np.testing.assert_allclose(sampled[2].parent_scale, direct[2].parent_scale, rtol=1e-5)
