@@ -341,15 +341,40 @@ def detect_foot_contacts(heels, toes, root, up, fps, leg_length, settings=None, 
     toe = label_points(toe_points, grounds, toe_planted, up, gait_fps, scale, settings, grow_edges=+foot_edges)
     if toe_tips is not None:
         toe = toe[: len(toes)] | toe[len(toes) :]
-    heel, toe = fill_foot_gaps(heel, toe, int(np.floor(settings.min_swing * gait_fps + 1e-6)))
+    tracks = [ground_track(points, grounds[0], up, gait_fps, scale, settings) for points in (heels, toes)]
+    heel, toe = fill_foot_gaps(heel, toe, int(np.floor(settings.min_swing * gait_fps + 1e-6)), tracks,
+                               settings.speed_threshold * scale / gait_fps)
     return to_weights(heel, fps, settings), to_weights(toe, fps, settings), slip
 
 
-def fill_foot_gaps(heel, toe, max_gap):
+def ground_track(points, ground, up, fps, scale, settings):
+    """Where points (L, F, 3) are on the ground moving at ``ground`` (F, 3): their horizontal
+    positions with the ground's travel since the first frame removed, and whether they are
+    within the contact band above their local ground (L, F)."""
+    up = np.asarray(up, dtype=float)
+    heights = points @ up
+    clearance = heights - rolling_min(heights, round(settings.ground_window * fps))
+    return horizontal(points, up) - np.cumsum(ground, axis=0)[None] / fps, clearance < settings.height_threshold * scale
+
+
+def stays_down(track, row, start, end, max_step):
+    """Whether a point stayed down over the frames ``start:end`` of a gap: within the contact
+    band throughout, and no further from where it was on the moving ground just before the
+    gap to where it is just after than ``max_step`` per frame -- the stance speed on
+    average. A foot shuffling across the floor travels faster, and is a swing."""
+    positions, low = track
+    travel = np.linalg.norm(positions[row, end] - positions[row, start - 1])
+    return bool(low[row, start:end].all()) and travel <= max_step * (end - start + 1)
+
+
+def fill_foot_gaps(heel, toe, max_gap, tracks=None, max_step=np.inf):
     """Heel and toe labels (L, F) with each break of the whole foot (neither point on) of at
     most ``max_gap`` frames closed, on the point that is in contact on both sides of it, else
     on both: a foot that lifts and lands within a flicker did not swing, and pinning it
-    again a little elsewhere after an instant free would make it jump."""
+    again a little elsewhere after an instant free would make it jump.
+
+    With ``tracks`` (heel's, toe's :func:`ground_track`) a break is closed only where each
+    point it is closed on stays down across it (:func:`stays_down`, ``max_step`` per frame)."""
     heel, toe = heel.copy(), toe.copy()
     for row in range(len(heel)):
         foot = heel[row] | toe[row]
@@ -358,8 +383,12 @@ def fill_foot_gaps(heel, toe, max_gap):
             if start == 0 or end == len(foot):
                 continue
             by_heel, by_toe = heel[row, start - 1] and heel[row, end], toe[row, start - 1] and toe[row, end]
-            heel[row, start:end] |= by_heel or not by_toe
-            toe[row, start:end] |= by_toe or not by_heel
+            on_heel, on_toe = by_heel or not by_toe, by_toe or not by_heel
+            if tracks is not None and not all(stays_down(track, row, start, end, max_step)
+                                              for track, on in zip(tracks, (on_heel, on_toe)) if on):
+                continue
+            heel[row, start:end] |= on_heel
+            toe[row, start:end] |= on_toe
     return heel, toe
 
 
