@@ -165,11 +165,17 @@ def vertically_planted(points, up, fps, scale, settings):
     """Frames (L, F) where a point surely stands: at its local ground and vertically still for
     a while. Blind to every horizontal motion, so it finds a stance however the foot slides."""
     up = np.asarray(up, dtype=float)
-    heights = points @ up
-    clearance = heights - rolling_min(heights, round(settings.ground_window * fps))
+    clearance = local_clearance(points, up, fps, settings)
     vertical_speed = np.abs(span_velocity(points, fps, settings.velocity_span) @ up)
     still = vertical_speed < settings.planted_vertical_speed * scale
     return long_runs((clearance < settings.planted_height * scale) & still, round(settings.min_planted * fps))
+
+
+def local_clearance(points, up, fps, settings):
+    """Height (L, F) of points (L, F, 3) above their local ground: the lowest they go within
+    ``settings.ground_window`` (a step, a box, a stair is ground too)."""
+    heights = points @ np.asarray(up, dtype=float)
+    return heights - rolling_min(heights, round(settings.ground_window * fps))
 
 
 def planted_drift(residual, planted, half_width):
@@ -227,8 +233,7 @@ def label_points(points, grounds, planted, up, fps, scale, settings, grow_edges=
     vertical_speed = point_velocity @ up
     horizontal_speed, share_speed = np.linalg.norm(horizontal(point_velocity, up)[None] - grounds[:, None], axis=-1)
     speed = np.sqrt(horizontal_speed**2 + vertical_speed**2)
-    heights = points @ up
-    clearance = heights - rolling_min(heights, round(settings.ground_window * fps))
+    clearance = local_clearance(points, up, fps, settings)
     threshold = settings.speed_threshold * scale
     labels = (speed < threshold) & (clearance < settings.height_threshold * scale)
     labels |= skating_stances(planted, share_speed**2 + vertical_speed**2 >= threshold**2,
@@ -351,10 +356,8 @@ def ground_track(points, ground, up, fps, scale, settings):
     """Where points (L, F, 3) are on the ground moving at ``ground`` (F, 3): their horizontal
     positions with the ground's travel since the first frame removed, and whether they are
     within the contact band above their local ground (L, F)."""
-    up = np.asarray(up, dtype=float)
-    heights = points @ up
-    clearance = heights - rolling_min(heights, round(settings.ground_window * fps))
-    return horizontal(points, up) - np.cumsum(ground, axis=0)[None] / fps, clearance < settings.height_threshold * scale
+    low = local_clearance(points, up, fps, settings) < settings.height_threshold * scale
+    return horizontal(points, up) - np.cumsum(ground, axis=0)[None] / fps, low
 
 
 def stays_down(track, row, start, end, max_step):
