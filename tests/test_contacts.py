@@ -305,15 +305,18 @@ def foot_across_a_gap(travel=0.0, lift=0.0, gap=(15, 25), frames=40):
     return heel[None], (heel + [0.2, 0.0, 0.0])[None]
 
 
-@pytest.mark.parametrize("travel, lift, filled", [(0.0, 0.0, True), (0.04, 0.0, False), (0.0, 0.2, False)])
-def test_a_gap_is_bridged_only_where_the_foot_stays_down(travel, lift, filled):
+@pytest.mark.parametrize("travel, lift, skating, filled", [
+    (0.0, 0.0, False, True), (0.04, 0.0, False, False), (0.0, 0.2, False, False), (0.04, 0.0, True, True)])
+def test_a_gap_is_bridged_only_where_the_foot_stays_down(travel, lift, skating, filled):
     """A tenth of a second unlabelled between two stances (cmu_131_02's frames 472-483 at
     120 fps): a foot that stays where it was is a pause and is filled; one shuffling 4 cm
-    forward (0.44 m/s, the reference labels a swing) or lifted and set back down is not."""
+    forward (0.44 m/s, the reference labels a swing) or lifted and set back down is not --
+    unless the motion skates there, where planted feet move that fast."""
     fps, settings = 120, ContactSettings()
     labels = np.ones((1, 40), dtype=bool)
     labels[:, 15:25] = False
     heels, toes = foot_across_a_gap(travel, lift)
-    tracks = [ground_track(points, np.zeros((40, 3)), (0.0, 0.0, 1.0), fps, 1.0, settings) for points in (heels, toes)]
-    heel, toe = fill_foot_gaps(labels, labels, 12, tracks, settings.speed_threshold / fps)
+    tracks = [ground_track(points, np.zeros((40, 3)), np.full((1, 40), skating), (0.0, 0.0, 1.0), fps, 1.0,
+                           settings) for points in (heels, toes)]
+    heel, toe = fill_foot_gaps(labels, labels, 12, tracks)
     assert heel[0, 15:25].all() == toe[0, 15:25].all() == heel[0, 15:25].any() == filled
