@@ -165,11 +165,17 @@ def vertically_planted(points, up, fps, scale, settings):
     """Frames (L, F) where a point surely stands: at its local ground and vertically still for
     a while. Blind to every horizontal motion, so it finds a stance however the foot slides."""
     up = np.asarray(up, dtype=float)
-    heights = points @ up
-    clearance = heights - rolling_min(heights, round(settings.ground_window * fps))
+    clearance = local_clearance(points, up, fps, settings)
     vertical_speed = np.abs(span_velocity(points, fps, settings.velocity_span) @ up)
     still = vertical_speed < settings.planted_vertical_speed * scale
     return long_runs((clearance < settings.planted_height * scale) & still, round(settings.min_planted * fps))
+
+
+def local_clearance(points, up, fps, settings):
+    """Height (L, F) of points (L, F, 3) above their local ground: the lowest they go within
+    ``settings.ground_window`` (a step, a box, a stair is ground too)."""
+    heights = points @ np.asarray(up, dtype=float)
+    return heights - rolling_min(heights, round(settings.ground_window * fps))
 
 
 def planted_drift(residual, planted, half_width):
@@ -220,19 +226,19 @@ def label_points(points, grounds, planted, up, fps, scale, settings, grow_edges=
     ``planted`` (L, F): their vertically planted frames (see :func:`skating_stances`).
 
     ``grow_edges`` -1 / +1 extends each contact's start / end to the foot-level edge (see
-    :func:`grow_into`).
+    :func:`grow_into`). Returns the labels and the frames (L, F) where the motion skates.
     """
     up = np.asarray(up, dtype=float)
     point_velocity = span_velocity(points, fps, settings.velocity_span)
     vertical_speed = point_velocity @ up
     horizontal_speed, share_speed = np.linalg.norm(horizontal(point_velocity, up)[None] - grounds[:, None], axis=-1)
     speed = np.sqrt(horizontal_speed**2 + vertical_speed**2)
-    heights = points @ up
-    clearance = heights - rolling_min(heights, round(settings.ground_window * fps))
+    clearance = local_clearance(points, up, fps, settings)
     threshold = settings.speed_threshold * scale
     labels = (speed < threshold) & (clearance < settings.height_threshold * scale)
-    labels |= skating_stances(planted, share_speed**2 + vertical_speed**2 >= threshold**2,
-                              horizontal_speed < settings.skate_speed * scale, round(settings.skate_window * fps))
+    skating = skating_motion(planted, share_speed**2 + vertical_speed**2 >= threshold**2,
+                             round(settings.skate_window * fps))
+    labels |= planted & skating & (horizontal_speed < settings.skate_speed * scale)
     # Where the point's contact starts the foot's (the heel strike), a point still descending
     # has not touched yet, however slow the moving ground makes it look (another foot's drift
     # taken for the ground's).
@@ -243,20 +249,19 @@ def label_points(points, grounds, planted, up, fps, scale, settings, grow_edges=
         labels = grow_into(labels, near | labels, grow_edges)
     labels = fill_gaps(labels, int(np.floor(settings.min_gap * fps + 1e-6)))
     # Whole frames only, never more than the time asked: at 30 or 60 fps a frame is already more.
-    return widen(labels, int(np.floor(settings.widen * fps + 1e-6)))
+    return widen(labels, int(np.floor(settings.widen * fps + 1e-6))), skating
 
 
-def skating_stances(planted, moving, below_skate_speed, half_width):
-    """Vertically planted frames kept as contacts although they move, where the motion skates:
-    within ``half_width`` frames most planted frames are ``moving`` against the root's share
-    alone, faster than the speed threshold (a foot sliding to and fro, which the planted
-    points' drift follows only in part). Elsewhere the planted-but-moving frames are a clip's
-    own small slides at stance edges, not contacts. A swing toe skimming the floor stays
-    out: it is faster than ``skate_speed``."""
+def skating_motion(planted, moving, half_width):
+    """Frames (L, F) where the motion skates: within ``half_width`` frames most vertically
+    planted frames are ``moving`` against the root's share alone, faster than the speed
+    threshold (a foot sliding to and fro, which the planted points' drift follows only in
+    part). There planted frames are contacts although they move (up to ``skate_speed``: a
+    swing toe skimming the floor stays out); elsewhere the planted-but-moving frames are a
+    clip's own small slides at stance edges, not contacts."""
     planted_frames = window_sum(planted.astype(float), half_width)
     sliding_frames = window_sum((planted & moving).astype(float), half_width)
-    skating = sliding_frames > 0.5 * np.maximum(planted_frames, 1.0)
-    return planted & skating & below_skate_speed
+    return sliding_frames > 0.5 * np.maximum(planted_frames, 1.0)
 
 
 def to_weights(labels, fps, settings):
@@ -276,7 +281,7 @@ def detect_contacts(points, root, up, fps, leg_length, settings=None):
     scale = leg_length / REFERENCE_LEG_LENGTH
     gait_fps = fps / gait_tempo(points, up, fps, scale, settings)
     grounds, planted, slip = moving_ground(points, root, up, gait_fps, scale, settings)
-    labels = label_points(points, grounds, planted, up, gait_fps, scale, settings)
+    labels, _ = label_points(points, grounds, planted, up, gait_fps, scale, settings)
     return to_weights(labels, fps, settings), slip
 
 
@@ -337,19 +342,47 @@ def detect_foot_contacts(heels, toes, root, up, fps, leg_length, settings=None, 
     grounds, toe_planted, slip = moving_ground(toe_points, root, up, gait_fps, scale, settings)
     heel_planted = vertically_planted(heels, up, gait_fps, scale, settings)
     # The heel strikes first, the toe leaves last: each grows at the edge the foot has it for.
-    heel = label_points(heels, grounds, heel_planted, up, gait_fps, scale, settings, grow_edges=-foot_edges)
-    toe = label_points(toe_points, grounds, toe_planted, up, gait_fps, scale, settings, grow_edges=+foot_edges)
+    heel, heel_skating = label_points(heels, grounds, heel_planted, up, gait_fps, scale, settings,
+                                      grow_edges=-foot_edges)
+    toe, toe_skating = label_points(toe_points, grounds, toe_planted, up, gait_fps, scale, settings,
+                                    grow_edges=+foot_edges)
     if toe_tips is not None:
-        toe = toe[: len(toes)] | toe[len(toes) :]
-    heel, toe = fill_foot_gaps(heel, toe, int(np.floor(settings.min_swing * gait_fps + 1e-6)))
+        toe, toe_skating = (labels[: len(toes)] | labels[len(toes) :] for labels in (toe, toe_skating))
+    tracks = [ground_track(points, grounds[0], skating, up, gait_fps, scale, settings)
+              for points, skating in ((heels, heel_skating), (toes, toe_skating))]
+    heel, toe = fill_foot_gaps(heel, toe, int(np.floor(settings.min_swing * gait_fps + 1e-6)), tracks)
     return to_weights(heel, fps, settings), to_weights(toe, fps, settings), slip
 
 
-def fill_foot_gaps(heel, toe, max_gap):
+def ground_track(points, ground, skating, up, fps, scale, settings):
+    """Where points (L, F, 3) are on the ground moving at ``ground`` (F, 3): their horizontal
+    positions with the ground's travel since the first frame removed; whether they are within
+    the contact band above their local ground (L, F); and how far a planted point may move in
+    each frame (L, F) -- at the stance speed, or the skate speed where the motion ``skating``
+    (L, F) skates (:func:`skating_motion`)."""
+    low = local_clearance(points, up, fps, settings) < settings.height_threshold * scale
+    speed = np.where(skating, settings.skate_speed, settings.speed_threshold) * scale
+    return horizontal(points, up) - np.cumsum(ground, axis=0)[None] / fps, low, speed / fps
+
+
+def stays_down(track, row, start, end):
+    """Whether a point stayed down over the frames ``start:end`` of a gap: within the contact
+    band throughout, and no further from where it was on the moving ground just before the
+    gap to where it is just after than a planted point moves in that time (see
+    :func:`ground_track`). A foot shuffling across the floor travels faster, and is a swing."""
+    positions, low, steps = track
+    travel = np.linalg.norm(positions[row, end] - positions[row, start - 1])
+    return bool(low[row, start:end].all()) and travel <= steps[row, start : end + 1].sum()
+
+
+def fill_foot_gaps(heel, toe, max_gap, tracks=None):
     """Heel and toe labels (L, F) with each break of the whole foot (neither point on) of at
     most ``max_gap`` frames closed, on the point that is in contact on both sides of it, else
     on both: a foot that lifts and lands within a flicker did not swing, and pinning it
-    again a little elsewhere after an instant free would make it jump."""
+    again a little elsewhere after an instant free would make it jump.
+
+    With ``tracks`` (heel's, toe's :func:`ground_track`) a break is closed only where each
+    point it is closed on stays down across it (:func:`stays_down`)."""
     heel, toe = heel.copy(), toe.copy()
     for row in range(len(heel)):
         foot = heel[row] | toe[row]
@@ -358,8 +391,12 @@ def fill_foot_gaps(heel, toe, max_gap):
             if start == 0 or end == len(foot):
                 continue
             by_heel, by_toe = heel[row, start - 1] and heel[row, end], toe[row, start - 1] and toe[row, end]
-            heel[row, start:end] |= by_heel or not by_toe
-            toe[row, start:end] |= by_toe or not by_heel
+            on_heel, on_toe = by_heel or not by_toe, by_toe or not by_heel
+            if tracks is not None and not all(stays_down(track, row, start, end)
+                                              for track, on in zip(tracks, (on_heel, on_toe)) if on):
+                continue
+            heel[row, start:end] |= on_heel
+            toe[row, start:end] |= on_toe
     return heel, toe
 
 

@@ -27,6 +27,7 @@ from foot_lock.solvers.contacts import (
     fill_foot_gaps,
     fill_gaps,
     gait_tempo,
+    ground_track,
     grow_into,
     local_slip,
     long_runs,
@@ -291,3 +292,31 @@ def test_a_foot_off_the_ground_for_an_instant_did_not_swing():
     filled_heel, filled_toe = fill_foot_gaps(heel, toe, 2)
     assert filled_heel.astype(int).tolist() == [[1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 0]]  # heel on both sides
     assert filled_toe.astype(int).tolist() == [[0, 1, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1]]  # neither: both
+
+
+def foot_across_a_gap(travel=0.0, lift=0.0, gap=(15, 25), frames=40):
+    """Heel and toe paths (1, F, 3), metres, z up: standing, then over the gap's frames moving
+    ``travel`` metres forward and rising ``lift`` metres midway, then standing again."""
+    start, end = gap
+    progress = np.clip((np.arange(frames) - (start - 1)) / (end - start + 1), 0.0, 1.0)
+    heel = np.zeros((frames, 3))
+    heel[:, 0] = travel * progress
+    heel[:, 2] = lift * np.sin(np.pi * progress)
+    return heel[None], (heel + [0.2, 0.0, 0.0])[None]
+
+
+@pytest.mark.parametrize("travel, lift, skating, filled", [
+    (0.0, 0.0, False, True), (0.04, 0.0, False, False), (0.0, 0.2, False, False), (0.04, 0.0, True, True)])
+def test_a_gap_is_bridged_only_where_the_foot_stays_down(travel, lift, skating, filled):
+    """A tenth of a second unlabelled between two stances (cmu_131_02's frames 472-483 at
+    120 fps): a foot that stays where it was is a pause and is filled; one shuffling 4 cm
+    forward (0.44 m/s, the reference labels a swing) or lifted and set back down is not --
+    unless the motion skates there, where planted feet move that fast."""
+    fps, settings = 120, ContactSettings()
+    labels = np.ones((1, 40), dtype=bool)
+    labels[:, 15:25] = False
+    heels, toes = foot_across_a_gap(travel, lift)
+    tracks = [ground_track(points, np.zeros((40, 3)), np.full((1, 40), skating), (0.0, 0.0, 1.0), fps, 1.0,
+                           settings) for points in (heels, toes)]
+    heel, toe = fill_foot_gaps(labels, labels, 12, tracks)
+    assert heel[0, 15:25].all() == toe[0, 15:25].all() == heel[0, 15:25].any() == filled
