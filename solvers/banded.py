@@ -80,10 +80,9 @@ def spd_inverse(blocks):
     m = blocks.shape[-1]
     inv_low = np.zeros_like(low)
     reciprocal = 1.0 / np.diagonal(low, axis1=-2, axis2=-1)
-    for i in range(m):
-        inv_low[:, i, i] = reciprocal[:, i]
-        if i:
-            inv_low[:, i, :i] = -reciprocal[:, i, None] * (low[:, i : i + 1, :i] @ inv_low[:, :i, :i])[:, 0]
+    inv_low[:, np.arange(m), np.arange(m)] = reciprocal
+    for i in range(1, m):
+        inv_low[:, i, :i] = -reciprocal[:, i, None] * (low[:, i : i + 1, :i] @ inv_low[:, :i, :i])[:, 0]
     return np.swapaxes(inv_low, -1, -2) @ inv_low
 
 
