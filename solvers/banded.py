@@ -87,12 +87,14 @@ def spd_inverse(blocks):
 
 
 def _solve_dense(diag, lower, upper, rhs):
-    """One or two blocks: assemble and solve directly."""
-    n, m = rhs.shape[:2]
-    full = np.zeros((n * m, n * m))
-    for i in range(n):
-        full[i * m : (i + 1) * m, i * m : (i + 1) * m] = diag[i]
-    if n == 2:
-        full[m:, :m] = lower[1]
-        full[:m, m:] = upper[0]
-    return np.linalg.solve(full, rhs.reshape(n * m, -1)).reshape(rhs.shape)
+    """One or two blocks: the second (if any) eliminated into the first, with the same
+    Cholesky inverses as the reduction. Not LAPACK's general solver: OpenBLAS runs that
+    LU in parallel, and on matrices this small waking its threads costs more than the
+    whole reduction when other work keeps the CPUs busy."""
+    if len(diag) == 1:
+        return spd_inverse(diag) @ rhs
+    inverse = spd_inverse(diag[1:])[0]
+    inv_lower, inv_rhs = inverse @ lower[1], inverse @ rhs[1]
+    schur = diag[0] - upper[0] @ inv_lower
+    first = spd_inverse(schur[None])[0] @ (rhs[0] - upper[0] @ inv_rhs)
+    return np.stack((first, inv_rhs - inv_lower @ first))
