@@ -273,9 +273,11 @@ def _metrics(state, contacts, up, fps, unit_scale, floors, bone_lengths, referen
 
 
 def _move_pelvis(pose, rig, pelvis_positions):
-    """Translate the pelvis to ``pelvis_positions`` and update the joints down to the feet."""
+    """Translate the pelvis to ``pelvis_positions`` and update the joints down to the
+    ankles: the leg solver, given a heel target, reads no joint below the ankle before it
+    turns the hip and recomputes them all then."""
     pose.place(rig.pelvis, pelvis_positions)
     below = set()
     for leg in rig.legs:
-        below.update(pose.skeleton.chain(rig.pelvis, leg.tip))
+        below.update(pose.skeleton.chain(rig.pelvis, leg.ankle))
     pose.update(sorted(below))
