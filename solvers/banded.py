@@ -41,22 +41,23 @@ def _reduce(diag, lower, upper, rhs):
 
     # Dropped rows give x_odd = D^-1 (b - L x_prev - U x_next). A batched inverse
     # and products beat a batched solve with many right-hand sides for small blocks.
+    # Every other block is a strided view; numpy multiplies stacks of small matrices
+    # about twice as fast once they are copied contiguous.
     inverse = spd_inverse(diag[dropped])
-    inv_lower = inverse @ lower[dropped]
-    inv_upper = inverse @ upper[dropped]
-    inv_rhs = inverse @ rhs[dropped]
+    inv_lower = inverse @ np.ascontiguousarray(lower[dropped])
+    inv_upper = inverse @ np.ascontiguousarray(upper[dropped])
+    inv_rhs = inverse @ np.ascontiguousarray(rhs[dropped])
 
     # Substitute them into the kept rows: row 2k sees dropped rows 2k-1 and 2k+1.
-    k_lower, k_upper = lower[kept], upper[kept]
     new_diag = diag[kept].copy()
     new_rhs = rhs[kept].copy()
     new_lower = np.zeros_like(new_diag)
     new_upper = np.zeros_like(new_diag)
-    left = k_lower[1:]  # coupling of kept row k>=1 to dropped row 2k-1
+    left = np.ascontiguousarray(lower[2::2])  # coupling of kept row k>=1 to dropped row 2k-1
     new_diag[1:] -= left @ inv_upper
     new_lower[1:] = -left @ inv_lower
     new_rhs[1:] -= left @ inv_rhs
-    right = k_upper[:-1]  # coupling of kept row k<last to dropped row 2k+1
+    right = np.ascontiguousarray(upper[:-1:2])  # coupling of kept row k<last to dropped row 2k+1
     new_diag[:-1] -= right @ inv_lower
     new_upper[:-1] = -right @ inv_upper
     new_rhs[:-1] -= right @ inv_rhs
