@@ -41,22 +41,23 @@ def _reduce(diag, lower, upper, rhs):
 
     # Dropped rows give x_odd = D^-1 (b - L x_prev - U x_next). A batched inverse
     # and products beat a batched solve with many right-hand sides for small blocks.
+    # Every other block is a strided view; numpy multiplies stacks of small matrices
+    # about twice as fast once they are copied contiguous.
     inverse = spd_inverse(diag[dropped])
-    inv_lower = inverse @ lower[dropped]
-    inv_upper = inverse @ upper[dropped]
-    inv_rhs = inverse @ rhs[dropped]
+    inv_lower = inverse @ np.ascontiguousarray(lower[dropped])
+    inv_upper = inverse @ np.ascontiguousarray(upper[dropped])
+    inv_rhs = inverse @ np.ascontiguousarray(rhs[dropped])
 
     # Substitute them into the kept rows: row 2k sees dropped rows 2k-1 and 2k+1.
-    k_lower, k_upper = lower[kept], upper[kept]
     new_diag = diag[kept].copy()
     new_rhs = rhs[kept].copy()
     new_lower = np.zeros_like(new_diag)
     new_upper = np.zeros_like(new_diag)
-    left = k_lower[1:]  # coupling of kept row k>=1 to dropped row 2k-1
+    left = np.ascontiguousarray(lower[2::2])  # coupling of kept row k>=1 to dropped row 2k-1
     new_diag[1:] -= left @ inv_upper
     new_lower[1:] = -left @ inv_lower
     new_rhs[1:] -= left @ inv_rhs
-    right = k_upper[:-1]  # coupling of kept row k<last to dropped row 2k+1
+    right = np.ascontiguousarray(upper[:-1:2])  # coupling of kept row k<last to dropped row 2k+1
     new_diag[:-1] -= right @ inv_lower
     new_upper[:-1] = -right @ inv_upper
     new_rhs[:-1] -= right @ inv_rhs
@@ -80,20 +81,21 @@ def spd_inverse(blocks):
     m = blocks.shape[-1]
     inv_low = np.zeros_like(low)
     reciprocal = 1.0 / np.diagonal(low, axis1=-2, axis2=-1)
-    for i in range(m):
-        inv_low[:, i, i] = reciprocal[:, i]
-        if i:
-            inv_low[:, i, :i] = -reciprocal[:, i, None] * (low[:, i : i + 1, :i] @ inv_low[:, :i, :i])[:, 0]
+    inv_low[:, np.arange(m), np.arange(m)] = reciprocal
+    for i in range(1, m):
+        inv_low[:, i, :i] = -reciprocal[:, i, None] * (low[:, i : i + 1, :i] @ inv_low[:, :i, :i])[:, 0]
     return np.swapaxes(inv_low, -1, -2) @ inv_low
 
 
 def _solve_dense(diag, lower, upper, rhs):
-    """One or two blocks: assemble and solve directly."""
-    n, m = rhs.shape[:2]
-    full = np.zeros((n * m, n * m))
-    for i in range(n):
-        full[i * m : (i + 1) * m, i * m : (i + 1) * m] = diag[i]
-    if n == 2:
-        full[m:, :m] = lower[1]
-        full[:m, m:] = upper[0]
-    return np.linalg.solve(full, rhs.reshape(n * m, -1)).reshape(rhs.shape)
+    """One or two blocks: the second (if any) eliminated into the first, with the same
+    Cholesky inverses as the reduction. Not LAPACK's general solver: OpenBLAS runs that
+    LU in parallel, and on matrices this small waking its threads costs more than the
+    whole reduction when other work keeps the CPUs busy."""
+    if len(diag) == 1:
+        return spd_inverse(diag) @ rhs
+    inverse = spd_inverse(diag[1:])[0]
+    inv_lower, inv_rhs = inverse @ lower[1], inverse @ rhs[1]
+    schur = diag[0] - upper[0] @ inv_lower
+    first = spd_inverse(schur[None])[0] @ (rhs[0] - upper[0] @ inv_rhs)
+    return np.stack((first, inv_rhs - inv_lower @ first))

@@ -92,14 +92,14 @@ def label_foot_contacts(skeleton, motion, rig, up, settings=None):
     heel row is 0."""
     check_motion(skeleton, motion)
     _, gpos = forward_kinematics(skeleton, motion.rot, motion.pos, _solved_joints(rig))
-    return _label_feet(skeleton, gpos, rig, up, motion.fps, settings)
+    return _label_feet(gpos, rig, travel(skeleton, gpos, rig, up), leg_length(gpos, rig), up, motion.fps, settings)
 
 
-def _label_feet(skeleton, gpos, rig, up, fps, settings):
-    heels, toes, length = _points(gpos, rig, "ankle"), _points(gpos, rig, "toe"), leg_length(gpos, rig)
-    heel_labels, toe_labels, slip = detect_foot_contacts(
-        heels, toes, travel(skeleton, gpos, rig, up), up, fps, length, settings, foot_edges=False
-    )
+def _label_feet(gpos, rig, root, length, up, fps, settings):
+    """Heel and toe labels and the slip factor; ``root`` (F, 3) the joint that carries the
+    character (:func:`travel`), ``length`` the leg length."""
+    heels, toes = _points(gpos, rig, "ankle"), _points(gpos, rig, "toe")
+    heel_labels, toe_labels, slip = detect_foot_contacts(heels, toes, root, up, fps, length, settings, foot_edges=False)
     heel_labels = _heel_down(heel_labels, heels, up, length)
     heel_labels = _heel_pivots(heel_labels, toe_labels, heels, toes, up, fps, length, settings or ContactSettings())
     heel_labels[[not leg.has_toe_bone for leg in rig.legs]] = 0.0
@@ -163,14 +163,15 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
     with _timed(timings, "kinematics"):
         grot, gpos = forward_kinematics(skeleton, motion.rot, motion.pos, _solved_joints(rig))
         limits = [measure_leg(grot, gpos, leg, up, settings.softening_ratio) for leg in rig.legs]
+        bone_lengths = np.array([leg_bone_length(gpos, leg) for leg in rig.legs])
     contacts = _checked_contacts(contacts, len(rig.legs), motion.frames)
     heel_contacts = _checked_contacts(heel_contacts, len(rig.legs), motion.frames)
     missing, heel_missing = np.isnan(contacts).all(axis=1), np.isnan(heel_contacts).all(axis=1)
     if missing.any() or heel_missing.any():
+        root, length = travel(skeleton, gpos, rig, up), float(np.mean(bone_lengths))  # leg_length, from the lengths measured
         with _timed(timings, "contacts"):
-            heel_labels, labels, slip = _label_feet(skeleton, gpos, rig, up, motion.fps, settings.contacts)
-        if is_in_place(_points(gpos, rig, "toe"), travel(skeleton, gpos, rig, up), up, motion.fps,
-                       leg_length(gpos, rig)):
+            heel_labels, labels, slip = _label_feet(gpos, rig, root, length, up, motion.fps, settings.contacts)
+        if is_in_place(_points(gpos, rig, "toe"), root, up, motion.fps, length):
             labels[:] = heel_labels[:] = 0.0  # its feet glide by design: locking them would tear the legs off
             warnings.append(IN_PLACE)
         contacts[missing] = labels[missing]
@@ -200,7 +201,7 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
     figures = {
         "contacts": contacts[:, measured], "up": up, "fps": motion.fps, "unit_scale": unit_scale,
         "floors": np.array([lim.toe_min_height for lim in limits]),
-        "bone_lengths": np.array([leg_bone_length(gpos, leg) for leg in rig.legs]),
+        "bone_lengths": bone_lengths,
         "reference_pelvis": before["pelvis"][measured],
     }
     before_figures = _metrics(_frames(before, measured), **figures)
@@ -272,9 +273,11 @@ def _metrics(state, contacts, up, fps, unit_scale, floors, bone_lengths, referen
 
 
 def _move_pelvis(pose, rig, pelvis_positions):
-    """Translate the pelvis to ``pelvis_positions`` and update the joints down to the feet."""
+    """Translate the pelvis to ``pelvis_positions`` and update the joints down to the
+    ankles: the leg solver, given a heel target, reads no joint below the ankle before it
+    turns the hip and recomputes them all then."""
     pose.place(rig.pelvis, pelvis_positions)
     below = set()
     for leg in rig.legs:
-        below.update(pose.skeleton.chain(rig.pelvis, leg.tip))
+        below.update(pose.skeleton.chain(rig.pelvis, leg.ankle))
     pose.update(sorted(below))

@@ -168,6 +168,8 @@ def check_motion(skeleton, motion):
     if not (np.isfinite(motion.fps) and motion.fps > 0):
         raise SolverInputError(f"frame rate must be positive, got {motion.fps}")
     for label, array in (("rotation", motion.rot), ("position", motion.pos)):
+        if np.isfinite(array).all():
+            continue  # the usual case, checked in one pass; the details only for the message
         bad = ~np.isfinite(array).all(axis=-1)
         if bad.any():
             frame, joint = np.argwhere(bad)[0]

@@ -312,14 +312,15 @@ def _hold(points, pair, release_time, dt):
     cancel = -pair[..., None] * np.diff(points, axis=1)  # (L, F-1, 3)
     own = np.zeros_like(points)
     frames = points.shape[1]
+    ease = _ease_out(np.arange(frames) * dt / release_time)  # (F, 1), from a release on
     for leg, pinned in enumerate(pair > 0):
         edges = np.flatnonzero(np.diff(np.concatenate(([0], pinned.astype(np.int8), [0]))))
         released, carry = 0, np.zeros(3)  # frame the last run ended, the correction it left
-        for start, end in zip(edges[::2], edges[1::2]):  # runs of pinned steps start..end-1
-            own[leg, released : start + 1] = carry * _ease_out(np.arange(start + 1 - released) * dt / release_time)
+        for start, end in zip(edges[::2].tolist(), edges[1::2].tolist()):  # runs of pinned steps start..end-1
+            own[leg, released : start + 1] = carry * ease[: start + 1 - released]
             own[leg, start + 1 : end + 1] = own[leg, start] + np.cumsum(cancel[leg, start:end], axis=0)
             released, carry = end, own[leg, end]
-        own[leg, released:] = carry * _ease_out(np.arange(frames - released) * dt / release_time)
+        own[leg, released:] = carry * ease[: frames - released]
     return points + own
 
 

@@ -74,10 +74,10 @@ def between(p, q):
     """
     p = np.asarray(p, dtype=float)
     q = np.asarray(q, dtype=float)
-    cross = np.cross(p, q)
-    w = np.sqrt(np.sum(p * p, -1) * np.sum(q * q, -1)) + np.sum(p * q, -1)
-    out = np.concatenate((w[..., None], cross), axis=-1)
-    degenerate = np.linalg.norm(out, axis=-1) < 1e-8 * np.maximum(np.sum(p * p, -1), 1e-30)
+    p_squared = np.sum(p * p, -1)
+    w = np.sqrt(p_squared * np.sum(q * q, -1)) + np.sum(p * q, -1)
+    out = np.concatenate((w[..., None], cross(p, q)), axis=-1)
+    degenerate = np.linalg.norm(out, axis=-1) < 1e-8 * np.maximum(p_squared, 1e-30)
     if np.any(degenerate):
         axis = np.cross(p, [1.0, 0.0, 0.0])
         small = np.linalg.norm(axis, axis=-1) < 1e-6 * np.linalg.norm(p, axis=-1)
