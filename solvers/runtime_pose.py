@@ -169,6 +169,7 @@ class TerrainFootLock:
         self.lift = None  # root offset along up
         self.lift_target = 0.0
         self.normals = None
+        self.clamps = None  # (2, L) ground clamps under the toes and heels, eased down
 
     def step(self, frame, dt, ground):
         """The displayed pose at clip frame index ``frame``, ``dt`` seconds after the last one.
@@ -352,12 +353,12 @@ class TerrainFootLock:
         hit &= np.abs(heights - c.floor - lift) <= self.max_correction
         toe, heel = np.where(hit, heights, np.nan).reshape(2, -1)
         toe_shift = np.where(np.isfinite(toe), toe - c.floor, lift)
+        clamps = np.stack((toe_shift, np.where(np.isfinite(heel), heel - c.floor, toe_shift)))
+        # Ground falling away under a foot (its toe or heel past a step edge) lets a foot it
+        # held up down eased, not in one frame; ground rising under it holds it up at once.
+        self.clamps = np.maximum(_ease(self.clamps, clamps, dt), clamps)
         self.normals = _ease(self.normals, _foot_normals(normals, hit, up), dt)
-        return _GroundUnderFeet(
-            toe_shift=toe_shift,
-            heel_shift=np.where(np.isfinite(heel), heel - c.floor, toe_shift),
-            normals=self.normals,
-        )
+        return _GroundUnderFeet(toe_shift=self.clamps[0], heel_shift=self.clamps[1], normals=self.normals)
 
     def _foot_turns(self, normals):
         """World rotations (L, 4) turning each foot toward the ground normal under it
