@@ -145,11 +145,13 @@ class FootLocker:
         self.time += dt
         up = self.up
         self.position, self.velocity = target.copy(), target_velocity.copy()
-        # Across the ground over the blend time; along up faster: a foot released where
-        # the ground ahead rises (a step edge) must catch up with its lifted animation
-        # before it reaches the edge.
+        # Across the ground over the blend time; a foot shown below its target faster: one
+        # released where the ground ahead rises (a step edge) must catch up with its lifted
+        # animation before it reaches the edge. One shown above comes down no faster than
+        # it moves across: a foot going down a step would otherwise sink into its edge.
+        below = self.offset_position @ up < 0.0
         for share, project in ((1.0, lambda v: v - (v @ up)[:, None] * up),
-                               (VERTICAL_BLEND_SHARE, lambda v: (v @ up)[:, None] * up)):
+                               (np.where(below, VERTICAL_BLEND_SHARE, 1.0), lambda v: (v @ up)[:, None] * up)):
             w0, w1, w2, w3 = _decay_weights(self.time, share * self.settings.blend_time)
             offset, offset_velocity = project(self.offset_position), project(self.offset_velocity)
             self.position += w0 * offset + w1 * offset_velocity
@@ -221,9 +223,10 @@ def ground_hits(answer, count):
 
 
 def _decay_weights(time, blend_time):
-    """Weights (L, 1) of the cubic that takes an offset and its velocity to zero in ``blend_time``."""
-    blend = max(blend_time, 1e-8)
+    """Weights (L, 1) of the cubic that takes an offset and its velocity to zero in ``blend_time`` (or (L,))."""
+    blend = np.broadcast_to(np.maximum(blend_time, 1e-8), np.shape(time))
     t = np.clip(time / blend, 0.0, 1.0)[:, None]
+    blend = blend[:, None]
     return (
         2.0 * t**3 - 3.0 * t**2 + 1.0,
         (t**3 - 2.0 * t**2 + t) * blend,

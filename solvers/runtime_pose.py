@@ -169,6 +169,7 @@ class TerrainFootLock:
         self.lift = None  # root offset along up
         self.lift_target = 0.0
         self.normals = None
+        self.clamps = None  # (2, L) ground clamps under the toes and heels, eased down
 
     def step(self, frame, dt, ground):
         """The displayed pose at clip frame index ``frame``, ``dt`` seconds after the last one.
@@ -278,10 +279,13 @@ class TerrainFootLock:
 
     def _cast_paths(self, frame, ground):
         """Ground heights, hits and carriers (1 + L, S) along the clip's paths of the pelvis
-        and of every toe over the window around ``frame`` (on moving ground: where it is now)."""
+        and of every toe over the window around ``frame``, then (with contact curves) of
+        every ankle (on moving ground: where it is now)."""
         c = self.clip
         path = np.clip(frame + self.window, 0, c.frames - 1)
         walkers = [c.rig.pelvis, *self.toe_joints]
+        if c.contacts is not None:
+            walkers += [leg.ankle for leg in c.rig.legs]
         heights, _, hit, carriers = self._cast(c.gpos[path][:, walkers].transpose(1, 0, 2).reshape(-1, 3), ground)
         shape = (len(walkers), len(path))
         return heights.reshape(shape), hit.reshape(shape), carriers.reshape(shape)
@@ -315,20 +319,28 @@ class TerrainFootLock:
         return float(np.min(locker.contact[locker.locked] @ self.up))
 
     def _sample_feet(self, frame, paths, lift):
-        """Each toe on the ground along its path, kept at its authored clearance."""
+        """Each toe on the ground along its path and its ankle's, kept at its authored clearance."""
         c, up = self.clip, self.up
         heights, valid = paths[0][1:], paths[1][1:]
         base = c.floor + lift
         # A ledge or a bad hit, like no ground at all, leaves the toe on the clip's floor.
         valid = valid & (np.abs(heights - base) <= self.max_correction)
+        # With contact curves, a foot going down a step stays up until its heel has passed
+        # the edge too: a toe let down while the heel is still over the upper tread would be
+        # held up by the heel's ground clamp and pulled back into the edge; where it sets
+        # down it is placed on one tread (_place_feet). Without curves the lock plants a
+        # foot by its toe's speed, where the toe is: it must be on its own ground.
+        legs = len(self.toe_joints)
         eased = eased_ground(heights, valid, np.full(len(heights), base), self.window_weights)
+        eased = eased.reshape(-1, legs).max(axis=0)  # over the toe's path (and the ankle's)
+        heights, valid = heights[:legs], valid[:legs]
         centre = int(np.argmax(self.window_weights))
         authored = c.gpos[frame, self.toe_joints]
         return _FeetSample(
             toe_inputs=authored + (lift + eased - base)[:, None] * up,
             clearance=authored @ up - c.floor,
             ground_under=np.where(valid[:, centre], heights[:, centre], np.nan),
-            carrier_under=np.where(valid[:, centre], paths[2][1:, centre], -1),
+            carrier_under=np.where(valid[:, centre], paths[2][1 : 1 + legs, centre], -1),
         )
 
     def _ground_under_feet(self, legs, targets, lift, dt, ground):
@@ -341,12 +353,12 @@ class TerrainFootLock:
         hit &= np.abs(heights - c.floor - lift) <= self.max_correction
         toe, heel = np.where(hit, heights, np.nan).reshape(2, -1)
         toe_shift = np.where(np.isfinite(toe), toe - c.floor, lift)
+        clamps = np.stack((toe_shift, np.where(np.isfinite(heel), heel - c.floor, toe_shift)))
+        # Ground falling away under a foot (its toe or heel past a step edge) lets a foot it
+        # held up down eased, not in one frame; ground rising under it holds it up at once.
+        self.clamps = np.maximum(_ease(self.clamps, clamps, dt), clamps)
         self.normals = _ease(self.normals, _foot_normals(normals, hit, up), dt)
-        return _GroundUnderFeet(
-            toe_shift=toe_shift,
-            heel_shift=np.where(np.isfinite(heel), heel - c.floor, toe_shift),
-            normals=self.normals,
-        )
+        return _GroundUnderFeet(toe_shift=self.clamps[0], heel_shift=self.clamps[1], normals=self.normals)
 
     def _foot_turns(self, normals):
         """World rotations (L, 4) turning each foot toward the ground normal under it
