@@ -100,39 +100,34 @@ def test_stress_clips_plant_their_feet_on_the_steps(stress_on_stairs):
     assert slide <= 1.0  # cm/s
 
 
-# Measured misses of the issue's targets (a foot released with its toe right at the foot of
-# a riser crosses the edge before the release has lifted it: the ground clamp lifts it then).
-SWING_MISSES = {"cmu_01_01-stairs-x1.0": "a toe 0.75 cm below half its clearance"}
-JUMP_MISSES = {"cmu_131_03-stairs-x1.25": "a toe jumps 2.74 cm beyond the clip's largest step"}
-
-
-def known_miss(request, misses):
-    """Expect this stress case to fail where it is a measured miss (and the test to say so once it passes)."""
-    reason = misses.get(request.node.callspec.id)
-    if reason:
-        request.applymarker(pytest.mark.xfail(strict=True, reason=reason))
+# The issue's targets (0.5 cm of sink, 2 cm of extra jump), except where they are measured
+# misses, reported as such: a foot released with its toe right at the foot of a riser crosses
+# the edge before the release has lifted it, and the ground clamp lifts it then. Those cases
+# are held to what they measure now (0.75 cm, 2.74 cm), so they cannot get worse unseen.
+SINK_ALLOWED = {"cmu_01_01-stairs-x1.0": 0.008}  # metres below half the clearance
+JUMP_ALLOWED = {"cmu_131_03-stairs-x1.25": 0.028}  # metres beyond the clip's largest step
 
 
 def test_stress_clips_swing_clear_of_the_step_edges(stress_on_stairs, request):
     """Every swinging toe keeps at least half its authored clearance above the step right
     under it (the jumps sank 6.2 cm below it, jumping down a step with the heel still over
     the upper tread; the hop down 4.2 cm, let down before it had moved past the edge)."""
-    known_miss(request, SWING_MISSES)
+    allowed = SINK_ALLOWED.get(request.node.callspec.id, 0.005)
     toes, authored, height, _, _, contacts = stress_on_stairs
     above = np.stack([toes[:, leg] @ UP - height(toes[:, leg]) for leg in range(toes.shape[1])], axis=1)
     clearance = authored @ UP
     swing = ~contacts & (clearance > 0.01)
     assert swing.sum() > 100
-    assert (above[swing] >= 0.5 * clearance[swing] - 0.005).all()
+    assert (above[swing] >= 0.5 * clearance[swing] - allowed).all()
 
 
 def test_stress_clips_move_no_toe_much_further_in_a_frame_than_the_clip(stress_on_stairs, request):
     """No toe moves more in one frame than 2 cm beyond the clip's own largest step (the hop
     with its root 1.25x too fast: 3.4 cm, a toe held up over a step edge dropped at once)."""
-    known_miss(request, JUMP_MISSES)
+    allowed = JUMP_ALLOWED.get(request.node.callspec.id, 0.02)
     toes, authored, _, _, _, _ = stress_on_stairs
 
     def largest_step(points):
         return np.linalg.norm(np.diff(points, axis=0), axis=-1).max()
 
-    assert largest_step(toes) <= largest_step(authored) + 0.02
+    assert largest_step(toes) <= largest_step(authored) + allowed
