@@ -44,6 +44,7 @@ from .leg_ik import LegLimits, leg_chain, measure_leg, solve_leg
 from .rig import Leg, Rig
 from .runtime_lock import (
     STANCE_SAMPLES,
+    STANCE_STEP,
     STEP_EDGE,
     FootLocker,
     PelvisDrop,
@@ -264,8 +265,11 @@ class TerrainFootLock:
         if contacts is None:
             return np.full((len(legs), STANCE_SAMPLES), frame)
         lifted = contacts[legs, frame:] <= 0.5
-        last = frame + np.where(lifted.any(axis=1), np.argmax(lifted, axis=1), lifted.shape[1]) - 1
-        return np.rint(np.linspace(frame, np.maximum(last, frame), STANCE_SAMPLES).T).astype(int)
+        last = frame + np.maximum(np.where(lifted.any(axis=1), np.argmax(lifted, axis=1), lifted.shape[1]) - 1, 0)
+        # Every STANCE_STEP (a heel sweeping over an edge is caught within it), spread wider
+        # only over a stance too long for STANCE_SAMPLES; the last samples repeat the end.
+        step = np.maximum(STANCE_STEP * self.clip.fps, (last - frame) / (STANCE_SAMPLES - 1))
+        return np.minimum(np.rint(frame + step[:, None] * np.arange(STANCE_SAMPLES)), last[:, None]).astype(int)
 
     def _cast(self, points, ground):
         """(heights, normals, hits, carriers) of rays down through ``points`` (k, 3), from
