@@ -48,10 +48,10 @@ VERTICAL_BLEND_SHARE = 1.0 / 3.0
 # land on one tread (see placement_shifts).
 FOOT_SAMPLES = 5
 PLACEMENT_STEPS = 8
-# Where the heel will be is checked every STANCE_STEP seconds over the stance ahead, at
-# most at STANCE_SAMPLES frames (a long stance is sampled more sparsely).
+# Where the heel will be is checked over the stance ahead each time it has moved another
+# HEEL_SPACING (m) about the toe, at most at STANCE_SAMPLES frames.
 STANCE_SAMPLES = 24
-STANCE_STEP = 1.0 / 60.0
+HEEL_SPACING = 0.01
 STEP_EDGE = 0.01  # m; ground further than this from a straight line under the foot has an edge
 
 
