@@ -1,0 +1,555 @@
+"""Preview: the runtime foot lock on the scene's terrain, live, while the timeline plays.
+
+With ``Object.foot_lock.preview`` on, the legs and pelvis of the armature are posed each
+frame as a game engine would at runtime (see :mod:`..solvers.runtime_pose`): feet locked
+during contacts and planted on the meshes under them (or on the clip's own floor where
+there are none), the character carried up and down by the ground. Nothing is keyed until
+:func:`bake_preview`.
+
+The runtime lock is simulated over the action's whole frame range once, when Preview
+starts and again when something it depends on changes (the action, the legs, the
+settings, the armature's placement, a ground mesh or its transform); the pose of every
+frame is kept, as pose-channel values. On a frame change the handler only writes the
+kept values of the current frame into the bones the preview changes there (or changed
+on the frame shown before), so playing costs a few property writes a frame, and
+scrubbing or jumping shows exactly what playing from the start shows. What each preview
+was simulated from is compared after every depsgraph update, else for one preview per
+frame in turn (:func:`_step_previews`). The contacts are
+the ``foot_contact`` curves where a leg has one, else the labels the bake would compute
+(:func:`~..solvers.foot_lock.label_contacts`, once per clip); the runtime lock's
+hysteresis and inertialization run on top. The ground is BVH trees of the ground
+meshes (:mod:`.terrain`), built once per simulation; ground that moves over the range
+is sampled on every frame of it, and a foot planted on it moves with it.
+
+Per armature only arrays and names are kept -- undo and file loads free bpy data at any
+time. The handlers are registered only while some armature previews. Nothing raised
+inside them reaches Blender's handler loop: an error turns that armature's Preview off
+and is printed and shown in the panel.
+"""
+
+import contextlib
+import traceback
+from dataclasses import dataclass, field
+
+import bpy
+import numpy as np
+from bpy.app.handlers import persistent
+from bpy.props import BoolProperty
+
+from ..solvers import rotations as channels
+from ..solvers.foot_lock import label_contacts
+from ..solvers.kinematics import Motion
+from ..solvers.runtime_pose import TerrainFootLock, play_clip, preview_joints, runtime_clip
+from . import action_compat as compat
+from . import armature, jobs, overlay, terrain
+from .errors import AdapterError
+from .properties import FOOT_LOCK_PG_settings, contact_settings, runtime_settings, solver_settings
+
+PREVIEW_SUFFIX = ".preview"
+TRAIL_SECONDS = 1.0  # how much toe path the overlay shows
+MARKER_SIZE = 0.03  # contact markers, as a share of the leg length
+UNCHANGED = 1e-7  # a solved joint this close to the clip is left to the animation
+REFRESH_DELAY = 0.2  # s after an edit of what the preview depends on, it is simulated again
+
+_previews = {}  # object name -> _Preview
+_previewing = []  # names of the armatures with Preview on, sorted
+_edits = {"action": 0, "ground": 0}  # bumped when any action / ground mesh changes
+# Whether the depsgraph reported an update since the frame handler last compared every
+# preview's inputs (``_key``), and which preview it compares on a frame without one.
+_inputs = {"updated": True, "turn": 0}
+_draw_handle = None
+
+
+@dataclass
+class _Channels:
+    """Pose-channel values over every frame, as ``setattr`` takes them: one rotation
+    channel per preview joint, then the pelvis' location."""
+
+    joints: list  # per channel, the index into the preview's joints it poses
+    bones: list  # per channel, the bone name
+    props: list  # per channel: "rotation_quaternion", "rotation_euler", ..., "location"
+    values: list  # per channel, per frame: the channel's value (a list)
+
+
+@dataclass
+class _Preview:
+    """One armature's simulated preview, and what its bones show now."""
+
+    key: tuple  # what it was simulated from; another key means simulate again
+    clip: jobs.Clip
+    joints: np.ndarray  # joints the preview may pose
+    played: object  # runtime_pose.PlayedClip: every frame as shown
+    leg_length: float
+    moved: np.ndarray  # (F, len(joints)) where the shown pose differs from the clip
+    shown: _Channels  # the channels of ``joints`` as shown
+    authored: _Channels  # ... and as the clip has them
+    keys: int = 0  # _keys_signature of the action it was simulated from
+    drives: bool | None = None  # whether it muted its channels' F-curves and poses them before evaluation
+    # What the frame handler reads, as plain lists (no numpy on every frame):
+    moved_rows: list = field(init=False)  # ``moved`` per frame, per joint
+    unmoved: list = field(init=False)  # per joint, False
+    written: list = field(init=False)  # per joint, whether it is posed differently from the clip now
+    channels: list = field(init=False)  # per channel: (joint, bone, property, shown values, authored values)
+
+    def __post_init__(self):
+        self.moved_rows = self.moved.tolist()
+        self.unmoved = self.written = [False] * len(self.joints)
+        self.channels = list(zip(self.shown.joints, self.shown.bones, self.shown.props, self.shown.values,
+                                 self.authored.values))
+
+
+# --- what the preview depends on --------------------------------------------------------
+
+
+_OPTIONS = ("lock_distance", "unlock_distance", "blend_time", "max_correction", "max_tilt", "pelvis_smoothing",
+            "root_follow", "softening", "height_clamp", "heel_look_at", "toe_look_at", "speed_threshold",
+            "height_threshold", "vote_window", "min_gap", "smoothing", "compensate_slip", "pelvis")
+
+
+def _key(obj, scene):
+    """Everything the simulation reads, cheap to compare from frame to frame."""
+    settings = obj.foot_lock
+    action = jobs.active_action(obj)
+    collection = settings.ground_collection
+    legs = tuple((leg.name, leg.thigh, leg.shin, leg.foot, leg.toe) for leg in settings.legs)
+    placement = tuple(value for row in obj.matrix_world for value in row)
+    fps = scene.render.fps / scene.render.fps_base
+    options = tuple(getattr(settings, name) for name in _OPTIONS)
+    return (action.name, jobs.frame_range(action), legs, placement, fps, options,
+            collection.name if collection else None, _edits["action"], _edits["ground"])
+
+
+# --- simulating the whole clip ----------------------------------------------------------
+
+
+def _contacts(obj, action, clip):
+    """(L, F) contacts: each leg's curve where it has one, else the bake's labels."""
+    contacts = jobs.stored_contacts(obj, action, clip)
+    missing = np.isnan(contacts).all(axis=1)
+    if missing.any():
+        labels, _ = label_contacts(clip.skeleton, clip.motion, clip.rig, jobs.UP, contact_settings(obj.foot_lock))
+        contacts[missing] = labels[missing]
+    return contacts
+
+
+def _simulate(obj, scene, depsgraph, key):
+    """Read the action, run the runtime lock over all of it on the ground: a new :class:`_Preview`."""
+    settings = jobs.ensure_legs(obj)
+    action = jobs.active_action(obj)
+    clip = jobs.read_clip(obj, action)
+    joint_map = clip.joint_map
+    joints = np.array([j for j in preview_joints(clip.skeleton, clip.rig) if not joint_map.is_tail[j]])
+    joint_map.require_exact(joint_map.joint_bone[j] for j in joints)
+    runtime = runtime_clip(clip.skeleton, clip.motion, clip.rig, floor=joint_map.object_pos @ jobs.UP,
+                           contacts=_contacts(obj, action, clip), up=jobs.UP, softening_ratio=settings.softening)
+    lock = TerrainFootLock(runtime, runtime_settings(settings), solver_settings(settings), settings.root_follow,
+                           jobs.UP)
+    collection = settings.ground_collection
+    ground = terrain.ground_over(scene, depsgraph, terrain.ground_objects(scene, collection), clip.frames, jobs.UP)
+    played = play_clip(lock, ground)
+    motion = clip.motion
+    moved = np.maximum(np.abs(played.rot[:, joints] - motion.rot[:, joints]).max(axis=-1),
+                       np.abs(played.pos[:, joints] - motion.pos[:, joints]).max(axis=-1)) > UNCHANGED
+    return _Preview(key, clip, joints, played, runtime.leg_length, moved,
+                    _pose_channels(obj, clip, joints, played.rot, played.pos),
+                    _pose_channels(obj, clip, joints, motion.rot, motion.pos), _keys_signature(obj))
+
+
+_ROTATION_CHANNELS = {"QUATERNION": "rotation_quaternion", "AXIS_ANGLE": "rotation_axis_angle"}  # else Euler
+
+
+def _pose_channels(obj, clip, joints, rot, pos):
+    """The channel values (in each bone's rotation mode) that pose ``joints`` as ``rot``
+    / ``pos`` (F, n, ...) on every frame: rotations, and the pelvis' location."""
+    joint_map, pelvis = clip.joint_map, clip.rig.pelvis
+    names = [joint_map.joint_bone[j] for j in joints]
+    basis = armature.basis_rotations(joint_map, rot, names)
+    modes = [obj.pose.bones[name].rotation_mode for name in names]
+    out = _Channels(list(range(len(names))), names, [_ROTATION_CHANNELS.get(mode, "rotation_euler") for mode in modes],
+                    [np.asarray(channels.quat_to_channel(mode, basis[:, :, k])).T.tolist()
+                     for k, mode in enumerate(modes)])
+    if pelvis in joints:
+        name = joint_map.joint_bone[pelvis]
+        out.joints.append(int(np.flatnonzero(joints == pelvis)[0]))
+        out.bones.append(name)
+        out.props.append("location")
+        out.values.append(armature.basis_locations(joint_map, pos, [name], joint_map.frame_start)[:, 0].tolist())
+    return out
+
+
+def _preview_of(obj, scene, depsgraph):
+    """The object's preview, simulated again when what it depends on changed. ``depsgraph``
+    None: the context's, evaluated only when a simulation needs it (the ground's meshes)."""
+    if not obj.foot_lock.legs:
+        jobs.ensure_legs(obj)  # before the key, which names the legs
+    key = _key(obj, scene)
+    preview = _previews.get(obj.name)
+    if preview is None or preview.key != key:
+        if preview is not None:
+            _give_back(obj, preview)  # its curves unmuted: the action is read as it is
+        preview = _previews[obj.name] = _simulate(obj, scene, depsgraph or bpy.context.evaluated_depsgraph_get(), key)
+    return preview
+
+
+def _keys_signature(obj):
+    """A hash of the keys of the object's action (not of the curves' mute flags, which
+    the preview itself sets): it changes when the animation is edited."""
+    parts = []
+    for fcurve in compat.iter_fcurves(obj, jobs.active_action(obj)):
+        points = fcurve.keyframe_points
+        values = np.empty((3, 2 * len(points)))
+        for row, prop in zip(values, ("co", "handle_left", "handle_right")):
+            points.foreach_get(prop, row)
+        parts.append((fcurve.data_path, fcurve.array_index, values.tobytes()))
+    return hash(tuple(parts))
+
+
+# --- one frame --------------------------------------------------------------------------
+
+
+def step(obj, scene, depsgraph, before_evaluation=None, compare=True):
+    """Pose ``obj`` for the scene's current frame (the handlers' work for one armature).
+
+    An armature whose action is its own is posed before Blender evaluates a new frame
+    (``before_evaluation`` True), its preview channels' F-curves muted: the frame is
+    evaluated, and a mesh the armature deforms deformed, once. One sharing its action
+    with other objects (muting would stop them) is posed after the animation (False),
+    which makes Blender evaluate it again. None: pose it now, either way. ``compare``
+    False: what was simulated is shown without comparing what it was simulated from."""
+    preview = _previews.get(obj.name)
+    if compare or preview is None:
+        preview = _preview_of(obj, scene, depsgraph)
+    if preview.drives is None:
+        preview.drives = _take_over(obj, preview)
+    if before_evaluation is None or preview.drives == before_evaluation:
+        _show(obj, preview, scene.frame_current)
+
+
+def _take_over(obj, preview):
+    """Mute the F-curves of the channels the preview writes, when the action is the
+    object's alone; returns whether it did."""
+    action = jobs.active_action(obj)
+    if any(other != obj and other.animation_data is not None and other.animation_data.action == action
+           for other in bpy.data.objects):
+        return False
+    _mute(obj, preview, True)
+    return True
+
+
+def _mute(obj, preview, mute):
+    """Mute (or unmute) the F-curves of every channel the preview writes."""
+    table = compat.fcurve_table(compat.channel_bag(obj, jobs.active_action(obj)))
+    channels_ = preview.shown
+    for bone, prop, values in zip(channels_.bones, channels_.props, channels_.values):
+        for index in range(len(values[0])):
+            fcurve = table.get((f"{armature.bone_data_path(bone)}.{prop}", index))
+            if fcurve is not None and fcurve.mute != mute:
+                fcurve.mute = mute
+
+
+def _show(obj, preview, frame, shown=True):
+    """Pose the bones at scene ``frame`` as the preview shows them (``shown`` False, or
+    outside the clip: as the clip has them). Driving (its F-curves muted), it writes every
+    channel. Else a bone the animation already shows right is not written, unless the
+    preview changed it before: a channel without keys keeps what was set. (Run for every
+    armature on every frame: plain lists, no numpy.)"""
+    row = frame - preview.clip.joint_map.frame_start
+    frames = len(preview.moved_rows)
+    moved = preview.moved_rows[row] if shown and 0 <= row < frames else preview.unmoved
+    row = min(max(row, 0), frames - 1)  # outside, the animation holds its ends
+    drives, written, bones = preview.drives, preview.written, obj.pose.bones
+    for joint, bone, prop, shown_values, authored_values in preview.channels:
+        if moved[joint] or drives or written[joint]:
+            setattr(bones[bone], prop, (shown_values if moved[joint] else authored_values)[row])
+    preview.written = moved
+
+
+def _give_back(obj, preview):
+    """Unmute what the preview muted and give the bones it posed the clip's pose at the current frame."""
+    scene = bpy.context.scene
+    if scene is None or obj.type != "ARMATURE":
+        return
+    with contextlib.suppress(KeyError, AdapterError):  # bones or action gone meanwhile: nothing to give back
+        if preview.drives:
+            _mute(obj, preview, False)
+        _show(obj, preview, scene.frame_current, shown=False)
+
+
+# --- turning Preview on and off ---------------------------------------------------------
+
+
+def preview_toggled(obj, context):
+    """``foot_lock.preview`` changed: show the preview now, or give the clip's pose back."""
+    if obj.foot_lock.preview:
+        obj.foot_lock.preview_error = ""
+        sync_handlers()
+        _step_safely(obj, context.scene, context.evaluated_depsgraph_get())
+    else:
+        _release(obj.name)
+        sync_handlers()
+
+
+def _step_safely(obj, scene, depsgraph, before_evaluation=None, compare=True):
+    try:
+        step(obj, scene, depsgraph, before_evaluation, compare)
+    except Exception as error:  # a handler must never raise into Blender's handler loop
+        _stop(obj, error)
+
+
+def _stop(obj, error):
+    """Turn the object's Preview off because of ``error``, saying why."""
+    message = str(error) or type(error).__name__
+    print(f"Foot Lock: Preview of {obj.name!r} stopped: {message}")
+    traceback.print_exc()
+    obj.foot_lock.preview_error = message
+    obj.foot_lock.preview = False  # its update gives the clip's pose back
+
+
+def _release(name):
+    """Drop an armature's preview, giving its bones back the clip's pose."""
+    preview = _previews.pop(name, None)
+    obj = bpy.data.objects.get(name)
+    if preview is not None and obj is not None:
+        _give_back(obj, preview)
+
+
+@contextlib.contextmanager
+def paused(obj):
+    """While a job reads or writes the object's action: its F-curves as they are without
+    the preview (none muted), and the preview simulated again after the job."""
+    preview = _previews.pop(obj.name, None)
+    if preview is not None:
+        _give_back(obj, preview)
+    try:
+        yield
+    finally:
+        if preview is not None and obj.foot_lock.preview:
+            _step_safely(obj, bpy.context.scene, bpy.context.evaluated_depsgraph_get())
+
+
+# --- bake -------------------------------------------------------------------------------
+
+
+def bake_preview(obj, scene, depsgraph):
+    """Key the preview of every frame of the action, exactly as shown, into a new action
+    ``<action>.preview`` (the original is kept). Preview is turned off: the new action
+    already holds it. Returns (the new action, frames)."""
+    preview = _preview_of(obj, scene, depsgraph)
+    if obj.foot_lock.preview:
+        obj.foot_lock.preview = False
+    _previews.pop(obj.name, None)
+    clip, played = preview.clip, preview.played
+    changed = preview.joints[preview.moved.any(axis=0)]
+    bones, pelvis = clip.joint_map.joint_bone, clip.rig.pelvis
+    source = jobs.active_action(obj)
+    action = armature.write_motion(
+        obj, source, clip.joint_map, Motion(played.rot, played.pos, clip.motion.fps), int(clip.frames[0]),
+        rotation_bones=[bones[j] for j in changed if j != pelvis],
+        location_bones=[bones[pelvis]] if pelvis in changed else [],
+        new_action_name=source.name + PREVIEW_SUFFIX,
+    )
+    return action, len(clip.frames)
+
+
+# --- handlers ---------------------------------------------------------------------------
+
+
+def _step_previews(scene, depsgraph, before_evaluation):
+    """Pose every previewing armature of ``scene`` for its frame: a few lookups and property
+    writes each. What a preview was simulated from (reading it is most of a frame's work) is
+    compared for all of them after the depsgraph reported an update -- any edit made in the
+    interface -- and else for one of them per frame, in turn: a script that changes a
+    setting without updating the view layer is seen within as many frames as there are
+    previews, and ten previews cost a frame ten writes but one comparison."""
+    if terrain.is_stepping():
+        return  # a preview's ground is being sampled over its frame range: nothing to show
+    objects = bpy.data.objects
+    if any(objects.get(name) is None for name in _previewing):
+        sync_handlers()  # an armature was renamed or deleted: find the previewing ones again
+    names = tuple(_previewing)  # (a preview stopped by an error leaves the list)
+    compared = _compared_now(names) if before_evaluation else set(names)  # (after it: the few not driving)
+    in_scene = scene.objects.get
+    for name in names:
+        if not before_evaluation and getattr(_previews.get(name), "drives", False):
+            continue  # posed before evaluation already
+        obj = objects.get(name)
+        if obj is not None and obj.foot_lock.preview and in_scene(name) is not None:
+            _step_safely(obj, scene, depsgraph, before_evaluation, name in compared)
+
+
+def _compared_now(names):
+    """The previews whose inputs this frame compares: all after an update, else the next in turn."""
+    if _inputs["updated"]:
+        _inputs["updated"] = False
+        return set(names)
+    _inputs["turn"] = (_inputs["turn"] + 1) % max(len(names), 1)
+    return set(names[_inputs["turn"] : _inputs["turn"] + 1])
+
+
+@persistent
+def _on_frame_change_pre(scene, depsgraph=None):
+    # No depsgraph is evaluated here unless a preview is simulated: evaluating it before the
+    # frame (scrubbing tags the frame change first) would evaluate every frame twice.
+    _step_previews(scene, depsgraph, True)
+
+
+@persistent
+def _on_frame_change(scene, depsgraph):
+    _step_previews(scene, depsgraph, False)
+
+
+def _edits_ground(update):
+    """Whether a depsgraph update moved or reshaped a mesh that may be ground."""
+    data = update.id.original
+    if isinstance(data, bpy.types.Mesh):
+        return update.is_updated_geometry
+    return (isinstance(data, bpy.types.Object) and data.type == "MESH"
+            and (update.is_updated_transform or update.is_updated_geometry) and not terrain.is_character_mesh(data))
+
+
+@persistent
+def _on_depsgraph_update(scene, depsgraph):
+    """An action or a ground mesh changed: what was simulated is stale. The previews are
+    simulated again a moment later (also without a frame change), once per burst of edits.
+    Any update may also have changed a setting: the next frame compares every preview's inputs."""
+    _inputs["updated"] = True
+    edited = False
+    if depsgraph.id_type_updated("ACTION") and _keys_edited(depsgraph):
+        _edits["action"] += 1
+        edited = True
+    if any(_edits_ground(update) for update in depsgraph.updates):
+        _edits["ground"] += 1
+        edited = True
+    if edited and not bpy.app.timers.is_registered(_refresh):
+        bpy.app.timers.register(_refresh, first_interval=REFRESH_DELAY)
+
+
+def _keys_edited(depsgraph):
+    """Whether the keys of a previewing armature's action changed (its own mute flags do
+    not count). Only the actions the update names are read: each is hashed in full."""
+    actions = {update.id.original.name for update in depsgraph.updates if isinstance(update.id, bpy.types.Action)}
+    for name, preview in _previews.items():
+        obj = bpy.data.objects.get(name)
+        with contextlib.suppress(AdapterError):  # no action any more: the next frame says so
+            if obj is not None and preview.key[0] in actions and _keys_signature(obj) != preview.keys:
+                return True
+    return False
+
+
+def _refresh():
+    """Simulate and show again the previews whose inputs changed (a timer: returns None, once)."""
+    scene, depsgraph = bpy.context.scene, bpy.context.evaluated_depsgraph_get()
+    for name in _previewing:
+        obj = scene.objects.get(name) if scene is not None else None
+        preview = _previews.get(name)
+        if obj is not None and obj.foot_lock.preview and (preview is None or preview.key != _key(obj, scene)):
+            _step_safely(obj, scene, depsgraph)
+
+
+@persistent
+def _on_data_replaced(*_args):
+    """A file was loaded, or undo or redo put other data in place: what was read may be stale."""
+    _previews.clear()
+    sync_handlers()
+
+
+def _mute_previews(muted):
+    """Mute (or unmute) the F-curves of every preview that drives its armature."""
+    for name, preview in _previews.items():
+        obj = bpy.data.objects.get(name)
+        if preview.drives and obj is not None:
+            _mute(obj, preview, muted)
+
+
+@persistent
+def _on_save_pre(*_args):
+    """A file is saved: with its F-curves as they are without the preview (it resumes on load)."""
+    _mute_previews(False)
+
+
+@persistent
+def _on_save_post(*_args):
+    _mute_previews(True)
+
+
+_DATA_HANDLERS = (
+    (bpy.app.handlers.load_post, _on_data_replaced),
+    (bpy.app.handlers.undo_post, _on_data_replaced),
+    (bpy.app.handlers.redo_post, _on_data_replaced),
+    (bpy.app.handlers.save_pre, _on_save_pre),
+    (bpy.app.handlers.save_post, _on_save_post),
+)
+_PREVIEW_HANDLERS = (
+    (bpy.app.handlers.frame_change_pre, _on_frame_change_pre),
+    (bpy.app.handlers.frame_change_post, _on_frame_change),
+    (bpy.app.handlers.depsgraph_update_post, _on_depsgraph_update),
+)
+
+
+def overlays():
+    """Overlay geometry of every previewing armature that shows it (the draw callback's)."""
+    out = []
+    scene = bpy.context.scene
+    for name, preview in _previews.items():
+        obj = bpy.data.objects.get(name)
+        row = scene.frame_current - preview.clip.joint_map.frame_start
+        if obj is None or not obj.foot_lock.show_overlay or not 0 <= row < len(preview.moved):
+            continue
+        played = preview.played
+        first = max(0, row + 1 - max(2, round(TRAIL_SECONDS * preview.clip.motion.fps)))
+        out.append(overlay.overlay_geometry(played.toe_inputs[first : row + 1], played.toes[first : row + 1],
+                                            played.contacts[row], MARKER_SIZE * preview.leg_length))
+    return out
+
+
+def sync_handlers():
+    """Register the frame handler and the overlay while some armature previews, and only then."""
+    _previewing[:] = sorted(obj.name for obj in bpy.data.objects if obj.type == "ARMATURE" and obj.foot_lock.preview)
+    for name in set(_previews) - set(_previewing):
+        _release(name)
+    _register_handlers(bool(_previewing))
+
+
+def _register_handlers(wanted):
+    global _draw_handle
+    for handlers, function in _PREVIEW_HANDLERS:
+        if wanted and function not in handlers:
+            handlers.append(function)
+        elif not wanted and function in handlers:
+            handlers.remove(function)
+    if not wanted and bpy.app.timers.is_registered(_refresh):
+        bpy.app.timers.unregister(_refresh)
+    if wanted and _draw_handle is None:
+        _draw_handle = bpy.types.SpaceView3D.draw_handler_add(overlay.draw, (overlays,), "WINDOW", "POST_VIEW")
+    elif not wanted and _draw_handle is not None:
+        bpy.types.SpaceView3D.draw_handler_remove(_draw_handle, "WINDOW")
+        _draw_handle = None
+
+
+def _preview_changed(settings, context):
+    preview_toggled(settings.id_data, context)
+
+
+def register():
+    # The switch lives here, beside what it switches. A property with a Python callback
+    # declared in a PropertyGroup's class body crashes Blender 4.2 at exit; added to the
+    # registered class (and removed before it is unregistered) it does not.
+    FOOT_LOCK_PG_settings.preview = BoolProperty(
+        name="Preview",
+        description="Lock and plant the feet on the scene's meshes while the timeline plays or is scrubbed, "
+        "as a game engine would at runtime. Nothing is keyed until Bake Preview",
+        default=False, update=_preview_changed,
+    )
+    for handlers, function in _DATA_HANDLERS:
+        handlers.append(function)
+
+
+def unregister():
+    for name in list(_previews):
+        _release(name)
+    _previewing.clear()
+    _register_handlers(False)
+    for handlers, function in _DATA_HANDLERS:
+        if function in handlers:
+            handlers.remove(function)
+    del FOOT_LOCK_PG_settings.preview
