@@ -48,7 +48,10 @@ VERTICAL_BLEND_SHARE = 1.0 / 3.0
 # land on one tread (see placement_shifts).
 FOOT_SAMPLES = 5
 PLACEMENT_STEPS = 8
-STANCE_SAMPLES = 5  # where the heel will be is checked at this many frames over the stance ahead
+# Where the heel will be is checked over the stance ahead each time it has moved another
+# HEEL_SPACING (m) about the toe, at most at STANCE_SAMPLES frames.
+STANCE_SAMPLES = 24
+HEEL_SPACING = 0.01
 STEP_EDGE = 0.01  # m; ground further than this from a straight line under the foot has an edge
 
 
@@ -273,14 +276,18 @@ def placement_shifts(heels, toes, ground_heights, tolerance, up=(0.0, 0.0, 1.0))
     heights, valid = ground_heights(points.reshape(-1, 3))
     heights, valid = heights.reshape(points.shape[:4]), valid.reshape(points.shape[:4])
     line = heights[..., :1] + along * (heights[..., -1:] - heights[..., :1])
-    clear = (valid.all(axis=-1) & (np.abs(heights - line).max(axis=-1) <= tolerance)).all(axis=-1)  # (k, J)
+    clear = valid.all(axis=-1) & (np.abs(heights - line).max(axis=-1) <= tolerance)  # (k, J, H)
+    # How long (in heel samples from now) each shift keeps the foot on one tread: where the
+    # contact under way ends (a stance labelled across a hop, a turn or a slide) depends
+    # on the labels, so a shift that clears the stance's start wins over none at all.
+    lasting = np.cumprod(clear, axis=-1).sum(axis=-1)  # (k, J)
     outward = np.clip(np.arange(len(steps)) + np.sign(steps), 0, len(steps) - 1)
-    spared = clear & clear[:, outward]  # ... and so is the next shift further out
-    spared[:, PLACEMENT_STEPS] = clear[:, PLACEMENT_STEPS]
-    cost = np.where(spared, 2 * np.abs(steps) - (steps > 0), np.iinfo(int).max)  # nearest, forward first
-    best = np.argmin(cost, axis=1)
+    spared = np.minimum(lasting, lasting[:, outward])  # ... and so long the next shift further out
+    spared[:, PLACEMENT_STEPS] = lasting[:, PLACEMENT_STEPS]
+    nearest = 2 * np.abs(steps) - (steps > 0)  # forward first
+    best = np.argmin(nearest - spared * (2 * len(steps)), axis=1)  # longest clear, then nearest
     feet = np.arange(len(best))
-    placed = spared[feet, best]
+    placed = spared[feet, best] > 0
     return (np.where(placed, shift[best], 0.0)[:, None] * foot,
             np.where(placed, heights[feet, best, 0, -1], np.nan))
 

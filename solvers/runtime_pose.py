@@ -43,6 +43,7 @@ from .kinematics import Pose, Skeleton, check_motion, forward_kinematics
 from .leg_ik import LegLimits, leg_chain, measure_leg, solve_leg
 from .rig import Leg, Rig
 from .runtime_lock import (
+    HEEL_SPACING,
     STANCE_SAMPLES,
     STEP_EDGE,
     FootLocker,
@@ -260,13 +261,25 @@ class TerrainFootLock:
 
     def _stance_ahead(self, frame, legs):
         """(k, STANCE_SAMPLES) frames from ``frame`` to the end of each leg's contact under way
-        (all ``frame`` without contact curves)."""
+        at which the heel is checked: each the first after the heel (as it turns about the
+        toe) has moved another ``HEEL_SPACING`` (or more, over a long sweep) since ``frame``,
+        so a heel sweeping over an edge is caught within that wherever the labelled stance
+        starts and ends; the last repeats where there are fewer (all ``frame`` without
+        contact curves)."""
         contacts = self.clip.contacts
         if contacts is None:
             return np.full((len(legs), STANCE_SAMPLES), frame)
         lifted = contacts[legs, frame:] <= 0.5
-        last = frame + np.where(lifted.any(axis=1), np.argmax(lifted, axis=1), lifted.shape[1]) - 1
-        return np.rint(np.linspace(frame, np.maximum(last, frame), STANCE_SAMPLES).T).astype(int)
+        last = frame + np.maximum(np.where(lifted.any(axis=1), np.argmax(lifted, axis=1), lifted.shape[1]) - 1, 0)
+        frames = np.minimum(frame + np.arange(last.max() - frame + 1), last[:, None])  # (k, T)
+        heels = self.ankles[frames, legs[:, None]] - self.toes[frames, legs[:, None]]
+        path = np.concatenate((np.zeros((len(legs), 1)),
+                               np.cumsum(np.linalg.norm(np.diff(heels, axis=1), axis=-1), axis=1)), axis=1)
+        # Spread wider only where STANCE_SAMPLES would not reach the stance's end.
+        spacing = np.maximum(HEEL_SPACING * length_scale(self.clip.leg_length), path[:, -1:] / (STANCE_SAMPLES - 1))
+        reached = np.floor(path / spacing)  # (k, T), rising
+        samples = np.minimum(np.arange(STANCE_SAMPLES), reached[:, -1:])  # (k, S)
+        return np.take_along_axis(frames, np.argmax(reached[:, None] >= samples[..., None], axis=-1), axis=1)
 
     def _cast(self, points, ground):
         """(heights, normals, hits, carriers) of rays down through ``points`` (k, 3), from
