@@ -171,6 +171,7 @@ class TerrainFootLock:
         self.lift_target = 0.0
         self.normals = None
         self.clamps = None  # (2, L) ground clamps under the toes and heels, eased down
+        self.released_ground = None  # (L,) ground under the toe targets, eased down
 
     def step(self, frame, dt, ground):
         """The displayed pose at clip frame index ``frame``, ``dt`` seconds after the last one.
@@ -231,8 +232,29 @@ class TerrainFootLock:
         contacts = None if self.clip.contacts is None else self.clip.contacts[:, frame]
         clearance = feet.clearance[:, None] * self.up
         shifts, heights = self._place_feet(feet, frame, contacts, ground, lift)
-        return self.locker.update(feet.toe_inputs - clearance, dt, contacts, heights, feet.carrier_under,
-                                  getattr(ground, "carry", None), shifts) + clearance
+        targets = self.locker.update(feet.toe_inputs - clearance, dt, contacts, heights, feet.carrier_under,
+                                     getattr(ground, "carry", None), shifts) + clearance
+        return self._released_clear_of_ground(targets, feet, dt, ground)
+
+    def _released_clear_of_ground(self, targets, feet, dt, ground):
+        """Targets (L, 3) with every released toe kept its authored clearance above the
+        ground right under it: a foot blending back to an animation
+        that slid ahead crosses ground the animation does not (down stairs, over the upper
+        tread while the animation's toe, lowered for the step ahead, is past the edge), and
+        the blend must not pass through it. The toe is held over the ground it was released
+        on and any lower it has crossed since: ground falling away under it (past the edge)
+        lets it down eased, as the ground clamps do, not in one frame; a riser it blends into
+        on the way up is the ground clamps' (holding it up to the upper tread at once would
+        jump it a step's height in a frame)."""
+        c, up, locked = self.clip, self.up, self.locker.locked
+        heights, _, hit, _ = self._cast(targets, ground)
+        hit &= np.abs(heights - c.floor - (self.lift or 0.0)) <= self.max_correction
+        under = np.where(hit, heights, np.nan)
+        held = under if self.released_ground is None else np.where(locked, under, self.released_ground)
+        self.released_ground = np.where(under > held, held, np.maximum(_ease(held, under, dt), under))
+        lowest = self.released_ground + feet.clearance
+        lowest = np.where(np.isfinite(lowest) & ~locked, lowest, -np.inf)
+        return targets + np.maximum(lowest - targets @ up, 0.0)[:, None] * up
 
     def _place_feet(self, feet, frame, contacts, ground, lift):
         """Shifts (L, 3) and ground heights (L,) of the footprints of feet that may lock
