@@ -83,10 +83,18 @@ def span_velocity(positions, fps, span, axis=-2):
     positions = np.moveaxis(positions, axis, 0)
     frames = len(positions)
     half = max(1, round(span * fps))
-    index = np.arange(frames)
-    ahead, behind = np.minimum(index + half, frames - 1), np.maximum(index - half, 0)
-    steps = np.maximum(ahead - behind, 1).reshape((-1,) + (1,) * (positions.ndim - 1))
-    return np.moveaxis((positions[ahead] - positions[behind]) * fps / steps, 0, axis)
+    if frames <= 2 * half:  # a clip shorter than the span: every frame is an end
+        index = np.arange(frames)
+        ahead, behind = np.minimum(index + half, frames - 1), np.maximum(index - half, 0)
+        steps = np.maximum(ahead - behind, 1).reshape((-1,) + (1,) * (positions.ndim - 1))
+        return np.moveaxis((positions[ahead] - positions[behind]) * fps / steps, 0, axis)
+    out = np.empty(positions.shape)
+    out[half:-half] = (positions[2 * half :] - positions[: -2 * half]) * fps / (2 * half)
+    # The first and last ``half`` frames reach back (or ahead) only to the clip's ends.
+    steps = np.arange(half, 2 * half).reshape((-1,) + (1,) * (positions.ndim - 1))
+    out[:half] = (positions[half : 2 * half] - positions[0]) * fps / steps
+    out[-half:] = (positions[-1] - positions[-2 * half : -half]) * fps / steps[::-1]
+    return np.moveaxis(out, 0, axis)
 
 
 def majority_vote(labels, window):
@@ -125,15 +133,15 @@ def rolling_min(values, half_width):
 
 def window_sum(values, half_width, axis=-1):
     """Sum over ``2 * half_width + 1`` frames around each frame (fewer at the clip's ends)."""
-    values = np.moveaxis(values, axis, -1)
-    frames = values.shape[-1]
+    values = np.moveaxis(values, axis, 0)
+    frames = len(values)
     # The running total, its first value (0) repeated before and its last after: each
     # window's sum is then one slice minus another.
-    total = np.empty(values.shape[:-1] + (frames + 1 + 2 * half_width,))
-    total[..., : half_width + 1] = 0.0
-    np.cumsum(values, axis=-1, out=total[..., half_width + 1 : half_width + 1 + frames])
-    total[..., half_width + 1 + frames :] = total[..., half_width + frames : half_width + frames + 1]
-    return np.moveaxis(total[..., 2 * half_width + 1 :] - total[..., :frames], -1, axis)
+    total = np.empty((frames + 1 + 2 * half_width,) + values.shape[1:])
+    total[: half_width + 1] = 0.0
+    np.cumsum(values, axis=0, out=total[half_width + 1 : half_width + 1 + frames])
+    total[half_width + 1 + frames :] = total[half_width + frames]
+    return np.moveaxis(total[2 * half_width + 1 :] - total[:frames], 0, axis)
 
 
 def local_slip(point_velocity, root_velocity, cap, half_width, max_slip=1.0):
@@ -144,15 +152,15 @@ def local_slip(point_velocity, root_velocity, cap, half_width, max_slip=1.0):
     candidate of its window, refined between grid points by a parabola.
     """
     candidates = np.linspace(-max_slip, max_slip, 81)
-    # |v - a r|^2 expanded, so no (candidates, points, frames, 3) array is built; one
-    # (candidates, frames) buffer per step, the slower point kept as each point comes.
+    # |v - a r|^2 expanded, so no (points, frames, candidates, 3) array is built; one
+    # (frames, candidates) buffer per step, the slower point kept as each point comes.
     vv, vr = np.sum(point_velocity**2, axis=-1), np.sum(point_velocity * root_velocity, axis=-1)
     rr = np.sum(root_velocity**2, axis=-1)
-    twice, rr_share = 2.0 * candidates[:, None], candidates[:, None] ** 2 * rr
-    slowest = squared = np.empty((len(candidates), len(rr)))
+    twice, rr_share = 2.0 * candidates, rr[:, None] * candidates**2
+    slowest = squared = np.empty((len(rr), len(candidates)))
     for row, (point_vv, point_vr) in enumerate(zip(vv, vr)):
-        np.multiply(twice, point_vr, out=squared)
-        np.subtract(point_vv, squared, out=squared)
+        np.multiply(point_vr[:, None], twice, out=squared)
+        np.subtract(point_vv[:, None], squared, out=squared)
         np.add(squared, rr_share, out=squared)
         if row == 0:
             slowest, squared = squared, np.empty_like(squared)
@@ -160,11 +168,11 @@ def local_slip(point_velocity, root_velocity, cap, half_width, max_slip=1.0):
             np.minimum(slowest, squared, out=slowest)
     np.minimum(slowest, cap * cap, out=slowest)
     np.maximum(slowest, 0.0, out=slowest)
-    np.sqrt(slowest, out=slowest)  # (C, F)
-    cost = window_sum(slowest, half_width)
-    best = np.clip(np.argmin(cost, axis=0), 1, len(candidates) - 2)
-    frames = np.arange(cost.shape[1])
-    left, middle, right = cost[best - 1, frames], cost[best, frames], cost[best + 1, frames]
+    np.sqrt(slowest, out=slowest)  # (F, C)
+    cost = window_sum(slowest, half_width, axis=0)
+    best = np.clip(np.argmin(cost, axis=1), 1, len(candidates) - 2)
+    frames = np.arange(len(cost))
+    left, middle, right = cost[frames, best - 1], cost[frames, best], cost[frames, best + 1]
     curvature = left - 2.0 * middle + right
     shift = np.where(curvature > 0, 0.5 * (left - right) / np.where(curvature > 0, curvature, 1.0), 0.0)
     return candidates[best] + np.clip(shift, -1.0, 1.0) * (candidates[1] - candidates[0])
@@ -173,17 +181,23 @@ def local_slip(point_velocity, root_velocity, cap, half_width, max_slip=1.0):
 @dataclass
 class PointCues:
     """What the labeller reads of points (L, F, 3), measured once and shared by its stages
-    (the moving ground, the labels, the gap bridging) and by the heel and toe labels."""
+    (the moving ground, the labels, the gap bridging). Every cue is per point, so the heels,
+    toes and toe tips of a clip are measured and labelled together, as rows of one array."""
 
     points: np.ndarray  # (L, F, 3)
     up: np.ndarray  # (3,) unit
-    heights: np.ndarray  # (L, F) along ``up``
     # (L, F) above the local ground: the lowest they go within ``ground_window`` (a step, a box,
     # a stair is ground too)
     clearance: np.ndarray
     vertical_speed: np.ndarray  # (L, F), signed, per second (see :func:`span_velocity`)
     horizontal_velocity: np.ndarray  # (L, F, 3), per second
     planted: np.ndarray  # (L, F) surely standing (see :func:`vertically_planted`)
+
+    def rows(self, selection):
+        """The cues of the points ``selection`` (a slice of the rows)."""
+        return PointCues(self.points[selection], self.up, self.clearance[selection],
+                         self.vertical_speed[selection], self.horizontal_velocity[selection],
+                         self.planted[selection])
 
 
 def point_cues(points, up, fps, scale, settings):
@@ -196,7 +210,7 @@ def point_cues(points, up, fps, scale, settings):
     vertical_speed = point_velocity @ up
     horizontal_velocity = point_velocity - vertical_speed[..., None] * up
     planted = vertically_planted(clearance, vertical_speed, fps, scale, settings)
-    return PointCues(points, up, heights, clearance, vertical_speed, horizontal_velocity, planted)
+    return PointCues(points, up, clearance, vertical_speed, horizontal_velocity, planted)
 
 
 def moving_ground(cues, root, fps, scale, settings):
@@ -276,9 +290,11 @@ def label_points(cues, grounds, fps, scale, settings, grow_edges=0):
     :func:`moving_ground`).
 
     ``grow_edges`` -1 / +1 extends each contact's start / end to the foot-level edge (see
-    :func:`grow_into`). Returns the labels and the frames (L, F) where the motion skates.
+    :func:`grow_into`), one value for all points or one per point (L,). Returns the labels
+    and the frames (L, F) where the motion skates.
     """
     vertical_speed, clearance, planted = cues.vertical_speed, cues.clearance, cues.planted
+    grow_edges = np.broadcast_to(grow_edges, vertical_speed.shape[:1])[:, None]
     horizontal_speed, share_speed = np.linalg.norm(cues.horizontal_velocity[None] - grounds[:, None], axis=-1)
     speed = np.sqrt(horizontal_speed**2 + vertical_speed**2)
     threshold = settings.speed_threshold * scale
@@ -289,11 +305,11 @@ def label_points(cues, grounds, fps, scale, settings, grow_edges=0):
     # Where the point's contact starts the foot's (the heel strike), a point still descending
     # has not touched yet, however slow the moving ground makes it look (another foot's drift
     # taken for the ground's).
-    landed = vertical_speed > -settings.planted_vertical_speed * scale if grow_edges < 0 else True
+    landed = (vertical_speed > -settings.planted_vertical_speed * scale) | (grow_edges >= 0)
     labels = majority_vote(labels & landed, round(settings.vote_window * fps))
-    if grow_edges:
+    if grow_edges.any():
         near = (speed < settings.edge_speed * scale) & landed & (clearance < settings.edge_height * scale)
-        labels = grow_into(labels, near | labels, grow_edges)
+        labels = grow_into(labels, (near & (grow_edges != 0)) | labels, grow_edges)
     labels = fill_gaps(labels, int(np.floor(settings.min_gap * fps + 1e-6)))
     # Whole frames only, never more than the time asked: at 30 or 60 fps a frame is already more.
     return widen(labels, int(np.floor(settings.widen * fps + 1e-6))), skating
@@ -393,17 +409,19 @@ def detect_foot_contacts(heels, toes, root, up, fps, leg_length, settings=None, 
     settings = settings or ContactSettings()
     scale = leg_length / REFERENCE_LEG_LENGTH
     gait_fps = fps / gait_tempo(heels, up, fps, scale, settings)  # the heels lift highest
+    feet = len(heels)
     toe_points = toes if toe_tips is None else np.concatenate([toes, toe_tips])
-    heel_cues, toe_cues = (point_cues(points, up, gait_fps, scale, settings) for points in (heels, toe_points))
-    grounds, slip = moving_ground(toe_cues, root, gait_fps, scale, settings)
+    # Rows: the heels, the toes, the toe tips; the moving ground is the toe points' alone.
+    cues = point_cues(np.concatenate([heels, toe_points]), up, gait_fps, scale, settings)
+    grounds, slip = moving_ground(cues.rows(slice(feet, None)), root, gait_fps, scale, settings)
     # The heel strikes first, the toe leaves last: each grows at the edge the foot has it for.
-    heel, heel_skating = label_points(heel_cues, grounds, gait_fps, scale, settings, grow_edges=-foot_edges)
-    toe, toe_skating = label_points(toe_cues, grounds, gait_fps, scale, settings, grow_edges=+foot_edges)
+    grow_edges = np.repeat([-int(foot_edges), int(foot_edges)], [feet, len(toe_points)])
+    labels, skating = label_points(cues, grounds, gait_fps, scale, settings, grow_edges)
+    heel, toe, heel_skating, toe_skating = labels[:feet], labels[feet:], skating[:feet], skating[feet:]
     if toe_tips is not None:
-        toe, toe_skating = (labels[: len(toes)] | labels[len(toes) :] for labels in (toe, toe_skating))
-        toe_cues = point_cues(toes, up, gait_fps, scale, settings)
-    tracks = [ground_track(cues, grounds[0], skating, gait_fps, scale, settings)
-              for cues, skating in ((heel_cues, heel_skating), (toe_cues, toe_skating))]
+        toe, toe_skating = (rows[:feet] | rows[feet:] for rows in (toe, toe_skating))
+    tracks = [ground_track(cues.rows(rows), grounds[0], skating, gait_fps, scale, settings)
+              for rows, skating in ((slice(feet), heel_skating), (slice(feet, 2 * feet), toe_skating))]
     heel, toe = fill_foot_gaps(heel, toe, int(np.floor(settings.min_swing * gait_fps + 1e-6)), tracks)
     return to_weights(heel, fps, settings), to_weights(toe, fps, settings), slip
 
@@ -481,12 +499,14 @@ def grow_into(labels, allowed, direction=0):
     held = np.zeros(ids.max() + 1, dtype=bool)
     held[ids[labels & allowed]] = True
     grown = held[ids] & allowed
-    if direction:
+    direction = np.asarray(direction)
+    if direction.any():
+        direction = direction.reshape(direction.shape + (1,) * (labels.ndim - direction.ndim))  # per row
         index = np.broadcast_to(np.arange(labels.shape[-1]), labels.shape)
         first, last = np.full(ids.max() + 1, labels.shape[-1]), np.full(ids.max() + 1, -1)
         np.minimum.at(first, ids[labels & allowed], index[labels & allowed])
         np.maximum.at(last, ids[labels & allowed], index[labels & allowed])
-        grown &= (index <= last[ids]) if direction < 0 else (index >= first[ids])
+        grown &= np.where(direction < 0, index <= last[ids], np.where(direction > 0, index >= first[ids], True))
     return grown | labels
 
 
