@@ -251,8 +251,10 @@ def planted_drift(residual, planted, half_width):
     slowest = np.argmin(speed, axis=0)
     frames = np.arange(speed.shape[1])
     any_planted = planted.any(axis=0)
-    weight = window_sum(any_planted.astype(float), half_width)
-    total = window_sum(np.where(any_planted[:, None], residual[slowest, frames], 0.0), half_width, axis=0)
+    # One window sum for the planted frames and their residuals together.
+    sums = window_sum(np.column_stack([any_planted, np.where(any_planted[:, None], residual[slowest, frames], 0.0)]),
+                      half_width, axis=0)
+    weight, total = sums[:, 0], sums[:, 1:]
     known = weight > 0
     if not known.any():
         return np.zeros_like(total)
@@ -322,8 +324,7 @@ def skating_motion(planted, moving, half_width):
     part). There planted frames are contacts although they move (up to ``skate_speed``: a
     swing toe skimming the floor stays out); elsewhere the planted-but-moving frames are a
     clip's own small slides at stance edges, not contacts."""
-    planted_frames = window_sum(planted.astype(float), half_width)
-    sliding_frames = window_sum((planted & moving).astype(float), half_width)
+    planted_frames, sliding_frames = window_sum(np.stack([planted, planted & moving]).astype(float), half_width)
     return sliding_frames > 0.5 * np.maximum(planted_frames, 1.0)
 
 
@@ -400,7 +401,8 @@ def detect_foot_contacts(heels, toes, root, up, fps, leg_length, settings=None, 
     ``foot_edges`` the heel's contacts start, and the toe's end, where the foot's do (the
     heel settling, the toe rolling off: near the ground, under twice the stance speed;
     see :func:`grow_into`), as force plates measure them; without, each point is labelled
-    as still or not, the clips README's criterion (pins that must not drag). Returns
+    as still or not, the clips README's criterion (pins that must not drag), and a heel is
+    not pinned alone where it outpaces its ball (:func:`without_heel_sweeps`). Returns
     ``(heel_weights, toe_weights, slip)``: 0/1 (ramps with ``settings.smoothing``), to key
     as curves and to pin each point while its weight is 1. A foot off the ground for less
     than ``settings.min_swing`` between two contacts did not leave it (:func:`fill_foot_gaps`).
@@ -423,7 +425,26 @@ def detect_foot_contacts(heels, toes, root, up, fps, leg_length, settings=None, 
     tracks = [ground_track(cues.rows(rows), grounds[0], skating, gait_fps, scale, settings)
               for rows, skating in ((slice(feet), heel_skating), (slice(feet, 2 * feet), toe_skating))]
     heel, toe = fill_foot_gaps(heel, toe, int(np.floor(settings.min_swing * gait_fps + 1e-6)), tracks)
+    if not foot_edges:
+        speeds = np.linalg.norm(cues.horizontal_velocity[: 2 * feet], axis=-1)
+        heel = without_heel_sweeps(heel, toe, speeds[:feet], speeds[feet:], settings.speed_threshold * scale)
     return to_weights(heel, fps, settings), to_weights(toe, fps, settings), slip
+
+
+def without_heel_sweeps(heel, toe, heel_speed, toe_speed, margin):
+    """Heel labels (L, F) without the runs where the heel is labelled alone and moves faster
+    than its ball by more than ``margin`` on average (speeds (L, F)). A heel pinned alone is
+    the pivot the foot turns about; a source foot whose heel outpaces its ball turns about
+    the ball (a hop pivoting on the forefoot), and pinning the heel there would sweep the
+    ball along the ground faster than the source moves it."""
+    alone = heel & ~toe
+    ids = run_ids(alone)[alone]
+    frames = np.bincount(ids)
+    heel_mean, toe_mean = (np.bincount(ids, weights=speed[alone]) / np.maximum(frames, 1)
+                           for speed in (heel_speed, toe_speed))
+    sweeps = np.zeros_like(heel)
+    sweeps[alone] = (heel_mean > toe_mean + margin)[ids]
+    return heel & ~sweeps
 
 
 def ground_track(cues, ground, skating, fps, scale, settings):
@@ -479,12 +500,6 @@ def short_gaps(labels, max_gap):
     row, start, end = row[1:][same_row], ends[:-1][same_row], starts[1:][same_row]
     short = end - start <= max_gap
     return row[short], start[short], end[short]
-
-
-def run_edges(mask):
-    """Starts and ends (exclusive) of the runs of True in a 1-D mask."""
-    edges = np.flatnonzero(np.diff(np.concatenate([[0], mask.astype(np.int8), [0]])))
-    return edges[::2], edges[1::2]
 
 
 def grow_into(labels, allowed, direction=0):
