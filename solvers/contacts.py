@@ -97,6 +97,17 @@ def span_velocity(positions, fps, span, axis=-2):
     return np.moveaxis(out, 0, axis)
 
 
+def dot(a, b):
+    """Dot products of vectors (..., 3) along the last axis, the terms added in order: the
+    values of ``np.sum(a * b, axis=-1)``, several times quicker on three-wide axes."""
+    return a[..., 0] * b[..., 0] + a[..., 1] * b[..., 1] + a[..., 2] * b[..., 2]
+
+
+def length(vectors):
+    """Lengths of vectors (..., 3): the values of ``np.linalg.norm(vectors, axis=-1)``."""
+    return np.sqrt(dot(vectors, vectors))
+
+
 def majority_vote(labels, window):
     """Each frame takes the majority label of the ``window`` frames around it (the clip's
     first and last labels repeated beyond its ends)."""
@@ -154,8 +165,7 @@ def local_slip(point_velocity, root_velocity, cap, half_width, max_slip=1.0):
     candidates = np.linspace(-max_slip, max_slip, 81)
     # |v - a r|^2 expanded, so no (points, frames, candidates, 3) array is built; one
     # (frames, candidates) buffer per step, the slower point kept as each point comes.
-    vv, vr = np.sum(point_velocity**2, axis=-1), np.sum(point_velocity * root_velocity, axis=-1)
-    rr = np.sum(root_velocity**2, axis=-1)
+    vv, vr, rr = dot(point_velocity, point_velocity), dot(point_velocity, root_velocity), dot(root_velocity, root_velocity)
     twice, rr_share = 2.0 * candidates, rr[:, None] * candidates**2
     slowest = squared = np.empty((len(rr), len(candidates)))
     for row, (point_vv, point_vr) in enumerate(zip(vv, vr)):
@@ -247,7 +257,7 @@ def planted_drift(residual, planted, half_width):
     a short window: a treadmill's belt, a game's in-place cycle, a foot skating on its own.
     Frames with no planted point nearby take the value of the nearest ones. Of two planted
     points the slower counts: a swing toe skimming the floor is low and level too."""
-    speed = np.where(planted, np.linalg.norm(residual, axis=-1), np.inf)
+    speed = np.where(planted, length(residual), np.inf)
     slowest = np.argmin(speed, axis=0)
     frames = np.arange(speed.shape[1])
     any_planted = planted.any(axis=0)
@@ -264,8 +274,8 @@ def planted_drift(residual, planted, half_width):
 
 def shrink(vectors, margin):
     """Vectors (..., 3) shortened by ``margin``; those shorter become zero."""
-    length = np.linalg.norm(vectors, axis=-1, keepdims=True)
-    return vectors * np.maximum(0.0, 1.0 - margin / np.maximum(length, 1e-12))
+    lengths = length(vectors)[..., None]
+    return vectors * np.maximum(0.0, 1.0 - margin / np.maximum(lengths, 1e-12))
 
 
 def run_ids(mask):
@@ -297,7 +307,7 @@ def label_points(cues, grounds, fps, scale, settings, grow_edges=0):
     """
     vertical_speed, clearance, planted = cues.vertical_speed, cues.clearance, cues.planted
     grow_edges = np.broadcast_to(grow_edges, vertical_speed.shape[:1])[:, None]
-    horizontal_speed, share_speed = np.linalg.norm(cues.horizontal_velocity[None] - grounds[:, None], axis=-1)
+    horizontal_speed, share_speed = length(cues.horizontal_velocity[None] - grounds[:, None])
     speed = np.sqrt(horizontal_speed**2 + vertical_speed**2)
     threshold = settings.speed_threshold * scale
     labels = (speed < threshold) & (clearance < settings.height_threshold * scale)
@@ -426,7 +436,7 @@ def detect_foot_contacts(heels, toes, root, up, fps, leg_length, settings=None, 
               for rows, skating in ((slice(feet), heel_skating), (slice(feet, 2 * feet), toe_skating))]
     heel, toe = fill_foot_gaps(heel, toe, int(np.floor(settings.min_swing * gait_fps + 1e-6)), tracks)
     if not foot_edges:
-        speeds = np.linalg.norm(cues.horizontal_velocity[: 2 * feet], axis=-1)
+        speeds = length(cues.horizontal_velocity[: 2 * feet])
         heel = without_heel_sweeps(heel, toe, speeds[:feet], speeds[feet:], settings.speed_threshold * scale)
     return to_weights(heel, fps, settings), to_weights(toe, fps, settings), slip
 
