@@ -163,21 +163,22 @@ def local_slip(point_velocity, root_velocity, cap, half_width, max_slip=1.0):
     candidate of its window, refined between grid points by a parabola.
     """
     candidates = np.linspace(-max_slip, max_slip, 81)
-    # |v - a r|^2 expanded, so no (points, frames, candidates, 3) array is built; one
-    # (frames, candidates) buffer per step, the slower point kept as each point comes.
+    # |v - a r|^2 = |v|^2 - 2 a v.r + a^2 |r|^2, so no (points, frames, candidates, 3) array
+    # is built: one (frames, candidates) buffer, the slower point kept as each point comes.
+    # The last term is the same for every point, and rounding is monotonic: it is added once,
+    # after the minimum, with the values of adding it to each point first.
     vv, vr, rr = dot(point_velocity, point_velocity), dot(point_velocity, root_velocity), dot(root_velocity, root_velocity)
-    twice, rr_share = 2.0 * candidates, rr[:, None] * candidates**2
+    twice = 2.0 * candidates
     slowest = squared = np.empty((len(rr), len(candidates)))
     for row, (point_vv, point_vr) in enumerate(zip(vv, vr)):
         np.multiply(point_vr[:, None], twice, out=squared)
         np.subtract(point_vv[:, None], squared, out=squared)
-        np.add(squared, rr_share, out=squared)
         if row == 0:
             slowest, squared = squared, np.empty_like(squared)
         else:
             np.minimum(slowest, squared, out=slowest)
-    np.minimum(slowest, cap * cap, out=slowest)
-    np.maximum(slowest, 0.0, out=slowest)
+    slowest += rr[:, None] * candidates**2
+    np.clip(slowest, 0.0, cap * cap, out=slowest)
     np.sqrt(slowest, out=slowest)  # (F, C)
     cost = window_sum(slowest, half_width, axis=0)
     best = np.clip(np.argmin(cost, axis=1), 1, len(candidates) - 2)
