@@ -323,9 +323,35 @@ def label_points(cues, grounds, fps, scale, settings, grow_edges=0):
     if grow_edges.any():
         near = (speed < settings.edge_speed * scale) & landed & (clearance < settings.edge_height * scale)
         labels = grow_into(labels, (near & (grow_edges != 0)) | labels, grow_edges)
+    if (grow_edges < 0).any():
+        # The heel strikes where its descent ends: a cue no horizontal motion touches (the
+        # ground's, a drifting foot's), where the speed against the moving ground is the
+        # other stance foot's drift as much as the landing's.
+        labels = from_first(labels, bottomed_out(cues, fps, settings) | (grow_edges >= 0))
     labels = fill_gaps(labels, int(np.floor(settings.min_gap * fps + 1e-6)))
     # Whole frames only, never more than the time asked: at 30 or 60 fps a frame is already more.
     return widen(labels, int(np.floor(settings.widen * fps + 1e-6))), skating
+
+
+def bottomed_out(cues, fps, settings):
+    """Frames (L, F) where points go no lower over the next ``velocity_span``: a landing
+    point has reached the ground it lands on."""
+    heights = cues.points @ cues.up
+    ahead = max(1, round(settings.velocity_span * fps))
+    later = np.concatenate([heights[:, ahead:], np.repeat(heights[:, -1:], min(ahead, heights.shape[1]), axis=1)],
+                           axis=1)
+    return later >= heights
+
+
+def from_first(labels, allowed):
+    """Each run of ``labels`` (L, F) from its first ``allowed`` frame on; a run without one
+    stays whole."""
+    ids = run_ids(labels)
+    index = np.broadcast_to(np.arange(labels.shape[-1]), labels.shape)
+    first = np.full(ids.max() + 1, labels.shape[-1])
+    np.minimum.at(first, ids[labels & allowed], index[labels & allowed])
+    starts = first[ids]
+    return labels & ((index >= starts) | (starts == labels.shape[-1]))
 
 
 def skating_motion(planted, moving, half_width):

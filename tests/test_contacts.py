@@ -22,10 +22,12 @@ from clip_scenarios import (
 from foot_lock.solvers import bvh, metrics
 from foot_lock.solvers.contacts import (
     ContactSettings,
+    bottomed_out,
     detect_contacts,
     detect_foot_contacts,
     fill_foot_gaps,
     fill_gaps,
+    from_first,
     gait_tempo,
     ground_track,
     grow_into,
@@ -334,3 +336,19 @@ def test_a_heel_labelled_alone_that_outpaces_its_ball_is_not_a_pin():
     toe_speed = np.array([[0.0, 0.1, 0.1, 0, 0, 0.1, 0.1, 0.1, 0, 0.0, 0.0, 0.0]])
     kept = without_heel_sweeps(heel, toe, heel_speed, toe_speed, margin=0.25)
     assert kept.astype(int).tolist() == [[1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1]]
+
+
+def test_a_heel_strike_starts_where_the_heel_stops_descending():
+    """The landing's cue is vertical: a heel still going lower a velocity span ahead has not
+    struck, however slow it looks against a ground another foot's drift moves; a run the
+    heel never bottoms out in is left whole."""
+    heights = np.array([0.05, 0.03, 0.015, 0.006, 0.002, 0.0, 0.0, 0.001, 0.001, 0.0])  # metres
+    points = np.zeros((1, len(heights), 3))
+    points[0, :, 2] = heights
+    cues = point_cues(points, (0.0, 0.0, 1.0), 120.0, 1.0, ContactSettings())
+    bottomed = bottomed_out(cues, 120.0, ContactSettings())  # two frames ahead at 120 fps
+    assert bottomed.astype(int).tolist() == [[0, 0, 0, 0, 0, 1, 1, 0, 0, 1]]  # the last frames: to the end
+    labels = np.array([[0, 0, 1, 1, 1, 1, 1, 1, 0, 0], [0, 1, 1, 0, 0, 1, 1, 1, 1, 0]], dtype=bool)
+    allowed = np.array([[0, 0, 0, 0, 0, 1, 1, 0, 1, 1], [0, 0, 0, 0, 0, 0, 1, 0, 0, 0]], dtype=bool)
+    assert from_first(labels, allowed).astype(int).tolist() == [[0, 0, 0, 0, 0, 1, 1, 1, 0, 0],
+                                                               [0, 1, 1, 0, 0, 0, 1, 1, 1, 0]]
