@@ -227,7 +227,7 @@ def point_cues(points, up, fps, scale, settings):
 def moving_ground(cues, root, fps, scale, settings):
     """Horizontal velocities (2, F, 3) of the ground the planted points (:class:`PointCues`)
     stand on -- with the planted points' own drift, and the root's share alone (see
-    :func:`skating_stances`) -- and the mean root-speed share ``a`` (the clip's slip, for
+    :func:`skating_motion`) -- and the mean root-speed share ``a`` (the clip's slip, for
     the report)."""
     frames = cues.points.shape[1]
     if not settings.compensate_slip or frames < 3:
@@ -324,9 +324,9 @@ def label_points(cues, grounds, fps, scale, settings, grow_edges=0):
         near = (speed < settings.edge_speed * scale) & landed & (clearance < settings.edge_height * scale)
         labels = grow_into(labels, (near & (grow_edges != 0)) | labels, grow_edges)
     if (grow_edges < 0).any():
-        # The heel strikes where its descent ends: a cue no horizontal motion touches (the
-        # ground's, a drifting foot's), where the speed against the moving ground is the
-        # other stance foot's drift as much as the landing's.
+        # And it strikes where its descent ends, a cue no horizontal motion touches: against
+        # the moving ground a landing heel's speed is the other stance foot's drift as much
+        # as its own (walk.c3d, the stance feet drifting: heel strikes 35 ms early).
         labels = from_first(labels, bottomed_out(cues, fps, settings) | (grow_edges >= 0))
     labels = fill_gaps(labels, int(np.floor(settings.min_gap * fps + 1e-6)))
     # Whole frames only, never more than the time asked: at 30 or 60 fps a frame is already more.
