@@ -83,37 +83,76 @@ def span_velocity(positions, fps, span, axis=-2):
     positions = np.moveaxis(positions, axis, 0)
     frames = len(positions)
     half = max(1, round(span * fps))
-    index = np.arange(frames)
-    ahead, behind = np.minimum(index + half, frames - 1), np.maximum(index - half, 0)
-    steps = np.maximum(ahead - behind, 1).reshape((-1,) + (1,) * (positions.ndim - 1))
-    return np.moveaxis((positions[ahead] - positions[behind]) * fps / steps, 0, axis)
+    if frames <= 2 * half:  # a clip shorter than the span: every frame is an end
+        index = np.arange(frames)
+        ahead, behind = np.minimum(index + half, frames - 1), np.maximum(index - half, 0)
+        steps = np.maximum(ahead - behind, 1).reshape((-1,) + (1,) * (positions.ndim - 1))
+        return np.moveaxis((positions[ahead] - positions[behind]) * fps / steps, 0, axis)
+    out = np.empty(positions.shape)
+    out[half:-half] = (positions[2 * half :] - positions[: -2 * half]) * fps / (2 * half)
+    # The first and last ``half`` frames reach back (or ahead) only to the clip's ends.
+    steps = np.arange(half, 2 * half).reshape((-1,) + (1,) * (positions.ndim - 1))
+    out[:half] = (positions[half : 2 * half] - positions[0]) * fps / steps
+    out[-half:] = (positions[-1] - positions[-2 * half : -half]) * fps / steps[::-1]
+    return np.moveaxis(out, 0, axis)
+
+
+def dot(a, b):
+    """Dot products of vectors (..., 3) along the last axis, the terms added in order: the
+    values of ``np.sum(a * b, axis=-1)``, several times quicker on three-wide axes."""
+    return a[..., 0] * b[..., 0] + a[..., 1] * b[..., 1] + a[..., 2] * b[..., 2]
+
+
+def length(vectors):
+    """Lengths of vectors (..., 3): the values of ``np.linalg.norm(vectors, axis=-1)``."""
+    return np.sqrt(dot(vectors, vectors))
 
 
 def majority_vote(labels, window):
-    """Each frame takes the majority label of the ``window`` frames around it."""
+    """Each frame takes the majority label of the ``window`` frames around it (the clip's
+    first and last labels repeated beyond its ends)."""
     window = max(1, int(window) | 1)  # odd, so there is always a majority
     if window == 1:
         return labels.copy()
-    half = window // 2
-    padded = np.pad(labels.astype(float), [(0, 0)] * (labels.ndim - 1) + [(half, half)], mode="edge")
-    return sliding_window_view(padded, window, axis=-1).sum(-1) > half
+    return edge_padded_count(labels, window // 2) > window // 2
+
+
+def edge_padded_count(mask, half_width):
+    """How many of the ``2 * half_width + 1`` frames around each frame of ``mask`` (..., F)
+    are True, its first and last frames repeated beyond the ends: one cumulative sum."""
+    padded = np.pad(mask, [(0, 0)] * (mask.ndim - 1) + [(half_width + 1, half_width)], mode="edge")
+    padded[..., 0] = False  # the running count starts at zero
+    total = np.cumsum(padded, axis=-1, dtype=np.int32)
+    return total[..., 2 * half_width + 1 :] - total[..., : -2 * half_width - 1]
 
 
 def rolling_min(values, half_width):
+    """The least of the ``2 * half_width + 1`` values around each frame of ``values`` (..., F),
+    the first and last repeated beyond the ends. Van Herk / Gil-Werman: running minima
+    forward and backward within blocks of the window's width, a fixed number of passes
+    whatever the width."""
     if half_width < 1:
         return values.copy()
-    padded = np.pad(values, [(0, 0)] * (values.ndim - 1) + [(half_width, half_width)], mode="edge")
-    return sliding_window_view(padded, 2 * half_width + 1, axis=-1).min(-1)
+    width, frames = 2 * half_width + 1, values.shape[-1]
+    blocks = -(-(frames + 2 * half_width) // width)
+    padded = np.pad(values, [(0, 0)] * (values.ndim - 1) + [(half_width, blocks * width - frames - half_width)],
+                    mode="edge").reshape(values.shape[:-1] + (blocks, width))
+    forward = np.minimum.accumulate(padded, axis=-1).reshape(values.shape[:-1] + (-1,))
+    backward = np.minimum.accumulate(padded[..., ::-1], axis=-1)[..., ::-1].reshape(values.shape[:-1] + (-1,))
+    return np.minimum(backward[..., :frames], forward[..., width - 1 : width - 1 + frames])
 
 
 def window_sum(values, half_width, axis=-1):
     """Sum over ``2 * half_width + 1`` frames around each frame (fewer at the clip's ends)."""
-    values = np.moveaxis(values, axis, -1)
-    frames = values.shape[-1]
-    total = np.concatenate([np.zeros(values.shape[:-1] + (1,)), np.cumsum(values, axis=-1)], axis=-1)
-    index = np.arange(frames)
-    upper, lower = np.minimum(index + half_width + 1, frames), np.maximum(index - half_width, 0)
-    return np.moveaxis(total[..., upper] - total[..., lower], -1, axis)
+    values = np.moveaxis(values, axis, 0)
+    frames = len(values)
+    # The running total, its first value (0) repeated before and its last after: each
+    # window's sum is then one slice minus another.
+    total = np.empty((frames + 1 + 2 * half_width,) + values.shape[1:])
+    total[: half_width + 1] = 0.0
+    np.cumsum(values, axis=0, out=total[half_width + 1 : half_width + 1 + frames])
+    total[half_width + 1 + frames :] = total[half_width + frames]
+    return np.moveaxis(total[2 * half_width + 1 :] - total[:frames], 0, axis)
 
 
 def local_slip(point_velocity, root_velocity, cap, half_width, max_slip=1.0):
@@ -123,59 +162,95 @@ def local_slip(point_velocity, root_velocity, cap, half_width, max_slip=1.0):
     airborne frames do not pull) is summed over a window; each frame takes the best
     candidate of its window, refined between grid points by a parabola.
     """
-    candidates = np.linspace(-max_slip, max_slip, 81)[:, None, None]
-    # |v - a r|^2 expanded, so no (candidates, points, frames, 3) array is built.
-    vv, vr = np.sum(point_velocity**2, axis=-1), np.sum(point_velocity * root_velocity, axis=-1)
-    rr = np.sum(root_velocity**2, axis=-1)
-    squared = vv - 2.0 * candidates * vr + candidates**2 * rr
-    slowest = np.sqrt(np.maximum(np.minimum(squared.min(axis=1), cap * cap), 0.0))  # (C, F)
-    candidates = candidates[:, 0, 0]
-    cost = window_sum(slowest, half_width)
-    best = np.clip(np.argmin(cost, axis=0), 1, len(candidates) - 2)
-    frames = np.arange(cost.shape[1])
-    left, middle, right = cost[best - 1, frames], cost[best, frames], cost[best + 1, frames]
+    candidates = np.linspace(-max_slip, max_slip, 81)
+    # |v - a r|^2 = |v|^2 - 2 a v.r + a^2 |r|^2, so no (points, frames, candidates, 3) array
+    # is built: one (frames, candidates) buffer, the slower point kept as each point comes.
+    # The last term is the same for every point, and rounding is monotonic: it is added once,
+    # after the minimum, with the values of adding it to each point first.
+    vv, vr, rr = dot(point_velocity, point_velocity), dot(point_velocity, root_velocity), dot(root_velocity, root_velocity)
+    twice = 2.0 * candidates
+    slowest = squared = np.empty((len(rr), len(candidates)))
+    for row, (point_vv, point_vr) in enumerate(zip(vv, vr)):
+        np.multiply(point_vr[:, None], twice, out=squared)
+        np.subtract(point_vv[:, None], squared, out=squared)
+        if row == 0:
+            slowest, squared = squared, np.empty_like(squared)
+        else:
+            np.minimum(slowest, squared, out=slowest)
+    slowest += rr[:, None] * candidates**2
+    np.clip(slowest, 0.0, cap * cap, out=slowest)
+    np.sqrt(slowest, out=slowest)  # (F, C)
+    cost = window_sum(slowest, half_width, axis=0)
+    best = np.clip(np.argmin(cost, axis=1), 1, len(candidates) - 2)
+    frames = np.arange(len(cost))
+    left, middle, right = cost[frames, best - 1], cost[frames, best], cost[frames, best + 1]
     curvature = left - 2.0 * middle + right
     shift = np.where(curvature > 0, 0.5 * (left - right) / np.where(curvature > 0, curvature, 1.0), 0.0)
     return candidates[best] + np.clip(shift, -1.0, 1.0) * (candidates[1] - candidates[0])
 
 
-def moving_ground(points, root, up, fps, scale, settings):
-    """Horizontal velocities (2, F, 3) of the ground the planted points stand on -- with the
-    planted points' own drift, and the root's share alone (see :func:`skating_stances`) --
-    the frames (L, F) where points are vertically planted, and the mean root-speed share
-    ``a`` (the clip's slip, for the report)."""
-    point_velocity = horizontal(span_velocity(points, fps, settings.velocity_span), up)
-    frames = points.shape[1]
-    planted = vertically_planted(points, up, fps, scale, settings)
+@dataclass
+class PointCues:
+    """What the labeller reads of points (L, F, 3), measured once and shared by its stages
+    (the moving ground, the labels, the gap bridging). Every cue is per point, so the heels,
+    toes and toe tips of a clip are measured and labelled together, as rows of one array."""
+
+    points: np.ndarray  # (L, F, 3)
+    up: np.ndarray  # (3,) unit
+    # (L, F) above the local ground: the lowest they go within ``ground_window`` (a step, a box,
+    # a stair is ground too)
+    clearance: np.ndarray
+    vertical_speed: np.ndarray  # (L, F), signed, per second (see :func:`span_velocity`)
+    horizontal_velocity: np.ndarray  # (L, F, 3), per second
+    planted: np.ndarray  # (L, F) surely standing (see :func:`vertically_planted`)
+
+    def rows(self, selection):
+        """The cues of the points ``selection`` (a slice of the rows)."""
+        return PointCues(self.points[selection], self.up, self.clearance[selection],
+                         self.vertical_speed[selection], self.horizontal_velocity[selection],
+                         self.planted[selection])
+
+
+def point_cues(points, up, fps, scale, settings):
+    """The :class:`PointCues` of points (L, F, 3) at ``fps`` (the gait's own, see
+    :func:`gait_tempo`)."""
+    up = np.asarray(up, dtype=float)
+    heights = points @ up
+    clearance = heights - rolling_min(heights, round(settings.ground_window * fps))
+    point_velocity = span_velocity(points, fps, settings.velocity_span)
+    vertical_speed = point_velocity @ up
+    horizontal_velocity = point_velocity - vertical_speed[..., None] * up
+    planted = vertically_planted(clearance, vertical_speed, fps, scale, settings)
+    return PointCues(points, up, clearance, vertical_speed, horizontal_velocity, planted)
+
+
+def moving_ground(cues, root, fps, scale, settings):
+    """Horizontal velocities (2, F, 3) of the ground the planted points (:class:`PointCues`)
+    stand on -- with the planted points' own drift, and the root's share alone (see
+    :func:`skating_motion`) -- and the mean root-speed share ``a`` (the clip's slip, for
+    the report)."""
+    frames = cues.points.shape[1]
     if not settings.compensate_slip or frames < 3:
-        return np.zeros((2, frames, 3)), planted, 0.0
+        return np.zeros((2, frames, 3)), 0.0
     half_width = max(1, round(settings.slip_window * fps))
     cap = 2.0 * settings.speed_threshold * scale
-    root_velocity = horizontal(span_velocity(root, fps, settings.velocity_span, axis=0), up)
-    share = local_slip(point_velocity, root_velocity, cap, half_width, settings.max_slip)
+    root_velocity = horizontal(span_velocity(root, fps, settings.velocity_span, axis=0), cues.up)
+    share = local_slip(cues.horizontal_velocity, root_velocity, cap, half_width, settings.max_slip)
     ground = share[:, None] * root_velocity
-    drift = planted_drift(point_velocity - ground[None], planted, max(1, round(settings.drift_window * fps)))
+    drift = planted_drift(cues.horizontal_velocity - ground[None], cues.planted,
+                          max(1, round(settings.drift_window * fps)))
     # A drift well inside the speed threshold is left alone (a planted toe's own jitter and
     # roll); a larger one is removed down to that margin.
     drifting = ground + shrink(drift, 0.5 * settings.speed_threshold * scale)
-    return np.stack([drifting, ground]), planted, float(np.median(share))
+    return np.stack([drifting, ground]), float(np.median(share))
 
 
-def vertically_planted(points, up, fps, scale, settings):
-    """Frames (L, F) where a point surely stands: at its local ground and vertically still for
-    a while. Blind to every horizontal motion, so it finds a stance however the foot slides."""
-    up = np.asarray(up, dtype=float)
-    clearance = local_clearance(points, up, fps, settings)
-    vertical_speed = np.abs(span_velocity(points, fps, settings.velocity_span) @ up)
-    still = vertical_speed < settings.planted_vertical_speed * scale
+def vertically_planted(clearance, vertical_speed, fps, scale, settings):
+    """Frames (L, F) where a point surely stands: at its local ground (``clearance`` (L, F))
+    and vertically still (``vertical_speed`` (L, F)) for a while. Blind to every horizontal
+    motion, so it finds a stance however the foot slides."""
+    still = np.abs(vertical_speed) < settings.planted_vertical_speed * scale
     return long_runs((clearance < settings.planted_height * scale) & still, round(settings.min_planted * fps))
-
-
-def local_clearance(points, up, fps, settings):
-    """Height (L, F) of points (L, F, 3) above their local ground: the lowest they go within
-    ``settings.ground_window`` (a step, a box, a stair is ground too)."""
-    heights = points @ np.asarray(up, dtype=float)
-    return heights - rolling_min(heights, round(settings.ground_window * fps))
 
 
 def planted_drift(residual, planted, half_width):
@@ -183,12 +258,14 @@ def planted_drift(residual, planted, half_width):
     a short window: a treadmill's belt, a game's in-place cycle, a foot skating on its own.
     Frames with no planted point nearby take the value of the nearest ones. Of two planted
     points the slower counts: a swing toe skimming the floor is low and level too."""
-    speed = np.where(planted, np.linalg.norm(residual, axis=-1), np.inf)
+    speed = np.where(planted, length(residual), np.inf)
     slowest = np.argmin(speed, axis=0)
     frames = np.arange(speed.shape[1])
     any_planted = planted.any(axis=0)
-    weight = window_sum(any_planted.astype(float), half_width)
-    total = window_sum(np.where(any_planted[:, None], residual[slowest, frames], 0.0), half_width, axis=0)
+    # One window sum for the planted frames and their residuals together.
+    sums = window_sum(np.column_stack([any_planted, np.where(any_planted[:, None], residual[slowest, frames], 0.0)]),
+                      half_width, axis=0)
+    weight, total = sums[:, 0], sums[:, 1:]
     known = weight > 0
     if not known.any():
         return np.zeros_like(total)
@@ -198,8 +275,8 @@ def planted_drift(residual, planted, half_width):
 
 def shrink(vectors, margin):
     """Vectors (..., 3) shortened by ``margin``; those shorter become zero."""
-    length = np.linalg.norm(vectors, axis=-1, keepdims=True)
-    return vectors * np.maximum(0.0, 1.0 - margin / np.maximum(length, 1e-12))
+    lengths = length(vectors)[..., None]
+    return vectors * np.maximum(0.0, 1.0 - margin / np.maximum(lengths, 1e-12))
 
 
 def run_ids(mask):
@@ -220,20 +297,19 @@ def long_runs(mask, min_length):
     return mask & (lengths[ids] >= min_length)
 
 
-def label_points(points, grounds, planted, up, fps, scale, settings, grow_edges=0):
-    """Boolean contacts (L, F) of points (L, F, 3) standing on a ground moving at
-    ``grounds[0]`` (F, 3) (``grounds[1]``: the root's share alone, see :func:`moving_ground`);
-    ``planted`` (L, F): their vertically planted frames (see :func:`skating_stances`).
+def label_points(cues, grounds, fps, scale, settings, grow_edges=0):
+    """Boolean contacts (L, F) of points (their :class:`PointCues`) standing on a ground
+    moving at ``grounds[0]`` (F, 3) (``grounds[1]``: the root's share alone, see
+    :func:`moving_ground`).
 
     ``grow_edges`` -1 / +1 extends each contact's start / end to the foot-level edge (see
-    :func:`grow_into`). Returns the labels and the frames (L, F) where the motion skates.
+    :func:`grow_into`), one value for all points or one per point (L,). Returns the labels
+    and the frames (L, F) where the motion skates.
     """
-    up = np.asarray(up, dtype=float)
-    point_velocity = span_velocity(points, fps, settings.velocity_span)
-    vertical_speed = point_velocity @ up
-    horizontal_speed, share_speed = np.linalg.norm(horizontal(point_velocity, up)[None] - grounds[:, None], axis=-1)
+    vertical_speed, clearance, planted = cues.vertical_speed, cues.clearance, cues.planted
+    grow_edges = np.broadcast_to(grow_edges, vertical_speed.shape[:1])[:, None]
+    horizontal_speed, share_speed = length(cues.horizontal_velocity[None] - grounds[:, None])
     speed = np.sqrt(horizontal_speed**2 + vertical_speed**2)
-    clearance = local_clearance(points, up, fps, settings)
     threshold = settings.speed_threshold * scale
     labels = (speed < threshold) & (clearance < settings.height_threshold * scale)
     skating = skating_motion(planted, share_speed**2 + vertical_speed**2 >= threshold**2,
@@ -242,14 +318,40 @@ def label_points(points, grounds, planted, up, fps, scale, settings, grow_edges=
     # Where the point's contact starts the foot's (the heel strike), a point still descending
     # has not touched yet, however slow the moving ground makes it look (another foot's drift
     # taken for the ground's).
-    landed = vertical_speed > -settings.planted_vertical_speed * scale if grow_edges < 0 else True
+    landed = (vertical_speed > -settings.planted_vertical_speed * scale) | (grow_edges >= 0)
     labels = majority_vote(labels & landed, round(settings.vote_window * fps))
-    if grow_edges:
+    if grow_edges.any():
         near = (speed < settings.edge_speed * scale) & landed & (clearance < settings.edge_height * scale)
-        labels = grow_into(labels, near | labels, grow_edges)
+        labels = grow_into(labels, (near & (grow_edges != 0)) | labels, grow_edges)
+    if (grow_edges < 0).any():
+        # And it strikes where its descent ends, a cue no horizontal motion touches: against
+        # the moving ground a landing heel's speed is the other stance foot's drift as much
+        # as its own (walk.c3d, the stance feet drifting: heel strikes 35 ms early).
+        labels = from_first(labels, bottomed_out(cues, fps, settings) | (grow_edges >= 0))
     labels = fill_gaps(labels, int(np.floor(settings.min_gap * fps + 1e-6)))
     # Whole frames only, never more than the time asked: at 30 or 60 fps a frame is already more.
     return widen(labels, int(np.floor(settings.widen * fps + 1e-6))), skating
+
+
+def bottomed_out(cues, fps, settings):
+    """Frames (L, F) where points go no lower over the next ``velocity_span``: a landing
+    point has reached the ground it lands on."""
+    heights = cues.points @ cues.up
+    ahead = max(1, round(settings.velocity_span * fps))
+    later = np.concatenate([heights[:, ahead:], np.repeat(heights[:, -1:], min(ahead, heights.shape[1]), axis=1)],
+                           axis=1)
+    return later >= heights
+
+
+def from_first(labels, allowed):
+    """Each run of ``labels`` (L, F) from its first ``allowed`` frame on; a run without one
+    stays whole."""
+    ids = run_ids(labels)
+    index = np.broadcast_to(np.arange(labels.shape[-1]), labels.shape)
+    first = np.full(ids.max() + 1, labels.shape[-1])
+    np.minimum.at(first, ids[labels & allowed], index[labels & allowed])
+    starts = first[ids]
+    return labels & ((index >= starts) | (starts == labels.shape[-1]))
 
 
 def skating_motion(planted, moving, half_width):
@@ -259,8 +361,7 @@ def skating_motion(planted, moving, half_width):
     part). There planted frames are contacts although they move (up to ``skate_speed``: a
     swing toe skimming the floor stays out); elsewhere the planted-but-moving frames are a
     clip's own small slides at stance edges, not contacts."""
-    planted_frames = window_sum(planted.astype(float), half_width)
-    sliding_frames = window_sum((planted & moving).astype(float), half_width)
+    planted_frames, sliding_frames = window_sum(np.stack([planted, planted & moving]).astype(float), half_width)
     return sliding_frames > 0.5 * np.maximum(planted_frames, 1.0)
 
 
@@ -280,8 +381,9 @@ def detect_contacts(points, root, up, fps, leg_length, settings=None):
     settings = settings or ContactSettings()
     scale = leg_length / REFERENCE_LEG_LENGTH
     gait_fps = fps / gait_tempo(points, up, fps, scale, settings)
-    grounds, planted, slip = moving_ground(points, root, up, gait_fps, scale, settings)
-    labels, _ = label_points(points, grounds, planted, up, gait_fps, scale, settings)
+    cues = point_cues(points, up, gait_fps, scale, settings)
+    grounds, slip = moving_ground(cues, root, gait_fps, scale, settings)
+    labels, _ = label_points(cues, grounds, gait_fps, scale, settings)
     return to_weights(labels, fps, settings), slip
 
 
@@ -297,20 +399,27 @@ def gait_tempo(points, up, fps, scale, settings):
     heights = points @ np.asarray(up, dtype=float)
     if len(heights) < 2:
         return 1.0
-    others = np.stack([np.delete(heights, row, axis=0).min(axis=0) for row in range(len(heights))])
-    above = heights - others
+    above = heights - lowest_of_the_others(heights)
     band = settings.planted_height * scale
     side = np.where(above > band, 1, np.where(above < -band, -1, 0))
     # Hysteresis: between the bands a point keeps the side it was last on.
     index = np.broadcast_to(np.arange(side.shape[1]), side.shape)
     last = np.maximum.accumulate(np.where(side != 0, index, 0), axis=1)
     side = np.take_along_axis(side, last, axis=1)
-    steps = [np.diff(np.flatnonzero((np.diff(row) != 0) & (row[1:] != 0) & (row[:-1] != 0)))
-             for row in side]
-    steps = np.concatenate(steps)
+    # A step ends where a point changes side; the steps are the frames between such changes.
+    changes = (np.diff(side, axis=1) != 0) & (side[:, 1:] != 0) & (side[:, :-1] != 0)
+    row, frame = np.nonzero(changes)
+    steps = np.diff(frame)[np.diff(row) == 0]
     if len(steps) < MIN_STEPS:
         return 1.0
     return float(np.clip(REFERENCE_STEP_TIME * fps / np.median(steps), 1.0, MAX_TEMPO))
+
+
+def lowest_of_the_others(heights):
+    """Per row of ``heights`` (L, F), L >= 2, the lowest of the other rows' at each frame."""
+    order = np.argsort(heights, axis=0, kind="stable")[:2]
+    lowest, second = np.take_along_axis(heights, order, axis=0)
+    return np.where(np.arange(len(heights))[:, None] == order[0], second, lowest)
 
 
 def detect_foot_contacts(heels, toes, root, up, fps, leg_length, settings=None, toe_tips=None,
@@ -329,7 +438,8 @@ def detect_foot_contacts(heels, toes, root, up, fps, leg_length, settings=None, 
     ``foot_edges`` the heel's contacts start, and the toe's end, where the foot's do (the
     heel settling, the toe rolling off: near the ground, under twice the stance speed;
     see :func:`grow_into`), as force plates measure them; without, each point is labelled
-    as still or not, the clips README's criterion (pins that must not drag). Returns
+    as still or not, the clips README's criterion (pins that must not drag), and a heel is
+    not pinned alone where it outpaces its ball (:func:`without_heel_sweeps`). Returns
     ``(heel_weights, toe_weights, slip)``: 0/1 (ramps with ``settings.smoothing``), to key
     as curves and to pin each point while its weight is 1. A foot off the ground for less
     than ``settings.min_swing`` between two contacts did not leave it (:func:`fill_foot_gaps`).
@@ -338,31 +448,51 @@ def detect_foot_contacts(heels, toes, root, up, fps, leg_length, settings=None, 
     settings = settings or ContactSettings()
     scale = leg_length / REFERENCE_LEG_LENGTH
     gait_fps = fps / gait_tempo(heels, up, fps, scale, settings)  # the heels lift highest
+    feet = len(heels)
     toe_points = toes if toe_tips is None else np.concatenate([toes, toe_tips])
-    grounds, toe_planted, slip = moving_ground(toe_points, root, up, gait_fps, scale, settings)
-    heel_planted = vertically_planted(heels, up, gait_fps, scale, settings)
+    # Rows: the heels, the toes, the toe tips; the moving ground is the toe points' alone.
+    cues = point_cues(np.concatenate([heels, toe_points]), up, gait_fps, scale, settings)
+    grounds, slip = moving_ground(cues.rows(slice(feet, None)), root, gait_fps, scale, settings)
     # The heel strikes first, the toe leaves last: each grows at the edge the foot has it for.
-    heel, heel_skating = label_points(heels, grounds, heel_planted, up, gait_fps, scale, settings,
-                                      grow_edges=-foot_edges)
-    toe, toe_skating = label_points(toe_points, grounds, toe_planted, up, gait_fps, scale, settings,
-                                    grow_edges=+foot_edges)
+    grow_edges = np.repeat([-int(foot_edges), int(foot_edges)], [feet, len(toe_points)])
+    labels, skating = label_points(cues, grounds, gait_fps, scale, settings, grow_edges)
+    heel, toe, heel_skating, toe_skating = labels[:feet], labels[feet:], skating[:feet], skating[feet:]
     if toe_tips is not None:
-        toe, toe_skating = (labels[: len(toes)] | labels[len(toes) :] for labels in (toe, toe_skating))
-    tracks = [ground_track(points, grounds[0], skating, up, gait_fps, scale, settings)
-              for points, skating in ((heels, heel_skating), (toes, toe_skating))]
+        toe, toe_skating = (rows[:feet] | rows[feet:] for rows in (toe, toe_skating))
+    tracks = [ground_track(cues.rows(rows), grounds[0], skating, gait_fps, scale, settings)
+              for rows, skating in ((slice(feet), heel_skating), (slice(feet, 2 * feet), toe_skating))]
     heel, toe = fill_foot_gaps(heel, toe, int(np.floor(settings.min_swing * gait_fps + 1e-6)), tracks)
+    if not foot_edges:
+        speeds = length(cues.horizontal_velocity[: 2 * feet])
+        heel = without_heel_sweeps(heel, toe, speeds[:feet], speeds[feet:], settings.speed_threshold * scale)
     return to_weights(heel, fps, settings), to_weights(toe, fps, settings), slip
 
 
-def ground_track(points, ground, skating, up, fps, scale, settings):
-    """Where points (L, F, 3) are on the ground moving at ``ground`` (F, 3): their horizontal
-    positions with the ground's travel since the first frame removed; whether they are within
-    the contact band above their local ground (L, F); and how far a planted point may move in
-    each frame (L, F) -- at the stance speed, or the skate speed where the motion ``skating``
-    (L, F) skates (:func:`skating_motion`)."""
-    low = local_clearance(points, up, fps, settings) < settings.height_threshold * scale
+def without_heel_sweeps(heel, toe, heel_speed, toe_speed, margin):
+    """Heel labels (L, F) without the runs where the heel is labelled alone and moves faster
+    than its ball by more than ``margin`` on average (speeds (L, F)). A heel pinned alone is
+    the pivot the foot turns about; a source foot whose heel outpaces its ball turns about
+    the ball (a hop pivoting on the forefoot), and pinning the heel there would sweep the
+    ball along the ground faster than the source moves it."""
+    alone = heel & ~toe
+    ids = run_ids(alone)[alone]
+    frames = np.bincount(ids)
+    heel_mean, toe_mean = (np.bincount(ids, weights=speed[alone]) / np.maximum(frames, 1)
+                           for speed in (heel_speed, toe_speed))
+    sweeps = np.zeros_like(heel)
+    sweeps[alone] = (heel_mean > toe_mean + margin)[ids]
+    return heel & ~sweeps
+
+
+def ground_track(cues, ground, skating, fps, scale, settings):
+    """Where points (their :class:`PointCues`) are on the ground moving at ``ground`` (F, 3):
+    their horizontal positions with the ground's travel since the first frame removed;
+    whether they are within the contact band above their local ground (L, F); and how far a
+    planted point may move in each frame (L, F) -- at the stance speed, or the skate speed
+    where the motion ``skating`` (L, F) skates (:func:`skating_motion`)."""
+    low = cues.clearance < settings.height_threshold * scale
     speed = np.where(skating, settings.skate_speed, settings.speed_threshold) * scale
-    return horizontal(points, up) - np.cumsum(ground, axis=0)[None] / fps, low, speed / fps
+    return horizontal(cues.points, cues.up) - np.cumsum(ground, axis=0)[None] / fps, low, speed / fps
 
 
 def stays_down(track, row, start, end):
@@ -384,26 +514,29 @@ def fill_foot_gaps(heel, toe, max_gap, tracks=None):
     With ``tracks`` (heel's, toe's :func:`ground_track`) a break is closed only where each
     point it is closed on stays down across it (:func:`stays_down`)."""
     heel, toe = heel.copy(), toe.copy()
-    for row in range(len(heel)):
-        foot = heel[row] | toe[row]
-        gaps = fill_gaps(foot[None], max_gap)[0] & ~foot
-        for start, end in zip(*run_edges(gaps)):
-            if start == 0 or end == len(foot):
-                continue
-            by_heel, by_toe = heel[row, start - 1] and heel[row, end], toe[row, start - 1] and toe[row, end]
-            on_heel, on_toe = by_heel or not by_toe, by_toe or not by_heel
-            if tracks is not None and not all(stays_down(track, row, start, end)
-                                              for track, on in zip(tracks, (on_heel, on_toe)) if on):
-                continue
-            heel[row, start:end] |= on_heel
-            toe[row, start:end] |= on_toe
+    gaps = short_gaps(heel | toe, max_gap)
+    for row, start, end in zip(*gaps):  # the few flickers of a clip
+        by_heel, by_toe = heel[row, start - 1] and heel[row, end], toe[row, start - 1] and toe[row, end]
+        on_heel, on_toe = by_heel or not by_toe, by_toe or not by_heel
+        if tracks is not None and not all(stays_down(track, row, start, end)
+                                          for track, on in zip(tracks, (on_heel, on_toe)) if on):
+            continue
+        heel[row, start:end] |= on_heel
+        toe[row, start:end] |= on_toe
     return heel, toe
 
 
-def run_edges(mask):
-    """Starts and ends (exclusive) of the runs of True in a 1-D mask."""
-    edges = np.flatnonzero(np.diff(np.concatenate([[0], mask.astype(np.int8), [0]])))
-    return edges[::2], edges[1::2]
+def short_gaps(labels, max_gap):
+    """Rows, starts and ends (exclusive) of the breaks of at most ``max_gap`` frames between
+    two contacts of ``labels`` (L, F)."""
+    edges = np.diff(np.pad(labels.astype(np.int8), [(0, 0), (1, 1)]), axis=-1)
+    row, starts = np.nonzero(edges == 1)
+    _, ends = np.nonzero(edges == -1)  # run by run, row by row, as the starts
+    # A break runs from one contact's end to the next contact's start in the same row.
+    same_row = row[1:] == row[:-1]
+    row, start, end = row[1:][same_row], ends[:-1][same_row], starts[1:][same_row]
+    short = end - start <= max_gap
+    return row[short], start[short], end[short]
 
 
 def grow_into(labels, allowed, direction=0):
@@ -418,12 +551,14 @@ def grow_into(labels, allowed, direction=0):
     held = np.zeros(ids.max() + 1, dtype=bool)
     held[ids[labels & allowed]] = True
     grown = held[ids] & allowed
-    if direction:
+    direction = np.asarray(direction)
+    if direction.any():
+        direction = direction.reshape(direction.shape + (1,) * (labels.ndim - direction.ndim))  # per row
         index = np.broadcast_to(np.arange(labels.shape[-1]), labels.shape)
         first, last = np.full(ids.max() + 1, labels.shape[-1]), np.full(ids.max() + 1, -1)
         np.minimum.at(first, ids[labels & allowed], index[labels & allowed])
         np.maximum.at(last, ids[labels & allowed], index[labels & allowed])
-        grown &= (index <= last[ids]) if direction < 0 else (index >= first[ids])
+        grown &= np.where(direction < 0, index <= last[ids], np.where(direction > 0, index >= first[ids], True))
     return grown | labels
 
 
@@ -433,23 +568,20 @@ def fill_gaps(labels, max_gap):
     A break inside a stance would unlock the toe for a frame or two and lock it
     again somewhere else: a visible pop. Real swing phases are far longer.
     """
-    out = labels.copy()
-    for row in out.reshape(-1, out.shape[-1]):
-        edges = np.flatnonzero(np.diff(row.astype(np.int8)))
-        starts, ends = edges[row[edges]] + 1, edges[~row[edges]] + 1  # gap starts / contact restarts
-        for start in starts:
-            following = ends[ends > start]
-            if len(following) and following[0] - start <= max_gap:
-                row[start : following[0]] = True
-    return out
+    rows = labels.reshape(-1, labels.shape[-1])
+    row, start, end = short_gaps(rows, max_gap)
+    # +1 where a break to close starts, -1 where it ends: the running sum marks its frames.
+    marks = np.zeros((rows.shape[0], rows.shape[1] + 1), dtype=np.int8)
+    marks[row, start], marks[row, end] = 1, -1
+    closed = np.cumsum(marks[:, :-1], axis=-1, dtype=np.int8) > 0
+    return (rows | closed).reshape(labels.shape)
 
 
 def widen(labels, frames):
     """Grow every contact by ``frames`` on both sides."""
     if frames < 1:
         return labels.copy()
-    padded = np.pad(labels, [(0, 0)] * (labels.ndim - 1) + [(frames, frames)], mode="edge")
-    return sliding_window_view(padded, 2 * frames + 1, axis=-1).any(-1)
+    return edge_padded_count(labels, frames) > 0
 
 
 def smooth(weights, width):

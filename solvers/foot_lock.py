@@ -16,8 +16,6 @@ from .contacts import (
     REFERENCE_LEG_LENGTH,
     ContactSettings,
     detect_foot_contacts,
-    run_edges,
-    span_velocity,
 )
 from .kinematics import Motion, Pose, SolverInputError, check_motion, forward_kinematics
 from .leg_ik import LegOptions, measure_leg, solve_leg
@@ -101,7 +99,6 @@ def _label_feet(gpos, rig, root, length, up, fps, settings):
     heels, toes = _points(gpos, rig, "ankle"), _points(gpos, rig, "toe")
     heel_labels, toe_labels, slip = detect_foot_contacts(heels, toes, root, up, fps, length, settings, foot_edges=False)
     heel_labels = _heel_down(heel_labels, heels, up, length)
-    heel_labels = _heel_pivots(heel_labels, toe_labels, heels, toes, up, fps, length, settings or ContactSettings())
     heel_labels[[not leg.has_toe_bone for leg in rig.legs]] = 0.0
     return heel_labels, toe_labels, slip
 
@@ -120,23 +117,6 @@ def _heel_down(heel_labels, heels, up, length):
         for start, end in zip(edges[::2], edges[1::2]):
             run = slice(start, end)
             labels[run] = np.where(height[run] <= height[run].min() + lift, labels[run], 0.0)
-    return out
-
-
-def _heel_pivots(heel_labels, toe_labels, heels, toes, up, fps, length, settings):
-    """Heel labels without the runs where the heel is labelled alone and moves faster than
-    its ball by more than the contact speed threshold. A heel pinned alone is the pivot the
-    foot turns about; a source foot whose heel outpaces its ball turns about the ball (a hop
-    pivoting on the forefoot), and pinning the heel there would sweep the ball along the
-    ground faster than the source moves it."""
-    speeds = [np.linalg.norm(quat.horizontal(span_velocity(points, fps, settings.velocity_span), up), axis=-1)
-              for points in (heels, toes)]
-    margin = settings.speed_threshold * length / REFERENCE_LEG_LENGTH
-    out = heel_labels.copy()
-    for labels, toe, heel_speed, toe_speed in zip(out, toe_labels, *speeds):
-        for start, end in zip(*run_edges((labels > 0.5) & (toe < 0.5))):
-            if heel_speed[start:end].mean() > toe_speed[start:end].mean() + margin:
-                labels[start:end] = 0.0
     return out
 
 

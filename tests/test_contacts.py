@@ -22,18 +22,22 @@ from clip_scenarios import (
 from foot_lock.solvers import bvh, metrics
 from foot_lock.solvers.contacts import (
     ContactSettings,
+    bottomed_out,
     detect_contacts,
     detect_foot_contacts,
     fill_foot_gaps,
     fill_gaps,
+    from_first,
     gait_tempo,
     ground_track,
     grow_into,
     local_slip,
     long_runs,
     majority_vote,
+    point_cues,
     reference_contacts,
     velocity,
+    without_heel_sweeps,
 )
 from foot_lock.solvers.foot_lock import label_contacts, remove_foot_sliding
 from foot_lock.solvers.kinematics import forward_kinematics
@@ -316,7 +320,35 @@ def test_a_gap_is_bridged_only_where_the_foot_stays_down(travel, lift, skating, 
     labels = np.ones((1, 40), dtype=bool)
     labels[:, 15:25] = False
     heels, toes = foot_across_a_gap(travel, lift)
-    tracks = [ground_track(points, np.zeros((40, 3)), np.full((1, 40), skating), (0.0, 0.0, 1.0), fps, 1.0,
-                           settings) for points in (heels, toes)]
+    tracks = [ground_track(point_cues(points, (0.0, 0.0, 1.0), fps, 1.0, settings), np.zeros((40, 3)),
+                           np.full((1, 40), skating), fps, 1.0, settings) for points in (heels, toes)]
     heel, toe = fill_foot_gaps(labels, labels, 12, tracks)
     assert heel[0, 15:25].all() == toe[0, 15:25].all() == heel[0, 15:25].any() == filled
+
+
+def test_a_heel_labelled_alone_that_outpaces_its_ball_is_not_a_pin():
+    """A hop pivoting on its forefoot: the heel, labelled alone, moves 0.6 m/s faster than the
+    ball on average over its run, and is no pivot; a heel alone that keeps pace stays, as does
+    a fast heel while its ball is labelled too (the foot is flat: both pinned)."""
+    heel = np.array([[1, 1, 1, 0, 0, 1, 1, 1, 0, 1, 1, 1]], dtype=bool)
+    toe = np.array([[0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1]], dtype=bool)
+    heel_speed = np.array([[0.1, 0.2, 0.1, 0, 0, 0.9, 0.1, 0.9, 0, 0.9, 0.9, 0.9]])
+    toe_speed = np.array([[0.0, 0.1, 0.1, 0, 0, 0.1, 0.1, 0.1, 0, 0.0, 0.0, 0.0]])
+    kept = without_heel_sweeps(heel, toe, heel_speed, toe_speed, margin=0.25)
+    assert kept.astype(int).tolist() == [[1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1]]
+
+
+def test_a_heel_strike_starts_where_the_heel_stops_descending():
+    """The landing's cue is vertical: a heel still going lower a velocity span ahead has not
+    struck, however slow it looks against a ground another foot's drift moves; a run the
+    heel never bottoms out in is left whole."""
+    heights = np.array([0.05, 0.03, 0.015, 0.006, 0.002, 0.0, 0.0, 0.001, 0.001, 0.0])  # metres
+    points = np.zeros((1, len(heights), 3))
+    points[0, :, 2] = heights
+    cues = point_cues(points, (0.0, 0.0, 1.0), 120.0, 1.0, ContactSettings())
+    bottomed = bottomed_out(cues, 120.0, ContactSettings())  # two frames ahead at 120 fps
+    assert bottomed.astype(int).tolist() == [[0, 0, 0, 0, 0, 1, 1, 0, 0, 1]]  # the last frames: to the end
+    labels = np.array([[0, 0, 1, 1, 1, 1, 1, 1, 0, 0], [0, 1, 1, 0, 0, 1, 1, 1, 1, 0]], dtype=bool)
+    allowed = np.array([[0, 0, 0, 0, 0, 1, 1, 0, 1, 1], [0, 0, 0, 0, 0, 0, 1, 0, 0, 0]], dtype=bool)
+    assert from_first(labels, allowed).astype(int).tolist() == [[0, 0, 0, 0, 0, 1, 1, 1, 0, 0],
+                                                               [0, 1, 1, 0, 0, 0, 1, 1, 1, 0]]
