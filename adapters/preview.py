@@ -8,13 +8,14 @@ there are none), the character carried up and down by the ground. Nothing is key
 
 The runtime lock is simulated over the action's whole frame range once, when Preview
 starts and again when something it depends on changes (the action, the legs, the
-settings, the armature's placement, a ground mesh or its transform); the pose of every
-frame is kept, as pose-channel values. On a frame change the handler only writes the
+settings, the armature's placement, a ground mesh, its transform or keys, which meshes
+are ground); the pose of every frame is kept, as pose-channel values. On a frame change the handler only writes the
 kept values of the current frame into the bones the preview changes there (or changed
 on the frame shown before), so playing costs a few property writes a frame, and
 scrubbing or jumping shows exactly what playing from the start shows. What each preview
-was simulated from is compared after every depsgraph update, else for one preview per
-frame in turn (:func:`_step_previews`). The contacts are
+was simulated from is compared after every depsgraph update (a stale one is simulated
+again a moment later, without waiting for a frame change: :func:`_on_depsgraph_update`),
+else for one preview per frame in turn (:func:`_step_previews`). The contacts are
 the ``foot_contact`` curves where a leg has one, else the labels the bake would compute
 (:func:`~..solvers.foot_lock.label_contacts`, once per clip); the runtime lock's
 hysteresis and inertialization run on top. The ground is BVH trees of the ground
@@ -370,7 +371,8 @@ def _step_previews(scene, depsgraph, before_evaluation):
     compared = _compared_now(names) if before_evaluation else set(names)  # (after it: the few not driving)
     in_scene = scene.objects.get
     for name in names:
-        if not before_evaluation and getattr(_previews.get(name), "drives", False):
+        preview = _previews.get(name)
+        if not before_evaluation and preview is not None and preview.drives:
             continue  # posed before evaluation already
         obj = objects.get(name)
         if obj is not None and obj.foot_lock.preview and in_scene(name) is not None:
