@@ -8,13 +8,14 @@ there are none), the character carried up and down by the ground. Nothing is key
 
 The runtime lock is simulated over the action's whole frame range once, when Preview
 starts and again when something it depends on changes (the action, the legs, the
-settings, the armature's placement, a ground mesh or its transform); the pose of every
-frame is kept, as pose-channel values. On a frame change the handler only writes the
+settings, the armature's placement, a ground mesh, its transform or keys, which meshes
+are ground); the pose of every frame is kept, as pose-channel values. On a frame change the handler only writes the
 kept values of the current frame into the bones the preview changes there (or changed
 on the frame shown before), so playing costs a few property writes a frame, and
 scrubbing or jumping shows exactly what playing from the start shows. What each preview
-was simulated from is compared after every depsgraph update, else for one preview per
-frame in turn (:func:`_step_previews`). The contacts are
+was simulated from is compared after every depsgraph update (a stale one is simulated
+again a moment later, without waiting for a frame change: :func:`_on_depsgraph_update`),
+else for one preview per frame in turn (:func:`_step_previews`). The contacts are
 the ``foot_contact`` curves where a leg has one, else the labels the bake would compute
 (:func:`~..solvers.foot_lock.label_contacts`, once per clip); the runtime lock's
 hysteresis and inertialization run on top. The ground is BVH trees of the ground
@@ -84,6 +85,7 @@ class _Preview:
     shown: _Channels  # the channels of ``joints`` as shown
     authored: _Channels  # ... and as the clip has them
     keys: int = 0  # _keys_signature of the action it was simulated from
+    ground: tuple = ()  # names of the meshes that were ground
     drives: bool | None = None  # whether it muted its channels' F-curves and poses them before evaluation
     # What the frame handler reads, as plain lists (no numpy on every frame):
     moved_rows: list = field(init=False)  # ``moved`` per frame, per joint
@@ -144,15 +146,14 @@ def _simulate(obj, scene, depsgraph, key):
                            contacts=_contacts(obj, action, clip), up=jobs.UP, softening_ratio=settings.softening)
     lock = TerrainFootLock(runtime, runtime_settings(settings), solver_settings(settings), settings.root_follow,
                            jobs.UP)
-    collection = settings.ground_collection
-    ground = terrain.ground_over(scene, depsgraph, terrain.ground_objects(scene, collection), clip.frames, jobs.UP)
-    played = play_clip(lock, ground)
+    names = tuple(terrain.ground_objects(scene, settings.ground_collection))
+    played = play_clip(lock, terrain.ground_over(scene, depsgraph, names, clip.frames, jobs.UP))
     motion = clip.motion
     moved = np.maximum(np.abs(played.rot[:, joints] - motion.rot[:, joints]).max(axis=-1),
                        np.abs(played.pos[:, joints] - motion.pos[:, joints]).max(axis=-1)) > UNCHANGED
     return _Preview(key, clip, joints, played, runtime.leg_length, moved,
                     _pose_channels(obj, clip, joints, played.rot, played.pos),
-                    _pose_channels(obj, clip, joints, motion.rot, motion.pos), _keys_signature(obj))
+                    _pose_channels(obj, clip, joints, motion.rot, motion.pos), _keys_signature(obj), names)
 
 
 _ROTATION_CHANNELS = {"QUATERNION": "rotation_quaternion", "AXIS_ANGLE": "rotation_axis_angle"}  # else Euler
@@ -370,7 +371,8 @@ def _step_previews(scene, depsgraph, before_evaluation):
     compared = _compared_now(names) if before_evaluation else set(names)  # (after it: the few not driving)
     in_scene = scene.objects.get
     for name in names:
-        if not before_evaluation and getattr(_previews.get(name), "drives", False):
+        preview = _previews.get(name)
+        if not before_evaluation and preview is not None and preview.drives:
             continue  # posed before evaluation already
         obj = objects.get(name)
         if obj is not None and obj.foot_lock.preview and in_scene(name) is not None:
@@ -409,19 +411,57 @@ def _edits_ground(update):
 
 @persistent
 def _on_depsgraph_update(scene, depsgraph):
-    """An action or a ground mesh changed: what was simulated is stale. The previews are
-    simulated again a moment later (also without a frame change), once per burst of edits.
-    Any update may also have changed a setting: the next frame compares every preview's inputs."""
+    """An action or a ground mesh changed, or a setting (the interface tags the armature
+    whose property it edits): what was simulated is stale. The stale previews are simulated
+    again a moment later (also without a frame change), once per burst of edits. The next
+    frame compares every preview's inputs too."""
     _inputs["updated"] = True
-    edited = False
     if depsgraph.id_type_updated("ACTION") and _keys_edited(depsgraph):
         _edits["action"] += 1
-        edited = True
-    if any(_edits_ground(update) for update in depsgraph.updates):
+    if any(_edits_ground(update) for update in depsgraph.updates) or _other_ground(scene):
         _edits["ground"] += 1
-        edited = True
-    if edited and not bpy.app.timers.is_registered(_refresh):
+    if _any_stale(scene) and not bpy.app.timers.is_registered(_refresh):
         bpy.app.timers.register(_refresh, first_interval=REFRESH_DELAY)
+
+
+def _other_ground(scene):
+    """Whether the meshes that are ground are not those some preview was simulated on any
+    more: one hidden or shown, deleted, or added to or taken out of the ground collection."""
+    found = {}  # ground collection (None: the scene) -> its ground meshes
+    for obj in _previewing_in(scene):
+        preview, collection = _previews.get(obj.name), obj.foot_lock.ground_collection
+        if collection not in found:
+            found[collection] = tuple(terrain.ground_objects(scene, collection))
+        if preview is not None and preview.ground != found[collection]:
+            return True
+    return False
+
+
+def _any_stale(scene):
+    """Whether some preview of ``scene`` is missing or was simulated from other inputs than the scene's now."""
+    return any(True for _ in _stale_previews(scene))
+
+
+def _stale_previews(scene):
+    """The previewing armatures of ``scene`` whose preview is missing or stale."""
+    for obj in _previewing_in(scene):
+        if _is_stale(obj, _previews.get(obj.name), scene):
+            yield obj
+
+
+def _previewing_in(scene):
+    """The armatures of ``scene`` that preview."""
+    for name in _previewing:
+        obj = scene.objects.get(name) if scene is not None else None
+        if obj is not None and obj.foot_lock.preview:
+            yield obj
+
+
+def _is_stale(obj, preview, scene):
+    try:
+        return preview is None or preview.key != _key(obj, scene)
+    except AdapterError:
+        return True  # e.g. its action is gone: showing it again says why
 
 
 def _keys_edited(depsgraph):
@@ -439,11 +479,8 @@ def _keys_edited(depsgraph):
 def _refresh():
     """Simulate and show again the previews whose inputs changed (a timer: returns None, once)."""
     scene, depsgraph = bpy.context.scene, bpy.context.evaluated_depsgraph_get()
-    for name in _previewing:
-        obj = scene.objects.get(name) if scene is not None else None
-        preview = _previews.get(name)
-        if obj is not None and obj.foot_lock.preview and (preview is None or preview.key != _key(obj, scene)):
-            _step_safely(obj, scene, depsgraph)
+    for obj in list(_stale_previews(scene)):  # (a preview stopped by an error leaves ``_previewing``)
+        _step_safely(obj, scene, depsgraph)
 
 
 @persistent
