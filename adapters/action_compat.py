@@ -23,6 +23,10 @@ LAYERED_ACTIONS = bpy.app.version >= (4, 4, 0)
 _INTERPOLATION = {
     item.identifier: item.value for item in bpy.types.Keyframe.bl_rna.properties["interpolation"].enum_items
 }
+# Blender stores a key's enums (interpolation, handle types, easing, key type) as bytes: a
+# uint8 buffer is copied straight through by foreach_get / foreach_set, any other integer
+# type goes key by key through RNA, about ten times slower.
+_ENUM = np.uint8
 
 
 # --- slots and bags ---------------------------------------------------------------------
@@ -166,9 +170,36 @@ def _key_arrays(points, count):
     return co.reshape(count, 2)
 
 
+def _key_enums(points, name, count):
+    values = np.empty(count, dtype=_ENUM)
+    points.foreach_get(name, values)
+    return values
+
+
 def _keys_outside(fcurve, span):
     first, last = fcurve.range()  # of the keys, cheap
     return first < span[0] - 0.5 or last > span[1] + 0.5
+
+
+_KEPT_FLOATS = ("handle_left", "handle_right")
+_KEPT_ENUMS = ("interpolation", "handle_left_type", "handle_right_type", "easing", "type")
+
+
+def _kept_keys(points, count, first, last):
+    """The keys outside ``first .. last`` with everything that makes them (value,
+    interpolation, handles), or None when there are none."""
+    co = _key_arrays(points, count)
+    outside = (co[:, 0] < first - 0.5) | (co[:, 0] > last + 0.5)
+    if not outside.any():
+        return None
+    kept = {"co": co[outside]}
+    for name in _KEPT_FLOATS:
+        buffer = np.empty(count * 2, dtype=np.float32)
+        points.foreach_get(name, buffer)
+        kept[name] = buffer.reshape(count, 2)[outside]
+    for name in _KEPT_ENUMS:
+        kept[name] = _key_enums(points, name, count)[outside]
+    return kept
 
 
 def write_keys(fcurve, frames, values, interpolation="LINEAR", keep_outside=False, span=None):
@@ -187,47 +218,35 @@ def write_keys(fcurve, frames, values, interpolation="LINEAR", keep_outside=Fals
     kept = None
     count = len(points)
     if keep_outside and count and len(frames) and _keys_outside(fcurve, (first, last)):
-        co = _key_arrays(points, count)
-        outside = (co[:, 0] < first - 0.5) | (co[:, 0] > last + 0.5)
-        if outside.any():
-            kept = {"co": co[outside]}
-            for name, width, dtype in (
-                ("interpolation", 1, np.int32),
-                ("handle_left", 2, np.float32),
-                ("handle_right", 2, np.float32),
-                ("handle_left_type", 1, np.int32),
-                ("handle_right_type", 1, np.int32),
-                ("easing", 1, np.int32),
-                ("type", 1, np.int32),
-            ):
-                buffer = np.empty(count * width, dtype=dtype)
-                points.foreach_get(name, buffer)
-                kept[name] = buffer.reshape(count, width)[outside]
+        kept = _kept_keys(points, count, first, last)
     points.clear()
     new_co = np.stack((frames, values), axis=-1).astype(np.float32)
-    mode = np.full(len(frames), _INTERPOLATION[interpolation], dtype=np.int32)
+    mode = np.full(len(frames), _INTERPOLATION[interpolation], dtype=_ENUM)
     if kept is None:
         points.add(len(frames))
-        points.foreach_set("co", new_co.ravel())
+        points.foreach_set("co_ui", new_co.ravel())  # moves each new key's handles with it ("co" leaves them at 0, 0)
         points.foreach_set("interpolation", mode)
-    else:
-        order = np.argsort(np.concatenate((kept["co"][:, 0], new_co[:, 0])), kind="stable")
-        total = len(order)
-        is_new = order >= len(kept["co"])  # the kept keys come first before sorting
-        co = np.concatenate((kept["co"], new_co))[order]
-        points.add(total)
-        points.foreach_set("co", co.ravel())
-        points.foreach_set("interpolation", np.concatenate((kept["interpolation"].ravel(), mode))[order])
-        for name in ("handle_left_type", "handle_right_type", "easing", "type"):
-            current = np.empty(total, dtype=np.int32)
-            points.foreach_get(name, current)  # freshly added keys carry Blender's defaults
-            current[~is_new] = kept[name].ravel()[order[~is_new]]
-            points.foreach_set(name, current)
-        for name in ("handle_left", "handle_right"):
-            handles = co.astype(np.float32).copy()
-            handles[~is_new] = kept[name][order[~is_new]]
-            points.foreach_set(name, handles.ravel())
-    fcurve.update()
+        if interpolation == "BEZIER" or np.any(np.diff(frames) <= 0):
+            fcurve.update()
+        # Else, as in Blender's own Bake Action, no update: the keys are in order, one per
+        # frame, and linear or constant keys do not use their handles.
+        return
+    order = np.argsort(np.concatenate((kept["co"][:, 0], new_co[:, 0])), kind="stable")
+    total = len(order)
+    is_new = order >= len(kept["co"])  # the kept keys come first before sorting
+    co = np.concatenate((kept["co"], new_co))[order]
+    points.add(total)
+    points.foreach_set("co", co.ravel())
+    points.foreach_set("interpolation", np.concatenate((kept["interpolation"], mode))[order])
+    for name in _KEPT_ENUMS[1:]:
+        current = _key_enums(points, name, total)  # freshly added keys carry Blender's defaults
+        current[~is_new] = kept[name][order[~is_new]]
+        points.foreach_set(name, current)
+    for name in _KEPT_FLOATS:
+        handles = co.copy()
+        handles[~is_new] = kept[name][order[~is_new]]
+        points.foreach_set(name, handles.ravel())
+    fcurve.update()  # the new keys' automatic handles, next to the kept ones
 
 
 def keys_digest(fcurve):
@@ -235,8 +254,7 @@ def keys_digest(fcurve):
     anyone edits a key."""
     points = fcurve.keyframe_points
     count = len(points)
-    modes = np.empty(count, dtype=np.int32)
-    points.foreach_get("interpolation", modes)
+    modes = _key_enums(points, "interpolation", count).astype(np.int32)  # the digests stored so far hashed int32
     digest = hashlib.sha1(_key_arrays(points, count).tobytes())
     digest.update(modes.tobytes())
     return digest.hexdigest()[:16]
@@ -262,8 +280,7 @@ def read_values(fcurve, frames):
             where = np.clip(np.searchsorted(key_frames, frames), 0, count - 1)
             if np.all(key_frames[where] == frames):
                 return co[where, 1].astype(np.float64)
-            modes = np.empty(count, dtype=np.int32)
-            points.foreach_get("interpolation", modes)
+            modes = _key_enums(points, "interpolation", count)
             if fcurve.extrapolation == "CONSTANT" and np.all(modes[:-1] == _INTERPOLATION["LINEAR"]):
                 return np.interp(frames, key_frames, co[:, 1])
     evaluate = fcurve.evaluate

@@ -596,10 +596,17 @@ def write_motion(
     rotation_bones = list(dict.fromkeys(rotation_bones))
     location_bones = list(dict.fromkeys(location_bones))
     check_writable(joint_map, motion, frame_start, rotation_bones, location_bones)
+    action = compat.copy_action(obj, source_action, new_action_name) if new_action_name else source_action
+    key_motion(obj, action, joint_map, motion, frame_start, rotation_bones, location_bones)
+    return action
+
+
+def key_motion(obj, action, joint_map, motion, frame_start, rotation_bones, location_bones):
+    """The keying of :func:`write_motion` into ``action`` itself, for a caller that ran
+    :func:`check_writable` on the same arguments already (before its other writes)."""
     jm = joint_map
     frame_start = int(frame_start)
     count = motion.frames
-    action = compat.copy_action(obj, source_action, new_action_name) if new_action_name else source_action
     bag = compat.channel_bag(obj, action, create=True)
     table = compat.fcurve_table(bag)
     frames = np.arange(frame_start, frame_start + count)
@@ -619,7 +626,6 @@ def write_motion(
     basis = basis_locations(jm, motion.pos, location_bones, frame_start)
     for k, name in enumerate(location_bones):
         key_channel(bag, table, name, "location", frames, basis[:, k].T)
-    return action
 
 
 def _channels_of(basis):

@@ -484,7 +484,7 @@ def remove_sliding(obj, scene, progress=lambda fraction: None):
     target = source.action if settings.in_place else _new_result(obj, source, sampled, clip)
     keyed = None
     if clip.controls is None:
-        armature.write_motion(obj, target, joint_map, result.motion, int(clip.frames[0]), rotation_bones, location_bones)
+        armature.key_motion(obj, target, joint_map, result.motion, int(clip.frames[0]), rotation_bones, location_bones)
     else:
         keyed = control_rig.key_controls(
             obj, scene, settings, target, clip.controls, clip.deform, result.motion, unit_scale(scene)
