@@ -12,6 +12,7 @@ Keys are read and written in bulk (``foreach_get`` / ``foreach_set``), never one
 """
 
 import hashlib
+from contextlib import contextmanager
 
 import bpy
 import numpy as np
@@ -153,21 +154,82 @@ def copy_action(obj, action, name):
         raise AdapterError(f"{obj.name!r} is in NLA tweak mode: leave tweak mode first")
     slot = action_slot(obj, action)
     slot_identifier = slot.identifier if slot is not None else ""
+    source_bag = channel_bag(obj, action)
     duplicate = action.copy()
     duplicate.name = name
     assign_action(obj, duplicate, slot_identifier)
     if action.users == 0:
         action.use_fake_user = True
+    _remember_copies(source_bag, channel_bag(obj, duplicate))
     return duplicate
+
+
+# --- keys remembered within one job -----------------------------------------------------
+
+# Reading a curve's keys costs about 50 ns a key (``co`` has accessor functions, so
+# foreach_get goes through RNA key by key): a click on a long clip reads its source's
+# curves, copies them into a result, rewrites some and digests the result (see
+# :mod:`.results`). Within ``remembered_keys()`` the keys read or written are kept, and a
+# copy's curves share their source's, so the digest reads none of them back.
+_remembered = None  # {(action session_uid, F-curve address): (count, 2) float32 keys}, or None outside
+
+
+@contextmanager
+def remembered_keys():
+    """Keys read or written in here are not read again in here (one job: outside it,
+    anyone may edit any curve). Usable as a decorator."""
+    global _remembered
+    outer = _remembered
+    _remembered = {} if outer is None else outer
+    try:
+        yield
+    finally:
+        _remembered = outer
+
+
+def _curve_key(fcurve):
+    return fcurve.id_data.session_uid, fcurve.as_pointer()
+
+
+def _remember(fcurve, co):
+    if _remembered is not None:
+        co.flags.writeable = False  # shared by every later reader
+        _remembered[_curve_key(fcurve)] = co
+
+
+def _forget(fcurve):
+    if _remembered is not None:
+        _remembered.pop(_curve_key(fcurve), None)
+
+
+def _remember_copies(source_bag, copy_bag):
+    """The curves of ``copy_bag`` hold the keys of ``source_bag``'s of the same channel."""
+    if _remembered is None or source_bag is None or copy_bag is None:
+        return
+    copies = fcurve_table(copy_bag)
+    for fcurve in source_bag.fcurves:
+        co = _remembered.get(_curve_key(fcurve))
+        copy = copies.get((fcurve.data_path, fcurve.array_index))
+        if co is not None and copy is not None:
+            _remembered[_curve_key(copy)] = co
 
 
 # --- keys in bulk -----------------------------------------------------------------------
 
 
-def _key_arrays(points, count):
+def _key_arrays(fcurve):
+    """The keys (count, 2) of ``fcurve`` as frame, value (float32, as Blender stores them);
+    read-only when remembered."""
+    points = fcurve.keyframe_points
+    count = len(points)
+    co = _remembered.get(_curve_key(fcurve)) if _remembered is not None else None
+    if co is not None and len(co) == count:
+        return co
     co = np.empty(2 * count, dtype=np.float32)
     points.foreach_get("co", co)
-    return co.reshape(count, 2)
+    co = co.reshape(count, 2)
+    _remember(fcurve, co)
+    return co
 
 
 def _key_enums(points, name, count):
@@ -185,10 +247,12 @@ _KEPT_FLOATS = ("handle_left", "handle_right")
 _KEPT_ENUMS = ("interpolation", "handle_left_type", "handle_right_type", "easing", "type")
 
 
-def _kept_keys(points, count, first, last):
+def _kept_keys(fcurve, first, last):
     """The keys outside ``first .. last`` with everything that makes them (value,
     interpolation, handles), or None when there are none."""
-    co = _key_arrays(points, count)
+    points = fcurve.keyframe_points
+    count = len(points)
+    co = _key_arrays(fcurve)
     outside = (co[:, 0] < first - 0.5) | (co[:, 0] > last + 0.5)
     if not outside.any():
         return None
@@ -218,7 +282,7 @@ def write_keys(fcurve, frames, values, interpolation="LINEAR", keep_outside=Fals
     kept = None
     count = len(points)
     if keep_outside and count and len(frames) and _keys_outside(fcurve, (first, last)):
-        kept = _kept_keys(points, count, first, last)
+        kept = _kept_keys(fcurve, first, last)
     points.clear()
     new_co = np.stack((frames, values), axis=-1).astype(np.float32)
     mode = np.full(len(frames), _INTERPOLATION[interpolation], dtype=_ENUM)
@@ -228,8 +292,11 @@ def write_keys(fcurve, frames, values, interpolation="LINEAR", keep_outside=Fals
         points.foreach_set("interpolation", mode)
         if interpolation == "BEZIER" or np.any(np.diff(frames) <= 0):
             fcurve.update()
-        # Else, as in Blender's own Bake Action, no update: the keys are in order, one per
-        # frame, and linear or constant keys do not use their handles.
+            _forget(fcurve)
+        else:
+            # As in Blender's own Bake Action, no update: the keys are in order, one per
+            # frame, and linear or constant keys do not use their handles.
+            _remember(fcurve, new_co)
         return
     order = np.argsort(np.concatenate((kept["co"][:, 0], new_co[:, 0])), kind="stable")
     total = len(order)
@@ -247,6 +314,7 @@ def write_keys(fcurve, frames, values, interpolation="LINEAR", keep_outside=Fals
         handles[~is_new] = kept[name][order[~is_new]]
         points.foreach_set(name, handles.ravel())
     fcurve.update()  # the new keys' automatic handles, next to the kept ones
+    _forget(fcurve)
 
 
 def keys_digest(fcurve):
@@ -255,7 +323,7 @@ def keys_digest(fcurve):
     points = fcurve.keyframe_points
     count = len(points)
     modes = _key_enums(points, "interpolation", count).astype(np.int32)  # the digests stored so far hashed int32
-    digest = hashlib.sha1(_key_arrays(points, count).tobytes())
+    digest = hashlib.sha1(_key_arrays(fcurve).tobytes())
     digest.update(modes.tobytes())
     return digest.hexdigest()[:16]
 
@@ -270,7 +338,7 @@ def read_values(fcurve, frames):
     points = fcurve.keyframe_points
     count = len(points)
     if count and not len(fcurve.modifiers):
-        co = _key_arrays(points, count)
+        co = _key_arrays(fcurve)
         key_frames = co[:, 0]
         first = int(np.searchsorted(key_frames, frames[0]))
         span = key_frames[first : first + len(frames)]

@@ -447,6 +447,7 @@ class BakeOutcome:
     controls: control_rig.ControlKeys | None = None  # on a control rig: what keying its controls did
 
 
+@compat.remembered_keys()  # the result's digest reads none of the keys read or written before it
 def remove_sliding(obj, scene, progress=lambda fraction: None):
     """Lock the feet of the motion ``obj`` shows and bake it (see the operator for the
     behaviour). Everything that can fail is checked before the first write."""
