@@ -15,8 +15,9 @@ import bpy
 import numpy as np
 
 from ..solvers import loops
+from ..solvers import quaternion as quat
 from ..solvers.foot_lock import label_foot_contacts, leg_length, remove_foot_sliding
-from ..solvers.kinematics import forward_kinematics
+from ..solvers.kinematics import Pose, forward_kinematics
 from ..solvers.leg_detection import detect_legs
 from ..solvers.rig import Leg, Rig
 from . import action_compat as compat
@@ -351,10 +352,21 @@ def _animator_contacts(obj, actions, clip, overwrite):
 def cut_frames(clip):
     """Indices of the frames where the pelvis jumps instead of moving (an NLA repeat starting
     again, a cut between strips): no contact spans them."""
-    _, gpos = forward_kinematics(clip.skeleton, clip.motion.rot, clip.motion.pos,
-                                 [clip.rig.pelvis] + [j for leg in clip.rig.legs for j in (leg.hip, leg.knee, leg.ankle)])
+    _, gpos = forward_kinematics(clip.skeleton, clip.motion.rot, clip.motion.pos, [clip.rig.pelvis])
     step = np.linalg.norm(np.diff(gpos[:, clip.rig.pelvis], axis=0), axis=-1)
-    return np.flatnonzero(step * clip.motion.fps > CUT_SPEED * leg_length(gpos, clip.rig)) + 1
+    return np.flatnonzero(step * clip.motion.fps > CUT_SPEED * clip_leg_length(clip)) + 1
+
+
+def clip_leg_length(clip):
+    """:func:`~..solvers.rig.leg_length` of the clip, each leg posed in its hip's own frame
+    only: lengths do not depend on the joints above the hip, and the solve that follows
+    the cut check poses the body itself."""
+    skeleton, motion = clip.skeleton, clip.motion
+    pose = Pose(skeleton, motion.rot, motion.pos, np.empty_like(motion.rot), np.empty_like(motion.pos))
+    for leg in clip.rig.legs:
+        pose.grot[:, leg.hip], pose.gpos[:, leg.hip] = quat.IDENTITY, 0.0
+        pose.update(skeleton.chain(leg.hip, leg.ankle)[1:])
+    return leg_length(pose.gpos, clip.rig)
 
 
 def label_clip(clip, settings, cuts=None):
