@@ -213,18 +213,18 @@ def _control_clip(obj, scene, source, controls):
 @contextmanager
 def _playing(obj, source):
     """The scene playing ``source`` while it is sampled (a rerun samples what a result was
-    made from: its action, or the NLA tracks it muted); the object's own action, slot
-    and tracks restored after."""
+    made from: its action, or the NLA tracks it muted and the action that played on top of
+    them); the object's own action, slot and tracks restored after."""
     anim = obj.animation_data
     current = anim.action if anim is not None else None
     if source.result is None or current != source.result:  # what plays is the source itself
         yield
         return
     slot = compat.action_slot(obj, current)
-    if source.kind == sources.NLA:
+    for track in source.tracks:
+        track.mute = False
+    if source.action is None:
         anim.action = None
-        for track in source.tracks:
-            track.mute = False
     else:
         compat.assign_action(obj, source.action)
     try:
@@ -539,9 +539,10 @@ def _new_result(obj, source, sampled, clip):
     if source.kind == sources.NLA:
         fresh = bpy.data.actions.new(_result_name(obj, source))
         compat.assign_action(obj, fresh)
-        armature.bake_pose(obj, fresh, sampled, with_object=sources.strips_move_object(obj, source.tracks))
+        armature.bake_pose(obj, fresh, sampled, with_object=sources.nla_moves_object(obj, source))
     else:
         fresh = compat.copy_action(obj, source.action, _result_name(obj, source))
+    if source.action is not None:  # a rerun plays it again (from the NLA: on top of the tracks)
         fresh[sources.SOURCE_PROPERTY] = source.action.name
     if source.result is not None:
         _replace(obj, source.result, fresh, clip)
