@@ -12,6 +12,7 @@ Keys are read and written in bulk (``foreach_get`` / ``foreach_set``), never one
 """
 
 import hashlib
+from contextlib import contextmanager
 
 import bpy
 import numpy as np
@@ -23,6 +24,10 @@ LAYERED_ACTIONS = bpy.app.version >= (4, 4, 0)
 _INTERPOLATION = {
     item.identifier: item.value for item in bpy.types.Keyframe.bl_rna.properties["interpolation"].enum_items
 }
+# Blender stores a key's enums (interpolation, handle types, easing, key type) as bytes: a
+# uint8 buffer is copied straight through by foreach_get / foreach_set, any other integer
+# type goes key by key through RNA, about ten times slower.
+_ENUM = np.uint8
 
 
 # --- slots and bags ---------------------------------------------------------------------
@@ -149,26 +154,116 @@ def copy_action(obj, action, name):
         raise AdapterError(f"{obj.name!r} is in NLA tweak mode: leave tweak mode first")
     slot = action_slot(obj, action)
     slot_identifier = slot.identifier if slot is not None else ""
+    source_bag = channel_bag(obj, action)
     duplicate = action.copy()
     duplicate.name = name
     assign_action(obj, duplicate, slot_identifier)
     if action.users == 0:
         action.use_fake_user = True
+    _remember_copies(source_bag, channel_bag(obj, duplicate))
     return duplicate
+
+
+# --- keys remembered within one job -----------------------------------------------------
+
+# Reading a curve's keys costs about 50 ns a key (``co`` has accessor functions, so
+# foreach_get goes through RNA key by key): a click on a long clip reads its source's
+# curves, copies them into a result, rewrites some and digests the result (see
+# :mod:`.results`). Within ``remembered_keys()`` the keys read or written are kept, and a
+# copy's curves share their source's, so the digest reads none of them back.
+_remembered = None  # {(action session_uid, F-curve address): (count, 2) float32 keys}, or None outside
+
+
+@contextmanager
+def remembered_keys():
+    """Keys read or written in here are not read again in here (one job: outside it,
+    anyone may edit any curve). Usable as a decorator."""
+    global _remembered
+    outer = _remembered
+    _remembered = {} if outer is None else outer
+    try:
+        yield
+    finally:
+        _remembered = outer
+
+
+def _curve_key(fcurve):
+    return fcurve.id_data.session_uid, fcurve.as_pointer()
+
+
+def _remember(fcurve, co):
+    if _remembered is not None:
+        co.flags.writeable = False  # shared by every later reader
+        _remembered[_curve_key(fcurve)] = co
+
+
+def _forget(fcurve):
+    if _remembered is not None:
+        _remembered.pop(_curve_key(fcurve), None)
+
+
+def _remember_copies(source_bag, copy_bag):
+    """The curves of ``copy_bag`` hold the keys of ``source_bag``'s of the same channel."""
+    if _remembered is None or source_bag is None or copy_bag is None:
+        return
+    copies = fcurve_table(copy_bag)
+    for fcurve in source_bag.fcurves:
+        co = _remembered.get(_curve_key(fcurve))
+        copy = copies.get((fcurve.data_path, fcurve.array_index))
+        if co is not None and copy is not None:
+            _remembered[_curve_key(copy)] = co
 
 
 # --- keys in bulk -----------------------------------------------------------------------
 
 
-def _key_arrays(points, count):
+def _key_arrays(fcurve):
+    """The keys (count, 2) of ``fcurve`` as frame, value (float32, as Blender stores them);
+    read-only when remembered."""
+    points = fcurve.keyframe_points
+    count = len(points)
+    co = _remembered.get(_curve_key(fcurve)) if _remembered is not None else None
+    if co is not None and len(co) == count:
+        return co
     co = np.empty(2 * count, dtype=np.float32)
     points.foreach_get("co", co)
-    return co.reshape(count, 2)
+    co = co.reshape(count, 2)
+    _remember(fcurve, co)
+    return co
+
+
+def _key_enums(points, name, count):
+    values = np.empty(count, dtype=_ENUM)
+    points.foreach_get(name, values)
+    return values
 
 
 def _keys_outside(fcurve, span):
     first, last = fcurve.range()  # of the keys, cheap
     return first < span[0] - 0.5 or last > span[1] + 0.5
+
+
+_KEPT_FLOATS = ("handle_left", "handle_right")
+_KEPT_ENUMS = ("interpolation", "handle_left_type", "handle_right_type", "easing", "type")
+
+
+def _kept_keys(fcurve, first, last):
+    """The keys outside ``first .. last`` with everything that makes them (value,
+    interpolation, handles), or None when there are none."""
+    points = fcurve.keyframe_points
+    count = len(points)
+    co = _key_arrays(fcurve)
+    outside = (co[:, 0] < first - 0.5) | (co[:, 0] > last + 0.5)
+    if not outside.any():
+        return None
+    kept = {"co": co[outside]}
+    for name in _KEPT_FLOATS:
+        buffer = np.empty(count * 2, dtype=np.float32)
+        points.foreach_get(name, buffer)
+        kept[name] = buffer.reshape(count, 2)[outside]
+    for name in _KEPT_ENUMS:
+        kept[name] = _key_enums(points, name, count)[outside]
+    return kept
 
 
 def write_keys(fcurve, frames, values, interpolation="LINEAR", keep_outside=False, span=None):
@@ -187,47 +282,39 @@ def write_keys(fcurve, frames, values, interpolation="LINEAR", keep_outside=Fals
     kept = None
     count = len(points)
     if keep_outside and count and len(frames) and _keys_outside(fcurve, (first, last)):
-        co = _key_arrays(points, count)
-        outside = (co[:, 0] < first - 0.5) | (co[:, 0] > last + 0.5)
-        if outside.any():
-            kept = {"co": co[outside]}
-            for name, width, dtype in (
-                ("interpolation", 1, np.int32),
-                ("handle_left", 2, np.float32),
-                ("handle_right", 2, np.float32),
-                ("handle_left_type", 1, np.int32),
-                ("handle_right_type", 1, np.int32),
-                ("easing", 1, np.int32),
-                ("type", 1, np.int32),
-            ):
-                buffer = np.empty(count * width, dtype=dtype)
-                points.foreach_get(name, buffer)
-                kept[name] = buffer.reshape(count, width)[outside]
+        kept = _kept_keys(fcurve, first, last)
     points.clear()
     new_co = np.stack((frames, values), axis=-1).astype(np.float32)
-    mode = np.full(len(frames), _INTERPOLATION[interpolation], dtype=np.int32)
+    mode = np.full(len(frames), _INTERPOLATION[interpolation], dtype=_ENUM)
     if kept is None:
         points.add(len(frames))
-        points.foreach_set("co", new_co.ravel())
+        points.foreach_set("co_ui", new_co.ravel())  # moves each new key's handles with it ("co" leaves them at 0, 0)
         points.foreach_set("interpolation", mode)
-    else:
-        order = np.argsort(np.concatenate((kept["co"][:, 0], new_co[:, 0])), kind="stable")
-        total = len(order)
-        is_new = order >= len(kept["co"])  # the kept keys come first before sorting
-        co = np.concatenate((kept["co"], new_co))[order]
-        points.add(total)
-        points.foreach_set("co", co.ravel())
-        points.foreach_set("interpolation", np.concatenate((kept["interpolation"].ravel(), mode))[order])
-        for name in ("handle_left_type", "handle_right_type", "easing", "type"):
-            current = np.empty(total, dtype=np.int32)
-            points.foreach_get(name, current)  # freshly added keys carry Blender's defaults
-            current[~is_new] = kept[name].ravel()[order[~is_new]]
-            points.foreach_set(name, current)
-        for name in ("handle_left", "handle_right"):
-            handles = co.astype(np.float32).copy()
-            handles[~is_new] = kept[name][order[~is_new]]
-            points.foreach_set(name, handles.ravel())
-    fcurve.update()
+        if interpolation == "BEZIER" or np.any(np.diff(frames) <= 0):
+            fcurve.update()
+            _forget(fcurve)
+        else:
+            # As in Blender's own Bake Action, no update: the keys are in order, one per
+            # frame, and linear or constant keys do not use their handles.
+            _remember(fcurve, new_co)
+        return
+    order = np.argsort(np.concatenate((kept["co"][:, 0], new_co[:, 0])), kind="stable")
+    total = len(order)
+    is_new = order >= len(kept["co"])  # the kept keys come first before sorting
+    co = np.concatenate((kept["co"], new_co))[order]
+    points.add(total)
+    points.foreach_set("co", co.ravel())
+    points.foreach_set("interpolation", np.concatenate((kept["interpolation"], mode))[order])
+    for name in _KEPT_ENUMS[1:]:
+        current = _key_enums(points, name, total)  # freshly added keys carry Blender's defaults
+        current[~is_new] = kept[name][order[~is_new]]
+        points.foreach_set(name, current)
+    for name in _KEPT_FLOATS:
+        handles = co.copy()
+        handles[~is_new] = kept[name][order[~is_new]]
+        points.foreach_set(name, handles.ravel())
+    fcurve.update()  # the new keys' automatic handles, next to the kept ones
+    _forget(fcurve)
 
 
 def keys_digest(fcurve):
@@ -235,9 +322,8 @@ def keys_digest(fcurve):
     anyone edits a key."""
     points = fcurve.keyframe_points
     count = len(points)
-    modes = np.empty(count, dtype=np.int32)
-    points.foreach_get("interpolation", modes)
-    digest = hashlib.sha1(_key_arrays(points, count).tobytes())
+    modes = _key_enums(points, "interpolation", count).astype(np.int32)  # the digests stored so far hashed int32
+    digest = hashlib.sha1(_key_arrays(fcurve).tobytes())
     digest.update(modes.tobytes())
     return digest.hexdigest()[:16]
 
@@ -252,7 +338,7 @@ def read_values(fcurve, frames):
     points = fcurve.keyframe_points
     count = len(points)
     if count and not len(fcurve.modifiers):
-        co = _key_arrays(points, count)
+        co = _key_arrays(fcurve)
         key_frames = co[:, 0]
         first = int(np.searchsorted(key_frames, frames[0]))
         span = key_frames[first : first + len(frames)]
@@ -262,8 +348,7 @@ def read_values(fcurve, frames):
             where = np.clip(np.searchsorted(key_frames, frames), 0, count - 1)
             if np.all(key_frames[where] == frames):
                 return co[where, 1].astype(np.float64)
-            modes = np.empty(count, dtype=np.int32)
-            points.foreach_get("interpolation", modes)
+            modes = _key_enums(points, "interpolation", count)
             if fcurve.extrapolation == "CONSTANT" and np.all(modes[:-1] == _INTERPOLATION["LINEAR"]):
                 return np.interp(frames, key_frames, co[:, 1])
     evaluate = fcurve.evaluate

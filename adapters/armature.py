@@ -202,6 +202,15 @@ def _fill_channel(out, pose_bone, table, prop, frames):
             out[index] = compat.read_values(fcurve, frames)
 
 
+def _rows(values, members, axis=1):
+    """``values`` taken at ``members`` along ``axis``, C-contiguous: numpy's trigonometry
+    and arithmetic run two to three times slower on strided arrays (what fancy indexing
+    and ``moveaxis`` give). No copy of a contiguous array whose every index is a member."""
+    if list(members) != list(range(values.shape[axis])):
+        values = np.take(values, members, axis=axis)
+    return np.ascontiguousarray(values)
+
+
 def _check_finite(values, bones, prop_of_bone, frames):
     """Raise naming bone, channel and frame of the first non-number in (k, n, F) values."""
     bad = ~np.isfinite(values)
@@ -339,7 +348,7 @@ def read_motion(obj, action, frame_start, frame_end, extra_tails=()):
     for mode in set(modes):
         members = [b for b in range(nb) if modes[b] == mode]
         width = rotation_channel(mode)[1]
-        basis[:, members] = channels.channel_quat(mode, rotation[:width, members])
+        basis[:, members] = channels.channel_quat(mode, _rows(rotation[:width], members))
     if np.all(scale == 1.0):
         bone_scale, uneven = np.ones((nb, count)), {}
     else:
@@ -521,7 +530,7 @@ def basis_rotations(joint_map, rot, bone_names, frame_start=None):
     the solved local rotation."""
     jm = joint_map
     joints = np.array([jm.joint(name) for name in bone_names], dtype=int)
-    solved = np.moveaxis(rot[:, joints], -1, 0)  # (4, F, bones)
+    solved = _rows(np.moveaxis(rot, -1, 0), joints, axis=2)  # (4, F, bones)
     roots = jm.parents[joints] < 0
     if roots.any():
         world_rot, _, _ = _world_rows(jm, jm.frame_start if frame_start is None else frame_start, len(rot))
@@ -596,10 +605,17 @@ def write_motion(
     rotation_bones = list(dict.fromkeys(rotation_bones))
     location_bones = list(dict.fromkeys(location_bones))
     check_writable(joint_map, motion, frame_start, rotation_bones, location_bones)
+    action = compat.copy_action(obj, source_action, new_action_name) if new_action_name else source_action
+    key_motion(obj, action, joint_map, motion, frame_start, rotation_bones, location_bones)
+    return action
+
+
+def key_motion(obj, action, joint_map, motion, frame_start, rotation_bones, location_bones):
+    """The keying of :func:`write_motion` into ``action`` itself, for a caller that ran
+    :func:`check_writable` on the same arguments already (before its other writes)."""
     jm = joint_map
     frame_start = int(frame_start)
     count = motion.frames
-    action = compat.copy_action(obj, source_action, new_action_name) if new_action_name else source_action
     bag = compat.channel_bag(obj, action, create=True)
     table = compat.fcurve_table(bag)
     frames = np.arange(frame_start, frame_start + count)
@@ -612,14 +628,13 @@ def write_motion(
         reference = np.array(
             [channel_values_at(obj, table, rotation_bones[i], prop, width, frame_start) for i in members]
         )
-        values = channels.quat_to_channel(mode, basis[:, :, members], reference.T)
+        values = channels.quat_to_channel(mode, _rows(basis, members, axis=2), reference.T)
         for k, i in enumerate(members):
             key_channel(bag, table, rotation_bones[i], prop, frames, values[:, :, k])
 
     basis = basis_locations(jm, motion.pos, location_bones, frame_start)
     for k, name in enumerate(location_bones):
         key_channel(bag, table, name, "location", frames, basis[:, k].T)
-    return action
 
 
 def _channels_of(basis):
@@ -646,7 +661,7 @@ def bake_pose(obj, action, sampled, with_object=False):
         members = [b for b, m in enumerate(modes) if m == mode]
         prop, _ = rotation_channel(mode)
         reference = np.array([getattr(obj.pose.bones[names[b]], prop) for b in members], dtype=float)
-        values = channels.quat_to_channel(mode, np.moveaxis(rotation[:, members], -1, 0), reference.T)
+        values = channels.quat_to_channel(mode, _rows(np.moveaxis(rotation, -1, 0), members, axis=2), reference.T)
         for k, b in enumerate(members):
             key_channel(bag, table, names[b], prop, frames, values[:, :, k])
     for b, name in enumerate(names):

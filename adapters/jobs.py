@@ -15,8 +15,9 @@ import bpy
 import numpy as np
 
 from ..solvers import loops
+from ..solvers import quaternion as quat
 from ..solvers.foot_lock import label_foot_contacts, leg_length, remove_foot_sliding
-from ..solvers.kinematics import forward_kinematics
+from ..solvers.kinematics import Pose, forward_kinematics
 from ..solvers.leg_detection import detect_legs
 from ..solvers.rig import Leg, Rig
 from . import action_compat as compat
@@ -212,18 +213,18 @@ def _control_clip(obj, scene, source, controls):
 @contextmanager
 def _playing(obj, source):
     """The scene playing ``source`` while it is sampled (a rerun samples what a result was
-    made from: its action, or the NLA tracks it muted); the object's own action, slot
-    and tracks restored after."""
+    made from: its action, or the NLA tracks it muted and the action that played on top of
+    them); the object's own action, slot and tracks restored after."""
     anim = obj.animation_data
     current = anim.action if anim is not None else None
     if source.result is None or current != source.result:  # what plays is the source itself
         yield
         return
     slot = compat.action_slot(obj, current)
-    if source.kind == sources.NLA:
+    for track in source.tracks:
+        track.mute = False
+    if source.action is None:
         anim.action = None
-        for track in source.tracks:
-            track.mute = False
     else:
         compat.assign_action(obj, source.action)
     try:
@@ -351,10 +352,21 @@ def _animator_contacts(obj, actions, clip, overwrite):
 def cut_frames(clip):
     """Indices of the frames where the pelvis jumps instead of moving (an NLA repeat starting
     again, a cut between strips): no contact spans them."""
-    _, gpos = forward_kinematics(clip.skeleton, clip.motion.rot, clip.motion.pos,
-                                 [clip.rig.pelvis] + [j for leg in clip.rig.legs for j in (leg.hip, leg.knee, leg.ankle)])
+    _, gpos = forward_kinematics(clip.skeleton, clip.motion.rot, clip.motion.pos, [clip.rig.pelvis])
     step = np.linalg.norm(np.diff(gpos[:, clip.rig.pelvis], axis=0), axis=-1)
-    return np.flatnonzero(step * clip.motion.fps > CUT_SPEED * leg_length(gpos, clip.rig)) + 1
+    return np.flatnonzero(step * clip.motion.fps > CUT_SPEED * clip_leg_length(clip)) + 1
+
+
+def clip_leg_length(clip):
+    """:func:`~..solvers.rig.leg_length` of the clip, each leg posed in its hip's own frame
+    only: lengths do not depend on the joints above the hip, and the solve that follows
+    the cut check poses the body itself."""
+    skeleton, motion = clip.skeleton, clip.motion
+    pose = Pose(skeleton, motion.rot, motion.pos, np.empty_like(motion.rot), np.empty_like(motion.pos))
+    for leg in clip.rig.legs:
+        pose.grot[:, leg.hip], pose.gpos[:, leg.hip] = quat.IDENTITY, 0.0
+        pose.update(skeleton.chain(leg.hip, leg.ankle)[1:])
+    return leg_length(pose.gpos, clip.rig)
 
 
 def label_clip(clip, settings, cuts=None):
@@ -447,6 +459,7 @@ class BakeOutcome:
     controls: control_rig.ControlKeys | None = None  # on a control rig: what keying its controls did
 
 
+@compat.remembered_keys()  # the result's digest reads none of the keys read or written before it
 def remove_sliding(obj, scene, progress=lambda fraction: None):
     """Lock the feet of the motion ``obj`` shows and bake it (see the operator for the
     behaviour). Everything that can fail is checked before the first write."""
@@ -484,7 +497,7 @@ def remove_sliding(obj, scene, progress=lambda fraction: None):
     target = source.action if settings.in_place else _new_result(obj, source, sampled, clip)
     keyed = None
     if clip.controls is None:
-        armature.write_motion(obj, target, joint_map, result.motion, int(clip.frames[0]), rotation_bones, location_bones)
+        armature.key_motion(obj, target, joint_map, result.motion, int(clip.frames[0]), rotation_bones, location_bones)
     else:
         keyed = control_rig.key_controls(
             obj, scene, settings, target, clip.controls, clip.deform, result.motion, unit_scale(scene)
@@ -526,9 +539,10 @@ def _new_result(obj, source, sampled, clip):
     if source.kind == sources.NLA:
         fresh = bpy.data.actions.new(_result_name(obj, source))
         compat.assign_action(obj, fresh)
-        armature.bake_pose(obj, fresh, sampled, with_object=sources.strips_move_object(obj, source.tracks))
+        armature.bake_pose(obj, fresh, sampled, with_object=sources.nla_moves_object(obj, source))
     else:
         fresh = compat.copy_action(obj, source.action, _result_name(obj, source))
+    if source.action is not None:  # a rerun plays it again (from the NLA: on top of the tracks)
         fresh[sources.SOURCE_PROPERTY] = source.action.name
     if source.result is not None:
         _replace(obj, source.result, fresh, clip)

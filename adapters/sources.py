@@ -23,7 +23,7 @@ from .errors import AdapterError
 
 KEYS, EVALUATED, NLA = "keys", "evaluated scene", "NLA"
 RESULT_SUFFIX = ".footlock"
-SOURCE_PROPERTY = "foot_lock_source"  # on a result made from an action: that action's name
+SOURCE_PROPERTY = "foot_lock_source"  # on a result: the action it was made from (from the NLA: the one on top)
 TRACKS_PROPERTY = "foot_lock_tracks"  # on a result baked from the NLA: the tracks it muted
 _TRANSFORM_PATHS = ("location", "rotation_", "scale", "delta_")
 
@@ -60,7 +60,9 @@ def motion_source(obj, action_frames, follow_results=True):
     if follow_results:
         muted = [anim.nla_tracks[name] for name in action.get(TRACKS_PROPERTY, ()) if name in anim.nla_tracks]
         if muted:
-            return MotionSource(NLA, None, _nla_frames(muted, None, action_frames), muted, result=action)
+            on_top = bpy.data.actions.get(action.get(SOURCE_PROPERTY, ""))  # played above the tracks, or None
+            on_top = on_top if on_top != action else None
+            return MotionSource(NLA, on_top, _nla_frames(muted, on_top, action_frames), muted, result=action)
         origin = result_origin(action)
         if origin is not None:
             return _action_source(obj, origin, action_frames, result=action)
@@ -121,10 +123,12 @@ def keys_are_exact(obj, action):
     return not any(_moves_itself(ancestor) for ancestor in _ancestors(obj.parent))
 
 
-def strips_move_object(obj, tracks):
-    """Whether the strips of ``tracks`` animate the object's own transform (muting them
-    would stop the object: the result keys it too)."""
-    actions = {strip.action for track in tracks for strip in track.strips if strip.action and not strip.mute}
+def nla_moves_object(obj, source):
+    """Whether the strips of an NLA ``source`` (a :class:`MotionSource`), or its action on
+    top of them, animate the object's own transform (the result that replaces them keys it
+    too, or the object would stop)."""
+    actions = {strip.action for track in source.tracks for strip in track.strips if strip.action and not strip.mute}
+    actions.add(source.action)
     return any(_animates_transform(obj, fcurve) for action in actions for fcurve in compat.iter_fcurves(obj, action))
 
 

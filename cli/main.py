@@ -9,6 +9,7 @@ goes wrong is one line naming the file; Ctrl-C and SIGTERM stop with 130 and 143
 import os
 import shutil
 import sys
+import traceback
 from functools import partial
 
 from .arguments import parse_args
@@ -46,9 +47,11 @@ def run(argv=None):
     With Blender loaded the process ends at once, skipping the interpreter's shutdown:
     the files are written and synced by then, and Blender's own exit can still crash
     (Blender 4.2 frees Python classes and drivers after Python has shut down, which
-    turns a success into a segmentation fault, status 139).
+    turns a success into a segmentation fault, status 139). So does every other way out
+    of :func:`main` once it has loaded Blender: argparse's ``--help`` and usage errors
+    (status 0 and 2), a bug (its traceback, status 1).
     """
-    status = main(argv)
+    status = _exit_status(argv)
     bpy = sys.modules.get("bpy")
     if bpy is not None:
         shutil.rmtree(bpy.app.tempdir, ignore_errors=True)  # what Blender's exit would have removed
@@ -56,6 +59,21 @@ def run(argv=None):
         sys.stderr.flush()
         os._exit(status)
     sys.exit(status)
+
+
+def _exit_status(argv):
+    """The status :func:`main` returns, or the one Python would exit with where it raises."""
+    try:
+        return main(argv)
+    except SystemExit as exit_request:  # argparse's own exits
+        code = exit_request.code
+        if code is None or isinstance(code, int):
+            return code or 0
+        print(code, file=sys.stderr)
+        return 1
+    except Exception:
+        traceback.print_exc()
+        return 1
 
 
 def remove_sliding(args):

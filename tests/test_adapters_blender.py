@@ -467,6 +467,88 @@ def test_bulk_keys_and_reading_paths():
         assert obj.animation_data.action_slot is not None
 
 
+def _keys(fcurve, prop):
+    return [tuple(getattr(point, prop)) for point in fcurve.keyframe_points]
+
+
+def test_bulk_linear_keys_sit_on_their_handles_and_play_as_written():
+    """Keys written without ``fcurve.update()`` (as Bake Action writes them): in order,
+    linear, each handle on its key (not at frame 0, value 0), the curve evaluating between
+    and beyond them as Blender's own update would make it."""
+    _reset()
+    obj = bpy.data.objects.new("Empty", None)
+    bpy.context.scene.collection.objects.link(obj)
+    action = bpy.data.actions.new("Act")
+    compat.assign_action(obj, action)
+    bag = compat.channel_bag(obj, action, create=True)
+    curve = compat.new_fcurve(bag, "location", 0)
+    curve.extrapolation = "LINEAR"
+    compat.write_keys(curve, [3, 4, 5, 6], [1.0, 3.0, 2.0, -4.0], "LINEAR")
+    assert _keys(curve, "co") == [(3.0, 1.0), (4.0, 3.0), (5.0, 2.0), (6.0, -4.0)]
+    assert _keys(curve, "handle_left") == _keys(curve, "handle_right") == _keys(curve, "co")
+    samples = [1.0, 3.5, 4.25, 5.5, 8.0]
+    written = [curve.evaluate(f) for f in samples]
+    curve.update()  # what Blender's update changes (the automatic handles) does not change the motion
+    assert written == pytest.approx([curve.evaluate(f) for f in samples]) == [-3.0, 2.0, 2.75, -1.0, -16.0]
+    compat.write_keys(curve, [6, 4, 5], [0.0, 1.0, 2.0], "LINEAR")  # out of order: Blender sorts them
+    assert _keys(curve, "co") == [(4.0, 1.0), (5.0, 2.0), (6.0, 0.0)]
+
+
+def _digests(obj, action):
+    return {(fc.data_path, fc.array_index): compat.keys_digest(fc) for fc in compat.iter_fcurves(obj, action)}
+
+
+def test_keys_remembered_in_a_job_are_the_keys_blender_holds(clips_dir):
+    """Within ``remembered_keys()`` curves read, written, copied or rewritten around kept
+    keys digest and read as they do afresh outside it, and an edit made outside is seen."""
+    _reset()
+    obj, action, first, last = _import_bvh(clips_dir, "cmu_07_01.bvh")
+    frames = np.arange(first, last + 1)
+    with compat.remembered_keys():
+        values = {key: compat.read_values(fc, frames) for key, fc in compat.fcurve_table(compat.channel_bag(obj, action)).items()}
+        copy = compat.copy_action(obj, action, "copy")
+        table = compat.fcurve_table(compat.channel_bag(obj, copy))
+        (path, index), rewritten = next(iter(table.items()))
+        compat.write_keys(rewritten, frames, np.sin(frames), "LINEAR")
+        kept = table[(path, (index + 1) % 3)]
+        compat.write_keys(kept, frames[10:20], np.zeros(10), "CONSTANT", keep_outside=True)
+        inside = _digests(obj, copy)
+        read_inside = compat.read_values(kept, frames)
+    assert inside == _digests(obj, copy) and inside != _digests(obj, action)
+    np.testing.assert_array_equal(read_inside, compat.read_values(kept, frames))
+    assert all(np.array_equal(compat.read_values(fc, frames), values[key]) for key, fc in table.items()
+               if fc not in (rewritten, kept))
+    with compat.remembered_keys():
+        before = compat.keys_digest(rewritten)
+        rewritten.keyframe_points[5].co.y += 1.0  # what no job does: an edit between two jobs
+    with compat.remembered_keys():
+        assert compat.keys_digest(rewritten) != before
+
+
+# --- the click's own checks -------------------------------------------------------------
+
+
+def test_the_cut_checks_leg_length_is_the_solvers_without_posing_the_body():
+    """``jobs.clip_leg_length`` poses each leg in its hip's frame only; it gives what the
+    solver's ``leg_length`` measures on the whole posed body, also with a twist joint between
+    hip and knee and a root that turns and travels above the hips."""
+    from foot_lock.adapters import jobs
+    from foot_lock.solvers.kinematics import Motion, Skeleton
+    from foot_lock.solvers.rig import Leg, Rig, leg_length
+
+    rng = np.random.default_rng(7)
+    frames = 60
+    #          root pelvis hipL twist kneeL ankleL toeL hipR kneeR ankleR toeR
+    parents = [-1, 0, 1, 2, 3, 4, 5, 1, 7, 8, 9]
+    rot = quat.normalize(rng.normal(size=(frames, len(parents), 4)))
+    pos = rng.normal(size=(frames, len(parents), 3)) * rng.uniform(0.5, 2.0, size=len(parents))[:, None]
+    skeleton = Skeleton([f"j{i}" for i in range(len(parents))], parents)
+    rig = Rig(1, [Leg("left", 2, 4, 5, 6), Leg("right", 7, 8, 9, 10)])
+    clip = jobs.Clip(skeleton, Motion(rot, pos, 30.0), None, rig, [], np.arange(frames))
+    _, gpos = forward_kinematics(skeleton, rot, pos)
+    assert jobs.clip_leg_length(clip) == pytest.approx(leg_length(gpos, rig), rel=1e-12)
+
+
 # --- speed ------------------------------------------------------------------------------
 
 

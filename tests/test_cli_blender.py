@@ -259,3 +259,33 @@ def test_demo_writes_a_blend_and_a_bvh_that_load(blender, tmp_path, pythonpath, 
     obj = blender.data.objects["cmu_07_01_sliding"]
     assert obj.animation_data.action.name == "cmu_07_01_sliding.footlock"
     assert "cmu_07_01_sliding" in blender.data.actions
+
+
+# --- exits ------------------------------------------------------------------------------
+
+EXITS_SCRIPT = """
+import atexit, sys
+import bpy
+atexit.register(lambda: print("the interpreter shut down", flush=True))
+# After a glTF export the bpy 4.2 wheel's own exit crashes (status 139): Blender in a state
+# where only skipping the interpreter's shutdown keeps the status.
+bpy.ops.wm.read_factory_settings(use_empty=True)
+bpy.ops.export_scene.gltf(filepath=sys.argv[1], export_format="GLB")
+from foot_lock.cli import run
+run(sys.argv[2:])
+"""
+
+
+@pytest.mark.parametrize(("argv", "status", "says"), [
+    (["remove-sliding", "walk.bvh", "-o", "out.bvh", "--speed-threshold", "fast"], 2,
+     "argument --speed-threshold: invalid float value: 'fast'"),  # a flag that only exists with Blender loaded
+    (["remove-sliding", "--help"], 0, "--speed-threshold"),
+])
+def test_argparse_exits_with_blender_loaded_end_with_their_own_status(blender, tmp_path, pythonpath, argv, status, says):
+    """A bad argument and ``--help`` exit as argparse says (2, 0), through the same way out
+    as a run: Blender's exit (which can crash, 139 on 4.2 here) and the interpreter's
+    shutdown skipped."""
+    result = run_python(["-c", EXITS_SCRIPT, tmp_path / "empty.glb", *argv], cwd=tmp_path, pythonpath=pythonpath)
+    assert result.returncode == status, result.stdout + result.stderr
+    assert says in result.stdout + result.stderr
+    assert "the interpreter shut down" not in result.stdout

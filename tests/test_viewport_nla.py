@@ -151,3 +151,63 @@ def test_detect_contacts_on_strips_keys_the_bake_that_remove_sliding_then_refres
     assert not armature.read_contact_curve(obj, anim.action, toes[0], frames).any()  # obeyed and kept
     assert armature.read_contact_curve(obj, anim.action, toes[1], frames).max() == 1.0
     assert obj.foot_lock.report.source == "NLA"
+
+
+def test_rerun_on_strips_with_an_active_action_on_top_keeps_what_the_top_action_does(addon, clips_dir):
+    """An active action on top of the strips (an arm raised, the left foot's contact keyed by
+    hand to 0: never planted) plays in the result; fixed again from the result, the motion
+    is still the tracks plus that action, its hand-keyed contact obeyed, no action stacked."""
+    import math
+
+    from foot_lock.adapters import action_compat, armature
+
+    obj, _, strip = nla_walk(addon, clips_dir)
+    frames = np.arange(int(strip.frame_start), int(np.ceil(strip.frame_end)) + 1)
+    addon.ops.foot_lock.detect_legs()
+    toes = [leg.toe for leg in obj.foot_lock.legs]
+    top = addon.data.actions.new("raised_arm")
+    action_compat.assign_action(obj, top)
+    arm = obj.pose.bones["LeftArm"]
+    arm.rotation_mode = "XYZ"
+    arm.rotation_euler = (0.0, 0.0, math.radians(80.0))
+    for frame in frames[[0, -1]]:
+        arm.keyframe_insert("rotation_euler", frame=int(frame))
+    armature.write_contact_curve(obj, top, toes[0], frames, np.zeros(len(frames)), stamp=False)  # the animator's
+    bones = toes + ["LeftArm", "LeftHand"]
+
+    def arm(heads):  # shoulder to hand: the fix moves the pelvis, not the arm
+        return heads[:, 3] - heads[:, 2]
+
+    shown = world_heads(addon, obj, bones, frames)
+    assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
+    anim = obj.animation_data
+    assert anim.action.name == "raised_arm.footlock" and [track.mute for track in anim.nla_tracks] == [True]
+    fixed = world_heads(addon, obj, bones, frames)
+    assert np.abs(arm(fixed) - arm(shown)).max() < 1e-4  # the raised arm plays in the result
+    locked = obj.foot_lock.report.contact_frames  # the right foot's only: the left one never plants
+
+    assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}  # again, from the result
+    assert anim.action.name == "raised_arm.footlock"
+    assert sorted(a.name for a in addon.data.actions) == ["cmu_07_01", "raised_arm", "raised_arm.footlock"]
+    assert obj.foot_lock.report.contact_frames == locked
+    assert np.abs(world_heads(addon, obj, bones, frames) - fixed).max() < 1e-3  # the same result
+
+
+def test_an_action_on_top_of_the_strips_that_moves_the_object_keeps_it_moving(addon, clips_dir):
+    """The action on top carries the object across the room (its own location keys): the
+    result, which replaces it, keys that travel too."""
+    from foot_lock.adapters import action_compat
+
+    obj, _, strip = nla_walk(addon, clips_dir)
+    first, last = int(strip.frame_start), int(np.ceil(strip.frame_end))
+    addon.ops.foot_lock.detect_legs()
+    action_compat.assign_action(obj, addon.data.actions.new("carried"))
+    for frame, x in ((first, 0.0), (last, 3.0)):
+        obj.location.x = x
+        obj.keyframe_insert("location", index=0, frame=frame)
+    assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
+    assert obj.animation_data.action.name == "carried.footlock"
+    scene = addon.context.scene
+    for frame, x in ((first, 0.0), ((first + last) // 2, 1.5), (last, 3.0)):
+        scene.frame_set(frame)
+        assert obj.matrix_world.translation.x == pytest.approx(x, abs=0.01)
