@@ -159,11 +159,11 @@ def solve_two_bone(pose, leg, limits, heel_target, chain):
         np.clip((thigh**2 + clamped**2 - shin**2) / (2.0 * thigh * np.maximum(clamped, 1e-12)), -1.0, 1.0)
     )
     pose.turn(leg.knee, quat.from_axis_angle(hinge, knee_now - knee_wanted))
-    pose.update(chain[chain.index(leg.knee) : chain.index(leg.ankle) + 1])
+    pose.update(chain[chain.index(leg.knee) + 1 : chain.index(leg.ankle) + 1])  # the knee's own globals: turn
     hip_bend = quat.from_axis_angle(hinge, hip_now - hip_wanted)
     ankle_ray = quat.rotate(hip_bend, gpos[:, leg.ankle] - a)
     pose.turn(leg.hip, quat.multiply(quat.between(ankle_ray, to_target), hip_bend))
-    pose.update(chain)
+    pose.update(chain[1:])
 
 
 def _angle(u, v):
@@ -185,7 +185,7 @@ def look_at(pose, joint, child, target, chain):
     """Turn ``joint`` so that ``child`` points at ``target``; update the chain below."""
     gpos = pose.gpos
     pose.turn(joint, quat.between(gpos[:, child] - gpos[:, joint], target - gpos[:, joint]))
-    pose.update(chain[chain.index(joint) :])
+    pose.update(chain[chain.index(joint) + 1 :])
 
 
 def solve_leg(pose, leg, limits, toe_target, up, options=None, heel_target=None):
