@@ -93,10 +93,15 @@ def spd_inverse(blocks):
 
 
 def _solve_dense(diag, coupling):
-    """One or two rows, as one dense SPD system with the same Cholesky inverse."""
+    """One or two rows: the second (if any) eliminated into the first, with the same
+    Cholesky inverses as the reduction. Not LAPACK's general solver: OpenBLAS runs that
+    LU in parallel, and on matrices this small waking its threads costs more than the
+    whole reduction when other work keeps the CPUs busy."""
     m = diag.shape[-1]
     if len(diag) == 1:
         return spd_inverse(diag) @ coupling[:, :, 2 * m :]
-    dense = np.block([[diag[0], coupling[0, :, m : 2 * m]], [coupling[1, :, :m], diag[1]]])
-    rhs = coupling[:, :, 2 * m :].reshape(2 * m, -1)
-    return (spd_inverse(dense[None])[0] @ rhs).reshape(2, m, -1)
+    solved = spd_inverse(diag[1:])[0] @ coupling[1]  # D1^-1 [L1 | U1 | b1]
+    upper = coupling[0, :, m : 2 * m]
+    schur = diag[0] - upper @ solved[:, :m]
+    first = spd_inverse(schur[None])[0] @ (coupling[0, :, 2 * m :] - upper @ solved[:, 2 * m :])
+    return np.stack((first, solved[:, 2 * m :] - solved[:, :m] @ first))
