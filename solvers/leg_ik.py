@@ -54,13 +54,13 @@ def leg_chain(skeleton, leg):
 def measure_leg(grot, gpos, leg, up, softening_ratio=0.02, comfortable_reach=0.985):
     """Limits of one leg from its own motion: reach, knee direction, lowest heights."""
     hip, knee, ankle = gpos[:, leg.hip], gpos[:, leg.knee], gpos[:, leg.ankle]
-    thigh = np.linalg.norm(knee - hip, axis=-1)
-    shin = np.linalg.norm(ankle - knee, axis=-1)
+    thigh = quat.length(knee - hip)
+    shin = quat.length(ankle - knee)
     # "not >" also refuses legs whose bones are all zero long (0 < 0 is false) and NaN.
     if not (np.min(thigh) > 1e-6 * np.max(thigh + shin) and np.min(shin) > 1e-6 * np.max(thigh + shin)):
         raise SolverInputError(f"leg {leg.name!r}: thigh or shin has zero length")
     bones = leg_bone_length(gpos, leg)
-    extension = np.linalg.norm(ankle - hip, axis=-1)
+    extension = quat.length(ankle - hip)
     # Per frame, a leg may reach as far as it does in the input or, where it is
     # bent, up to a comfortable share of its bones -- but never further than the
     # clip ever stretches it, and never to a straight leg it did not have ("avoid
@@ -99,7 +99,7 @@ def _knee_forward_local(grot, gpos, leg, up):
 def _perpendicular(v, axis):
     """Component of ``v`` perpendicular to ``axis`` (both (..., 3))."""
     unit = quat.normalize(axis)
-    return v - np.sum(v * unit, -1, keepdims=True) * unit
+    return v - quat.dot(v, unit)[..., None] * unit
 
 
 def _raise_to(points, min_height, up):
@@ -117,7 +117,7 @@ def _lift_tip(origin, tip, min_height, up):
     """
     up = np.asarray(up, dtype=float)
     offset = tip - origin
-    length = np.linalg.norm(offset, axis=-1)
+    length = quat.length(offset)
     rise = np.clip(min_height - origin @ up, -length, length)
     lifted_rise = np.maximum(offset @ up, rise)
     flat = quat.horizontal(offset, up)
@@ -145,9 +145,9 @@ def solve_two_bone(pose, leg, limits, heel_target, chain):
     gpos = pose.gpos
     a, b, c = gpos[:, leg.hip], gpos[:, leg.knee], gpos[:, leg.ankle]
     to_target = heel_target - a
-    clamped = soft_clamp_length(np.linalg.norm(to_target, axis=-1), limits.max_extension, limits.softening)
-    thigh = np.linalg.norm(b - a, axis=-1)
-    shin = np.linalg.norm(c - b, axis=-1)
+    clamped = soft_clamp_length(quat.length(to_target), limits.max_extension, limits.softening)
+    thigh = quat.length(b - a)
+    shin = quat.length(c - b)
     leg_axis = quat.normalize(c - a)
     bend = quat.normalize(_perpendicular(_knee_bend_direction(pose.grot, a, b, c, leg, limits, thigh), leg_axis))
     hinge = quat.normalize(quat.cross(bend, leg_axis))  # thigh x shin for a bent leg
@@ -168,13 +168,13 @@ def solve_two_bone(pose, leg, limits, heel_target, chain):
 
 def _angle(u, v):
     """Angle between vectors (..., 3), accurate near 0 and pi (unlike arccos of a dot)."""
-    return np.arctan2(np.linalg.norm(quat.cross(u, v), axis=-1), np.sum(u * v, axis=-1))
+    return np.arctan2(quat.length(quat.cross(u, v)), quat.dot(u, v))
 
 
 def _knee_bend_direction(grot, a, b, c, leg, limits, thigh):
     """The knee's current bend direction, or the calibrated forward where the leg is straight."""
     current = _perpendicular(b - a, c - a)
-    strength = np.linalg.norm(current, axis=-1) / thigh
+    strength = quat.length(current) / thigh
     weight = np.clip(strength / STRAIGHT_KNEE_SINE, 0.0, 1.0)
     weight = weight * weight * (3.0 - 2.0 * weight)
     reference = quat.rotate(grot[:, leg.hip], limits.knee_forward_local)

@@ -8,7 +8,7 @@ units. Frame-based filters use the clip's own frame rate.
 import numpy as np
 
 from .contacts import REFERENCE_LEG_LENGTH, long_runs, rolling_min
-from .quaternion import horizontal
+from .quaternion import horizontal, length
 
 SKATE_HEIGHT = 0.05  # m: a foot this close to the ground should not move fast ...
 SKATE_SPEED = 0.5  # m/s: ... faster than this is a skate
@@ -34,7 +34,7 @@ def toe_slide(toes, contacts, up, fps, unit_scale=1.0):
     both = contacts[:, 1:] & contacts[:, :-1]
     if not both.any():
         return 0.0
-    steps = np.linalg.norm(horizontal(np.diff(toes, axis=1), up), axis=-1) * fps * unit_scale
+    steps = length(horizontal(np.diff(toes, axis=1), up)) * fps * unit_scale
     return float(steps[both].mean())
 
 
@@ -44,7 +44,7 @@ def skate_ratio(toes, up, fps, ground, unit_scale=1.0, window=1):
     ``window`` > 1 averages the speed over that many frames first (the 5-frame
     variant of the motion-synthesis literature).
     """
-    speed = np.linalg.norm(horizontal(np.diff(toes, axis=1), up), axis=-1) * fps * unit_scale
+    speed = length(horizontal(np.diff(toes, axis=1), up)) * fps * unit_scale
     if window > 1 and speed.shape[1] >= window:
         kernel = np.ones(window) / window
         speed = np.stack([np.convolve(s, kernel, mode="same") for s in speed])
@@ -61,12 +61,12 @@ def penetration(points, up, floor_heights, unit_scale=1.0):
 
 def pelvis_deviation(pelvis, reference, unit_scale=1.0):
     """Mean distance (m) of the pelvis from the input pelvis."""
-    return float(np.linalg.norm(pelvis - reference, axis=-1).mean() * unit_scale)
+    return float(length(pelvis - reference).mean() * unit_scale)
 
 
 def full_extension_share(hips, ankles, bone_lengths):
     """Share of leg-frames with the leg (nearly) straight."""
-    extension = np.linalg.norm(ankles - hips, axis=-1) / np.asarray(bone_lengths)[:, None]
+    extension = length(ankles - hips) / np.asarray(bone_lengths)[:, None]
     return float((extension >= FULL_EXTENSION).mean())
 
 
@@ -74,7 +74,7 @@ def ankle_acceleration(ankles, fps, unit_scale=1.0, percentile=99.0):
     """Percentile and peak of ankle acceleration magnitude (m/s^2)."""
     if ankles.shape[1] < 3:
         return 0.0, 0.0
-    accel = np.linalg.norm(np.diff(ankles, n=2, axis=1), axis=-1) * fps * fps * unit_scale
+    accel = length(np.diff(ankles, n=2, axis=1)) * fps * fps * unit_scale
     return float(np.percentile(accel, percentile)), float(accel.max())
 
 
@@ -101,7 +101,7 @@ def ground_slide(foot_points, up, fps, size, unit_scale=1.0):
     """Mean horizontal speed (m/s) of the feet's lowest points while on the ground, and the
     share of frames each foot (L,) is on the ground."""
     on_ground, velocity = grounded_feet(foot_points, up, fps, size)
-    speed = np.linalg.norm(velocity, axis=-1) * unit_scale
+    speed = length(velocity) * unit_scale
     sliding = on_ground & (speed < POP_SPEED * size * unit_scale)
     return (float(speed[sliding].mean()) if sliding.any() else 0.0), on_ground.mean(axis=1)
 

@@ -41,6 +41,7 @@ import numpy as np
 
 from .banded import solve_block_tridiagonal
 from .contacts import REFERENCE_LEG_LENGTH
+from .quaternion import dot, length
 
 
 @dataclass
@@ -229,7 +230,7 @@ def _lock_residual(points, pair):
     locked = pair >= 1.0
     if not locked.any():
         return 0.0
-    return float(np.linalg.norm(np.diff(points, axis=1), axis=-1)[locked].max())
+    return float(length(np.diff(points, axis=1))[locked].max())
 
 
 def _solve_with_reach(problem, weights, pairs, heel_contacts, diag, lower, rhs):
@@ -253,7 +254,7 @@ def _solve_with_reach(problem, weights, pairs, heel_contacts, diag, lower, rhs):
             e, d = corrections[:, :3], corrections[:, block]
             # |H - A| ~ distance + n.((e - e_k) - (d - d_k)) = reach; a heel's own correction
             # (_hold) is kept as it is.
-            target = problem.reach[leg] - distance[leg] + np.sum(direction[leg] * (e - d), axis=-1)
+            target = problem.reach[leg] - distance[leg] + dot(direction[leg], e - d)
             _add_difference_term(diag, rhs, block, direction[leg], active[leg] * weights.reach / dt, target)
         corrections = solve_block_tridiagonal(diag, lower, rhs)
         targets = _targets(problem, corrections, pairs, heel_contacts, weights)
@@ -272,7 +273,7 @@ def _targets(problem, corrections, pairs, heel_contacts, weights):
     # pinned too the foot follows the ball and the heel needs its own correction to stay.
     dt = 1.0 / problem.fps
     heels = _hold(heels, pairs[1], weights.release_time, dt)
-    foot = np.linalg.norm(problem.ankles - problem.toes, axis=-1)[..., None]
+    foot = length(problem.ankles - problem.toes)[..., None]
     # While the heel is planted the ball goes where the foot turned about the held heel
     # puts it (the leg solver's aim lands it there), and holds from there when it lands:
     # a ball lifting and landing again under a planted heel does not pull the heel.
@@ -333,14 +334,14 @@ def _ease_out(x):
 
 
 def _unit(v):
-    return v / np.maximum(np.linalg.norm(v, axis=-1, keepdims=True), 1e-12)
+    return v / np.maximum(length(v), 1e-12)[..., None]
 
 
 def _reach_state(problem, corrections, heels):
     """How far each leg stretches past its reach, to the heel targets (L, F, 3), with the
     pelvis correction in ``corrections``."""
     offset = problem.hips + corrections[None, :, :3] - heels
-    distance = np.linalg.norm(offset, axis=-1)
+    distance = length(offset)
     return distance - problem.reach, _unit(offset), distance
 
 
