@@ -273,11 +273,11 @@ def _metrics(state, contacts, up, fps, unit_scale, floors, bone_lengths, referen
 
 
 def _move_pelvis(pose, rig, pelvis_positions):
-    """Translate the pelvis to ``pelvis_positions`` and update the joints down to the
-    ankles: the leg solver, given a heel target, reads no joint below the ankle before it
-    turns the hip and recomputes them all then."""
+    """Translate the pelvis to ``pelvis_positions`` and the joints down to the ankles with
+    it: no rotation changes, so they move rigidly, by the pelvis's shift (no need to
+    recompute their globals). The leg solver, given a heel target, reads no joint below the
+    ankle before it turns the hip and recomputes them all then."""
+    below = sorted({j for leg in rig.legs for j in pose.skeleton.chain(rig.pelvis, leg.ankle)[1:]})
+    pose.gpos[:, below] += (pelvis_positions - pose.gpos[:, rig.pelvis])[:, None]
     pose.place(rig.pelvis, pelvis_positions)
-    below = set()
-    for leg in rig.legs:
-        below.update(pose.skeleton.chain(rig.pelvis, leg.ankle))
-    pose.update(sorted(below))
+    pose.gpos[:, rig.pelvis] = pelvis_positions
