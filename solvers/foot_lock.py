@@ -20,7 +20,7 @@ from .contacts import (
     span_velocity,
 )
 from .kinematics import Motion, Pose, SolverInputError, check_motion, forward_kinematics
-from .leg_ik import LegOptions, measure_leg, solve_leg
+from .leg_ik import LegOptions, measure_leg, solve_legs
 from .offline_lock import OfflineProblem, OfflineWeights, solve_offline_lock
 from .rig import leg_bone_length, leg_length
 from .root_motion import is_in_place
@@ -194,8 +194,7 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
     with _timed(timings, "leg_ik"):
         pose = Pose(skeleton, motion.rot.copy(), motion.pos.copy(), grot, gpos)
         _move_pelvis(pose, rig, solution.pelvis)
-        for leg, leg_limits, toe, heel in zip(rig.legs, limits, solution.toes, solution.heels):
-            solve_leg(pose, leg, leg_limits, toe, up, settings.leg_options, heel_target=heel)
+        solve_legs(pose, rig.legs, limits, solution.toes, up, settings.leg_options, heel_targets=solution.heels)
     after = _state(gpos, rig)
 
     figures = {

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import quaternion as quat
-from .kinematics import SolverInputError
-from .rig import leg_bone_length
+from .kinematics import Pose, Skeleton, SolverInputError
+from .rig import Leg, leg_bone_length
 
 # Below this sine of the thigh-to-leg-axis angle (about 1 degree) the knee's own
 # bend direction is too weak to trust and the calibrated forward takes over.
@@ -215,3 +215,50 @@ def solve_leg(pose, leg, limits, toe_target, up, options=None, heel_target=None)
         if options.height_clamp:
             toe_end_target = _lift_tip(gpos[:, leg.toe], toe_end_target, limits.toe_end_min_height, up)
         look_at(pose, leg.toe, leg.toe_end, toe_end_target, chain)
+
+
+def solve_legs(pose, legs, limits, toe_targets, up, options=None, heel_targets=None):
+    """:func:`solve_leg` for several legs, ``limits`` one per leg and the targets (L, F, 3).
+
+    Legs of the same shape (the same chain from hip to toe tip) are solved as one: each
+    leg's frames follow the other's as rows of a small skeleton running from the hip's
+    parent to the toe tip, so the solve's numpy calls are made once for all of them
+    (their cost on a short clip is per call, not per frame). Every row is solved exactly
+    as alone."""
+    shapes = {}
+    for index, leg in enumerate(legs):
+        chain = leg_chain(pose.skeleton, leg)
+        roles = tuple(None if j is None else chain.index(j) + 1 for j in (leg.hip, leg.knee, leg.ankle, leg.toe, leg.toe_end))
+        shapes.setdefault(roles, []).append(index)
+    for roles, members in shapes.items():
+        heels = None if heel_targets is None else heel_targets[members]
+        _solve_stacked(pose, [legs[i] for i in members], [limits[i] for i in members], toe_targets[members], heels,
+                       Leg("stacked", *roles), up, options)
+
+
+def _solve_stacked(pose, legs, limits, toe_targets, heel_targets, leg, up, options):
+    """Solve legs of one shape (``leg``: the roles along the small skeleton) as rows (G F)."""
+    joints = np.array([[pose.skeleton.parents[each.hip], *leg_chain(pose.skeleton, each)] for each in legs])  # (G, m)
+    count, size = joints.shape
+    frames = pose.rot.shape[0]
+
+    def cut(values):  # (F, n, k) -> (G F, m, k)
+        return values[:, joints].transpose(1, 0, 2, 3).reshape(count * frames, size, values.shape[-1])
+
+    rows = Pose(Skeleton([f"joint {k}" for k in range(size)], np.arange(-1, size - 1)),
+                cut(pose.rot), cut(pose.pos), cut(pose.grot), cut(pose.gpos))
+    rows.rot[:, 0], rows.pos[:, 0] = rows.grot[:, 0], rows.gpos[:, 0]  # the hip's parent: a root where it is
+
+    def per_row(field):  # one value per leg, or per leg and frame -> (G F, ...)
+        values = np.asarray([getattr(lim, field) for lim in limits], dtype=float)
+        if values.ndim == 2 and values.shape[1] == frames:
+            return values.reshape(-1)
+        return np.repeat(values, frames, axis=0)
+
+    stacked = LegLimits(*(per_row(f) for f in ("max_extension", "softening", "knee_forward_local",
+                                               "toe_min_height", "heel_min_height", "toe_end_min_height")))
+    solve_leg(rows, leg, stacked, toe_targets.reshape(-1, 3), up, options,
+              heel_target=None if heel_targets is None else heel_targets.reshape(-1, 3))
+    chain = joints[:, 1:]
+    for ours, theirs in ((pose.rot, rows.rot), (pose.grot, rows.grot), (pose.gpos, rows.gpos)):
+        ours[:, chain] = theirs[:, 1:].reshape(count, frames, size - 1, -1).transpose(1, 0, 2, 3)
