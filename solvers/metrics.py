@@ -28,23 +28,29 @@ POP_SPEED = 5.0  # m/s
 IMPLAUSIBLE_SHARE = 1.0 / 3.0  # a walking foot has contacts on more of its frames than this
 
 
-def toe_slide(toes, contacts, up, fps, unit_scale=1.0):
-    """Mean horizontal toe speed (m/s) over steps between two consecutive contact frames."""
+def toe_speeds(toes, up, fps, unit_scale=1.0):
+    """Horizontal toe speed (m/s) of each step between frames (L, F-1)."""
+    return length(horizontal(np.diff(toes, axis=1), up)) * fps * unit_scale
+
+
+def toe_slide(toes, contacts, up, fps, unit_scale=1.0, speeds=None):
+    """Mean horizontal toe speed (m/s) over steps between two consecutive contact frames
+    (``speeds``: the :func:`toe_speeds` of ``toes``, if already known)."""
     contacts = np.asarray(contacts) > 0.5
     both = contacts[:, 1:] & contacts[:, :-1]
     if not both.any():
         return 0.0
-    steps = length(horizontal(np.diff(toes, axis=1), up)) * fps * unit_scale
+    steps = toe_speeds(toes, up, fps, unit_scale) if speeds is None else speeds
     return float(steps[both].mean())
 
 
-def skate_ratio(toes, up, fps, ground, unit_scale=1.0, window=1):
+def skate_ratio(toes, up, fps, ground, unit_scale=1.0, window=1, speeds=None):
     """Share of frames in which a foot near the ground moves horizontally too fast.
 
     ``window`` > 1 averages the speed over that many frames first (the 5-frame
-    variant of the motion-synthesis literature).
+    variant of the motion-synthesis literature); ``speeds`` as for :func:`toe_slide`.
     """
-    speed = length(horizontal(np.diff(toes, axis=1), up)) * fps * unit_scale
+    speed = toe_speeds(toes, up, fps, unit_scale) if speeds is None else speeds
     if window > 1 and speed.shape[1] >= window:
         kernel = np.ones(window) / window
         speed = np.stack([np.convolve(s, kernel, mode="same") for s in speed])
@@ -133,15 +139,16 @@ def motion_metrics(toes, hips, ankles, pelvis, contacts, up, fps, floors, bone_l
                    reference_pelvis, unit_scale=1.0):
     """All reported figures for one state of the motion (arrays in world units)."""
     ground = float(np.min(floors))
+    speeds = toe_speeds(toes, up, fps, unit_scale)  # shared by the toe slide and both skate ratios
     accel_p99, accel_max = ankle_acceleration(ankles, fps, unit_scale)
     slide, grounded_share = ground_slide(foot_points(ankles, toes), up, fps, adult_size(bone_lengths, unit_scale),
                                          unit_scale)
     return {
         "ground_slide_cm_s": 100.0 * slide,
         "grounded_share": float(grounded_share.mean()),
-        "toe_slide_cm_s": 100.0 * toe_slide(toes, contacts, up, fps, unit_scale),
-        "skate_ratio": skate_ratio(toes, up, fps, ground, unit_scale),
-        "skate_ratio_5f": skate_ratio(toes, up, fps, ground, unit_scale, SKATE_WINDOW),
+        "toe_slide_cm_s": 100.0 * toe_slide(toes, contacts, up, fps, unit_scale, speeds),
+        "skate_ratio": skate_ratio(toes, up, fps, ground, unit_scale, speeds=speeds),
+        "skate_ratio_5f": skate_ratio(toes, up, fps, ground, unit_scale, SKATE_WINDOW, speeds),
         "toe_penetration_cm": 100.0 * penetration(toes, up, floors, unit_scale),
         "pelvis_deviation_cm": 100.0 * pelvis_deviation(pelvis, reference_pelvis, unit_scale),
         "full_extension_share": full_extension_share(hips, ankles, bone_lengths),
