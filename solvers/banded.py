@@ -3,8 +3,13 @@
 numpy has no banded solver and Blender ships no scipy. The offline foot lock's
 normal equations couple each frame only with its neighbours, so they form a
 symmetric block-tridiagonal system; cyclic reduction eliminates every other frame
-per level with batched dense solves, so the work is vectorized over frames and
+per level with batched dense products, so the work is vectorized over frames and
 needs only log2(frames) Python-level steps.
+
+On the short clips of a click the cost is numpy's per-call overhead, not
+arithmetic, so each level does as few calls as it can: a row's couplings to its
+neighbours and its right-hand sides travel as one array ``[lower | upper | rhs]``
+(n, m, 2m + r), and one product eliminates all three through a dropped row.
 """
 
 import numpy as np
@@ -18,54 +23,52 @@ def solve_block_tridiagonal(diag, lower, rhs):
     the upper blocks are ``A[i, i + 1] = lower[i + 1].T`` (``A`` is symmetric).
     ``rhs``   (n, m), or (n, m, r) for ``r`` right-hand sides at once.
     """
-    lower = lower.copy()
-    lower[0] = 0.0
-    upper = np.zeros_like(lower)
-    upper[:-1] = np.swapaxes(lower[1:], -1, -2)
     rhs = np.asarray(rhs, dtype=float)
-    if rhs.ndim == 2:
-        return _reduce(diag, lower, upper, rhs[..., None])[..., 0]
-    return _reduce(diag, lower, upper, rhs)
+    columns = rhs[..., None] if rhs.ndim == 2 else rhs
+    n, m = diag.shape[:2]
+    coupling = np.zeros((n, m, 2 * m + columns.shape[-1]))
+    coupling[1:, :, :m] = lower[1:]
+    coupling[:-1, :, m : 2 * m] = np.swapaxes(lower[1:], -1, -2)
+    coupling[:, :, 2 * m :] = columns
+    x = _reduce(diag, coupling)
+    return x[..., 0] if rhs.ndim == 2 else x
 
 
-def _reduce(diag, lower, upper, rhs):
-    n, m = rhs.shape[:2]
+def _reduce(diag, coupling):
+    """Solve the system whose rows are ``diag`` (n, m, m) and ``coupling`` (n, m, 2m + r)
+    (``[lower | upper | rhs]``, ``lower[0]`` and ``upper[-1]`` zero); returns (n, m, r)."""
+    n, m = diag.shape[:2]
     if n <= 2:
-        return _solve_dense(diag, lower, upper, rhs)
+        return _solve_dense(diag, coupling)
     if n % 2 == 0:  # pad with a decoupled identity block so both ends are kept rows
         diag = np.concatenate((diag, np.eye(m)[None]))
-        lower = np.concatenate((lower, np.zeros((1, m, m))))
-        upper = np.concatenate((upper, np.zeros((1, m, m))))
-        rhs = np.concatenate((rhs, np.zeros((1,) + rhs.shape[1:])))
-    kept, dropped = slice(0, None, 2), slice(1, None, 2)
+        coupling = np.concatenate((coupling, np.zeros((1,) + coupling.shape[1:])))
+    kept = coupling[0::2]
 
-    # Dropped rows give x_odd = D^-1 (b - L x_prev - U x_next). A batched inverse
-    # and products beat a batched solve with many right-hand sides for small blocks.
-    # Every other block is a strided view; numpy multiplies stacks of small matrices
-    # about twice as fast once they are copied contiguous.
-    inverse = spd_inverse(diag[dropped])
-    inv_lower = inverse @ np.ascontiguousarray(lower[dropped])
-    inv_upper = inverse @ np.ascontiguousarray(upper[dropped])
-    inv_rhs = inverse @ np.ascontiguousarray(rhs[dropped])
+    # Dropped rows give x_odd = D^-1 (b - L x_prev - U x_next): ``solved`` holds
+    # D^-1 [L | U | b] of each dropped row.
+    solved = spd_inverse(diag[1::2]) @ coupling[1::2]
 
-    # Substitute them into the kept rows: row 2k sees dropped rows 2k-1 and 2k+1.
-    new_diag = diag[kept].copy()
-    new_rhs = rhs[kept].copy()
-    new_lower = np.zeros_like(new_diag)
-    new_upper = np.zeros_like(new_diag)
-    left = np.ascontiguousarray(lower[2::2])  # coupling of kept row k>=1 to dropped row 2k-1
-    new_diag[1:] -= left @ inv_upper
-    new_lower[1:] = -left @ inv_lower
-    new_rhs[1:] -= left @ inv_rhs
-    right = np.ascontiguousarray(upper[:-1:2])  # coupling of kept row k<last to dropped row 2k+1
-    new_diag[:-1] -= right @ inv_lower
-    new_upper[:-1] = -right @ inv_upper
-    new_rhs[:-1] -= right @ inv_rhs
+    # Substitute them into the kept rows: row 2k sees dropped rows 2k-1 (through its
+    # lower block) and 2k+1 (through its upper block).
+    before = kept[1:, :, :m] @ solved  # kept rows 1.. with the dropped row before them
+    after = kept[:-1, :, m : 2 * m] @ solved  # kept rows ..-2 with the dropped row after them
+    new_diag = diag[0::2].copy()
+    new_diag[1:] -= before[:, :, m : 2 * m]
+    new_diag[:-1] -= after[:, :, :m]
+    new = np.empty_like(kept)
+    new[0, :, :m] = new[-1, :, m : 2 * m] = 0.0  # the ends have no neighbour there
+    np.negative(before[:, :, :m], out=new[1:, :, :m])
+    np.negative(after[:, :, m : 2 * m], out=new[:-1, :, m : 2 * m])
+    new[:, :, 2 * m :] = kept[:, :, 2 * m :]
+    new[1:, :, 2 * m :] -= before[:, :, 2 * m :]
+    new[:-1, :, 2 * m :] -= after[:, :, 2 * m :]
 
-    x_kept = _reduce(new_diag, new_lower, new_upper, new_rhs)
-    x = np.empty_like(rhs)
-    x[kept] = x_kept
-    x[dropped] = inv_rhs - inv_lower @ x_kept[:-1] - inv_upper @ x_kept[1:]
+    x_kept = _reduce(new_diag, new)
+    x = np.empty((len(diag), m, x_kept.shape[-1]))
+    x[0::2] = x_kept
+    neighbours = np.concatenate((x_kept[:-1], x_kept[1:]), axis=1)  # (k, 2m, r): x_prev over x_next
+    x[1::2] = solved[:, :, 2 * m :] - solved[:, :, : 2 * m] @ neighbours
     return x[:n]
 
 
@@ -82,20 +85,23 @@ def spd_inverse(blocks):
     inv_low = np.zeros_like(low)
     reciprocal = 1.0 / np.diagonal(low, axis1=-2, axis2=-1)
     inv_low[:, np.arange(m), np.arange(m)] = reciprocal
+    # Row i of L^-1 left of the diagonal: -(L[i, :i] / L[i, i]) @ L^-1[:i, :i].
+    scaled = low * -reciprocal[:, :, None]
     for i in range(1, m):
-        inv_low[:, i, :i] = -reciprocal[:, i, None] * (low[:, i : i + 1, :i] @ inv_low[:, :i, :i])[:, 0]
+        np.matmul(scaled[:, i : i + 1, :i], inv_low[:, :i, :i], out=inv_low[:, i : i + 1, :i])
     return np.swapaxes(inv_low, -1, -2) @ inv_low
 
 
-def _solve_dense(diag, lower, upper, rhs):
-    """One or two blocks: the second (if any) eliminated into the first, with the same
+def _solve_dense(diag, coupling):
+    """One or two rows: the second (if any) eliminated into the first, with the same
     Cholesky inverses as the reduction. Not LAPACK's general solver: OpenBLAS runs that
     LU in parallel, and on matrices this small waking its threads costs more than the
     whole reduction when other work keeps the CPUs busy."""
+    m = diag.shape[-1]
     if len(diag) == 1:
-        return spd_inverse(diag) @ rhs
-    inverse = spd_inverse(diag[1:])[0]
-    inv_lower, inv_rhs = inverse @ lower[1], inverse @ rhs[1]
-    schur = diag[0] - upper[0] @ inv_lower
-    first = spd_inverse(schur[None])[0] @ (rhs[0] - upper[0] @ inv_rhs)
-    return np.stack((first, inv_rhs - inv_lower @ first))
+        return spd_inverse(diag) @ coupling[:, :, 2 * m :]
+    solved = spd_inverse(diag[1:])[0] @ coupling[1]  # D1^-1 [L1 | U1 | b1]
+    upper = coupling[0, :, m : 2 * m]
+    schur = diag[0] - upper @ solved[:, :m]
+    first = spd_inverse(schur[None])[0] @ (coupling[0, :, 2 * m :] - upper @ solved[:, 2 * m :])
+    return np.stack((first, solved[:, 2 * m :] - solved[:, :m] @ first))

@@ -18,7 +18,7 @@ from .contacts import (
     detect_foot_contacts,
 )
 from .kinematics import Motion, Pose, SolverInputError, check_motion, forward_kinematics
-from .leg_ik import LegOptions, measure_leg, solve_leg
+from .leg_ik import LegOptions, measure_leg, solve_legs
 from .offline_lock import OfflineProblem, OfflineWeights, solve_offline_lock
 from .rig import leg_bone_length, leg_length
 from .root_motion import is_in_place
@@ -174,8 +174,7 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
     with _timed(timings, "leg_ik"):
         pose = Pose(skeleton, motion.rot.copy(), motion.pos.copy(), grot, gpos)
         _move_pelvis(pose, rig, solution.pelvis)
-        for leg, leg_limits, toe, heel in zip(rig.legs, limits, solution.toes, solution.heels):
-            solve_leg(pose, leg, leg_limits, toe, up, settings.leg_options, heel_target=heel)
+        solve_legs(pose, rig.legs, limits, solution.toes, up, settings.leg_options, heel_targets=solution.heels)
     after = _state(gpos, rig)
 
     figures = {
@@ -253,11 +252,11 @@ def _metrics(state, contacts, up, fps, unit_scale, floors, bone_lengths, referen
 
 
 def _move_pelvis(pose, rig, pelvis_positions):
-    """Translate the pelvis to ``pelvis_positions`` and update the joints down to the
-    ankles: the leg solver, given a heel target, reads no joint below the ankle before it
-    turns the hip and recomputes them all then."""
+    """Translate the pelvis to ``pelvis_positions`` and the joints down to the ankles with
+    it: no rotation changes, so they move rigidly, by the pelvis's shift (no need to
+    recompute their globals). The leg solver, given a heel target, reads no joint below the
+    ankle before it turns the hip and recomputes them all then."""
+    below = sorted({j for leg in rig.legs for j in pose.skeleton.chain(rig.pelvis, leg.ankle)[1:]})
+    pose.gpos[:, below] += (pelvis_positions - pose.gpos[:, rig.pelvis])[:, None]
     pose.place(rig.pelvis, pelvis_positions)
-    below = set()
-    for leg in rig.legs:
-        below.update(pose.skeleton.chain(rig.pelvis, leg.ankle))
-    pose.update(sorted(below))
+    pose.gpos[:, rig.pelvis] = pelvis_positions

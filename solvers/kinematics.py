@@ -110,11 +110,13 @@ class Pose:
                 self.gpos[:, j] = self.gpos[:, p] + quat.rotate(self.grot[:, p], self.pos[:, j])
 
     def turn(self, joint, world_rotation):
-        """Turn ``joint`` by ``world_rotation`` (F, 4) about itself, writing its local
-        rotation; its globals and those below it are updated by :meth:`update`."""
+        """Turn ``joint`` by ``world_rotation`` (F, 4) about itself, writing its local and
+        global rotation (its position stays); the joints below it are updated by
+        :meth:`update`."""
         new_global = quat.multiply(world_rotation, self.grot[:, joint])
         parent = self.skeleton.parents[joint]
         self.rot[:, joint] = local_rotation(self.grot[:, parent], new_global) if parent >= 0 else new_global
+        self.grot[:, joint] = new_global
 
     def place(self, joint, world_positions):
         """Translate ``joint`` so it sits at ``world_positions`` (F, 3), writing its

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import quaternion as quat
-from .kinematics import SolverInputError
-from .rig import leg_bone_length
+from .kinematics import Pose, Skeleton, SolverInputError
+from .rig import Leg, leg_bone_length
 
 # Below this sine of the thigh-to-leg-axis angle (about 1 degree) the knee's own
 # bend direction is too weak to trust and the calibrated forward takes over.
@@ -54,13 +54,13 @@ def leg_chain(skeleton, leg):
 def measure_leg(grot, gpos, leg, up, softening_ratio=0.02, comfortable_reach=0.985):
     """Limits of one leg from its own motion: reach, knee direction, lowest heights."""
     hip, knee, ankle = gpos[:, leg.hip], gpos[:, leg.knee], gpos[:, leg.ankle]
-    thigh = np.linalg.norm(knee - hip, axis=-1)
-    shin = np.linalg.norm(ankle - knee, axis=-1)
+    thigh = quat.length(knee - hip)
+    shin = quat.length(ankle - knee)
     # "not >" also refuses legs whose bones are all zero long (0 < 0 is false) and NaN.
     if not (np.min(thigh) > 1e-6 * np.max(thigh + shin) and np.min(shin) > 1e-6 * np.max(thigh + shin)):
         raise SolverInputError(f"leg {leg.name!r}: thigh or shin has zero length")
     bones = leg_bone_length(gpos, leg)
-    extension = np.linalg.norm(ankle - hip, axis=-1)
+    extension = quat.length(ankle - hip)
     # Per frame, a leg may reach as far as it does in the input or, where it is
     # bent, up to a comfortable share of its bones -- but never further than the
     # clip ever stretches it, and never to a straight leg it did not have ("avoid
@@ -99,7 +99,7 @@ def _knee_forward_local(grot, gpos, leg, up):
 def _perpendicular(v, axis):
     """Component of ``v`` perpendicular to ``axis`` (both (..., 3))."""
     unit = quat.normalize(axis)
-    return v - np.sum(v * unit, -1, keepdims=True) * unit
+    return v - quat.dot(v, unit)[..., None] * unit
 
 
 def _raise_to(points, min_height, up):
@@ -117,7 +117,7 @@ def _lift_tip(origin, tip, min_height, up):
     """
     up = np.asarray(up, dtype=float)
     offset = tip - origin
-    length = np.linalg.norm(offset, axis=-1)
+    length = quat.length(offset)
     rise = np.clip(min_height - origin @ up, -length, length)
     lifted_rise = np.maximum(offset @ up, rise)
     flat = quat.horizontal(offset, up)
@@ -145,9 +145,9 @@ def solve_two_bone(pose, leg, limits, heel_target, chain):
     gpos = pose.gpos
     a, b, c = gpos[:, leg.hip], gpos[:, leg.knee], gpos[:, leg.ankle]
     to_target = heel_target - a
-    clamped = soft_clamp_length(np.linalg.norm(to_target, axis=-1), limits.max_extension, limits.softening)
-    thigh = np.linalg.norm(b - a, axis=-1)
-    shin = np.linalg.norm(c - b, axis=-1)
+    clamped = soft_clamp_length(quat.length(to_target), limits.max_extension, limits.softening)
+    thigh = quat.length(b - a)
+    shin = quat.length(c - b)
     leg_axis = quat.normalize(c - a)
     bend = quat.normalize(_perpendicular(_knee_bend_direction(pose.grot, a, b, c, leg, limits, thigh), leg_axis))
     hinge = quat.normalize(quat.cross(bend, leg_axis))  # thigh x shin for a bent leg
@@ -159,22 +159,22 @@ def solve_two_bone(pose, leg, limits, heel_target, chain):
         np.clip((thigh**2 + clamped**2 - shin**2) / (2.0 * thigh * np.maximum(clamped, 1e-12)), -1.0, 1.0)
     )
     pose.turn(leg.knee, quat.from_axis_angle(hinge, knee_now - knee_wanted))
-    pose.update(chain[chain.index(leg.knee) : chain.index(leg.ankle) + 1])
+    pose.update(chain[chain.index(leg.knee) + 1 : chain.index(leg.ankle) + 1])  # the knee's own globals: turn
     hip_bend = quat.from_axis_angle(hinge, hip_now - hip_wanted)
     ankle_ray = quat.rotate(hip_bend, gpos[:, leg.ankle] - a)
     pose.turn(leg.hip, quat.multiply(quat.between(ankle_ray, to_target), hip_bend))
-    pose.update(chain)
+    pose.update(chain[1:])
 
 
 def _angle(u, v):
     """Angle between vectors (..., 3), accurate near 0 and pi (unlike arccos of a dot)."""
-    return np.arctan2(np.linalg.norm(quat.cross(u, v), axis=-1), np.sum(u * v, axis=-1))
+    return np.arctan2(quat.length(quat.cross(u, v)), quat.dot(u, v))
 
 
 def _knee_bend_direction(grot, a, b, c, leg, limits, thigh):
     """The knee's current bend direction, or the calibrated forward where the leg is straight."""
     current = _perpendicular(b - a, c - a)
-    strength = np.linalg.norm(current, axis=-1) / thigh
+    strength = quat.length(current) / thigh
     weight = np.clip(strength / STRAIGHT_KNEE_SINE, 0.0, 1.0)
     weight = weight * weight * (3.0 - 2.0 * weight)
     reference = quat.rotate(grot[:, leg.hip], limits.knee_forward_local)
@@ -185,7 +185,7 @@ def look_at(pose, joint, child, target, chain):
     """Turn ``joint`` so that ``child`` points at ``target``; update the chain below."""
     gpos = pose.gpos
     pose.turn(joint, quat.between(gpos[:, child] - gpos[:, joint], target - gpos[:, joint]))
-    pose.update(chain[chain.index(joint) :])
+    pose.update(chain[chain.index(joint) + 1 :])
 
 
 def solve_leg(pose, leg, limits, toe_target, up, options=None, heel_target=None):
@@ -215,3 +215,50 @@ def solve_leg(pose, leg, limits, toe_target, up, options=None, heel_target=None)
         if options.height_clamp:
             toe_end_target = _lift_tip(gpos[:, leg.toe], toe_end_target, limits.toe_end_min_height, up)
         look_at(pose, leg.toe, leg.toe_end, toe_end_target, chain)
+
+
+def solve_legs(pose, legs, limits, toe_targets, up, options=None, heel_targets=None):
+    """:func:`solve_leg` for several legs, ``limits`` one per leg and the targets (L, F, 3).
+
+    Legs of the same shape (the same chain from hip to toe tip) are solved as one: each
+    leg's frames follow the other's as rows of a small skeleton running from the hip's
+    parent to the toe tip, so the solve's numpy calls are made once for all of them
+    (their cost on a short clip is per call, not per frame). Every row is solved exactly
+    as alone."""
+    shapes = {}
+    for index, leg in enumerate(legs):
+        chain = leg_chain(pose.skeleton, leg)
+        roles = tuple(None if j is None else chain.index(j) + 1 for j in (leg.hip, leg.knee, leg.ankle, leg.toe, leg.toe_end))
+        shapes.setdefault(roles, []).append(index)
+    for roles, members in shapes.items():
+        heels = None if heel_targets is None else heel_targets[members]
+        _solve_stacked(pose, [legs[i] for i in members], [limits[i] for i in members], toe_targets[members], heels,
+                       Leg("stacked", *roles), up, options)
+
+
+def _solve_stacked(pose, legs, limits, toe_targets, heel_targets, leg, up, options):
+    """Solve legs of one shape (``leg``: the roles along the small skeleton) as rows (G F)."""
+    joints = np.array([[pose.skeleton.parents[each.hip], *leg_chain(pose.skeleton, each)] for each in legs])  # (G, m)
+    count, size = joints.shape
+    frames = pose.rot.shape[0]
+
+    def cut(values):  # (F, n, k) -> (G F, m, k)
+        return values[:, joints].transpose(1, 0, 2, 3).reshape(count * frames, size, values.shape[-1])
+
+    rows = Pose(Skeleton([f"joint {k}" for k in range(size)], np.arange(-1, size - 1)),
+                cut(pose.rot), cut(pose.pos), cut(pose.grot), cut(pose.gpos))
+    rows.rot[:, 0], rows.pos[:, 0] = rows.grot[:, 0], rows.gpos[:, 0]  # the hip's parent: a root where it is
+
+    def per_row(field):  # one value per leg, or per leg and frame -> (G F, ...)
+        values = np.asarray([getattr(lim, field) for lim in limits], dtype=float)
+        if values.ndim == 2 and values.shape[1] == frames:
+            return values.reshape(-1)
+        return np.repeat(values, frames, axis=0)
+
+    stacked = LegLimits(*(per_row(f) for f in ("max_extension", "softening", "knee_forward_local",
+                                               "toe_min_height", "heel_min_height", "toe_end_min_height")))
+    solve_leg(rows, leg, stacked, toe_targets.reshape(-1, 3), up, options,
+              heel_target=None if heel_targets is None else heel_targets.reshape(-1, 3))
+    chain = joints[:, 1:]
+    for ours, theirs in ((pose.rot, rows.rot), (pose.grot, rows.grot), (pose.gpos, rows.gpos)):
+        ours[:, chain] = theirs[:, 1:].reshape(count, frames, size - 1, -1).transpose(1, 0, 2, 3)

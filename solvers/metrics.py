@@ -8,7 +8,7 @@ units. Frame-based filters use the clip's own frame rate.
 import numpy as np
 
 from .contacts import REFERENCE_LEG_LENGTH, long_runs, rolling_min
-from .quaternion import horizontal
+from .quaternion import horizontal, length
 
 SKATE_HEIGHT = 0.05  # m: a foot this close to the ground should not move fast ...
 SKATE_SPEED = 0.5  # m/s: ... faster than this is a skate
@@ -28,23 +28,29 @@ POP_SPEED = 5.0  # m/s
 IMPLAUSIBLE_SHARE = 1.0 / 3.0  # a walking foot has contacts on more of its frames than this
 
 
-def toe_slide(toes, contacts, up, fps, unit_scale=1.0):
-    """Mean horizontal toe speed (m/s) over steps between two consecutive contact frames."""
+def toe_speeds(toes, up, fps, unit_scale=1.0):
+    """Horizontal toe speed (m/s) of each step between frames (L, F-1)."""
+    return length(horizontal(np.diff(toes, axis=1), up)) * fps * unit_scale
+
+
+def toe_slide(toes, contacts, up, fps, unit_scale=1.0, speeds=None):
+    """Mean horizontal toe speed (m/s) over steps between two consecutive contact frames
+    (``speeds``: the :func:`toe_speeds` of ``toes``, if already known)."""
     contacts = np.asarray(contacts) > 0.5
     both = contacts[:, 1:] & contacts[:, :-1]
     if not both.any():
         return 0.0
-    steps = np.linalg.norm(horizontal(np.diff(toes, axis=1), up), axis=-1) * fps * unit_scale
+    steps = toe_speeds(toes, up, fps, unit_scale) if speeds is None else speeds
     return float(steps[both].mean())
 
 
-def skate_ratio(toes, up, fps, ground, unit_scale=1.0, window=1):
+def skate_ratio(toes, up, fps, ground, unit_scale=1.0, window=1, speeds=None):
     """Share of frames in which a foot near the ground moves horizontally too fast.
 
     ``window`` > 1 averages the speed over that many frames first (the 5-frame
-    variant of the motion-synthesis literature).
+    variant of the motion-synthesis literature); ``speeds`` as for :func:`toe_slide`.
     """
-    speed = np.linalg.norm(horizontal(np.diff(toes, axis=1), up), axis=-1) * fps * unit_scale
+    speed = toe_speeds(toes, up, fps, unit_scale) if speeds is None else speeds
     if window > 1 and speed.shape[1] >= window:
         kernel = np.ones(window) / window
         speed = np.stack([np.convolve(s, kernel, mode="same") for s in speed])
@@ -61,12 +67,12 @@ def penetration(points, up, floor_heights, unit_scale=1.0):
 
 def pelvis_deviation(pelvis, reference, unit_scale=1.0):
     """Mean distance (m) of the pelvis from the input pelvis."""
-    return float(np.linalg.norm(pelvis - reference, axis=-1).mean() * unit_scale)
+    return float(length(pelvis - reference).mean() * unit_scale)
 
 
 def full_extension_share(hips, ankles, bone_lengths):
     """Share of leg-frames with the leg (nearly) straight."""
-    extension = np.linalg.norm(ankles - hips, axis=-1) / np.asarray(bone_lengths)[:, None]
+    extension = length(ankles - hips) / np.asarray(bone_lengths)[:, None]
     return float((extension >= FULL_EXTENSION).mean())
 
 
@@ -74,7 +80,7 @@ def ankle_acceleration(ankles, fps, unit_scale=1.0, percentile=99.0):
     """Percentile and peak of ankle acceleration magnitude (m/s^2)."""
     if ankles.shape[1] < 3:
         return 0.0, 0.0
-    accel = np.linalg.norm(np.diff(ankles, n=2, axis=1), axis=-1) * fps * fps * unit_scale
+    accel = length(np.diff(ankles, n=2, axis=1)) * fps * fps * unit_scale
     return float(np.percentile(accel, percentile)), float(accel.max())
 
 
@@ -101,7 +107,7 @@ def ground_slide(foot_points, up, fps, size, unit_scale=1.0):
     """Mean horizontal speed (m/s) of the feet's lowest points while on the ground, and the
     share of frames each foot (L,) is on the ground."""
     on_ground, velocity = grounded_feet(foot_points, up, fps, size)
-    speed = np.linalg.norm(velocity, axis=-1) * unit_scale
+    speed = length(velocity) * unit_scale
     sliding = on_ground & (speed < POP_SPEED * size * unit_scale)
     return (float(speed[sliding].mean()) if sliding.any() else 0.0), on_ground.mean(axis=1)
 
@@ -133,15 +139,16 @@ def motion_metrics(toes, hips, ankles, pelvis, contacts, up, fps, floors, bone_l
                    reference_pelvis, unit_scale=1.0):
     """All reported figures for one state of the motion (arrays in world units)."""
     ground = float(np.min(floors))
+    speeds = toe_speeds(toes, up, fps, unit_scale)  # shared by the toe slide and both skate ratios
     accel_p99, accel_max = ankle_acceleration(ankles, fps, unit_scale)
     slide, grounded_share = ground_slide(foot_points(ankles, toes), up, fps, adult_size(bone_lengths, unit_scale),
                                          unit_scale)
     return {
         "ground_slide_cm_s": 100.0 * slide,
         "grounded_share": float(grounded_share.mean()),
-        "toe_slide_cm_s": 100.0 * toe_slide(toes, contacts, up, fps, unit_scale),
-        "skate_ratio": skate_ratio(toes, up, fps, ground, unit_scale),
-        "skate_ratio_5f": skate_ratio(toes, up, fps, ground, unit_scale, SKATE_WINDOW),
+        "toe_slide_cm_s": 100.0 * toe_slide(toes, contacts, up, fps, unit_scale, speeds),
+        "skate_ratio": skate_ratio(toes, up, fps, ground, unit_scale, speeds=speeds),
+        "skate_ratio_5f": skate_ratio(toes, up, fps, ground, unit_scale, SKATE_WINDOW, speeds),
         "toe_penetration_cm": 100.0 * penetration(toes, up, floors, unit_scale),
         "pelvis_deviation_cm": 100.0 * pelvis_deviation(pelvis, reference_pelvis, unit_scale),
         "full_extension_share": full_extension_share(hips, ankles, bone_lengths),

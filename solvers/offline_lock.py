@@ -41,8 +41,7 @@ import numpy as np
 
 from .banded import solve_block_tridiagonal
 from .contacts import REFERENCE_LEG_LENGTH
-
-ALL_AXES = np.eye(3)  # a term on all three axes of a point (else a projector: the horizontal, the up axis)
+from .quaternion import dot, length
 
 
 @dataclass
@@ -101,19 +100,14 @@ def solve_offline_lock(problem, weights=None):
     weights = weights or OfflineWeights()
     frames = problem.pelvis.shape[0]
     legs = problem.toes.shape[0]
-    size = 3 * (1 + legs)
     dt = 1.0 / problem.fps
     up = np.asarray(problem.up, dtype=float) / np.linalg.norm(problem.up)
-    vertical = np.outer(up, up)
-    flat = np.eye(3) - vertical
     heel_contacts = _heel_contacts(problem)
-    diag = np.zeros((frames, size, size))
-    lower = np.zeros((frames, size, size))
-    rhs = np.zeros((frames, size))
+    terms = _GroupTerms(1 + legs, frames, up)  # group 0 the pelvis, 1 + leg each foot
 
     # The pelvis keeps its source steps: its correction's step is zero.
-    _add_step_terms(diag, lower, rhs, slice(0, 3), np.full(frames - 1, weights.pelvis_velocity / dt), 0.0)
-    _add_anchor(diag, slice(0, 3), weights.pelvis_anchor * dt)
+    terms.step(0, np.full(frames - 1, weights.pelvis_velocity / dt))
+    terms.anchor(0, weights.pelvis_anchor * dt)
 
     toe_pair, heel_pair = _pairs(problem.contacts), _pairs(heel_contacts)  # (L, F-1)
     toe_step, heel_step = np.diff(problem.toes, axis=1), np.diff(problem.ankles, axis=1)
@@ -122,10 +116,9 @@ def solve_offline_lock(problem, weights=None):
     clearance = np.minimum(*(_clearance(points @ up, standing, problem, weights) for points in (problem.toes, problem.ankles)))
     easing = _swing_ease(standing, problem.fps, weights.swing_ease)
     for leg in range(legs):
-        block = slice(3 * (leg + 1), 3 * (leg + 2))
+        foot = leg + 1
         # correction step + contact * source step = 0  <=>  point step = (1 - contact) * source step
-        _add_step_terms(diag, lower, rhs, block, _step_weight(toe_pair[leg], weights) / dt,
-                        -toe_pair[leg, :, None] * toe_step[leg])
+        terms.step(foot, _step_weight(toe_pair[leg], weights) / dt, -toe_pair[leg, :, None] * toe_step[leg])
         # A free foot on its ground keeps its source velocity far more strongly than in
         # the air (toe-off, a skim, the last frames before a landing): what the lock built
         # up is paid back in the air, not by the foot rushing along the ground.
@@ -134,18 +127,19 @@ def solve_offline_lock(problem, weights=None):
         # Right after a release the foot eases into its swing along the ground: its first
         # steps keep only part of the source's (from 3/4), the rest paid back in the air.
         free = 1.0 - np.maximum(toe_pair[leg], heel_pair[leg])
-        _add_step_terms(diag, lower, rhs, block,
-                        free * weights.velocity * _ground_stiffening(clearance[leg], weights) / dt,
-                        -easing[leg, :, None] * toe_step[leg], flat)
+        terms.step(foot, free * weights.velocity * _ground_stiffening(clearance[leg], weights) / dt,
+                   -easing[leg, :, None] * toe_step[leg], horizontal_only=True)
         # The free foot's height rejoins the source's within ``height_release_time``.
-        _add_anchor(diag, block, (1.0 - standing[leg]) * weights.velocity / weights.height_release_time**2 * dt,
-                    vertical)
+        terms.anchor(foot, (1.0 - standing[leg]) * weights.velocity / weights.height_release_time**2 * dt,
+                     vertical_only=True)
         # Where the toe is pinned too, the foot follows the toe: the heel holds by turning
         # the foot (_targets), not by pulling the ball along.
         heel_only = heel_pair[leg] * (1.0 - toe_pair[leg])
-        _add_step_terms(diag, lower, rhs, block, heel_only * weights.lock / dt,
-                        -heel_pair[leg, :, None] * heel_step[leg])
-        _add_anchor(diag, block, (weights.toe_anchor + standing[leg] * weights.stance_anchor) * dt)
+        terms.step(foot, heel_only * weights.lock / dt, -heel_pair[leg, :, None] * heel_step[leg])
+        terms.anchor(foot, (weights.toe_anchor + standing[leg] * weights.stance_anchor) * dt)
+    diag, lower, rhs = terms.normal_equations()
+    for leg in range(legs):
+        block = slice(3 * (leg + 1), 3 * (leg + 2))
         direction = _unit(problem.hips[leg] - problem.toes[leg])
         _add_difference_term(diag, rhs, block, direction, np.full(frames, weights.distance * dt), 0.0)
 
@@ -236,7 +230,7 @@ def _lock_residual(points, pair):
     locked = pair >= 1.0
     if not locked.any():
         return 0.0
-    return float(np.linalg.norm(np.diff(points, axis=1), axis=-1)[locked].max())
+    return float(length(np.diff(points, axis=1))[locked].max())
 
 
 def _solve_with_reach(problem, weights, pairs, heel_contacts, diag, lower, rhs):
@@ -260,7 +254,7 @@ def _solve_with_reach(problem, weights, pairs, heel_contacts, diag, lower, rhs):
             e, d = corrections[:, :3], corrections[:, block]
             # |H - A| ~ distance + n.((e - e_k) - (d - d_k)) = reach; a heel's own correction
             # (_hold) is kept as it is.
-            target = problem.reach[leg] - distance[leg] + np.sum(direction[leg] * (e - d), axis=-1)
+            target = problem.reach[leg] - distance[leg] + dot(direction[leg], e - d)
             _add_difference_term(diag, rhs, block, direction[leg], active[leg] * weights.reach / dt, target)
         corrections = solve_block_tridiagonal(diag, lower, rhs)
         targets = _targets(problem, corrections, pairs, heel_contacts, weights)
@@ -279,7 +273,7 @@ def _targets(problem, corrections, pairs, heel_contacts, weights):
     # pinned too the foot follows the ball and the heel needs its own correction to stay.
     dt = 1.0 / problem.fps
     heels = _hold(heels, pairs[1], weights.release_time, dt)
-    foot = np.linalg.norm(problem.ankles - problem.toes, axis=-1)[..., None]
+    foot = length(problem.ankles - problem.toes)[..., None]
     # While the heel is planted the ball goes where the foot turned about the held heel
     # puts it (the leg solver's aim lands it there), and holds from there when it lands:
     # a ball lifting and landing again under a planted heel does not pull the heel.
@@ -340,33 +334,74 @@ def _ease_out(x):
 
 
 def _unit(v):
-    return v / np.maximum(np.linalg.norm(v, axis=-1, keepdims=True), 1e-12)
+    return v / np.maximum(length(v), 1e-12)[..., None]
 
 
 def _reach_state(problem, corrections, heels):
     """How far each leg stretches past its reach, to the heel targets (L, F, 3), with the
     pelvis correction in ``corrections``."""
     offset = problem.hips + corrections[None, :, :3] - heels
-    distance = np.linalg.norm(offset, axis=-1)
+    distance = length(offset)
     return distance - problem.reach, _unit(offset), distance
 
 
-def _add_anchor(diag, block, weight, axes=ALL_AXES):
-    """Terms ``weight * |P x|^2`` pulling the variables in ``block`` toward zero."""
-    diag[:, block, block] += np.asarray(weight).reshape(-1, 1, 1) * axes
+class _GroupTerms:
+    """The terms that act on one group of three variables alone (the pelvis's correction,
+    a foot's), summed per group and per axis kind (across ``up``, along it) and written into
+    the normal equations' blocks once: a term costs a few vector operations, not several
+    updates of (F, 3, 3) blocks strided inside (F, m, m) ones."""
+
+    def __init__(self, groups, frames, up):
+        self.up = up
+        self.step_weights = np.zeros((2, groups, frames - 1))  # across, along up
+        self.pulled = np.zeros((groups, frames - 1, 3))  # the steps' weight * P goal
+        self.anchor_weights = np.zeros((2, groups, frames))
+
+    def step(self, group, weight, goal=None, horizontal_only=False):
+        """Terms ``weight * |P (x[i] - x[i-1] - goal[i-1])|^2`` on ``group``'s variables, ``P``
+        all three axes or, ``horizontal_only``, those across ``up``."""
+        self.step_weights[0, group] += weight
+        if not horizontal_only:
+            self.step_weights[1, group] += weight
+        if goal is not None:
+            projected = goal - (goal @ self.up)[:, None] * self.up if horizontal_only else goal
+            self.pulled[group] += np.asarray(weight)[:, None] * projected
+
+    def anchor(self, group, weight, vertical_only=False):
+        """Terms ``weight * |P x|^2`` pulling ``group``'s variables toward zero, ``P`` all
+        three axes or, ``vertical_only``, the one along ``up``."""
+        if not vertical_only:
+            self.anchor_weights[0, group] += weight
+        self.anchor_weights[1, group] += weight
+
+    def normal_equations(self):
+        """Blocks (F, m, m), lower blocks (F, m, m) and right-hand side (F, m); m = 3 per group."""
+        vertical = np.outer(self.up, self.up)
+        across, along = np.eye(3) - vertical, vertical
+
+        def blocks(weights):  # (2, G, n) -> (G, n, 3, 3)
+            return weights[0, ..., None, None] * across + weights[1, ..., None, None] * along
+
+        step = blocks(self.step_weights)
+        own = blocks(self.anchor_weights)
+        own[:, 1:] += step
+        own[:, :-1] += step
+        groups, frames = own.shape[:2]
+        neighbour = np.zeros_like(own)
+        neighbour[:, 1:] = -step
+        rhs = np.zeros((groups, frames, 3))
+        rhs[:, 1:] += self.pulled
+        rhs[:, :-1] -= self.pulled
+        return _group_diagonal(own), _group_diagonal(neighbour), rhs.transpose(1, 0, 2).reshape(frames, 3 * groups)
 
 
-def _add_step_terms(diag, lower, rhs, block, weight, goal, axes=ALL_AXES):
-    """Terms ``weight * |P (x[i] - x[i-1] - goal[i-1])|^2`` on the variables in ``block``,
-    ``P`` the projector ``axes`` (3, 3): all three axes, or only some (the horizontal)."""
-    w = np.asarray(weight)[:, None, None] * axes
-    diag[1:, block, block] += w
-    diag[:-1, block, block] += w
-    lower[1:, block, block] -= w
-    goal = np.broadcast_to(goal, (len(w), 3))
-    pulled = np.einsum("fij,fj->fi", w, goal)
-    rhs[1:, block] += pulled
-    rhs[:-1, block] -= pulled
+def _group_diagonal(blocks):
+    """(F, 3G, 3G) matrices whose diagonal 3x3 blocks are ``blocks`` (G, F, 3, 3), zero elsewhere."""
+    groups, frames = blocks.shape[:2]
+    out = np.zeros((frames, 3 * groups, 3 * groups))
+    index = np.arange(groups)
+    out.reshape(frames, groups, 3, groups, 3)[:, index, :, index, :] = blocks
+    return out
 
 
 def _add_difference_term(diag, rhs, block, direction, weight, goal):

@@ -4,10 +4,11 @@ import numpy as np
 import pytest
 from foot_lock.solvers import quaternion as quat
 from foot_lock.solvers.kinematics import Pose, Skeleton, SolverInputError, forward_kinematics
-from foot_lock.solvers.leg_ik import LegOptions, measure_leg, soft_clamp_length, solve_leg
+from foot_lock.solvers.leg_ik import LegOptions, measure_leg, soft_clamp_length, solve_leg, solve_legs
 from foot_lock.solvers.rig import Leg
 
 UP = np.array([0.0, 0.0, 1.0])
+UP_Y = np.array([0.0, 1.0, 0.0])  # the CMU clips' up
 NAMES = ["pelvis", "hip_joint", "thigh", "shin", "foot", "toe", "toe_end"]
 LEG = Leg("left", hip=2, knee=3, ankle=4, toe=5, toe_end=6)
 
@@ -209,3 +210,27 @@ def test_without_a_heel_target_the_foot_turns_about_the_ball(leg):
     reachable = np.linalg.norm(derived - gpos0[:, LEG.hip], axis=-1) < limits.max_extension - limits.softening
     assert reachable.sum() > 100
     assert np.linalg.norm(gpos[:, LEG.ankle] - derived, axis=-1)[reachable].max() < 1e-6
+
+
+def test_legs_solved_together_move_as_each_solved_alone():
+    """solve_legs stacks legs of one shape into one solve: every leg ends as solve_leg
+    leaves it, also where the legs differ in shape (one without a toe bone: a group alone)."""
+    from clip_scenarios import decimate, load, with_front_legs
+
+    skeleton, motion, rig = with_front_legs(*load("cmu_07_01"))
+    motion = decimate(motion, 30)
+    last = rig.legs[-1]
+    legs = rig.legs[:-1] + [Leg(last.name, last.hip, last.knee, last.ankle, last.toe)]  # no toe bone
+    grot, gpos = forward_kinematics(skeleton, motion.rot, motion.pos)
+    limits = [measure_leg(grot, gpos, leg, UP_Y) for leg in legs]
+    rng = np.random.default_rng(5)
+    toes = np.stack([gpos[:, leg.toe] for leg in legs]) + rng.normal(scale=0.05, size=(len(legs), motion.frames, 3))
+    heels = np.stack([gpos[:, leg.ankle] for leg in legs]) + rng.normal(scale=0.05, size=toes.shape)
+    alone = Pose(skeleton, motion.rot.copy(), motion.pos.copy(), grot.copy(), gpos.copy())
+    for leg, lim, toe, heel in zip(legs, limits, toes, heels):
+        solve_leg(alone, leg, lim, toe, UP_Y, heel_target=heel)
+    together = Pose(skeleton, motion.rot.copy(), motion.pos.copy(), grot.copy(), gpos.copy())
+    solve_legs(together, legs, limits, toes, UP_Y, heel_targets=heels)
+    assert not np.allclose(together.rot, motion.rot)  # the legs did move
+    for ours, theirs in ((together.rot, alone.rot), (together.grot, alone.grot), (together.gpos, alone.gpos)):
+        assert np.abs(ours - theirs).max() < 1e-12
