@@ -246,9 +246,8 @@ class TerrainFootLock:
         lets it down eased, as the ground clamps do, not in one frame; a riser it blends into
         on the way up is the ground clamps' (holding it up to the upper tread at once would
         jump it a step's height in a frame)."""
-        c, up, locked = self.clip, self.up, self.locker.locked
+        up, locked = self.up, self.locker.locked
         heights, _, hit, _ = self._cast(targets, ground)
-        hit &= np.abs(heights - c.floor - (self.lift or 0.0)) <= self.max_correction
         under = np.where(hit, heights, np.nan)
         held = under if self.released_ground is None else np.where(locked, under, self.released_ground)
         self.released_ground = np.where(under > held, held, np.maximum(_ease(held, under, dt), under))
@@ -266,11 +265,10 @@ class TerrainFootLock:
         shifts, heights = np.zeros((len(self.toe_joints), 3)), feet.ground_under.copy()
         if not setting_down.any():
             return shifts, heights
-        base = c.floor + lift
 
         def ground_heights(points):
             found, _, hit, _ = self._cast(points, ground)
-            return found, hit & (np.abs(found - base) <= self.max_correction)
+            return found, hit
 
         toes = feet.toe_inputs[setting_down]
         ahead = self._stance_ahead(frame, np.flatnonzero(setting_down))  # (k, H)
@@ -305,12 +303,14 @@ class TerrainFootLock:
 
     def _cast(self, points, ground):
         """(heights, normals, hits, carriers) of rays down through ``points`` (k, 3), from
-        ``max_correction`` above the character's current ground and twice that long: only
-        corrections up to ``max_correction`` can hit."""
+        ``max_correction`` above the character's current ground and twice that long. Only
+        ground within ``max_correction`` of the current one counts as a hit: further is a
+        ledge or a bad hit (a ground function may answer beyond the ray's length)."""
         up = self.up
         base = self.clip.floor + (0.0 if self.lift is None else self.lift)
         origins = points + (base + self.max_correction - points @ up)[:, None] * up
-        return ground_hits(ground(origins, 2.0 * self.max_correction), len(points))
+        heights, normals, hits, carriers = ground_hits(ground(origins, 2.0 * self.max_correction), len(points))
+        return heights, normals, hits & (np.abs(heights - base) <= self.max_correction), carriers
 
     def _cast_paths(self, frame, ground):
         """Ground heights, hits and carriers (1 + L, S) along the clip's paths of the pelvis
@@ -332,11 +332,10 @@ class TerrainFootLock:
         s, floor = self.settings, self.clip.floor
         lift = 0.0 if self.lift is None else self.lift
         heights, valid, _ = paths
-        # Ground beyond max_correction from the current one is a ledge or a hole, and no
-        # ground is none: the body keeps going toward the last ground it had.
-        valid = valid[:1] & (np.abs(heights[:1] - floor - lift) <= self.max_correction)
         # The tent-weighted mean ground along the path: the body starts to climb (or go
-        # down) before the step and ends after it, as symmetric as the step is.
+        # down) before the step and ends after it, as symmetric as the step is. Where no
+        # ground counts (a ledge, a hole, none at all) the body keeps going toward the last
+        # ground it had.
         ahead = np.where(valid[0], heights[0], floor + self.lift_target)
         target = float(ahead @ self.window_weights / self.window_weights.sum())
         # Never above the lowest planted foot: on stairs the body stays down with the
@@ -359,7 +358,6 @@ class TerrainFootLock:
         heights, valid = paths[0][1:], paths[1][1:]
         base = c.floor + lift
         # A ledge or a bad hit, like no ground at all, leaves the toe on the clip's floor.
-        valid = valid & (np.abs(heights - base) <= self.max_correction)
         # With contact curves, a foot going down a step stays up until its heel has passed
         # the edge too: a toe let down while the heel is still over the upper tread would be
         # held up by the heel's ground clamp and pulled back into the edge; where it sets
@@ -385,7 +383,6 @@ class TerrainFootLock:
         c, up = self.clip, self.up
         ankles = targets + legs.ankles - legs.toes
         heights, normals, hit, _ = self._cast(np.concatenate((targets, ankles)), ground)
-        hit &= np.abs(heights - c.floor - lift) <= self.max_correction
         toe, heel = np.where(hit, heights, np.nan).reshape(2, -1)
         toe_shift = np.where(np.isfinite(toe), toe - c.floor, lift)
         clamps = np.stack((toe_shift, np.where(np.isfinite(heel), heel - c.floor, toe_shift)))
