@@ -172,6 +172,8 @@ class TerrainFootLock:
         self.normals = None
         self.clamps = None  # (2, L) ground clamps under the toes and heels, eased down
         self.released_ground = None  # (L,) ground under the toe targets, eased down
+        self.shown_targets = None  # (L, 3) the toe targets of the frame before
+        self.held_back = None  # (L,) how far those were held back from where the lock put them
 
     def step(self, frame, dt, ground):
         """The displayed pose at clip frame index ``frame``, ``dt`` seconds after the last one.
@@ -232,28 +234,82 @@ class TerrainFootLock:
         contacts = None if self.clip.contacts is None else self.clip.contacts[:, frame]
         clearance = feet.clearance[:, None] * self.up
         shifts, heights = self._place_feet(feet, frame, contacts, ground, lift)
-        targets = self.locker.update(feet.toe_inputs - clearance, dt, contacts, heights, feet.carrier_under,
-                                     getattr(ground, "carry", None), shifts) + clearance
-        return self._released_clear_of_ground(targets, feet, dt, ground)
+        before = None if self.locker.position is None else self.locker.position.copy()
+        footprints = self.locker.update(feet.toe_inputs - clearance, dt, contacts, heights, feet.carrier_under,
+                                        getattr(ground, "carry", None), shifts)
+        targets = self._released_clear_of_ground(footprints + clearance, feet, frame, dt, ground, lift)
+        moved = None if before is None else np.linalg.norm(footprints - before, axis=-1)
+        return self._released_steps_limited(targets, moved)
 
-    def _released_clear_of_ground(self, targets, feet, dt, ground):
+    def _released_steps_limited(self, targets, moved):
+        """Targets (L, 3) of released toes moving no further in a frame than the lock moved
+        them (``moved`` (L,): the animation's step plus what the release's blend adds now;
+        None: a restart) plus what this limit held back, caught up as a blend would, rising
+        first: a toe released at the foot of a riser lifts before it goes on across,
+        instead of jumping the step's height in a frame (or crossing the edge inside the
+        riser), and a foot released a little early starts to lift as gently as its blend
+        starts. Locked toes are the lock's: it eases them in itself."""
+        previous, behind = self.shown_targets, self.held_back
+        self.shown_targets, self.held_back = targets, np.zeros(len(targets))
+        if previous is None or moved is None:
+            return targets
+        up, dt = self.up, 1.0 / self.clip.fps
+        allowed = moved + 1.5 * behind * dt / self.settings.blend_time
+        move = targets - previous
+        rise = np.clip(move @ up, -allowed, allowed)
+        across = move - (move @ up)[:, None] * up
+        room = np.sqrt(np.maximum(allowed**2 - rise**2, 0.0))
+        across *= np.minimum(1.0, room / np.maximum(np.linalg.norm(across, axis=-1), 1e-12))[:, None]
+        limited = np.where(self.locker.locked[:, None], targets, previous + rise[:, None] * up + across)
+        self.shown_targets, self.held_back = limited, np.linalg.norm(targets - limited, axis=-1)
+        return limited
+
+    def _released_clear_of_ground(self, targets, feet, frame, dt, ground, lift):
         """Targets (L, 3) with every released toe kept its authored clearance above the
-        ground right under it: a foot blending back to an animation
-        that slid ahead crosses ground the animation does not (down stairs, over the upper
-        tread while the animation's toe, lowered for the step ahead, is past the edge), and
-        the blend must not pass through it. The toe is held over the ground it was released
-        on and any lower it has crossed since: ground falling away under it (past the edge)
-        lets it down eased, as the ground clamps do, not in one frame; a riser it blends into
-        on the way up is the ground clamps' (holding it up to the upper tread at once would
-        jump it a step's height in a frame)."""
+        ground under it: a foot blending back to an animation that slid ahead crosses
+        ground the animation does not (down stairs, over the upper tread while the
+        animation's toe, lowered for the step ahead, is past the edge; up stairs, a riser
+        the animation's toe has already cleared), and the blend must not pass through it.
+        The toe is held over the ground it was released on and any lower it has crossed
+        since: ground falling away under it (past the edge) lets it down eased, as the
+        ground clamps do, not in one frame. Ground rising along the path it will blend
+        along (:meth:`_ground_ahead_of_blends`) raises it gradually before it gets there,
+        as the swing's eased ground does (held up to a higher tread only when over it, it
+        would jump a step's height in a frame)."""
         up, locked = self.up, self.locker.locked
         heights, _, hit, _ = self._cast(targets, ground)
         under = np.where(hit, heights, np.nan)
         held = under if self.released_ground is None else np.where(locked, under, self.released_ground)
         self.released_ground = np.where(under > held, held, np.maximum(_ease(held, under, dt), under))
-        lowest = self.released_ground + feet.clearance
+        ground_ahead = self._ground_ahead_of_blends(targets, under, feet, frame, dt, ground, lift)
+        lowest = np.fmax(self.released_ground, ground_ahead) + feet.clearance
         lowest = np.where(np.isfinite(lowest) & ~locked, lowest, -np.inf)
         return targets + np.maximum(lowest - targets @ up, 0.0)[:, None] * up
+
+    def _ground_ahead_of_blends(self, targets, under, feet, frame, dt, ground, lift):
+        """(L,) the eased ground (:func:`eased_ground`) along where each released toe still
+        blending toward its animation will be over the swing window ahead
+        (:meth:`~.runtime_lock.FootLocker.ahead`); NaN for the others, whose toes follow
+        their animation (and its eased ground) or their lock."""
+        blending = ~self.locker.locked & self.locker.blending()
+        eased = np.full(len(targets), np.nan)
+        if dt <= 0.0 or not blending.any():
+            return eased
+        c, up = self.clip, self.up
+        ahead = self.window >= 0
+        frames = np.clip(frame + self.window[ahead][1:], 0, c.frames - 1)
+        legs = np.flatnonzero(blending)
+        # The animated footprints ahead: the clip's toes moved as the terrain moved them now.
+        footprints = feet.toe_inputs - feet.clearance[:, None] * up
+        inputs = footprints[:, None] + (self.toes[frames] - self.toes[frame]).transpose(1, 0, 2)
+        path = self.locker.ahead(inputs, dt)[legs]
+        heights, _, hit, _ = self._cast(path.reshape(-1, 3), ground)
+        base = c.floor + lift
+        here = np.where(np.isfinite(under[legs]), under[legs], base)
+        samples = np.concatenate((here[:, None], heights.reshape(len(legs), -1)), axis=1)
+        valid = np.concatenate((np.ones((len(legs), 1), dtype=bool), hit.reshape(len(legs), -1)), axis=1)
+        eased[legs] = eased_ground(samples, valid, here, self.window_weights[ahead])
+        return eased
 
     def _place_feet(self, feet, frame, contacts, ground, lift):
         """Shifts (L, 3) and ground heights (L,) of the footprints of feet that may lock
@@ -402,13 +458,35 @@ class TerrainFootLock:
         return align_to_normal(normals, self.settings.max_tilt, self.up)
 
     def _pelvis_drop(self, legs, frame, lift, targets, dt):
-        """How far the pelvis goes down for every (turned) foot to reach its target."""
-        hips = legs.hips + lift * self.up
-        return self.pelvis.update(hips, targets + legs.ankles - legs.toes, self.reach[:, frame], dt)
+        """How far the pelvis goes down for every (turned) foot to reach its target, now
+        and a time constant ahead (:meth:`_hips_ahead`)."""
+        hips, reach = self._hips_ahead(legs, frame)
+        return self.pelvis.update(hips + lift * self.up, targets + legs.ankles - legs.toes, reach, dt)
 
     def _pelvis_pull(self, legs, frame, shift, targets, dt):
-        """How far the (lowered) pelvis moves across for every foot to reach its target."""
-        return self.pull.update(legs.hips + shift, targets + legs.ankles - legs.toes, self.reach[:, frame], dt)
+        """How far the (lowered) pelvis moves across for every foot to reach its target,
+        now and a time constant ahead."""
+        hips, reach = self._hips_ahead(legs, frame)
+        return self.pull.update(hips + shift, targets + legs.ankles - legs.toes, reach, dt)
+
+    def _hips_ahead(self, legs, frame):
+        """Hips (2, L, 3) and their reach (2, L) now and ``pelvis_drop_smoothing`` seconds
+        ahead (within the contact under way; infinite reach for a toe not locked, whose
+        target will move). The pelvis eases toward what its feet need; a need that grows
+        steadily, as the body walks away from a foot locked behind it (down stairs, or the
+        root running ahead of its feet), is caught only a time constant late, and the leg
+        falls short of its lock on the last frames of the stance. Easing toward the need
+        the locked foot will have then keeps up with it."""
+        c, locked = self.clip, self.locker.locked
+        ahead = np.full(len(self.toe_joints), min(frame + round(self.settings.pelvis_drop_smoothing * c.fps),
+                                                  c.frames - 1))
+        if c.contacts is not None:
+            lifted = c.contacts[:, frame : ahead[0] + 1] <= 0.5
+            ahead = np.where(lifted.any(axis=1), frame + np.argmax(lifted, axis=1) - 1, ahead).clip(frame)
+        legs_index = np.arange(len(ahead))
+        hips = np.stack((legs.hips, self.hips[ahead, legs_index]))
+        reach = np.stack((self.reach[:, frame], np.where(locked, self.reach[legs_index, ahead], np.inf)))
+        return hips, reach
 
 
 @dataclass
