@@ -99,7 +99,7 @@ class FootLocker:
         self.position = None
 
     def update(self, toe_positions, dt, contacts=None, contact_heights=None, carriers=None, carry=None,
-               contact_shifts=None):
+               contact_shifts=None, reachable=None):
         """Toe targets (L, 3) for this frame.
 
         ``toe_positions`` (L, 3): animated toes in world space. ``dt``: seconds since
@@ -113,6 +113,11 @@ class FootLocker:
         ``carry(carriers, points)`` moves points (k, 3) held on carriers (k,) as they moved
         since the previous call. ``contact_shifts`` (L, 3): how far from the animated toe
         a foot that locks now is pinned across the ground (off a step edge); None: not at all.
+        ``reachable`` (L,): whether each leg can still reach its lock; where given, a lock
+        lagging further than ``unlock_distance`` behind its animation holds on while its leg
+        reaches it, and lets go only when its contact ends (the clip lifts the foot, and
+        the catch-up hides in the swing) or the leg cannot follow; None: it lets go at
+        ``unlock_distance``.
         """
         toes = np.array(toe_positions, dtype=float)
         if self.position is None or self.position.shape != toes.shape or not 0.0 < dt <= self.settings.max_step:
@@ -123,7 +128,7 @@ class FootLocker:
         self._carry(carry)
         self._follow_targets(dt)
         self._update_planted(contacts)
-        self._switch_locks(contact_heights, carriers, contact_shifts)
+        self._switch_locks(contact_heights, carriers, contact_shifts, reachable)
         return self.position.copy()
 
     def _start_at(self, toes):
@@ -202,14 +207,17 @@ class FootLocker:
         self.planted = np.where(self.planted, speed <= self.settings.lift_speed,
                                 speed < self.settings.plant_speed)
 
-    def _switch_locks(self, contact_heights, carriers, contact_shifts):
+    def _switch_locks(self, contact_heights, carriers, contact_shifts, reachable):
         s = self.settings
         distance = np.linalg.norm(self.position - self.input_position, axis=-1) / self.scale
         # A lock lets go when its animation has run away from where it set down, not from
         # where it was placed (off a step edge: that shift is no lag).
         behind = np.linalg.norm(self.position - self.placement - self.input_position, axis=-1) / self.scale
         lock = ~self.locked & self.planted & (distance < s.lock_distance)
-        unlock = self.locked & (~self.planted | (behind > s.unlock_distance))
+        ran_away = behind > s.unlock_distance
+        if reachable is not None:
+            ran_away &= ~np.asarray(reachable, dtype=bool)
+        unlock = self.locked & (~self.planted | ran_away)
         switched = lock | unlock
         if not switched.any():
             return

@@ -235,11 +235,29 @@ class TerrainFootLock:
         clearance = feet.clearance[:, None] * self.up
         shifts, heights = self._place_feet(feet, frame, contacts, ground, lift)
         before = None if self.locker.position is None else self.locker.position.copy()
+        reachable = None if contacts is None else self._locks_in_reach(frame, lift, clearance)
         footprints = self.locker.update(feet.toe_inputs - clearance, dt, contacts, heights, feet.carrier_under,
-                                        getattr(ground, "carry", None), shifts)
+                                        getattr(ground, "carry", None), shifts, reachable)
         targets = self._released_clear_of_ground(footprints + clearance, feet, frame, dt, ground, lift)
         moved = None if before is None else np.linalg.norm(footprints - before, axis=-1)
         return self._released_steps_limited(targets, moved)
+
+    def _locks_in_reach(self, frame, lift, clearance):
+        """(L,) whether each leg could reach its lock (held at its clearance above it) this
+        frame with the pelvis lowered and moved across toward it as far as they may go
+        (None before the first frame). With contact curves (or the bake's labels) a lock
+        holds on while this is so: a clip whose root runs ahead of its feet leaves a long
+        stance's lock further behind than ``unlock_distance`` (the hop with its root 1.25x
+        too fast: 24 cm), and letting go mid-stance would step the foot forward, across a
+        step edge or not, while the clip still plants it."""
+        locker, up = self.locker, self.up
+        if locker.position is None:
+            return None
+        ankles = locker.contact + clearance + self.ankles[frame] - self.toes[frame]
+        offset = ankles - (self.hips[frame] + lift * up)
+        below = np.maximum(-(offset @ up) - self.pelvis.max_drop, 0.0)
+        across = np.maximum(np.linalg.norm(offset - (offset @ up)[:, None] * up, axis=-1) - self.pull.max_pull, 0.0)
+        return np.hypot(across, below) <= self.reach[:, frame]
 
     def _released_steps_limited(self, targets, moved):
         """Targets (L, 3) of released toes moving no further in a frame than the lock moved
