@@ -303,8 +303,7 @@ def placement_shifts(heels, toes, ground_heights, tolerance, up=(0.0, 0.0, 1.0))
     shift = steps / PLACEMENT_STEPS  # (J,) in foot lengths
     lines = heels[:, :, None] + along[:, None] * (toes[:, None, None] - heels[:, :, None])  # (k, H, N, 3)
     points = lines[:, None] + shift[None, :, None, None, None] * foot[:, None, None, None]  # (k, J, H, N, 3)
-    heights, valid = ground_heights(points.reshape(-1, 3))
-    heights, valid = heights.reshape(points.shape[:4]), valid.reshape(points.shape[:4])
+    heights, valid = _placement_ground(points, ground_heights, tolerance, along)
     line = heights[..., :1] + along * (heights[..., -1:] - heights[..., :1])
     clear = valid.all(axis=-1) & (np.abs(heights - line).max(axis=-1) <= tolerance)  # (k, J, H)
     # How long (in heel samples from now) each shift keeps the foot on one tread: where the
@@ -320,6 +319,32 @@ def placement_shifts(heels, toes, ground_heights, tolerance, up=(0.0, 0.0, 1.0))
     placed = spared[feet, best] > 0
     return (np.where(placed, shift[best], 0.0)[:, None] * foot,
             np.where(placed, heights[feet, best, 0, -1], np.nan))
+
+
+def _placement_ground(points, ground_heights, tolerance, along):
+    """Heights and validity (k, J, H, N) of the ground under the placement samples
+    ``points`` (k, J, H, N, 3), cast only where they decide anything: a foot clear of every
+    edge where it is (most set-downs, all on even ground) keeps its place whatever the
+    other shifts find, so those are cast only for feet that straddle an edge; and each
+    distinct point once (a heel that does not turn repeats its place over the stance)."""
+    heights, valid = np.full(points.shape[:4], np.nan), np.zeros(points.shape[:4], dtype=bool)
+    here = points.shape[1] // 2
+
+    def cast(selected):
+        unique, inverse = np.unique(selected.reshape(-1, 3), axis=0, return_inverse=True)
+        found, counts = ground_heights(unique)
+        inverse = inverse.reshape(-1)
+        return found[inverse].reshape(selected.shape[:-1]), np.asarray(counts)[inverse].reshape(selected.shape[:-1])
+
+    heights[:, here], valid[:, here] = cast(points[:, here])
+    line = heights[:, here, :, :1] + along * (heights[:, here, :, -1:] - heights[:, here, :, :1])
+    kept = (valid[:, here].all(axis=-1) & (np.abs(heights[:, here] - line).max(axis=-1) <= tolerance)).all(axis=-1)
+    others = np.flatnonzero(~kept)
+    if len(others):
+        moved = np.arange(points.shape[1]) != here
+        found, counts = cast(points[others][:, moved])
+        heights[others[:, None], np.flatnonzero(moved)], valid[others[:, None], np.flatnonzero(moved)] = found, counts
+    return heights, valid
 
 
 def eased_ground(heights, valid, fallback, weights):
