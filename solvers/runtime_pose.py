@@ -197,8 +197,9 @@ class TerrainFootLock:
         under = self._ground_under_feet(legs, targets, lift, dt, ground)
         turns = self._foot_turns(under.normals)
         legs = legs.turned(turns)
-        shift = (lift - self._pelvis_drop(legs, frame, lift, targets, dt)) * self.up
-        shift = shift + self._pelvis_pull(legs, frame, shift, targets, dt)
+        hips = self._hips_ahead(legs, frame)
+        shift = (lift - self._pelvis_drop(legs, hips, lift, targets, dt)) * self.up
+        shift = shift + self._pelvis_pull(legs, hips, shift, targets, dt)
         return _FramePlan(frame, targets, under.toe_shift, under.heel_shift, turns, shift, feet.toe_inputs,
                           self.locker.contact[self.locker.locked].copy())
 
@@ -475,16 +476,16 @@ class TerrainFootLock:
         normals = np.where(tilted[:, None], normals, self.up)
         return align_to_normal(normals, self.settings.max_tilt, self.up)
 
-    def _pelvis_drop(self, legs, frame, lift, targets, dt):
-        """How far the pelvis goes down for every (turned) foot to reach its target, now
-        and a time constant ahead (:meth:`_hips_ahead`)."""
-        hips, reach = self._hips_ahead(legs, frame)
+    def _pelvis_drop(self, legs, hips, lift, targets, dt):
+        """How far the pelvis goes down for every (turned) foot to reach its target, with
+        the hips and their reach now and a time constant ahead (:meth:`_hips_ahead`)."""
+        hips, reach = hips
         return self.pelvis.update(hips + lift * self.up, targets + legs.ankles - legs.toes, reach, dt)
 
-    def _pelvis_pull(self, legs, frame, shift, targets, dt):
+    def _pelvis_pull(self, legs, hips, shift, targets, dt):
         """How far the (lowered) pelvis moves across for every foot to reach its target,
         now and a time constant ahead."""
-        hips, reach = self._hips_ahead(legs, frame)
+        hips, reach = hips
         return self.pull.update(hips + shift, targets + legs.ankles - legs.toes, reach, dt)
 
     def _hips_ahead(self, legs, frame):
