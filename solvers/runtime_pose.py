@@ -174,6 +174,7 @@ class TerrainFootLock:
         self.released_ground = None  # (L,) ground under the toe targets, eased down
         self.shown_targets = None  # (L, 3) the toe targets of the frame before
         self.held_back = None  # (L,) how far those were held back from where the lock put them
+        self.lock_targets = None  # (L, 3) where the lock put the toes the frame before
 
     def step(self, frame, dt, ground):
         """The displayed pose at clip frame index ``frame``, ``dt`` seconds after the last one.
@@ -235,13 +236,14 @@ class TerrainFootLock:
         contacts = None if self.clip.contacts is None else self.clip.contacts[:, frame]
         clearance = feet.clearance[:, None] * self.up
         shifts, heights = self._place_feet(feet, frame, contacts, ground, lift)
-        before = None if self.locker.position is None else self.locker.position.copy()
         reachable = None if contacts is None else self._locks_in_reach(frame, lift, clearance)
         footprints = self.locker.update(feet.toe_inputs - clearance, dt, contacts, heights, feet.carrier_under,
                                         getattr(ground, "carry", None), shifts, reachable)
-        targets = self._released_clear_of_ground(footprints + clearance, feet, frame, dt, ground, lift)
-        moved = None if before is None else np.linalg.norm(footprints - before, axis=-1)
-        return self._released_steps_limited(targets, moved)
+        locked_targets, before = footprints + clearance, self.lock_targets
+        self.lock_targets = locked_targets
+        moved = None if before is None else np.linalg.norm(locked_targets - before, axis=-1)
+        targets, under = self._released_clear_of_ground(locked_targets, feet, frame, dt, ground, lift)
+        return self._released_steps_limited(targets, moved, under + 0.5 * feet.clearance)
 
     def _locks_in_reach(self, frame, lift, clearance):
         """(L,) whether each leg could reach its lock (held at its clearance above it) this
@@ -260,14 +262,17 @@ class TerrainFootLock:
         across = np.maximum(np.linalg.norm(offset - (offset @ up)[:, None] * up, axis=-1) - self.pull.max_pull, 0.0)
         return np.hypot(across, below) <= self.reach[:, frame]
 
-    def _released_steps_limited(self, targets, moved):
-        """Targets (L, 3) of released toes moving no further in a frame than the lock moved
-        them (``moved`` (L,): the animation's step plus what the release's blend adds now;
-        None: a restart) plus what this limit held back, caught up as a blend would, rising
-        first: a toe released at the foot of a riser lifts before it goes on across,
-        instead of jumping the step's height in a frame (or crossing the edge inside the
-        riser), and a foot released a little early starts to lift as gently as its blend
-        starts. Locked toes are the lock's: it eases them in itself."""
+    def _released_steps_limited(self, targets, moved, lowest):
+        """Targets (L, 3) of released toes moving no further in a frame, up or down and
+        across, than the lock moved them (``moved`` (L,): the animation's step, its toe
+        lifting included, plus what the release's blend adds now; None: a restart), plus
+        what this limit held back, caught up as a blend would: a toe the ground ahead
+        lifts is lifted as gently as its blend moves it, never a step's height in a frame.
+        Where going on across would take a toe over ground higher than it may be there
+        (``lowest`` (L,): half its clearance above the ground under its target; NaN: no
+        ground), it rises first and crosses once it is high enough: a toe released at the
+        foot of a riser does not cross the edge inside it. Locked toes are the lock's: it
+        eases them in itself."""
         previous, behind = self.shown_targets, self.held_back
         self.shown_targets, self.held_back = targets, np.zeros(len(targets))
         if previous is None or moved is None:
@@ -277,14 +282,16 @@ class TerrainFootLock:
         move = targets - previous
         rise = np.clip(move @ up, -allowed, allowed)
         across = move - (move @ up)[:, None] * up
-        room = np.sqrt(np.maximum(allowed**2 - rise**2, 0.0))
-        across *= np.minimum(1.0, room / np.maximum(np.linalg.norm(across, axis=-1), 1e-12))[:, None]
+        across *= np.minimum(1.0, allowed / np.maximum(np.linalg.norm(across, axis=-1), 1e-12))[:, None]
+        risen = previous @ up + rise
+        across = np.where((risen < lowest)[:, None], 0.0, across)
         limited = np.where(self.locker.locked[:, None], targets, previous + rise[:, None] * up + across)
         self.shown_targets, self.held_back = limited, np.linalg.norm(targets - limited, axis=-1)
         return limited
 
     def _released_clear_of_ground(self, targets, feet, frame, dt, ground, lift):
-        """Targets (L, 3) with every released toe kept its authored clearance above the
+        """Targets (L, 3), and the ground under them (L,) (NaN: none), with every released
+        toe kept its authored clearance above the
         ground under it: a foot blending back to an animation that slid ahead crosses
         ground the animation does not (down stairs, over the upper tread while the
         animation's toe, lowered for the step ahead, is past the edge; up stairs, a riser
@@ -303,7 +310,7 @@ class TerrainFootLock:
         ground_ahead = self._ground_ahead_of_blends(targets, under, feet, frame, dt, ground, lift)
         lowest = np.fmax(self.released_ground, ground_ahead) + feet.clearance
         lowest = np.where(np.isfinite(lowest) & ~locked, lowest, -np.inf)
-        return targets + np.maximum(lowest - targets @ up, 0.0)[:, None] * up
+        return targets + np.maximum(lowest - targets @ up, 0.0)[:, None] * up, under
 
     def _ground_ahead_of_blends(self, targets, under, feet, frame, dt, ground, lift):
         """(L,) the eased ground (:func:`eased_ground`) along where each released toe still
