@@ -385,8 +385,8 @@ class PelvisDrop:
         self.drop = None
 
     def update(self, hips, ankle_targets, reach, dt):
-        """Drop (world units, >= 0) for hip joints (..., L, 3), ankle targets (L, 3) and
-        reach (..., L): the largest any leg needs (several poses of the hips: the most any needs)."""
+        """Drop (world units, >= 0) for hip joints (..., L, 3), ankle targets (..., L, 3) and
+        reach (..., L): the largest any leg needs (several poses of the legs: the most any needs)."""
         needed = min(float(np.max(self._needed(hips, ankle_targets, reach), initial=0.0)), self.max_drop)
         self.drop = needed if self.drop is None else _approach(self.drop, needed, dt, self.time_constant)
         return self.drop
@@ -419,7 +419,7 @@ class PelvisPull:
         self.pull = None
 
     def update(self, hips, ankle_targets, reach, dt):
-        """Pull (3,) of the pelvis for hip joints (..., L, 3), ankle targets (L, 3) and reach (..., L)."""
+        """Pull (3,) of the pelvis for hip joints (..., L, 3), ankle targets (..., L, 3) and reach (..., L)."""
         needed = self._needed(np.asarray(hips, dtype=float), np.asarray(ankle_targets, dtype=float), reach)
         self.pull = needed if self.pull is None else _approach(self.pull, needed, dt, self.time_constant)
         return self.pull

@@ -485,20 +485,21 @@ class TerrainFootLock:
 
     def _pelvis_drop(self, legs, hips, lift, targets, dt):
         """How far the pelvis goes down for every (turned) foot to reach its target, with
-        the hips and their reach now and a time constant ahead (:meth:`_hips_ahead`)."""
-        hips, reach = hips
-        return self.pelvis.update(hips + lift * self.up, targets + legs.ankles - legs.toes, reach, dt)
+        the legs now and a time constant ahead (:meth:`_hips_ahead`)."""
+        hips, feet, reach = hips
+        return self.pelvis.update(hips + lift * self.up, targets + feet, reach, dt)
 
     def _pelvis_pull(self, legs, hips, shift, targets, dt):
         """How far the (lowered) pelvis moves across for every foot to reach its target,
         now and a time constant ahead."""
-        hips, reach = hips
-        return self.pull.update(hips + shift, targets + legs.ankles - legs.toes, reach, dt)
+        hips, feet, reach = hips
+        return self.pull.update(hips + shift, targets + feet, reach, dt)
 
     def _hips_ahead(self, legs, frame):
-        """Hips (2, L, 3) and their reach (2, L) now and ``pelvis_drop_smoothing`` seconds
-        ahead (within the contact under way; infinite reach for a toe not locked, whose
-        target will move). The pelvis eases toward what its feet need; a need that grows
+        """Hips (2, L, 3), each foot from its toe to its ankle (2, L, 3) (turned now, as
+        authored ahead: a foot rolling onto its toe raises its ankle) and the legs' reach
+        (2, L), now and ``pelvis_drop_smoothing`` seconds ahead (within the contact under
+        way; infinite reach for a toe not locked, whose target will move). The pelvis eases toward what its feet need; a need that grows
         steadily, as the body walks away from a foot locked behind it (down stairs, or the
         root running ahead of its feet), is caught only a time constant late, and the leg
         falls short of its lock on the last frames of the stance. Easing toward the need
@@ -511,8 +512,9 @@ class TerrainFootLock:
             ahead = np.where(lifted.any(axis=1), frame + np.argmax(lifted, axis=1) - 1, ahead).clip(frame)
         legs_index = np.arange(len(ahead))
         hips = np.stack((legs.hips, self.hips[ahead, legs_index]))
+        feet = np.stack((legs.ankles - legs.toes, self.ankles[ahead, legs_index] - self.toes[ahead, legs_index]))
         reach = np.stack((self.reach[:, frame], np.where(locked, self.reach[legs_index, ahead], np.inf)))
-        return hips, reach
+        return hips, feet, reach
 
 
 @dataclass
