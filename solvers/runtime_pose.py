@@ -155,6 +155,7 @@ class TerrainFootLock:
         # Like every threshold, the ledge limit is for an adult: scaled to this character.
         self.max_correction = self.settings.max_correction * length_scale(clip.leg_length)
         self.window, self.window_weights = path_window(clip.fps)
+        self.pelvis_ahead = _frames_ahead(clip, round(self.settings.pelvis_drop_smoothing * clip.fps))
         self.locker = FootLocker(clip.leg_length, self.settings, self.up)
         self.pelvis = PelvisDrop(self.settings.pelvis_drop_smoothing,
                                  self.settings.max_pelvis_drop * clip.leg_length, self.up)
@@ -499,22 +500,31 @@ class TerrainFootLock:
         """Hips (2, L, 3), each foot from its toe to its ankle (2, L, 3) (turned now, as
         authored ahead: a foot rolling onto its toe raises its ankle) and the legs' reach
         (2, L), now and ``pelvis_drop_smoothing`` seconds ahead (within the contact under
-        way; infinite reach for a toe not locked, whose target will move). The pelvis eases toward what its feet need; a need that grows
-        steadily, as the body walks away from a foot locked behind it (down stairs, or the
+        way; infinite reach for a toe not locked, whose target will move). The pelvis eases
+        toward what its feet need; a need that grows steadily, as the body walks away from a foot locked behind it (down stairs, or the
         root running ahead of its feet), is caught only a time constant late, and the leg
         falls short of its lock on the last frames of the stance. Easing toward the need
         the locked foot will have then keeps up with it."""
-        c, locked = self.clip, self.locker.locked
-        ahead = np.full(len(self.toe_joints), min(frame + round(self.settings.pelvis_drop_smoothing * c.fps),
-                                                  c.frames - 1))
-        if c.contacts is not None:
-            lifted = c.contacts[:, frame : ahead[0] + 1] <= 0.5
-            ahead = np.where(lifted.any(axis=1), frame + np.argmax(lifted, axis=1) - 1, ahead).clip(frame)
+        locked, ahead = self.locker.locked, self.pelvis_ahead[:, frame]
         legs_index = np.arange(len(ahead))
         hips = np.stack((legs.hips, self.hips[ahead, legs_index]))
         feet = np.stack((legs.ankles - legs.toes, self.ankles[ahead, legs_index] - self.toes[ahead, legs_index]))
         reach = np.stack((self.reach[:, frame], np.where(locked, self.reach[legs_index, ahead], np.inf)))
         return hips, feet, reach
+
+
+def _frames_ahead(clip, frames):
+    """(L, F) the clip frame ``frames`` after each frame, or the last of the leg's contact
+    under way there if that ends sooner (the frame itself where the leg is not in contact;
+    without contact curves, only the clip's end limits it)."""
+    index = np.arange(clip.frames)
+    ahead = np.minimum(index + frames, clip.frames - 1)
+    if clip.contacts is None:
+        return np.tile(ahead, (len(clip.rig.legs), 1))
+    contact = np.asarray(clip.contacts) > 0.5
+    ends = contact & ~np.pad(contact[:, 1:], ((0, 0), (0, 1)))  # last frames of the contacts
+    next_end = np.minimum.accumulate(np.where(ends, index, clip.frames)[:, ::-1], axis=1)[:, ::-1]
+    return np.where(contact, np.minimum(ahead, next_end), index)
 
 
 @dataclass
