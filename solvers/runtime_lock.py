@@ -99,7 +99,7 @@ class FootLocker:
         self.position = None
 
     def update(self, toe_positions, dt, contacts=None, contact_heights=None, carriers=None, carry=None,
-               contact_shifts=None):
+               contact_shifts=None, reachable=None):
         """Toe targets (L, 3) for this frame.
 
         ``toe_positions`` (L, 3): animated toes in world space. ``dt``: seconds since
@@ -113,6 +113,11 @@ class FootLocker:
         ``carry(carriers, points)`` moves points (k, 3) held on carriers (k,) as they moved
         since the previous call. ``contact_shifts`` (L, 3): how far from the animated toe
         a foot that locks now is pinned across the ground (off a step edge); None: not at all.
+        ``reachable`` (L,): whether each leg can still reach its lock; where given, a lock
+        lagging further than ``unlock_distance`` behind its animation holds on while its leg
+        reaches it, and lets go only when its contact ends (the clip lifts the foot, and
+        the catch-up hides in the swing) or the leg cannot follow; None: it lets go at
+        ``unlock_distance``.
         """
         toes = np.array(toe_positions, dtype=float)
         if self.position is None or self.position.shape != toes.shape or not 0.0 < dt <= self.settings.max_step:
@@ -123,7 +128,7 @@ class FootLocker:
         self._carry(carry)
         self._follow_targets(dt)
         self._update_planted(contacts)
-        self._switch_locks(contact_heights, carriers, contact_shifts)
+        self._switch_locks(contact_heights, carriers, contact_shifts, reachable)
         return self.position.copy()
 
     def _start_at(self, toes):
@@ -146,19 +151,41 @@ class FootLocker:
         """InertializeCubicUpdate: the current target plus the decaying switch offset."""
         target, target_velocity = self._targets()
         self.time += dt
+        offset, offset_velocity = self._decayed(self.time, self.offset_position, self.offset_velocity)
+        self.position, self.velocity = target + offset, target_velocity + offset_velocity
+
+    def _decayed(self, time, offset_position, offset_velocity):
+        """What is left at ``time`` (m,) since the switch of switch offsets (m, 3): position, velocity."""
         up = self.up
-        self.position, self.velocity = target.copy(), target_velocity.copy()
+        position, velocity = np.zeros_like(offset_position), np.zeros_like(offset_velocity)
         # Across the ground over the blend time; a foot shown below its target faster: one
         # released where the ground ahead rises (a step edge) must catch up with its lifted
         # animation before it reaches the edge. One shown above comes down no faster than
         # it moves across: a foot going down a step would otherwise sink into its edge.
-        below = self.offset_position @ up < 0.0
+        below = offset_position @ up < 0.0
         for share, project in ((1.0, lambda v: v - (v @ up)[:, None] * up),
                                (np.where(below, VERTICAL_BLEND_SHARE, 1.0), lambda v: (v @ up)[:, None] * up)):
-            w0, w1, w2, w3 = _decay_weights(self.time, share * self.settings.blend_time)
-            offset, offset_velocity = project(self.offset_position), project(self.offset_velocity)
-            self.position += w0 * offset + w1 * offset_velocity
-            self.velocity += w2 * offset + w3 * offset_velocity
+            w0, w1, w2, w3 = _decay_weights(time, share * self.settings.blend_time)
+            offset, offset_velocity = project(offset_position), project(offset_velocity)
+            position += w0 * offset + w1 * offset_velocity
+            velocity += w2 * offset + w3 * offset_velocity
+        return position, velocity
+
+    def ahead(self, inputs, dt):
+        """Where the toes will be shown (L, K, 3) over the next K frames, ``dt`` apart, if
+        no lock switches meanwhile and the animated toes go through ``inputs`` (L, K, 3):
+        a toe still blending after a switch reaches its target only when the blend has run
+        out, so a released foot crosses ground its animation does not."""
+        legs, count = inputs.shape[:2]
+        time = (self.time[:, None] + dt * np.arange(1, count + 1)).reshape(-1)
+        offset, _ = self._decayed(time, np.repeat(self.offset_position, count, axis=0),
+                                  np.repeat(self.offset_velocity, count, axis=0))
+        targets = np.where(self.locked[:, None, None], self.contact[:, None], inputs)
+        return targets + offset.reshape(legs, count, 3)
+
+    def blending(self):
+        """(L,) whether each toe is still easing from its last switch toward its target."""
+        return self.time < self.settings.blend_time
 
     def _carry(self, carry):
         """Move every lock held on moving ground as that ground moved: it holds relative to
@@ -180,14 +207,17 @@ class FootLocker:
         self.planted = np.where(self.planted, speed <= self.settings.lift_speed,
                                 speed < self.settings.plant_speed)
 
-    def _switch_locks(self, contact_heights, carriers, contact_shifts):
+    def _switch_locks(self, contact_heights, carriers, contact_shifts, reachable):
         s = self.settings
         distance = np.linalg.norm(self.position - self.input_position, axis=-1) / self.scale
         # A lock lets go when its animation has run away from where it set down, not from
         # where it was placed (off a step edge: that shift is no lag).
         behind = np.linalg.norm(self.position - self.placement - self.input_position, axis=-1) / self.scale
         lock = ~self.locked & self.planted & (distance < s.lock_distance)
-        unlock = self.locked & (~self.planted | (behind > s.unlock_distance))
+        ran_away = behind > s.unlock_distance
+        if reachable is not None:
+            ran_away &= ~np.asarray(reachable, dtype=bool)
+        unlock = self.locked & (~self.planted | ran_away)
         switched = lock | unlock
         if not switched.any():
             return
@@ -273,8 +303,7 @@ def placement_shifts(heels, toes, ground_heights, tolerance, up=(0.0, 0.0, 1.0))
     shift = steps / PLACEMENT_STEPS  # (J,) in foot lengths
     lines = heels[:, :, None] + along[:, None] * (toes[:, None, None] - heels[:, :, None])  # (k, H, N, 3)
     points = lines[:, None] + shift[None, :, None, None, None] * foot[:, None, None, None]  # (k, J, H, N, 3)
-    heights, valid = ground_heights(points.reshape(-1, 3))
-    heights, valid = heights.reshape(points.shape[:4]), valid.reshape(points.shape[:4])
+    heights, valid = _placement_ground(points, ground_heights, tolerance, along)
     line = heights[..., :1] + along * (heights[..., -1:] - heights[..., :1])
     clear = valid.all(axis=-1) & (np.abs(heights - line).max(axis=-1) <= tolerance)  # (k, J, H)
     # How long (in heel samples from now) each shift keeps the foot on one tread: where the
@@ -292,18 +321,51 @@ def placement_shifts(heels, toes, ground_heights, tolerance, up=(0.0, 0.0, 1.0))
             np.where(placed, heights[feet, best, 0, -1], np.nan))
 
 
+def _placement_ground(points, ground_heights, tolerance, along):
+    """Heights and validity (k, J, H, N) of the ground under the placement samples
+    ``points`` (k, J, H, N, 3), cast only where they decide anything: a foot clear of every
+    edge where it is (most set-downs, all on even ground) keeps its place whatever the
+    other shifts find, so those are cast only for feet that straddle an edge; and each
+    distinct point once (a heel that does not turn repeats its place over the stance)."""
+    heights, valid = np.full(points.shape[:4], np.nan), np.zeros(points.shape[:4], dtype=bool)
+    here = points.shape[1] // 2
+
+    def cast(selected):
+        unique, inverse = np.unique(selected.reshape(-1, 3), axis=0, return_inverse=True)
+        found, counts = ground_heights(unique)
+        inverse = inverse.reshape(-1)
+        return found[inverse].reshape(selected.shape[:-1]), np.asarray(counts)[inverse].reshape(selected.shape[:-1])
+
+    heights[:, here], valid[:, here] = cast(points[:, here])
+    line = heights[:, here, :, :1] + along * (heights[:, here, :, -1:] - heights[:, here, :, :1])
+    kept = (valid[:, here].all(axis=-1) & (np.abs(heights[:, here] - line).max(axis=-1) <= tolerance)).all(axis=-1)
+    others = np.flatnonzero(~kept)
+    if len(others):
+        moved = np.arange(points.shape[1]) != here
+        found, counts = cast(points[others][:, moved])
+        heights[others[:, None], np.flatnonzero(moved)], valid[others[:, None], np.flatnonzero(moved)] = found, counts
+    return heights, valid
+
+
 def eased_ground(heights, valid, fallback, weights):
     """Ground height (W,) for each of W walkers from samples (W, S) along its path.
 
     ``heights`` (W, S): ground hit at each sample, ``valid`` (W, S): where it counts,
-    ``fallback`` (W,): the ground where a sample does not count. Ground that rises ahead
-    (or fell behind) lifts the result by its rise times the sample's tent weight, so a
-    step edge raises a walker gradually as it comes nearer and lets it down gradually
-    once passed; ground lower than here never pulls it down early.
+    ``fallback`` (W,): the ground where a sample does not count. Each rise between two
+    samples ahead (or fall between two behind) lifts the result by its height times the
+    far sample's tent weight, so a step edge raises a walker gradually as it comes nearer
+    and lets it down gradually once passed; ground lower than here never pulls it down
+    early. The rises add up along the path (the highest sum counts): a walker whose window
+    spans two steps has the further one eased in on top of the nearer one, and does not
+    jump by part of its rise as it crosses the nearer edge.
     """
     heights = np.where(valid, heights, np.asarray(fallback, dtype=float)[:, None])
-    here = heights[:, np.argmax(weights)]
-    return np.max(here[:, None] + weights * (heights - here[:, None]), axis=1)
+    centre = int(np.argmax(weights))
+    change = np.diff(heights, axis=1)  # (W, S - 1): from each sample to the next
+    ahead = np.cumsum(weights[centre + 1 :] * change[:, centre:], axis=1)
+    behind = np.cumsum((-weights[:centre] * change[:, :centre])[:, ::-1], axis=1)
+    lift = np.max(np.concatenate((ahead, behind), axis=1), axis=1, initial=0.0)
+    return heights[:, centre] + lift
 
 
 class PelvisDrop:
@@ -323,7 +385,8 @@ class PelvisDrop:
         self.drop = None
 
     def update(self, hips, ankle_targets, reach, dt):
-        """Drop (world units, >= 0) for hip joints (L, 3), ankle targets (L, 3) and reach (L,)."""
+        """Drop (world units, >= 0) for hip joints (..., L, 3), ankle targets (..., L, 3) and
+        reach (..., L): the largest any leg needs (several poses of the legs: the most any needs)."""
         needed = min(float(np.max(self._needed(hips, ankle_targets, reach), initial=0.0)), self.max_drop)
         self.drop = needed if self.drop is None else _approach(self.drop, needed, dt, self.time_constant)
         return self.drop
@@ -356,7 +419,7 @@ class PelvisPull:
         self.pull = None
 
     def update(self, hips, ankle_targets, reach, dt):
-        """Pull (3,) of the pelvis for hip joints (L, 3), ankle targets (L, 3) and reach (L,)."""
+        """Pull (3,) of the pelvis for hip joints (..., L, 3), ankle targets (..., L, 3) and reach (..., L)."""
         needed = self._needed(np.asarray(hips, dtype=float), np.asarray(ankle_targets, dtype=float), reach)
         self.pull = needed if self.pull is None else _approach(self.pull, needed, dt, self.time_constant)
         return self.pull
@@ -364,7 +427,8 @@ class PelvisPull:
     def _needed(self, hips, ankle_targets, reach):
         """The pull of the leg furthest out of reach: the shortest move across that brings its
         target within reach, capped."""
-        offset = ankle_targets - hips
+        offset = (ankle_targets - hips).reshape(-1, 3)
+        reach = np.broadcast_to(reach, np.shape(hips)[:-1]).reshape(-1)
         height = offset @ self.up
         across = offset - height[:, None] * self.up
         distance = np.linalg.norm(across, axis=-1)

@@ -155,6 +155,7 @@ class TerrainFootLock:
         # Like every threshold, the ledge limit is for an adult: scaled to this character.
         self.max_correction = self.settings.max_correction * length_scale(clip.leg_length)
         self.window, self.window_weights = path_window(clip.fps)
+        self.pelvis_ahead = _frames_ahead(clip, round(self.settings.pelvis_drop_smoothing * clip.fps))
         self.locker = FootLocker(clip.leg_length, self.settings, self.up)
         self.pelvis = PelvisDrop(self.settings.pelvis_drop_smoothing,
                                  self.settings.max_pelvis_drop * clip.leg_length, self.up)
@@ -172,6 +173,9 @@ class TerrainFootLock:
         self.normals = None
         self.clamps = None  # (2, L) ground clamps under the toes and heels, eased down
         self.released_ground = None  # (L,) ground under the toe targets, eased down
+        self.shown_targets = None  # (L, 3) the toe targets of the frame before
+        self.held_back = None  # (L,) how far those were held back from where the lock put them
+        self.lock_targets = None  # (L, 3) where the lock put the toes the frame before
 
     def step(self, frame, dt, ground):
         """The displayed pose at clip frame index ``frame``, ``dt`` seconds after the last one.
@@ -195,8 +199,9 @@ class TerrainFootLock:
         under = self._ground_under_feet(legs, targets, lift, dt, ground)
         turns = self._foot_turns(under.normals)
         legs = legs.turned(turns)
-        shift = (lift - self._pelvis_drop(legs, frame, lift, targets, dt)) * self.up
-        shift = shift + self._pelvis_pull(legs, frame, shift, targets, dt)
+        hips = self._hips_ahead(legs, frame)
+        shift = (lift - self._pelvis_drop(legs, hips, lift, targets, dt)) * self.up
+        shift = shift + self._pelvis_pull(legs, hips, shift, targets, dt)
         return _FramePlan(frame, targets, under.toe_shift, under.heel_shift, turns, shift, feet.toe_inputs,
                           self.locker.contact[self.locker.locked].copy())
 
@@ -232,29 +237,106 @@ class TerrainFootLock:
         contacts = None if self.clip.contacts is None else self.clip.contacts[:, frame]
         clearance = feet.clearance[:, None] * self.up
         shifts, heights = self._place_feet(feet, frame, contacts, ground, lift)
-        targets = self.locker.update(feet.toe_inputs - clearance, dt, contacts, heights, feet.carrier_under,
-                                     getattr(ground, "carry", None), shifts) + clearance
-        return self._released_clear_of_ground(targets, feet, dt, ground)
+        reachable = None if contacts is None else self._locks_in_reach(frame, lift, clearance)
+        footprints = self.locker.update(feet.toe_inputs - clearance, dt, contacts, heights, feet.carrier_under,
+                                        getattr(ground, "carry", None), shifts, reachable)
+        locked_targets, before = footprints + clearance, self.lock_targets
+        self.lock_targets = locked_targets
+        moved = None if before is None else np.linalg.norm(locked_targets - before, axis=-1)
+        targets, under = self._released_clear_of_ground(locked_targets, feet, frame, dt, ground, lift)
+        return self._released_steps_limited(targets, moved, under + 0.5 * feet.clearance)
 
-    def _released_clear_of_ground(self, targets, feet, dt, ground):
-        """Targets (L, 3) with every released toe kept its authored clearance above the
-        ground right under it: a foot blending back to an animation
-        that slid ahead crosses ground the animation does not (down stairs, over the upper
-        tread while the animation's toe, lowered for the step ahead, is past the edge), and
-        the blend must not pass through it. The toe is held over the ground it was released
-        on and any lower it has crossed since: ground falling away under it (past the edge)
-        lets it down eased, as the ground clamps do, not in one frame; a riser it blends into
-        on the way up is the ground clamps' (holding it up to the upper tread at once would
-        jump it a step's height in a frame)."""
-        c, up, locked = self.clip, self.up, self.locker.locked
+    def _locks_in_reach(self, frame, lift, clearance):
+        """(L,) whether each leg could reach its lock (held at its clearance above it) this
+        frame with the pelvis lowered and moved across toward it as far as they may go
+        (None before the first frame). With contact curves (or the bake's labels) a lock
+        holds on while this is so: a clip whose root runs ahead of its feet leaves a long
+        stance's lock further behind than ``unlock_distance`` (the hop with its root 1.25x
+        too fast: 24 cm), and letting go mid-stance would step the foot forward, across a
+        step edge or not, while the clip still plants it."""
+        locker, up = self.locker, self.up
+        if locker.position is None:
+            return None
+        ankles = locker.contact + clearance + self.ankles[frame] - self.toes[frame]
+        offset = ankles - (self.hips[frame] + lift * up)
+        below = np.maximum(-(offset @ up) - self.pelvis.max_drop, 0.0)
+        across = np.maximum(np.linalg.norm(offset - (offset @ up)[:, None] * up, axis=-1) - self.pull.max_pull, 0.0)
+        return np.hypot(across, below) <= self.reach[:, frame]
+
+    def _released_steps_limited(self, targets, moved, lowest):
+        """Targets (L, 3) of released toes moving no further in a frame, up or down and
+        across, than the lock moved them (``moved`` (L,): the animation's step, its toe
+        lifting included, plus what the release's blend adds now; None: a restart), plus
+        what this limit held back, caught up as a blend would: a toe the ground ahead
+        lifts is lifted as gently as its blend moves it, never a step's height in a frame.
+        Where going on across would take a toe over ground higher than it may be there
+        (``lowest`` (L,): half its clearance above the ground under its target; NaN: no
+        ground), it rises first and crosses once it is high enough: a toe released at the
+        foot of a riser does not cross the edge inside it. Locked toes are the lock's: it
+        eases them in itself."""
+        previous, behind = self.shown_targets, self.held_back
+        self.shown_targets, self.held_back = targets, np.zeros(len(targets))
+        if previous is None or moved is None:
+            return targets
+        up, dt = self.up, 1.0 / self.clip.fps
+        allowed = moved + 1.5 * behind * dt / self.settings.blend_time
+        move = targets - previous
+        rise = np.clip(move @ up, -allowed, allowed)
+        across = move - (move @ up)[:, None] * up
+        across *= np.minimum(1.0, allowed / np.maximum(np.linalg.norm(across, axis=-1), 1e-12))[:, None]
+        risen = previous @ up + rise
+        across = np.where((risen < lowest)[:, None], 0.0, across)
+        limited = np.where(self.locker.locked[:, None], targets, previous + rise[:, None] * up + across)
+        self.shown_targets, self.held_back = limited, np.linalg.norm(targets - limited, axis=-1)
+        return limited
+
+    def _released_clear_of_ground(self, targets, feet, frame, dt, ground, lift):
+        """Targets (L, 3), and the ground under them (L,) (NaN: none), with every released
+        toe kept its authored clearance above the
+        ground under it: a foot blending back to an animation that slid ahead crosses
+        ground the animation does not (down stairs, over the upper tread while the
+        animation's toe, lowered for the step ahead, is past the edge; up stairs, a riser
+        the animation's toe has already cleared), and the blend must not pass through it.
+        The toe is held over the ground it was released on and any lower it has crossed
+        since: ground falling away under it (past the edge) lets it down eased, as the
+        ground clamps do, not in one frame. Ground rising along the path it will blend
+        along (:meth:`_ground_ahead_of_blends`) raises it gradually before it gets there,
+        as the swing's eased ground does (held up to a higher tread only when over it, it
+        would jump a step's height in a frame)."""
+        up, locked = self.up, self.locker.locked
         heights, _, hit, _ = self._cast(targets, ground)
-        hit &= np.abs(heights - c.floor - (self.lift or 0.0)) <= self.max_correction
         under = np.where(hit, heights, np.nan)
         held = under if self.released_ground is None else np.where(locked, under, self.released_ground)
         self.released_ground = np.where(under > held, held, np.maximum(_ease(held, under, dt), under))
-        lowest = self.released_ground + feet.clearance
+        ground_ahead = self._ground_ahead_of_blends(targets, under, feet, frame, dt, ground, lift)
+        lowest = np.fmax(self.released_ground, ground_ahead) + feet.clearance
         lowest = np.where(np.isfinite(lowest) & ~locked, lowest, -np.inf)
-        return targets + np.maximum(lowest - targets @ up, 0.0)[:, None] * up
+        return targets + np.maximum(lowest - targets @ up, 0.0)[:, None] * up, under
+
+    def _ground_ahead_of_blends(self, targets, under, feet, frame, dt, ground, lift):
+        """(L,) the eased ground (:func:`eased_ground`) along where each released toe still
+        blending toward its animation will be over the swing window ahead
+        (:meth:`~.runtime_lock.FootLocker.ahead`); NaN for the others, whose toes follow
+        their animation (and its eased ground) or their lock."""
+        blending = ~self.locker.locked & self.locker.blending()
+        eased = np.full(len(targets), np.nan)
+        if dt <= 0.0 or not blending.any():
+            return eased
+        c, up = self.clip, self.up
+        ahead = self.window >= 0
+        frames = np.clip(frame + self.window[ahead][1:], 0, c.frames - 1)
+        legs = np.flatnonzero(blending)
+        # The animated footprints ahead: the clip's toes moved as the terrain moved them now.
+        footprints = feet.toe_inputs - feet.clearance[:, None] * up
+        inputs = footprints[:, None] + (self.toes[frames] - self.toes[frame]).transpose(1, 0, 2)
+        path = self.locker.ahead(inputs, dt)[legs]
+        heights, _, hit, _ = self._cast(path.reshape(-1, 3), ground)
+        base = c.floor + lift
+        here = np.where(np.isfinite(under[legs]), under[legs], base)
+        samples = np.concatenate((here[:, None], heights.reshape(len(legs), -1)), axis=1)
+        valid = np.concatenate((np.ones((len(legs), 1), dtype=bool), hit.reshape(len(legs), -1)), axis=1)
+        eased[legs] = eased_ground(samples, valid, here, self.window_weights[ahead])
+        return eased
 
     def _place_feet(self, feet, frame, contacts, ground, lift):
         """Shifts (L, 3) and ground heights (L,) of the footprints of feet that may lock
@@ -266,11 +348,10 @@ class TerrainFootLock:
         shifts, heights = np.zeros((len(self.toe_joints), 3)), feet.ground_under.copy()
         if not setting_down.any():
             return shifts, heights
-        base = c.floor + lift
 
         def ground_heights(points):
             found, _, hit, _ = self._cast(points, ground)
-            return found, hit & (np.abs(found - base) <= self.max_correction)
+            return found, hit
 
         toes = feet.toe_inputs[setting_down]
         ahead = self._stance_ahead(frame, np.flatnonzero(setting_down))  # (k, H)
@@ -305,12 +386,14 @@ class TerrainFootLock:
 
     def _cast(self, points, ground):
         """(heights, normals, hits, carriers) of rays down through ``points`` (k, 3), from
-        ``max_correction`` above the character's current ground and twice that long: only
-        corrections up to ``max_correction`` can hit."""
+        ``max_correction`` above the character's current ground and twice that long. Only
+        ground within ``max_correction`` of the current one counts as a hit: further is a
+        ledge or a bad hit (a ground function may answer beyond the ray's length)."""
         up = self.up
         base = self.clip.floor + (0.0 if self.lift is None else self.lift)
         origins = points + (base + self.max_correction - points @ up)[:, None] * up
-        return ground_hits(ground(origins, 2.0 * self.max_correction), len(points))
+        heights, normals, hits, carriers = ground_hits(ground(origins, 2.0 * self.max_correction), len(points))
+        return heights, normals, hits & (np.abs(heights - base) <= self.max_correction), carriers
 
     def _cast_paths(self, frame, ground):
         """Ground heights, hits and carriers (1 + L, S) along the clip's paths of the pelvis
@@ -332,11 +415,10 @@ class TerrainFootLock:
         s, floor = self.settings, self.clip.floor
         lift = 0.0 if self.lift is None else self.lift
         heights, valid, _ = paths
-        # Ground beyond max_correction from the current one is a ledge or a hole, and no
-        # ground is none: the body keeps going toward the last ground it had.
-        valid = valid[:1] & (np.abs(heights[:1] - floor - lift) <= self.max_correction)
         # The tent-weighted mean ground along the path: the body starts to climb (or go
-        # down) before the step and ends after it, as symmetric as the step is.
+        # down) before the step and ends after it, as symmetric as the step is. Where no
+        # ground counts (a ledge, a hole, none at all) the body keeps going toward the last
+        # ground it had.
         ahead = np.where(valid[0], heights[0], floor + self.lift_target)
         target = float(ahead @ self.window_weights / self.window_weights.sum())
         # Never above the lowest planted foot: on stairs the body stays down with the
@@ -359,7 +441,6 @@ class TerrainFootLock:
         heights, valid = paths[0][1:], paths[1][1:]
         base = c.floor + lift
         # A ledge or a bad hit, like no ground at all, leaves the toe on the clip's floor.
-        valid = valid & (np.abs(heights - base) <= self.max_correction)
         # With contact curves, a foot going down a step stays up until its heel has passed
         # the edge too: a toe let down while the heel is still over the upper tread would be
         # held up by the heel's ground clamp and pulled back into the edge; where it sets
@@ -385,7 +466,6 @@ class TerrainFootLock:
         c, up = self.clip, self.up
         ankles = targets + legs.ankles - legs.toes
         heights, normals, hit, _ = self._cast(np.concatenate((targets, ankles)), ground)
-        hit &= np.abs(heights - c.floor - lift) <= self.max_correction
         toe, heel = np.where(hit, heights, np.nan).reshape(2, -1)
         toe_shift = np.where(np.isfinite(toe), toe - c.floor, lift)
         clamps = np.stack((toe_shift, np.where(np.isfinite(heel), heel - c.floor, toe_shift)))
@@ -404,14 +484,47 @@ class TerrainFootLock:
         normals = np.where(tilted[:, None], normals, self.up)
         return align_to_normal(normals, self.settings.max_tilt, self.up)
 
-    def _pelvis_drop(self, legs, frame, lift, targets, dt):
-        """How far the pelvis goes down for every (turned) foot to reach its target."""
-        hips = legs.hips + lift * self.up
-        return self.pelvis.update(hips, targets + legs.ankles - legs.toes, self.reach[:, frame], dt)
+    def _pelvis_drop(self, legs, hips, lift, targets, dt):
+        """How far the pelvis goes down for every (turned) foot to reach its target, with
+        the legs now and a time constant ahead (:meth:`_hips_ahead`)."""
+        hips, feet, reach = hips
+        return self.pelvis.update(hips + lift * self.up, targets + feet, reach, dt)
 
-    def _pelvis_pull(self, legs, frame, shift, targets, dt):
-        """How far the (lowered) pelvis moves across for every foot to reach its target."""
-        return self.pull.update(legs.hips + shift, targets + legs.ankles - legs.toes, self.reach[:, frame], dt)
+    def _pelvis_pull(self, legs, hips, shift, targets, dt):
+        """How far the (lowered) pelvis moves across for every foot to reach its target,
+        now and a time constant ahead."""
+        hips, feet, reach = hips
+        return self.pull.update(hips + shift, targets + feet, reach, dt)
+
+    def _hips_ahead(self, legs, frame):
+        """Hips (2, L, 3), each foot from its toe to its ankle (2, L, 3) (turned now, as
+        authored ahead: a foot rolling onto its toe raises its ankle) and the legs' reach
+        (2, L), now and ``pelvis_drop_smoothing`` seconds ahead (within the contact under
+        way; infinite reach for a toe not locked, whose target will move). The pelvis eases
+        toward what its feet need; a need that grows steadily, as the body walks away from a foot locked behind it (down stairs, or the
+        root running ahead of its feet), is caught only a time constant late, and the leg
+        falls short of its lock on the last frames of the stance. Easing toward the need
+        the locked foot will have then keeps up with it."""
+        locked, ahead = self.locker.locked, self.pelvis_ahead[:, frame]
+        legs_index = np.arange(len(ahead))
+        hips = np.stack((legs.hips, self.hips[ahead, legs_index]))
+        feet = np.stack((legs.ankles - legs.toes, self.ankles[ahead, legs_index] - self.toes[ahead, legs_index]))
+        reach = np.stack((self.reach[:, frame], np.where(locked, self.reach[legs_index, ahead], np.inf)))
+        return hips, feet, reach
+
+
+def _frames_ahead(clip, frames):
+    """(L, F) the clip frame ``frames`` after each frame, or the last of the leg's contact
+    under way there if that ends sooner (the frame itself where the leg is not in contact;
+    without contact curves, only the clip's end limits it)."""
+    index = np.arange(clip.frames)
+    ahead = np.minimum(index + frames, clip.frames - 1)
+    if clip.contacts is None:
+        return np.tile(ahead, (len(clip.rig.legs), 1))
+    contact = np.asarray(clip.contacts) > 0.5
+    ends = contact & ~np.pad(contact[:, 1:], ((0, 0), (0, 1)))  # last frames of the contacts
+    next_end = np.minimum.accumulate(np.where(ends, index, clip.frames)[:, ::-1], axis=1)[:, ::-1]
+    return np.where(contact, np.minimum(ahead, next_end), index)
 
 
 @dataclass

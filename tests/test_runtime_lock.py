@@ -179,6 +179,50 @@ def test_a_release_catches_up_along_up_faster_than_across():
     assert np.all(np.diff(out, axis=0)[:, [0, 2]] >= -1e-12) and np.all(out[:, 2] <= moving[:, 2] + 1e-9)
 
 
+@pytest.mark.parametrize("reachable", [None, False, True])
+def test_a_lock_lagging_past_unlock_distance_holds_while_its_leg_reaches_it(reachable):
+    """The contact goes on while the animation slides away at 0.3 m/s: the lock lets go once
+    it lags unlock_distance behind, unless its leg is said to reach it still (a clip whose
+    root runs ahead of its feet, on a long stance: it holds until the contact ends)."""
+    settings = RuntimeSettings()
+    frames = round(1.5 * FPS)  # 45 cm of slide
+    toes = np.zeros((frames, 1, 3))
+    toes[:, 0, 0] = 0.3 * np.arange(frames) * DT
+    locker = FootLocker(REFERENCE_LEG_LENGTH, settings, UP)
+    locked, contact = [], []
+    for f in range(frames):
+        locker.update(toes[f], DT, np.ones(1), reachable=None if reachable is None else np.array([reachable]))
+        locked.append(locker.locked[0])
+        contact.append(locker.contact[0, 0])
+    locked = np.array(locked)
+    assert locked[round(0.2 * FPS)]
+    if reachable:
+        assert locked[round(0.2 * FPS):].all()
+    else:
+        lets_go = np.flatnonzero(~locked & (np.arange(frames) > round(0.2 * FPS)))[0]
+        lag = toes[lets_go, 0, 0] - contact[lets_go - 1]
+        assert settings.unlock_distance < lag <= settings.unlock_distance + 0.3 * DT + 1e-9
+
+
+def test_ahead_shows_where_a_released_toe_will_blend():
+    """Released 20 cm behind its animation, the toe goes where ``ahead`` said it would over
+    the next frames (the blend's catch-up, no switch), not where its animation goes."""
+    locker = FootLocker(REFERENCE_LEG_LENGTH, RuntimeSettings(), UP)
+    x = 0.4 * np.arange(round(0.8 * FPS)) * DT
+    toes = np.stack([x, np.zeros_like(x), 0.05 * x], axis=-1)[:, None]
+    contacts = np.ones((len(x), 1))
+    release = round(0.5 * FPS)
+    contacts[release:] = 0.0
+    for f in range(release + 1):
+        locker.update(toes[f], DT, contacts[f])
+    assert not locker.locked[0] and np.linalg.norm(locker.position[0] - toes[release, 0]) > 0.15
+    coming = toes[release + 1 : release + 11].transpose(1, 0, 2)  # (1, 10, 3)
+    predicted = locker.ahead(coming, DT)
+    shown = np.stack([locker.update(toes[f], DT, contacts[f]) for f in range(release + 1, release + 11)], axis=1)
+    assert np.allclose(predicted, shown)
+    assert np.linalg.norm(shown - coming, axis=-1)[0, 0] > 0.15  # well behind its animation at first
+
+
 @pytest.mark.parametrize("bad_dt", [-DT, 0.0, float("nan"), 5.0])
 def test_jump_restarts_from_the_input(bad_dt):
     toes, contacts = walk(seconds=2.0, root_scale=1.25)
@@ -257,6 +301,21 @@ def test_eased_ground_rises_before_a_step_and_never_dips_early():
     assert np.all(down[times < 0.0] == pytest.approx(0.12))
     assert np.all(down[times > SWING_WINDOW / 3 + 1.0 / fps] == 0.0)
     assert np.all(np.diff(down) <= 0.0)
+
+
+def test_eased_ground_climbs_a_flight_of_steps_with_no_jump():
+    """A walker whose window spans two steps (12 cm every 0.1 s of its path, a fast swing)
+    climbs evenly: no frame lifts it by more than both edges in its window ease it (it
+    jumped by half a rise as it crossed one edge with the next one in its window), and it
+    is over each tread by the time it gets there."""
+    fps = 120.0
+    offsets, weights = path_window(fps)
+    times = np.arange(-0.3, 0.5, 1.0 / fps)
+    heights = np.array([[0.12 * max(math.floor((t + k / fps) / 0.1) + 1, 0) for k in offsets] for t in times])
+    climb = eased_ground(heights, np.ones_like(heights, dtype=bool), np.zeros(len(times)), weights)
+    assert np.all(np.diff(climb) >= -1e-12)
+    assert np.diff(climb).max() <= 2 * 0.12 / (SWING_WINDOW * fps) + 1e-9
+    assert np.all(climb >= heights[:, np.argmax(weights)] - 1e-12)
 
 
 def test_eased_ground_uses_the_fallback_where_samples_do_not_count():

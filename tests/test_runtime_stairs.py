@@ -94,58 +94,48 @@ def stress_on_stairs(request):
     return toes, clip.gpos[:, [leg.toe for leg in rig.legs]], height, stance, clip.fps, contacts.T
 
 
-# A measured miss, reported as such: on the last frame of one stance of the sliding walk
-# down the leg cannot reach its locked toe (1.18 cm above it); held to that figure.
-PLANT_ALLOWED = {"cmu_07_01-down-x1.25": 0.012}  # metres of contact height error
-
-
-def test_stress_clips_plant_their_feet_on_the_steps(stress_on_stairs, request):
+def test_stress_clips_plant_their_feet_on_the_steps(stress_on_stairs):
     """Every planted toe keeps its authored height above the step under it (up to 3.7 cm
     on the hop and 9.8 cm on the jumps before feet were set down clear of step edges) and
     does not slide. On the sliding hop a lock placed off an edge held on as long as one set
-    down where its toe was (it let go 12 cm below a tread when the shift counted as lag)."""
+    down where its toe was (it let go 12 cm below a tread when the shift counted as lag).
+    On the sliding walk down, the leg reached its lock a step above on the last frames of
+    the stance (1.18 cm short) once the pelvis eased toward what that foot will need."""
     toes, authored, height, stance, fps, _ = stress_on_stairs
-    allowed = PLANT_ALLOWED.get(request.node.callspec.id, 0.01)
     above = np.stack([toes[:, leg] @ UP - height(toes[:, leg]) for leg in range(toes.shape[1])], axis=1)
     both = stance[1:] & stance[:-1]
     across = toes - (toes @ UP)[..., None] * UP
     slide = 100.0 * np.linalg.norm(np.diff(across, axis=0), axis=-1)[both].mean() * fps
     assert np.isfinite(toes).all()
-    assert np.abs(above - authored @ UP)[stance].max() <= allowed
+    assert np.abs(above - authored @ UP)[stance].max() <= 0.01
     assert slide <= 1.0  # cm/s
 
 
-# The issue's targets (0.5 cm of sink, 2 cm of extra jump), except where they are measured
-# misses, reported as such: a foot released with its toe right at the foot of a riser crosses
-# the edge before the release has lifted it, and the ground clamp lifts it then. Those cases
-# are held to what they measure now (0.75 cm, 2.74 cm), so they cannot get worse unseen.
-SINK_ALLOWED = {"cmu_01_01-stairs-x1.0": 0.008}  # metres below half the clearance
-JUMP_ALLOWED = {"cmu_131_03-stairs-x1.25": 0.028}  # metres beyond the clip's largest step
-
-
-def test_stress_clips_swing_clear_of_the_step_edges(stress_on_stairs, request):
+def test_stress_clips_swing_clear_of_the_step_edges(stress_on_stairs):
     """Every swinging toe keeps at least half its authored clearance above the step right
     under it (the jumps sank 6.2 cm below it, jumping down a step with the heel still over
-    the upper tread; the hop down 4.2 cm, let down before it had moved past the edge)."""
-    allowed = SINK_ALLOWED.get(request.node.callspec.id, 0.005)
+    the upper tread; the hop down 4.2 cm, let down before it had moved past the edge; the
+    jumps up 0.75 cm beyond that, released with the toe at the foot of a riser and blending
+    across the edge before the release had lifted it)."""
     toes, authored, height, _, _, contacts = stress_on_stairs
     above = np.stack([toes[:, leg] @ UP - height(toes[:, leg]) for leg in range(toes.shape[1])], axis=1)
     clearance = authored @ UP
     swing = ~contacts & (clearance > 0.01)
     assert swing.sum() > 100
-    assert (above[swing] >= 0.5 * clearance[swing] - allowed).all()
+    assert (above[swing] >= 0.5 * clearance[swing] - 0.005).all()
 
 
-def test_stress_clips_move_no_toe_much_further_in_a_frame_than_the_clip(stress_on_stairs, request):
+def test_stress_clips_move_no_toe_much_further_in_a_frame_than_the_clip(stress_on_stairs):
     """No toe moves more in one frame than 2 cm beyond the clip's own largest step (the hop
-    with its root 1.25x too fast: 3.4 cm, a toe held up over a step edge dropped at once)."""
-    allowed = JUMP_ALLOWED.get(request.node.callspec.id, 0.02)
+    with its root 1.25x too fast: 3.4 cm, a toe held up over a step edge dropped at once;
+    then 2.74 cm, released at the foot of a riser and lifted by the ground clamp as it
+    crossed the edge)."""
     toes, authored, _, _, _, _ = stress_on_stairs
 
     def largest_step(points):
         return np.linalg.norm(np.diff(points, axis=0), axis=-1).max()
 
-    assert largest_step(toes) <= largest_step(authored) + allowed
+    assert largest_step(toes) <= largest_step(authored) + 0.02
 
 
 def _edges_moved(labels, earlier, later):
@@ -159,18 +149,29 @@ def _edges_moved(labels, earlier, later):
     return moved
 
 
-@pytest.mark.parametrize("earlier, later", [(-2, 0), (1, 2), (0, -2)])
-def test_the_hop_keeps_its_feet_on_the_steps_when_its_labels_move_a_frame_or_two(earlier, later):
+# The hop as authored with edges moved either way, and sliding (root 1.25x too fast) with
+# its contacts starting a frame or two early: its stance across the hop's short swing then
+# lags 24 cm behind its animation, past unlock_distance, and lost its lock mid-stance in 9
+# of 18 such label sets (up to 12 cm off its step, stepping onto the next tread).
+LABEL_SHIFTS = [(1.0, -2, 0), (1.0, 1, 2), (1.0, 0, -2), (1.25, 1, 0), (1.25, 2, 2), (1.25, 1, -2), (1.25, 2, -1)]
+
+
+@pytest.mark.parametrize("scale, earlier, later", LABEL_SHIFTS)
+def test_the_hop_keeps_its_feet_on_the_steps_when_its_labels_move_a_frame_or_two(scale, earlier, later):
     """Where a foot is set down off a step edge does not hang on the exact frames its
     contact starts and ends: with every label edge moved 1-2 frames (the bake's labels
     close the hop's 0.1 s swing into one stance; edited curves move edges), every planted
     toe on the hop up the stairs keeps its authored height (3.6-3.7 cm off when only five
-    frames spread over the stance were checked)."""
-    skeleton, motion, rig = load("cmu_131_03")
+    frames spread over the stance were checked) and does not slide."""
+    skeleton, authored_motion, rig = load("cmu_131_03")
+    motion = scale_root_motion(skeleton, authored_motion, scale)
     labels, _ = label_contacts(skeleton, motion, rig, UP)
     clip, toes, height = _played(skeleton, motion, rig, _edges_moved(labels, earlier, later), "stairs")
-    stance = settled(reference_labels(skeleton, motion, rig) > 0.5,
+    stance = settled(reference_labels(skeleton, authored_motion, rig) > 0.5,
                      math.ceil(RuntimeSettings().blend_time * clip.fps)).T
     authored = clip.gpos[:, [leg.toe for leg in rig.legs]] @ UP
     above = np.stack([toes[:, leg] @ UP - height(toes[:, leg]) for leg in range(toes.shape[1])], axis=1)
+    both = stance[1:] & stance[:-1]
+    across = toes - (toes @ UP)[..., None] * UP
     assert np.abs(above - authored)[stance].max() <= 0.01
+    assert 100.0 * np.linalg.norm(np.diff(across, axis=0), axis=-1)[both].mean() * clip.fps <= 1.0  # cm/s
