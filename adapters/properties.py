@@ -174,7 +174,7 @@ class FOOT_LOCK_PG_settings(PropertyGroup):
     unlock_distance: FloatProperty(
         name="Unlock Distance",
         description="A locked foot lets go when it lags this far behind its animated position "
-        "(for an adult; scaled by leg length)",
+        "and its leg can no longer reach it (for an adult; scaled by leg length)",
         default=_RUNTIME_DEFAULTS.unlock_distance, min=0.0, soft_max=1.0, unit="LENGTH",
     )
     blend_time: FloatProperty(
