@@ -1,7 +1,8 @@
 """The ground under the characters: downward rays against BVH trees of the ground meshes.
 
-:class:`Ground` is the ``ground(origins, distance)`` function the runtime foot lock
-(:mod:`..solvers.runtime_pose`) asks for every frame. It casts against BVH trees
+:class:`Ground` is the ground the runtime foot lock (:mod:`..solvers.runtime_pose`) plays
+over: ``Ground.at(frame)`` (:class:`GroundAt`) is the ``ground(origins, distance)`` it asks
+for on that frame. It casts against BVH trees
 (``mathutils.bvhtree.BVHTree``) of the ground meshes as the depsgraph shows them
 (modifiers applied), instead of casting against the whole scene.
 
@@ -219,10 +220,6 @@ class Ground:
     def at(self, row):
         """The ground as it is on frame ``row`` of the range (:class:`GroundAt`)."""
         return GroundAt(self, row)
-
-    def __call__(self, origins, distance):
-        """The ground of the range's first frame (all of it, where nothing moves)."""
-        return self.at(0)(origins, distance)
 
 
 class GroundAt:

@@ -248,11 +248,26 @@ class FootLocker:
         return points + (wanted - heights)[:, None] * self.up
 
 
-def ground_hits(answer, count):
-    """(heights, normals, hits, carriers) of a ground's answer to ``count`` rays. A ground
-    that never moves may answer without carriers: each ray's moving ground, -1 for none."""
-    heights, normals, hits, *carriers = answer
-    return heights, normals, hits, carriers[0] if carriers else np.full(count, -1)
+class StillGround:
+    """Ground that is the same on every frame, from a ray cast ``cast(origins, distance)``
+    -> (heights (k,), normals (k, 3), hits (k,)): the runtime lock's ground protocol with
+    nothing on it that moves, so no ray has a carrier and nothing is carried."""
+
+    def __init__(self, cast):
+        self.cast = cast
+
+    def __call__(self, origins, distance):
+        """Heights, normals, hits and carriers (k,), all -1 (still ground)."""
+        heights, normals, hits = self.cast(origins, distance)
+        return heights, normals, hits, np.full(len(origins), -1)
+
+    def at(self, frame):
+        """The ground on ``frame``: the same ground."""
+        return self
+
+    def carry(self, carriers, points):
+        """Points held on still ground stay where they are."""
+        return points
 
 
 def _decay_weights(time, blend_time):

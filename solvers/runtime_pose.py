@@ -52,7 +52,6 @@ from .runtime_lock import (
     RuntimeSettings,
     align_to_normal,
     eased_ground,
-    ground_hits,
     length_scale,
     path_window,
     placement_shifts,
@@ -132,12 +131,13 @@ class TerrainFootLock:
     """Streaming foot lock of one character on terrain: call :meth:`step` once per frame.
 
     ``ground(origins, distance)`` casts a ray from each origin (k, 3) against ``up`` for at
-    most ``distance`` and returns hit heights along ``up`` (k,), normals (k, 3) and hits
-    (k,) bool. Ground that moves also returns each ray's carrier (k,), the index of the
-    moving object it hit (-1: still ground), and has ``carry(carriers, points)``: the
-    points (k, 3) held on each moved as it moved since the frame before; a foot locked on
-    it moves with it. ``solver``
-    supplies the leg solver's options (:class:`FootLockSettings`).
+    most ``distance`` and returns hit heights along ``up`` (k,), normals (k, 3), hits
+    (k,) bool and each ray's carrier (k,), the index of the moving object it hit (-1:
+    still ground). ``ground.carry(carriers, points)`` moves points (k, 3) held on each
+    carrier as it moved since the frame before (a foot locked on it moves with it), and
+    ``ground.at(frame)`` is the ground on that frame (:class:`StillGround` for ground
+    that never moves; ``adapters.terrain`` for the scene's). ``solver`` supplies the leg
+    solver's options (:class:`FootLockSettings`).
     """
 
     def __init__(self, clip, settings=None, solver=None, root_follow=True, up=(0.0, 0.0, 1.0)):
@@ -239,7 +239,7 @@ class TerrainFootLock:
         shifts, heights = self._place_feet(feet, frame, contacts, ground, lift)
         reachable = None if contacts is None else self._locks_in_reach(frame, lift, clearance)
         footprints = self.locker.update(feet.toe_inputs - clearance, dt, contacts, heights, feet.carrier_under,
-                                        getattr(ground, "carry", None), shifts, reachable)
+                                        ground.carry, shifts, reachable)
         locked_targets, before = footprints + clearance, self.lock_targets
         self.lock_targets = locked_targets
         moved = None if before is None else np.linalg.norm(locked_targets - before, axis=-1)
@@ -392,7 +392,7 @@ class TerrainFootLock:
         up = self.up
         base = self.clip.floor + (0.0 if self.lift is None else self.lift)
         origins = points + (base + self.max_correction - points @ up)[:, None] * up
-        heights, normals, hits, carriers = ground_hits(ground(origins, 2.0 * self.max_correction), len(points))
+        heights, normals, hits, carriers = ground(origins, 2.0 * self.max_correction)
         return heights, normals, hits & (np.abs(heights - base) <= self.max_correction), carriers
 
     def _cast_paths(self, frame, ground):
@@ -699,11 +699,9 @@ class PlayedClip:
 
 def play_clip(lock, ground):
     """Play ``lock`` over its whole clip from the first frame: steps 1-5 one frame step at
-    a time, then the legs of every frame solved at once. A ground that changes over the
-    clip has ``at(frame)``: the ground on that frame."""
+    a time, then the legs of every frame solved at once, each on ``ground.at(frame)``."""
     lock.reset()
     step = 1.0 / lock.clip.fps
-    at = getattr(ground, "at", lambda frame: ground)
-    plans = [lock.plan(frame, step, at(frame)) for frame in range(lock.clip.frames)]
+    plans = [lock.plan(frame, step, ground.at(frame)) for frame in range(lock.clip.frames)]
     rot, pos, toes = lock.solve(plans)
     return PlayedClip(rot, pos, np.stack([plan.toe_inputs for plan in plans]), toes, [plan.contacts for plan in plans])

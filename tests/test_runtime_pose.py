@@ -11,7 +11,7 @@ from foot_lock.solvers import quaternion as quat
 from foot_lock.solvers.foot_lock import FootLockSettings, label_contacts
 from foot_lock.solvers.kinematics import forward_kinematics
 from foot_lock.solvers.leg_ik import LegOptions
-from foot_lock.solvers.runtime_lock import RuntimeSettings
+from foot_lock.solvers.runtime_lock import RuntimeSettings, StillGround
 from foot_lock.solvers.runtime_pose import TerrainFootLock, play_clip, runtime_clip
 
 UP = np.asarray(bvh.UP, dtype=float)
@@ -47,7 +47,7 @@ def terrain(clip, kind, normal=UP):
         hit = (kind != "none") & (heights <= top) & (heights >= top - distance)
         return heights, np.tile(normal, (len(origins), 1)), hit
 
-    return height, ground
+    return height, StillGround(ground)
 
 
 def toes_of(skeleton, rig, rot, pos):
@@ -145,8 +145,8 @@ def test_stairs_in_centimetres_are_walked_as_in_metres(walk):
     cm_clip = runtime_clip(skeleton, cm_motion, rig, floor=0.0, up=UP)
 
     def cm_ground(origins, distance):
-        heights, normals, hit = ground(origins / 100.0, distance / 100.0)
+        heights, normals, hit, _ = ground(origins / 100.0, distance / 100.0)
         return 100.0 * heights, normals, hit
 
-    centimetres, _ = play_on(cm_clip, cm_ground)
+    centimetres, _ = play_on(cm_clip, StillGround(cm_ground))
     assert np.abs(centimetres / 100.0 - metres).max() < 1e-6
