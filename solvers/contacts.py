@@ -40,6 +40,7 @@ REFERENCE_LEG_LENGTH = 0.85  # hip-to-ankle bone length of a reference adult, me
 REFERENCE_STEP_TIME = 0.5
 MAX_TEMPO = 3.0  # a sprinter's step (0.17 s) is the quickest a human gait takes
 MIN_STEPS = 4  # two strides make a gait; a single quick side-step does not
+HEEL_LIFT = 0.005  # m for an adult: a heel higher than this above its contact's lowest is not planted
 
 
 @dataclass
@@ -482,6 +483,27 @@ def without_heel_sweeps(heel, toe, heel_speed, toe_speed, margin):
     sweeps = np.zeros_like(heel)
     sweeps[alone] = (heel_mean > toe_mean + margin)[ids]
     return heel & ~sweeps
+
+
+def heel_down(heel_labels, heels, up, leg_length):
+    """Heel labels (L, F) kept only where the heel (its points (L, F, 3)) is down: within
+    ``HEEL_LIFT`` (for an adult, scaled to the leg) of its lowest point in that contact. A
+    heel still settling or already rising (the foot rolling onto the ball) is not planted;
+    pinned there it would hold the foot flat against the roll and stretch the leg. Weights
+    (ramps) keep their values where kept."""
+    on = heel_labels > 0
+    out = heel_labels.copy()
+    if not on.any():
+        return out
+    heights = (heels @ np.asarray(up, dtype=float))[on]
+    lift = HEEL_LIFT * leg_length / REFERENCE_LEG_LENGTH
+    # The labelled frames row by row: each run's frames follow one another, so each run's
+    # lowest is one reduction from its first frame.
+    ids = run_ids(on)[on]
+    starts = np.flatnonzero(np.diff(ids, prepend=-1))
+    lowest = np.repeat(np.minimum.reduceat(heights, starts), np.diff(starts, append=len(ids)))
+    out[on] = np.where(heights <= lowest + lift, out[on], 0.0)
+    return out
 
 
 def ground_track(cues, ground, skating, fps, scale, settings):

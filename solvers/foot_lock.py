@@ -13,9 +13,9 @@ import numpy as np
 from . import metrics
 from . import quaternion as quat
 from .contacts import (
-    REFERENCE_LEG_LENGTH,
     ContactSettings,
     detect_foot_contacts,
+    heel_down,
 )
 from .kinematics import Motion, Pose, SolverInputError, check_motion, forward_kinematics
 from .leg_ik import LegOptions, measure_leg, solve_legs
@@ -25,8 +25,6 @@ from .root_motion import is_in_place
 
 IN_PLACE = ("the clip walks in place (its root stays put while the planted feet glide back): "
             "nothing locked; Root Motion from Feet makes it travel")
-
-HEEL_LIFT = 0.005  # m for an adult: a heel higher than this above its contact's lowest is not planted
 
 @dataclass
 class FootLockSettings:
@@ -98,26 +96,9 @@ def _label_feet(gpos, rig, root, length, up, fps, settings):
     character (:func:`travel`), ``length`` the leg length."""
     heels, toes = _points(gpos, rig, "ankle"), _points(gpos, rig, "toe")
     heel_labels, toe_labels, slip = detect_foot_contacts(heels, toes, root, up, fps, length, settings, foot_edges=False)
-    heel_labels = _heel_down(heel_labels, heels, up, length)
+    heel_labels = heel_down(heel_labels, heels, up, length)
     heel_labels[[not leg.has_toe_bone for leg in rig.legs]] = 0.0
     return heel_labels, toe_labels, slip
-
-
-def _heel_down(heel_labels, heels, up, length):
-    """Heel labels kept only where the heel is down: within ``HEEL_LIFT`` (for an adult,
-    scaled to the leg) of its lowest point in that contact. A heel still settling or
-    already rising (the foot rolling onto the ball) is not planted; pinned there it would
-    hold the foot flat against the roll and stretch the leg."""
-    heights = heels @ np.asarray(up, dtype=float)
-    lift = HEEL_LIFT * length / REFERENCE_LEG_LENGTH
-    out = heel_labels.copy()
-    for labels, height in zip(out, heights):
-        on = labels > 0
-        edges = np.flatnonzero(np.diff(np.concatenate(([0], on.astype(np.int8), [0]))))
-        for start, end in zip(edges[::2], edges[1::2]):
-            run = slice(start, end)
-            labels[run] = np.where(height[run] <= height[run].min() + lift, labels[run], 0.0)
-    return out
 
 
 def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None, settings=None,

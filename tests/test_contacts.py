@@ -31,6 +31,7 @@ from foot_lock.solvers.contacts import (
     gait_tempo,
     ground_track,
     grow_into,
+    heel_down,
     local_slip,
     long_runs,
     majority_vote,
@@ -336,6 +337,20 @@ def test_a_heel_labelled_alone_that_outpaces_its_ball_is_not_a_pin():
     toe_speed = np.array([[0.0, 0.1, 0.1, 0, 0, 0.1, 0.1, 0.1, 0, 0.0, 0.0, 0.0]])
     kept = without_heel_sweeps(heel, toe, heel_speed, toe_speed, margin=0.25)
     assert kept.astype(int).tolist() == [[1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1]]
+
+
+@pytest.mark.parametrize("unit", [1.0, 100.0])
+def test_a_heel_is_pinned_only_where_it_is_down(unit):
+    """Within 5 mm (an adult's; the leg's share in any unit) of the lowest the heel goes in
+    that contact, each contact on its own: a heel still settling or already rolling up is no
+    pin. Weights keep their values (a ramp's), a row without contacts stays empty."""
+    heights = np.array([[0.02, 0.004, 0.001, 0.0, 0.003, 0.008, 0.03, 0.1, 0.05, 0.052, 0.06],
+                        [0.0] * 11])  # metres
+    heels = np.zeros(heights.shape + (3,))
+    heels[..., 2] = heights * unit
+    labels = np.array([[0.5, 1, 1, 1, 1, 1, 0.5, 0, 1, 1, 1], [0] * 11])
+    kept = heel_down(labels, heels, (0.0, 0.0, 1.0), 0.85 * unit)
+    assert kept.tolist() == [[0, 1, 1, 1, 1, 0, 0, 0, 1, 1, 0], [0] * 11]
 
 
 def test_a_heel_strike_starts_where_the_heel_stops_descending():
