@@ -83,23 +83,36 @@ def normalize(q):
 # --- channels -> quaternions ------------------------------------------------------------
 
 
+def _half_angle_cos_sin(angles):
+    """cos and sin of half of ``angles``, through the tangent of a quarter of them: numpy
+    computes one ``tan`` several times faster than a ``sin`` and a ``cos`` (SIMD), and the
+    half-angle formulas lose nothing (within a few ulps, whole turns included)."""
+    t = np.multiply(angles, 0.25, dtype=float)
+    np.tan(t, out=t)
+    t_squared = t * t
+    scale = 1.0 / (1.0 + t_squared)
+    np.multiply(t, 2.0 * scale, out=t)
+    np.subtract(1.0, t_squared, out=t_squared)
+    t_squared *= scale
+    return t_squared, t
+
+
 def euler_to_quat(euler, order):
     """Quaternions (4, ...) from Euler angles (3, ...) given per axis (x, y, z)."""
     i, j, k, parity = _order_axes(order)
-    half = 0.5 * np.asarray(euler, dtype=float)
-    cos = np.cos(half)
-    sin = np.sin(half)
+    cos, sin = _half_angle_cos_sin(euler)
     ca, sa, cb, sb, cc, sc = cos[i], sin[i], cos[j], sin[j], cos[k], sin[k]
-    # q_b * q_a, then q_c * that, written out for the two or three axes involved.
+    # q_c * q_b * q_a written out for the three axes; the parity only flips signs.
     w = cb * ca
     vi = cb * sa
     vj = sb * ca
-    vk = -parity * sb * sa
+    sb_sa = sb * sa
+    parity_sc = parity * sc
     out = np.empty((4,) + w.shape)
-    out[0] = cc * w - sc * vk
-    out[1 + i] = cc * vi - parity * sc * vj
-    out[1 + j] = cc * vj + parity * sc * vi
-    out[1 + k] = cc * vk + sc * w
+    out[0] = cc * w + parity_sc * sb_sa
+    out[1 + i] = cc * vi - parity_sc * vj
+    out[1 + j] = cc * vj + parity_sc * vi
+    out[1 + k] = sc * w - parity * cc * sb_sa
     return out
 
 
@@ -110,9 +123,8 @@ def axis_angle_to_quat(axis_angle):
     axis = axis_angle[1:]
     length = np.sqrt(np.sum(axis * axis, axis=0))
     valid = length > 0.0
-    half = 0.5 * np.where(valid, axis_angle[0], 0.0)
-    scale = np.sin(half) / np.where(valid, length, 1.0)
-    return np.concatenate((np.cos(half)[None], axis * scale))
+    cos, sin = _half_angle_cos_sin(np.where(valid, axis_angle[0], 0.0))
+    return np.concatenate((cos[None], axis * (sin / np.where(valid, length, 1.0))))
 
 
 def channel_quat(mode, values):
