@@ -39,14 +39,12 @@ def multiply(a, b):
     """Hamilton product ``a * b`` of quaternions (4, ...) that broadcast."""
     aw, ax, ay, az = a
     bw, bx, by, bz = b
-    return np.stack(
-        (
-            aw * bw - ax * bx - ay * by - az * bz,
-            aw * bx + ax * bw + ay * bz - az * by,
-            aw * by - ax * bz + ay * bw + az * bx,
-            aw * bz + ax * by - ay * bx + az * bw,
-        )
-    )
+    out = np.empty((4,) + np.broadcast_shapes(np.shape(aw), np.shape(bw)))  # filled row by row: no stack copy
+    out[0] = aw * bw - ax * bx - ay * by - az * bz
+    out[1] = aw * bx + ax * bw + ay * bz - az * by
+    out[2] = aw * by - ax * bz + ay * bw + az * bx
+    out[3] = aw * bz + ax * by - ay * bx + az * bw
+    return out
 
 
 def conjugate(q):
@@ -60,13 +58,11 @@ def rotate(q, v):
     tx = 2.0 * (uy * vz - uz * vy)
     ty = 2.0 * (uz * vx - ux * vz)
     tz = 2.0 * (ux * vy - uy * vx)
-    return np.stack(
-        (
-            vx + w * tx + (uy * tz - uz * ty),
-            vy + w * ty + (uz * tx - ux * tz),
-            vz + w * tz + (ux * ty - uy * tx),
-        )
-    )
+    out = np.empty((3,) + np.broadcast_shapes(np.shape(w), np.shape(vx)))
+    out[0] = vx + w * tx + (uy * tz - uz * ty)
+    out[1] = vy + w * ty + (uz * tx - ux * tz)
+    out[2] = vz + w * tz + (ux * ty - uy * tx)
+    return out
 
 
 def normalize(q):
@@ -246,10 +242,10 @@ def _chosen_branches(first, second, start):
 
 def unwrap(angles):
     """Angles (3, F, ...) with whole turns added so no step between frames exceeds pi."""
-    steps = np.diff(angles, axis=1)
-    turns = np.cumsum(np.rint(steps / TWO_PI), axis=1)
+    turns = np.rint(np.diff(angles, axis=1) / TWO_PI)
     out = angles.copy()
-    out[:, 1:] -= TWO_PI * turns
+    if turns.any():  # most curves never cross a half turn: no (slow, strided) running sum
+        out[:, 1:] -= TWO_PI * np.cumsum(turns, axis=1)
     return out
 
 
