@@ -83,14 +83,10 @@ def _half_angle_cos_sin(angles):
     """cos and sin of half of ``angles``, through the tangent of a quarter of them: numpy
     computes one ``tan`` several times faster than a ``sin`` and a ``cos`` (SIMD), and the
     half-angle formulas lose nothing (within a few ulps, whole turns included)."""
-    t = np.multiply(angles, 0.25, dtype=float)
-    np.tan(t, out=t)
+    t = np.tan(0.25 * np.asarray(angles, dtype=float))
     t_squared = t * t
     scale = 1.0 / (1.0 + t_squared)
-    np.multiply(t, 2.0 * scale, out=t)
-    np.subtract(1.0, t_squared, out=t_squared)
-    t_squared *= scale
-    return t_squared, t
+    return (1.0 - t_squared) * scale, (2.0 * scale) * t
 
 
 def euler_to_quat(euler, order):

@@ -82,6 +82,9 @@ def test_axis_angle_to_quat_uses_the_half_angle():
     got = rotations.axis_angle_to_quat(np.concatenate((angles[None], 2.5 * axis)))
     expected = np.concatenate((np.cos(0.5 * angles)[None], np.sin(0.5 * angles) * axis))
     np.testing.assert_allclose(got, expected, rtol=0, atol=1e-14)
+    # One value alone (an object's or a single bone's channel), as a list or an array.
+    np.testing.assert_allclose(rotations.axis_angle_to_quat([1.0, 0.0, 0.0, 2.0]), [np.cos(0.5), 0, 0, np.sin(0.5)])
+    np.testing.assert_allclose(rotations.euler_to_quat([0.0, 0.0, 1.0], "XYZ"), [np.cos(0.5), 0, 0, np.sin(0.5)])
 
 
 @pytest.mark.parametrize("order", ORDERS)
