@@ -530,7 +530,8 @@ def basis_rotations(joint_map, rot, bone_names, frame_start=None):
     the solved local rotation."""
     jm = joint_map
     joints = np.array([jm.joint(name) for name in bone_names], dtype=int)
-    solved = _rows(np.moveaxis(rot, -1, 0), joints, axis=2)  # (4, F, bones)
+    # (4, F, bones): the bones taken from (F, n, 4) first, whole quaternions at a time.
+    solved = np.ascontiguousarray(np.moveaxis(rot[:, joints], -1, 0))
     roots = jm.parents[joints] < 0
     if roots.any():
         world_rot, _, _ = _world_rows(jm, jm.frame_start if frame_start is None else frame_start, len(rot))

@@ -17,7 +17,7 @@ import numpy as np
 from ..solvers import loops
 from ..solvers import quaternion as quat
 from ..solvers.foot_lock import label_foot_contacts, leg_length, remove_foot_sliding
-from ..solvers.kinematics import Pose, forward_kinematics
+from ..solvers.kinematics import forward_kinematics
 from ..solvers.leg_detection import detect_legs
 from ..solvers.rig import Leg, Rig
 from . import action_compat as compat
@@ -358,15 +358,27 @@ def cut_frames(clip):
 
 
 def clip_leg_length(clip):
-    """:func:`~..solvers.rig.leg_length` of the clip, each leg posed in its hip's own frame
-    only: lengths do not depend on the joints above the hip, and the solve that follows
-    the cut check poses the body itself."""
+    """:func:`~..solvers.rig.leg_length` of the clip from the local transforms of the leg
+    joints alone: a segment's length does not depend on the frame it is measured in, so
+    each thigh is placed in its hip's frame and each shin in its knee's, which rotates
+    nothing above the knee (the solve that follows the cut check poses the body itself)."""
     skeleton, motion = clip.skeleton, clip.motion
-    pose = Pose(skeleton, motion.rot, motion.pos, np.empty_like(motion.rot), np.empty_like(motion.pos))
+    segments = np.empty(motion.pos.shape)  # only the legs' hips, knees and ankles are set
     for leg in clip.rig.legs:
-        pose.grot[:, leg.hip], pose.gpos[:, leg.hip] = quat.IDENTITY, 0.0
-        pose.update(skeleton.chain(leg.hip, leg.ankle)[1:])
-    return leg_length(pose.gpos, clip.rig)
+        segments[:, leg.hip] = 0.0
+        segments[:, leg.knee] = _offset_below(skeleton, motion, leg.hip, leg.knee)
+        segments[:, leg.ankle] = segments[:, leg.knee] + _offset_below(skeleton, motion, leg.knee, leg.ankle)
+    return leg_length(segments, clip.rig)
+
+
+def _offset_below(skeleton, motion, top, joint):
+    """Where ``joint`` lies in ``top``'s frame on every frame (F, 3): the local transforms
+    of the joints between them composed from the bottom up."""
+    chain = skeleton.chain(top, joint)[1:]
+    offset = motion.pos[:, chain[-1]]
+    for above in reversed(chain[:-1]):
+        offset = motion.pos[:, above] + quat.rotate(motion.rot[:, above], offset)
+    return offset
 
 
 def label_clip(clip, settings, cuts=None):

@@ -185,6 +185,9 @@ class _RestRig:
         heights = points @ self.up
         self.ground = heights.min()
         self.extent = heights.max() - self.ground
+        # Heights above the lowest point and parsed names, per bone, once for every test below.
+        self.head_level, self.tail_level = np.split(heights - self.ground, 2)
+        self.parsed = [parse_bone_name(name) for name in self.names]
         # The rig's height sets the scale (far-off props beside it do not); bone lengths
         # stand in for a rig lying flat.
         self.size = max(self.extent, np.median(self.lengths))
@@ -215,10 +218,6 @@ class _RestRig:
             if parent >= 0:
                 leaves[parent] |= leaves[bone]
         return leaves
-
-    def level(self, points):
-        """Height above the rig's lowest point."""
-        return points @ self.up - self.ground
 
     def horizontal(self, vector):
         return vector - (vector @ self.up) * self.up
@@ -254,7 +253,7 @@ class _RestRig:
             bone
             for bone in range(len(self.names))
             if not self.children[bone]
-            and min(self.level(self.heads[bone]), self.level(self.tails[bone])) <= band
+            and min(self.head_level[bone], self.tail_level[bone]) <= band
         }
 
 
@@ -277,7 +276,7 @@ def _depths(parents):
 
 
 def _named_legs(rig):
-    parsed = [parse_bone_name(name) for name in rig.names]
+    parsed = rig.parsed
     # Every row the names mention: a quadruped's "LeftFront" legs beside its "Left" ones.
     rows = sorted({name.row for name in parsed if name.side}, key=lambda row: (row is not None, row or ""))
     legs = []
@@ -400,7 +399,7 @@ def _leg_below(rig, top, unclaimed):
     if not targets:
         return None
     # The longest way down, so a toe and its end bone win over a heel helper or a twist leaf.
-    leaf = max(targets, key=lambda bone: (rig.depth[bone], -rig.level(rig.tails[bone]), -bone))
+    leaf = max(targets, key=lambda bone: (rig.depth[bone], -rig.tail_level[bone], -bone))
     return _leg_from_path(rig, rig.path(top, leaf))
 
 
@@ -411,10 +410,10 @@ def _leg_from_path(rig, path):
     toe: the thigh and shin are the pair of consecutive bones that drops the most.
     """
     bones = [bone for bone in path if rig.lengths[bone] > _TINY * rig.size]
-    top = rig.level(rig.heads[path[0]])
+    top = rig.head_level[path[0]]
     if len(bones) < 3 or top < max(_MIN_LEG_HEIGHT * rig.extent, _TINY * rig.size):
         return None
-    drops = rig.level(rig.heads[bones]) - rig.level(rig.tails[bones])
+    drops = rig.head_level[bones] - rig.tail_level[bones]
     pairs = drops[:-2] + drops[1:-1]  # thigh + shin, with at least a foot after them
     if pairs.max() < _MIN_THIGH_SHIN_DROP * top:
         return None
@@ -428,7 +427,7 @@ def _leg_from_path(rig, path):
 def _looks_like_toe(rig, thigh, foot, toe):
     """Head near the ground, roughly horizontal, and pointing on from the foot (not a heel)."""
     direction = rig.tails[toe] - rig.heads[toe]
-    near_ground = rig.level(rig.heads[toe]) <= _TOE_BAND * rig.level(rig.heads[thigh])
+    near_ground = rig.head_level[toe] <= _TOE_BAND * rig.head_level[thigh]
     flat = abs(direction @ rig.up) <= _TOE_FLAT * rig.lengths[toe]
     ahead = rig.horizontal(direction) @ rig.horizontal(rig.heads[toe] - rig.heads[foot]) > 0
     return bool(near_ground and flat and ahead)
@@ -437,7 +436,7 @@ def _looks_like_toe(rig, thigh, foot, toe):
 def _no_legs_message(rig):
     """Why no legs were found: a rig whose leg-named bones are too short a chain (one bone per
     leg, no foot) is told so by name; otherwise what was looked for."""
-    parsed = [parse_bone_name(name) for name in rig.names]
+    parsed = rig.parsed
     leg_named = [
         bone
         for bone, name in enumerate(parsed)
@@ -468,7 +467,7 @@ def _pelvis(rig, legs):
             "the legs are in separate hierarchies: no common parent bone to serve as pelvis"
         )
     for bone in [base, *rig.ancestors(base)][:_PELVIS_NAME_REACH]:
-        name = parse_bone_name(rig.names[bone])
+        name = rig.parsed[bone]
         if name.side is None and name.core in _PELVIS_NAMES:
             return bone
     return base

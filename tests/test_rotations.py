@@ -49,6 +49,44 @@ def test_euler_to_quat_matches_the_matrices_axis_by_axis(order):
     assert np.allclose(matrices(q), euler_matrix(euler, order), atol=1e-12)
 
 
+def axis_quat(axis, angle):
+    """Quaternions (4, F) of turns by ``angle`` about coordinate axis 0, 1 or 2, from the
+    half angle's sin and cos."""
+    q = np.zeros((4,) + angle.shape)
+    q[0], q[1 + axis] = np.cos(0.5 * angle), np.sin(0.5 * angle)
+    return q
+
+
+# Whole and half turns (where a quarter angle's tangent is 0 or near its pole), large
+# unwrapped angles and random ones.
+SPECIAL_ANGLES = np.array([0.0, np.pi, -np.pi, 2 * np.pi, -2 * np.pi, 3 * np.pi, 4 * np.pi, 1e-300, 1e3, -7.5e2])
+
+
+@pytest.mark.parametrize("order", ORDERS)
+def test_euler_to_quat_is_the_product_of_the_axis_quaternions(order):
+    """The same quaternion, sign included, as q_c * q_b * q_a from each half angle's sin
+    and cos, for special angles on every axis and random ones up to many turns."""
+    rng = np.random.default_rng(5)
+    grid = np.stack(np.meshgrid(SPECIAL_ANGLES, SPECIAL_ANGLES, SPECIAL_ANGLES)).reshape(3, -1)
+    euler = np.concatenate((grid, rng.uniform(-40.0, 40.0, (3, 2000))), axis=1)
+    expected = np.array([1.0, 0.0, 0.0, 0.0])[:, None]
+    for letter in order:
+        axis = "XYZ".index(letter)
+        expected = rotations.multiply(axis_quat(axis, euler[axis]), expected)
+    np.testing.assert_allclose(rotations.euler_to_quat(euler, order), expected, rtol=0, atol=1e-14)
+
+
+def test_axis_angle_to_quat_uses_the_half_angle():
+    angles = np.concatenate((SPECIAL_ANGLES, np.random.default_rng(6).uniform(-40.0, 40.0, 500)))
+    axis = rotations.normalize(np.random.default_rng(7).normal(size=(3, len(angles))))
+    got = rotations.axis_angle_to_quat(np.concatenate((angles[None], 2.5 * axis)))
+    expected = np.concatenate((np.cos(0.5 * angles)[None], np.sin(0.5 * angles) * axis))
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-14)
+    # One value alone (an object's or a single bone's channel), as a list or an array.
+    np.testing.assert_allclose(rotations.axis_angle_to_quat([1.0, 0.0, 0.0, 2.0]), [np.cos(0.5), 0, 0, np.sin(0.5)])
+    np.testing.assert_allclose(rotations.euler_to_quat([0.0, 0.0, 1.0], "XYZ"), [np.cos(0.5), 0, 0, np.sin(0.5)])
+
+
 @pytest.mark.parametrize("order", ORDERS)
 def test_random_rotations_round_trip_through_euler(order):
     q = random_quats(np.random.default_rng(2), 2000)
