@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from .quaternion import horizontal
+from .quaternion import dot, horizontal, length
 
 REFERENCE_LEG_LENGTH = 0.85  # hip-to-ankle bone length of a reference adult, metres
 # s from one foot's lift to the other's at a brisk walk (120 steps a minute): the thresholds
@@ -96,17 +96,6 @@ def span_velocity(positions, fps, span, axis=-2):
     out[:half] = (positions[half : 2 * half] - positions[0]) * fps / steps
     out[-half:] = (positions[-1] - positions[-2 * half : -half]) * fps / steps[::-1]
     return np.moveaxis(out, 0, axis)
-
-
-def dot(a, b):
-    """Dot products of vectors (..., 3) along the last axis, the terms added in order: the
-    values of ``np.sum(a * b, axis=-1)``, several times quicker on three-wide axes."""
-    return a[..., 0] * b[..., 0] + a[..., 1] * b[..., 1] + a[..., 2] * b[..., 2]
-
-
-def length(vectors):
-    """Lengths of vectors (..., 3): the values of ``np.linalg.norm(vectors, axis=-1)``."""
-    return np.sqrt(dot(vectors, vectors))
 
 
 def majority_vote(labels, window):
