@@ -433,13 +433,18 @@ def test_contact_curve_keys_changes_only_constant(clips_dir):
 # --- the F-curve layer ------------------------------------------------------------------
 
 
-def test_bulk_keys_and_reading_paths():
+def _empty_with_action():
+    """A fresh empty in the scene playing a new action: the object, the action, its channel bag."""
     _reset()
     obj = bpy.data.objects.new("Empty", None)
     bpy.context.scene.collection.objects.link(obj)
     action = bpy.data.actions.new("Act")
     compat.assign_action(obj, action)
-    bag = compat.channel_bag(obj, action, create=True)
+    return obj, action, compat.channel_bag(obj, action, create=True)
+
+
+def test_bulk_keys_and_reading_paths():
+    obj, action, bag = _empty_with_action()
     curve = compat.new_fcurve(bag, "location", 2, group="Object Transforms")
     assert curve.group.name == "Object Transforms"
     compat.write_keys(curve, [1, 5, 9], [0.0, 2.0, -1.0], "LINEAR")
@@ -475,12 +480,7 @@ def test_bulk_linear_keys_sit_on_their_handles_and_play_as_written():
     """Keys written without ``fcurve.update()`` (as Bake Action writes them): in order,
     linear, each handle on its key (not at frame 0, value 0), the curve evaluating between
     and beyond them as Blender's own update would make it."""
-    _reset()
-    obj = bpy.data.objects.new("Empty", None)
-    bpy.context.scene.collection.objects.link(obj)
-    action = bpy.data.actions.new("Act")
-    compat.assign_action(obj, action)
-    bag = compat.channel_bag(obj, action, create=True)
+    _, _, bag = _empty_with_action()
     curve = compat.new_fcurve(bag, "location", 0)
     curve.extrapolation = "LINEAR"
     compat.write_keys(curve, [3, 4, 5, 6], [1.0, 3.0, 2.0, -4.0], "LINEAR")
