@@ -418,10 +418,20 @@ def _on_depsgraph_update(scene, depsgraph):
     _inputs["updated"] = True
     if depsgraph.id_type_updated("ACTION") and _keys_edited(depsgraph):
         _edits["action"] += 1
-    if any(_edits_ground(update) for update in depsgraph.updates) or _other_ground(scene):
+    if any(_edits_ground(update) for update in depsgraph.updates) or (_ground_may_differ(depsgraph)
+                                                                       and _other_ground(scene)):
         _edits["ground"] += 1
     if _any_stale(scene) and not bpy.app.timers.is_registered(_refresh):
         bpy.app.timers.register(_refresh, first_interval=REFRESH_DELAY)
+
+
+def _ground_may_differ(depsgraph):
+    """Whether an update may have changed which meshes are ground, so that listing them (a
+    pass over the scene's objects) is worth it: hiding, showing or deleting an object and
+    collection edits update the scene; a mesh object's own edits (a modifier, a parent) may
+    make it a character's mesh or ground. Moving bones, empties or lights does neither."""
+    return depsgraph.id_type_updated("SCENE") or any(
+        isinstance(update.id, bpy.types.Object) and update.id.type == "MESH" for update in depsgraph.updates)
 
 
 def _other_ground(scene):

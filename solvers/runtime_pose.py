@@ -199,9 +199,9 @@ class TerrainFootLock:
         under = self._ground_under_feet(legs, targets, lift, dt, ground)
         turns = self._foot_turns(under.normals)
         legs = legs.turned(turns)
-        hips = self._hips_ahead(legs, frame)
-        shift = (lift - self._pelvis_drop(legs, hips, lift, targets, dt)) * self.up
-        shift = shift + self._pelvis_pull(legs, hips, shift, targets, dt)
+        needs = self._legs_ahead(legs, frame)
+        shift = (lift - self._pelvis_drop(needs, lift, targets, dt)) * self.up
+        shift = shift + self._pelvis_pull(needs, shift, targets, dt)
         return _FramePlan(frame, targets, under.toe_shift, under.heel_shift, turns, shift, feet.toe_inputs,
                           self.locker.contact[self.locker.locked].copy())
 
@@ -484,33 +484,31 @@ class TerrainFootLock:
         normals = np.where(tilted[:, None], normals, self.up)
         return align_to_normal(normals, self.settings.max_tilt, self.up)
 
-    def _pelvis_drop(self, legs, hips, lift, targets, dt):
+    def _pelvis_drop(self, needs, lift, targets, dt):
         """How far the pelvis goes down for every (turned) foot to reach its target, with
-        the legs now and a time constant ahead (:meth:`_hips_ahead`)."""
-        hips, feet, reach = hips
-        return self.pelvis.update(hips + lift * self.up, targets + feet, reach, dt)
+        the legs now and a time constant ahead (``needs``, :meth:`_legs_ahead`)."""
+        return self.pelvis.update(needs.hips + lift * self.up, targets + needs.feet, needs.reach, dt)
 
-    def _pelvis_pull(self, legs, hips, shift, targets, dt):
+    def _pelvis_pull(self, needs, shift, targets, dt):
         """How far the (lowered) pelvis moves across for every foot to reach its target,
         now and a time constant ahead."""
-        hips, feet, reach = hips
-        return self.pull.update(hips + shift, targets + feet, reach, dt)
+        return self.pull.update(needs.hips + shift, targets + needs.feet, needs.reach, dt)
 
-    def _hips_ahead(self, legs, frame):
-        """Hips (2, L, 3), each foot from its toe to its ankle (2, L, 3) (turned now, as
-        authored ahead: a foot rolling onto its toe raises its ankle) and the legs' reach
-        (2, L), now and ``pelvis_drop_smoothing`` seconds ahead (within the contact under
-        way; infinite reach for a toe not locked, whose target will move). The pelvis eases
-        toward what its feet need; a need that grows steadily, as the body walks away from a foot locked behind it (down stairs, or the
-        root running ahead of its feet), is caught only a time constant late, and the leg
-        falls short of its lock on the last frames of the stance. Easing toward the need
-        the locked foot will have then keeps up with it."""
+    def _legs_ahead(self, legs, frame):
+        """The legs' :class:`_LegNeeds`, now and ``pelvis_drop_smoothing`` seconds ahead
+        (within the contact under way; infinite reach for a toe not locked, whose target
+        will move; a foot turned now, as authored ahead: a foot rolling onto its toe raises
+        its ankle). The pelvis eases toward what its feet need; a need that grows steadily,
+        as the body walks away from a foot locked behind it (down stairs, or the root running
+        ahead of its feet), is caught only a time constant late, and the leg falls short of
+        its lock on the last frames of the stance. Easing toward the need the locked foot
+        will have then keeps up with it."""
         locked, ahead = self.locker.locked, self.pelvis_ahead[:, frame]
         legs_index = np.arange(len(ahead))
         hips = np.stack((legs.hips, self.hips[ahead, legs_index]))
         feet = np.stack((legs.ankles - legs.toes, self.ankles[ahead, legs_index] - self.toes[ahead, legs_index]))
         reach = np.stack((self.reach[:, frame], np.where(locked, self.reach[legs_index, ahead], np.inf)))
-        return hips, feet, reach
+        return _LegNeeds(hips, feet, reach)
 
 
 def _frames_ahead(clip, frames):
@@ -540,6 +538,16 @@ class _LegPoints:
         if turns is None:
             return self
         return _LegPoints(self.hips, self.ankles, self.ankles + quat.rotate(turns, self.toes - self.ankles))
+
+
+@dataclass
+class _LegNeeds:
+    """What the pelvis eases toward, now (index 0) and a time constant ahead (index 1):
+    the hips (2, L, 3), each foot from its toe to its ankle (2, L, 3) and the legs' reach (2, L)."""
+
+    hips: np.ndarray
+    feet: np.ndarray
+    reach: np.ndarray
 
 
 @dataclass

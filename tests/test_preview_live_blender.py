@@ -174,18 +174,54 @@ def test_moving_the_ground_meshs_vertices_simulates_again(addon, clips_dir, tmp_
     assert_shows_a_fresh_preview(addon, obj, before)
 
 
-@pytest.mark.parametrize("edit", ["hide_viewport", "hide_set", "delete"])
+@pytest.mark.parametrize("edit", ["hide_viewport", "hide_set", "delete", "out of the ground collection"])
 def test_hiding_or_deleting_the_ground_simulates_again(addon, clips_dir, tmp_path, edit):
-    """The stairs hidden in the viewport or the view layer, or deleted: the feet lock on the clip's floor."""
+    """The stairs hidden in the viewport or the view layer, deleted, or taken out of the
+    ground collection: the feet lock on the clip's floor."""
     obj, _, stairs = sliding_walk(addon, clips_dir, tmp_path)
+    if edit == "out of the ground collection":
+        obj.foot_lock.ground_collection = ground_collection(addon, stairs)
     before = previewed(addon, obj)
     if edit == "hide_viewport":
         stairs.hide_viewport = True
     elif edit == "hide_set":
         stairs.hide_set(True)
-    else:
+    elif edit == "delete":
         addon.data.objects.remove(stairs)
+    else:
+        obj.foot_lock.ground_collection.objects.unlink(stairs)
     assert_shows_a_fresh_preview(addon, obj, before)
+
+
+def ground_collection(bpy, obj):
+    """A new collection in the scene, holding ``obj`` (which stays in the scene's own collection too)."""
+    collection = bpy.data.collections.new("Ground")
+    bpy.context.scene.collection.children.link(collection)
+    collection.objects.link(obj)
+    return collection
+
+
+def test_only_updates_that_may_change_the_ground_list_the_scenes_meshes(addon, clips_dir, tmp_path, monkeypatch):
+    """Listing the ground is a pass over the scene's objects: an update that moves an empty
+    or a bone does not pay for it; hiding a mesh does (and so every preview stays right)."""
+    from foot_lock.adapters import terrain
+
+    obj, _, stairs = sliding_walk(addon, clips_dir, tmp_path)
+    addon.ops.object.empty_add()
+    empty = addon.context.active_object
+    previewed(addon, obj)
+    listed = []
+    monkeypatch.setattr(terrain, "ground_objects", lambda *args: listed.append(args) or [])
+    for edit in (lambda: setattr(empty, "location", (1.0, 2.0, 3.0)),
+                 lambda: setattr(obj.pose.bones[0], "location", (0.0, 0.1, 0.0))):
+        edit()
+        addon.context.view_layer.update()
+    assert listed == []
+    stairs.hide_set(True)
+    addon.context.view_layer.update()
+    assert listed, "hiding a mesh must have the ground listed again"
+    monkeypatch.undo()
+    settled(addon)  # the refresh the hiding asked for, on the real ground
 
 
 def test_changing_a_preview_setting_simulates_again(addon, clips_dir, tmp_path):
