@@ -149,12 +149,15 @@ def print_runs(clips_dir, clips=SHARED_CLIPS):
     return rows
 
 
-SKATE_SPEEDS = (0.5, 1.0)  # m/s, the stance foot oscillating to and fro at up to this speed
+# m/s, the stance foot oscillating to and fro at up to this speed; 0: the walks unskated, what
+# the same labelling (heel and toe, no foot edges) reaches without a skate to see through
+SKATE_SPEEDS = (0.0, 0.5, 1.0)
 
 
 def print_skate(clips_dir, clips=SHARED_CLIPS):
     """Strongly skated motion: every foot point slides to and fro at up to 0.5 / 1 m/s (no
-    root share explains it); the tool's toe labels against the unskated clip's reference."""
+    root share explains it); the tool's toe labels against the unskated clip's reference,
+    beside the same labels of the unskated clip (0 m/s)."""
     from foot_lock.solvers.contacts import detect_foot_contacts
     from foot_lock.solvers.foot_lock import travel
     from foot_lock.solvers.kinematics import forward_kinematics
