@@ -75,6 +75,18 @@ def may_deform(obj):
     return bool(len(obj.modifiers)) or _animated(obj.data) or obj.data.shape_keys is not None
 
 
+def still_signature(scene, depsgraph, names):
+    """A hash of the ground ``names`` (world-space triangles) as the depsgraph shows it now,
+    when none of it may change over time, so that now stands for every frame; else None.
+    An equal signature after a ground update means the same ground: entering or leaving
+    Edit Mode, or undoing a move, updates a mesh without changing its surface."""
+    objects = [scene.objects[name] for name in names]
+    if any(may_change(obj) for obj in objects):
+        return None
+    triangles = (_world_triangles(obj.evaluated_get(depsgraph)) for obj in objects)
+    return hash(tuple((points.tobytes(), tris.tobytes()) for points, tris in triangles))
+
+
 def _animated(data):
     anim = data.animation_data
     return anim is not None and (anim.action is not None or len(anim.drivers) or len(anim.nla_tracks))
