@@ -417,11 +417,11 @@ def _on_frame_change(scene, depsgraph):
 
 
 def _edits_ground(update):
-    """Whether a depsgraph update moved or reshaped a mesh that may be ground."""
+    """Whether a depsgraph update moved or reshaped a mesh or collection instance that may be ground."""
     data = update.id.original
     if isinstance(data, bpy.types.Mesh):
         return update.is_updated_geometry
-    return (isinstance(data, bpy.types.Object) and data.type == "MESH"
+    return (isinstance(data, bpy.types.Object) and terrain.shows_meshes(data)
             and (update.is_updated_transform or update.is_updated_geometry) and not terrain.is_character_mesh(data))
 
 
@@ -447,7 +447,7 @@ def _ground_may_differ(depsgraph):
     collection edits update the scene; a mesh object's own edits (a modifier, a parent) may
     make it a character's mesh or ground. Moving bones, empties or lights does neither."""
     return depsgraph.id_type_updated("SCENE") or any(
-        isinstance(update.id, bpy.types.Object) and update.id.type == "MESH" for update in depsgraph.updates)
+        isinstance(update.id, bpy.types.Object) and terrain.shows_meshes(update.id) for update in depsgraph.updates)
 
 
 def _other_ground(scene):

@@ -4,11 +4,13 @@
 over: ``Ground.at(frame)`` (:class:`GroundAt`) is the ``ground(origins, distance)`` it asks
 for on that frame. It casts against BVH trees
 (``mathutils.bvhtree.BVHTree``) of the ground meshes as the depsgraph shows them
-(modifiers applied), instead of casting against the whole scene.
+(modifiers applied; in Edit Mode, the edit-mesh), instead of casting against the whole scene.
 
-Ground is every visible mesh of the scene, or of the ground collection, except characters:
-a mesh deformed by an armature, or parented (at any depth) to one, is never ground -- a
-character does not stand on itself, nor on another character.
+Ground is every visible mesh and collection instance of the scene, or of the ground
+collection, except characters: a mesh deformed by an armature, or parented (at any depth)
+to one, is never ground -- a character does not stand on itself, nor on another character.
+A collection instance (an empty showing a collection, as a linked set is placed) is one
+ground object: the meshes it shows, in its space.
 
 Ground may move. A mesh whose transform or shape could change over time (animation data,
 drivers or constraints on it or a parent, modifiers, shape keys) is sampled over the
@@ -45,12 +47,22 @@ def is_character_mesh(obj):
     return False
 
 
+def is_instancer(obj):
+    """Whether ``obj`` shows a collection's objects where it stands (a collection instance,
+    as a linked set is usually placed)."""
+    return obj.instance_type == "COLLECTION" and obj.instance_collection is not None
+
+
+def shows_meshes(obj):
+    """Whether ``obj`` is of a kind that may be ground: a mesh, or a collection instance."""
+    return obj.type == "MESH" or is_instancer(obj)
+
+
 def ground_objects(scene, collection=None):
-    """The meshes that are ground, by name: the collection's (or the scene's) visible meshes
-    that are not characters."""
+    """The objects that are ground, by name: the collection's (or the scene's) visible meshes
+    and collection instances that are not characters."""
     objects = scene.objects if collection is None else collection.all_objects
-    return sorted(obj.name for obj in objects
-                  if obj.type == "MESH" and obj.visible_get() and not is_character_mesh(obj))
+    return sorted(obj.name for obj in objects if shows_meshes(obj) and obj.visible_get() and not is_character_mesh(obj))
 
 
 def is_stepping():
@@ -71,7 +83,10 @@ def may_change(obj):
 
 
 def may_deform(obj):
-    """Whether anything could reshape ``obj``'s mesh over time: modifiers, shape keys, animated mesh data."""
+    """Whether anything could reshape ``obj``'s mesh over time: modifiers, shape keys, animated
+    mesh data; for a collection instance, anything that could move or reshape what it shows."""
+    if is_instancer(obj):
+        return any(may_change(member) for member in obj.instance_collection.all_objects if shows_meshes(member))
     return bool(len(obj.modifiers)) or _animated(obj.data) or obj.data.shape_keys is not None
 
 
@@ -83,7 +98,7 @@ def still_signature(scene, depsgraph, names):
     objects = [scene.objects[name] for name in names]
     if any(may_change(obj) for obj in objects):
         return None
-    triangles = (_world_triangles(obj.evaluated_get(depsgraph)) for obj in objects)
+    triangles = (_world_triangles(obj, depsgraph) for obj in objects)
     return hash(tuple((points.tobytes(), tris.tobytes()) for points, tris in triangles))
 
 
@@ -98,7 +113,7 @@ def ground_over(scene, depsgraph, names, frames, up=(0.0, 0.0, 1.0)):
     objects = [scene.objects[name] for name in names]
     changing = [obj for obj in objects if may_change(obj)]
     sampled = _sample_over_frames(scene, depsgraph, changing, frames) if changing else {}
-    still = [_world_triangles(obj.evaluated_get(depsgraph)) for obj in objects if obj.name not in sampled]
+    still = [_world_triangles(obj, depsgraph) for obj in objects if obj.name not in sampled]
     still += [_in_world(shapes[0], matrices[0]) for matrices, shapes, same in sampled.values()
               if _is_still(matrices, same)]
     moving = [_moving(*sample) for sample in sampled.values() if not _is_still(sample[0], sample[2])]
@@ -119,7 +134,7 @@ def _sample_over_frames(scene, depsgraph, objects, frames):
                 evaluated = obj.evaluated_get(depsgraph)
                 matrices[obj.name][row] = np.array(evaluated.matrix_world)
                 if row == 0 or obj.name in deforming:
-                    shapes[obj.name].append(_kept_shape(_local_triangles(evaluated), shapes[obj.name]))
+                    shapes[obj.name].append(_kept_shape(_local_shape(obj, depsgraph), shapes[obj.name]))
     out = {}
     for name, shape in shapes.items():
         if name not in deforming:
@@ -176,13 +191,34 @@ def _moving(matrices, shapes, same):
 
 def _tree(parts):
     """One BVH tree (or None: nothing) of the triangles of ``parts`` [(vertices (V, 3), triangles (T, 3))]."""
-    parts = [(points, tris) for points, tris in parts if len(tris)]
-    if not parts:
+    points, tris = _joined(parts)
+    if not len(tris):
         return None
-    offsets = np.cumsum([0] + [len(points) for points, _ in parts[:-1]])
-    return BVHTree.FromPolygons(np.concatenate([points for points, _ in parts]).tolist(),
-                                np.concatenate([tris + offset for (_, tris), offset in zip(parts, offsets)]).tolist(),
-                                all_triangles=True)
+    return BVHTree.FromPolygons(points.tolist(), tris.tolist(), all_triangles=True)
+
+
+def _joined(parts):
+    """One shape (vertices (V, 3), triangles (T, 3)) of the shapes ``parts``."""
+    offsets = np.cumsum([0] + [len(points) for points, _ in parts])
+    return (np.concatenate([np.zeros((0, 3))] + [points for points, _ in parts]),
+            np.concatenate([np.zeros((0, 3), dtype=np.int64)]
+                           + [tris + offset for (_, tris), offset in zip(parts, offsets)]))
+
+
+def _local_shape(obj, depsgraph):
+    """(vertices (V, 3) in ``obj``'s space, triangles (T, 3)) of a ground object as the
+    depsgraph shows it: its mesh, or the meshes a collection instance shows."""
+    if not is_instancer(obj):
+        return _local_triangles(obj.evaluated_get(depsgraph))
+    inverse = np.linalg.inv(np.array(obj.evaluated_get(depsgraph).matrix_world))
+    parts = []
+    for instance in depsgraph.object_instances:  # (each valid only inside the loop)
+        member = instance.object.original
+        if (instance.is_instance and instance.parent.original == obj and member.type == "MESH"
+                and not is_character_mesh(member)):
+            parts.append(_in_world(_local_triangles(member.evaluated_get(depsgraph)),
+                                   inverse @ np.array(instance.matrix_world)))
+    return _joined(parts)
 
 
 def _local_triangles(obj):
@@ -199,9 +235,9 @@ def _local_triangles(obj):
     return points.reshape(-1, 3), tris.reshape(-1, 3)
 
 
-def _world_triangles(obj):
-    """(vertices (V, 3) in world space, triangles (T, 3)) of an evaluated mesh object."""
-    return _in_world(_local_triangles(obj), np.array(obj.matrix_world))
+def _world_triangles(obj, depsgraph):
+    """(vertices (V, 3) in world space, triangles (T, 3)) of a ground object as the depsgraph shows it."""
+    return _in_world(_local_shape(obj, depsgraph), np.array(obj.evaluated_get(depsgraph).matrix_world))
 
 
 def _in_world(shape, matrix):

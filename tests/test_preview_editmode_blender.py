@@ -13,11 +13,13 @@ burst, and entering or leaving Edit Mode, which changes no surface, simulates no
 import numpy as np
 import pytest
 from test_preview_blender import CLIP, frames_of
+from test_preview_ground_blender import keyed_linearly
 from test_preview_live_blender import (
     BAKED,
     SAME,
     assert_matches_a_fresh_start,
     assert_shows_a_fresh_preview,
+    feet_of,
     play_matrices,
     previewed,
     settled,
@@ -198,3 +200,59 @@ def test_bake_preview_with_the_ground_in_edit_mode(addon, clips_dir, tmp_path):
     assert stairs.mode == "EDIT"
     assert not obj.foot_lock.preview and obj.animation_data.action.name == f"{CLIP}.preview"
     assert np.abs(shown_everywhere(addon, obj) - shown).max() <= BAKED
+
+
+def instanced_set(bpy, obj):
+    """``obj`` moved out of the scene into a collection "Set", and an empty instancing it
+    in the scene (as a linked set is placed): the empty."""
+    asset = bpy.data.collections.new("Set")
+    asset.objects.link(obj)
+    bpy.context.scene.collection.objects.unlink(obj)
+    instance = bpy.data.objects.new("Set instance", None)
+    instance.instance_type, instance.instance_collection = "COLLECTION", asset
+    bpy.context.scene.collection.objects.link(instance)
+    return instance
+
+
+def test_a_collection_instance_of_the_stairs_is_ground_where_it_stands(addon, clips_dir, tmp_path):
+    """The stairs moved into a collection outside the scene, shown by an empty instancing it
+    (as a linked set is placed): the feet stand on them as on the stairs themselves; moving
+    the instance or editing the stairs' mesh moves the feet."""
+    obj, _, stairs = sliding_walk(addon, clips_dir, tmp_path)
+    on_stairs = previewed(addon, obj)
+    obj.foot_lock.preview = False
+    instance = instanced_set(addon, stairs)
+    stairs.location.x -= 1.0  # in the set, and the set placed where the stairs were
+    instance.location.x += 1.0
+    instanced = previewed(addon, obj)
+    assert np.abs(instanced - on_stairs).max() <= BAKED
+    instance.location.z += 0.05
+    assert_shows_a_fresh_preview(addon, obj, instanced)
+    raised = shown_everywhere(addon, obj)
+    for vertex in stairs.data.vertices:
+        vertex.co.z *= 1.5
+    stairs.data.update()
+    assert_shows_a_fresh_preview(addon, obj, raised)
+
+
+@pytest.mark.parametrize("keyed", ["instance", "stairs in the set"])
+def test_a_collection_instance_keyed_to_rise_carries_the_feet_as_the_stairs_keyed_so(addon, clips_dir, tmp_path,
+                                                                                     keyed):
+    """The stairs keyed to rise 10 cm over the clip; then instanced, the keys on the
+    instance instead or kept on the stairs in the set (the ground sampled over the frames,
+    as the instance moves or as what it shows moves): the same feet."""
+    obj, _, stairs = sliding_walk(addon, clips_dir, tmp_path)
+    frames = frames_of(obj)
+    still = previewed(addon, obj)
+    obj.foot_lock.preview = False
+    rise = ([(0.0, 0.0, 0.0), (0.0, 0.0, 0.1)], [frames[0], frames[-1]])
+    keyed_linearly(stairs, stairs, "location", *rise)
+    on_stairs = previewed(addon, obj)
+    assert np.abs(on_stairs - still)[:, feet_of(obj)].max() > 0.05  # the stairs carry the feet up
+    obj.foot_lock.preview = False
+    instance = instanced_set(addon, stairs)
+    if keyed == "instance":
+        stairs.animation_data_clear()
+        stairs.location = (0.0, 0.0, 0.0)
+        keyed_linearly(instance, instance, "location", *rise)
+    assert np.abs(previewed(addon, obj) - on_stairs).max() <= BAKED
