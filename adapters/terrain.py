@@ -98,8 +98,7 @@ def still_signature(scene, depsgraph, names):
     objects = [scene.objects[name] for name in names]
     if any(may_change(obj) for obj in objects):
         return None
-    triangles = (_world_triangles(obj, depsgraph) for obj in objects)
-    return hash(tuple((points.tobytes(), tris.tobytes()) for points, tris in triangles))
+    return hash(tuple((points.tobytes(), tris.tobytes()) for points, tris in _world_shapes(objects, depsgraph)))
 
 
 def _animated(data):
@@ -113,7 +112,7 @@ def ground_over(scene, depsgraph, names, frames, up=(0.0, 0.0, 1.0)):
     objects = [scene.objects[name] for name in names]
     changing = [obj for obj in objects if may_change(obj)]
     sampled = _sample_over_frames(scene, depsgraph, changing, frames) if changing else {}
-    still = [_world_triangles(obj, depsgraph) for obj in objects if obj.name not in sampled]
+    still = _world_shapes([obj for obj in objects if obj.name not in sampled], depsgraph)
     still += [_in_world(shapes[0], matrices[0]) for matrices, shapes, same in sampled.values()
               if _is_still(matrices, same)]
     moving = [_moving(*sample) for sample in sampled.values() if not _is_still(sample[0], sample[2])]
@@ -126,15 +125,15 @@ def _sample_over_frames(scene, depsgraph, objects, frames):
     ``frames``. Only a mesh that may deform is evaluated again on every frame."""
     matrices = {obj.name: np.empty((len(frames), 4, 4)) for obj in objects}
     shapes = {obj.name: [] for obj in objects}
-    deforming = {obj.name for obj in objects if may_deform(obj)}
+    deforming = [obj for obj in objects if may_deform(obj)]
     with _stepped(scene):
         for row, frame in enumerate(frames):
             scene.frame_set(int(frame))
             for obj in objects:
-                evaluated = obj.evaluated_get(depsgraph)
-                matrices[obj.name][row] = np.array(evaluated.matrix_world)
-                if row == 0 or obj.name in deforming:
-                    shapes[obj.name].append(_kept_shape(_local_shape(obj, depsgraph), shapes[obj.name]))
+                matrices[obj.name][row] = np.array(obj.evaluated_get(depsgraph).matrix_world)
+            for name, shape in _local_shapes(deforming if row else objects, depsgraph).items():
+                shapes[name].append(_kept_shape(shape, shapes[name]))
+    deforming = {obj.name for obj in deforming}
     out = {}
     for name, shape in shapes.items():
         if name not in deforming:
@@ -205,20 +204,24 @@ def _joined(parts):
                            + [tris + offset for (_, tris), offset in zip(parts, offsets)]))
 
 
-def _local_shape(obj, depsgraph):
-    """(vertices (V, 3) in ``obj``'s space, triangles (T, 3)) of a ground object as the
-    depsgraph shows it: its mesh, or the meshes a collection instance shows."""
-    if not is_instancer(obj):
-        return _local_triangles(obj.evaluated_get(depsgraph))
-    inverse = np.linalg.inv(np.array(obj.evaluated_get(depsgraph).matrix_world))
-    parts = []
-    for instance in depsgraph.object_instances:  # (each valid only inside the loop)
+def _local_shapes(objects, depsgraph):
+    """Per name of ground ``objects``, (vertices (V, 3) in the object's space, triangles
+    (T, 3)) as the depsgraph shows it: its mesh, or the meshes a collection instance shows
+    (the depsgraph's instances read in one pass, each mesh once however often it is shown)."""
+    instancers = {obj.name: obj for obj in objects if is_instancer(obj)}
+    shapes = {obj.name: _local_triangles(obj.evaluated_get(depsgraph)) for obj in objects if obj.name not in instancers}
+    placed = {name: [] for name in instancers}  # per instancer: (mesh object shown, its world matrix)
+    for instance in depsgraph.object_instances if instancers else ():  # (each valid only inside the loop)
+        instancer = instance.parent.original.name if instance.is_instance else None
         member = instance.object.original
-        if (instance.is_instance and instance.parent.original == obj and member.type == "MESH"
-                and not is_character_mesh(member)):
-            parts.append(_in_world(_local_triangles(member.evaluated_get(depsgraph)),
-                                   inverse @ np.array(instance.matrix_world)))
-    return _joined(parts)
+        if instancer in placed and member.type == "MESH" and not is_character_mesh(member):
+            placed[instancer].append((member, np.array(instance.matrix_world)))
+    members = {member.name: member for shown in placed.values() for member, _ in shown}
+    local = {name: _local_triangles(member.evaluated_get(depsgraph)) for name, member in members.items()}
+    for name, shown in placed.items():
+        inverse = np.linalg.inv(np.array(instancers[name].evaluated_get(depsgraph).matrix_world))
+        shapes[name] = _joined([_in_world(local[member.name], inverse @ matrix) for member, matrix in shown])
+    return shapes
 
 
 def _local_triangles(obj):
@@ -235,9 +238,10 @@ def _local_triangles(obj):
     return points.reshape(-1, 3), tris.reshape(-1, 3)
 
 
-def _world_triangles(obj, depsgraph):
-    """(vertices (V, 3) in world space, triangles (T, 3)) of a ground object as the depsgraph shows it."""
-    return _in_world(_local_shape(obj, depsgraph), np.array(obj.evaluated_get(depsgraph).matrix_world))
+def _world_shapes(objects, depsgraph):
+    """Per ground object, (vertices (V, 3) in world space, triangles (T, 3)) as the depsgraph shows it."""
+    shapes = _local_shapes(objects, depsgraph)
+    return [_in_world(shapes[obj.name], np.array(obj.evaluated_get(depsgraph).matrix_world)) for obj in objects]
 
 
 def _in_world(shape, matrix):

@@ -214,14 +214,18 @@ def instanced_set(bpy, obj):
     return instance
 
 
-def test_a_collection_instance_of_the_stairs_is_ground_where_it_stands(addon, clips_dir, tmp_path):
+@pytest.mark.parametrize("nested", [False, True], ids=["instance", "instance-of-an-instance"])
+def test_a_collection_instance_of_the_stairs_is_ground_where_it_stands(addon, clips_dir, tmp_path, nested):
     """The stairs moved into a collection outside the scene, shown by an empty instancing it
-    (as a linked set is placed): the feet stand on them as on the stairs themselves; moving
-    the instance or editing the stairs' mesh moves the feet."""
+    (as a linked set is placed; or that empty in a set instanced in turn): the feet stand
+    on them as on the stairs themselves; moving the instance or editing the stairs' mesh
+    moves the feet."""
     obj, _, stairs = sliding_walk(addon, clips_dir, tmp_path)
     on_stairs = previewed(addon, obj)
     obj.foot_lock.preview = False
     instance = instanced_set(addon, stairs)
+    if nested:
+        instance = instanced_set(addon, instance)
     stairs.location.x -= 1.0  # in the set, and the set placed where the stairs were
     instance.location.x += 1.0
     instanced = previewed(addon, obj)
