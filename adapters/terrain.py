@@ -10,7 +10,8 @@ Ground is every visible mesh and collection instance of the scene, or of the gro
 collection, except characters: a mesh deformed by an armature, or parented (at any depth)
 to one, is never ground -- a character does not stand on itself, nor on another character.
 A collection instance (an empty showing a collection, as a linked set is placed) is one
-ground object: the meshes it shows, in its space.
+ground object: the meshes it shows, in its space; so are the instances a mesh's
+geometry-nodes modifier shows (a scatter), beside its own mesh.
 
 Ground may move. A mesh whose transform or shape could change over time (animation data,
 drivers or constraints on it or a parent, modifiers, shape keys) is sampled over the
@@ -206,22 +207,32 @@ def _joined(parts):
 
 def _local_shapes(objects, depsgraph):
     """Per name of ground ``objects``, (vertices (V, 3) in the object's space, triangles
-    (T, 3)) as the depsgraph shows it: its mesh, or the meshes a collection instance shows
-    (the depsgraph's instances read in one pass, each mesh once however often it is shown)."""
-    instancers = {obj.name: obj for obj in objects if is_instancer(obj)}
-    shapes = {obj.name: _local_triangles(obj.evaluated_get(depsgraph)) for obj in objects if obj.name not in instancers}
-    placed = {name: [] for name in instancers}  # per instancer: (mesh object shown, its world matrix)
-    for instance in depsgraph.object_instances if instancers else ():  # (each valid only inside the loop)
-        instancer = instance.parent.original.name if instance.is_instance else None
-        member = instance.object.original
-        if instancer in placed and member.type == "MESH" and not is_character_mesh(member):
-            placed[instancer].append((member, np.array(instance.matrix_world)))
-    members = {member.name: member for shown in placed.values() for member, _ in shown}
-    local = {name: _local_triangles(member.evaluated_get(depsgraph)) for name, member in members.items()}
-    for name, shown in placed.items():
-        inverse = np.linalg.inv(np.array(instancers[name].evaluated_get(depsgraph).matrix_world))
-        shapes[name] = _joined([_in_world(local[member.name], inverse @ matrix) for member, matrix in shown])
+    (T, 3)) as the depsgraph shows it: its own mesh and the meshes it instances (a
+    collection instance's, a geometry-nodes scatter's). The depsgraph's instances are read
+    in one pass, each instanced mesh once however often it is shown."""
+    placed = {obj.name: [] for obj in objects}  # per object: (instanced mesh, world matrix) of what it instances
+    local = {}  # per instanced mesh (its evaluated data's address): its triangles
+    for instance in depsgraph.object_instances if any(_may_instance(obj) for obj in objects) else ():
+        instancer = instance.parent.original.name if instance.is_instance else None  # (valid only in the loop)
+        shown = instance.object
+        if instancer in placed and shown.type == "MESH" and not is_character_mesh(shown.original):
+            mesh = shown.data.as_pointer()
+            if mesh not in local:
+                local[mesh] = _local_triangles(shown)
+            placed[instancer].append((mesh, np.array(instance.matrix_world)))
+    shapes = {}
+    for obj in objects:
+        own = [] if is_instancer(obj) else [_local_triangles(obj.evaluated_get(depsgraph))]
+        if placed[obj.name]:
+            inverse = np.linalg.inv(np.array(obj.evaluated_get(depsgraph).matrix_world))
+            own += [_in_world(local[mesh], inverse @ matrix) for mesh, matrix in placed[obj.name]]
+        shapes[obj.name] = _joined(own)
     return shapes
+
+
+def _may_instance(obj):
+    """Whether ``obj`` may show instances: a collection instance, or a mesh with a geometry-nodes modifier."""
+    return is_instancer(obj) or any(modifier.type == "NODES" for modifier in obj.modifiers)
 
 
 def _local_triangles(obj):

@@ -260,3 +260,35 @@ def test_a_collection_instance_keyed_to_rise_carries_the_feet_as_the_stairs_keye
         stairs.location = (0.0, 0.0, 0.0)
         keyed_linearly(instance, instance, "location", *rise)
     assert np.abs(previewed(addon, obj) - on_stairs).max() <= BAKED
+
+
+def scatter(bpy, obj):
+    """A geometry-nodes object instancing ``obj``'s geometry at one point, its origin (an
+    empty mesh with a Points > Instance on Points modifier): the object and its Points node."""
+    tree = bpy.data.node_groups.new("Scatter", "GeometryNodeTree")
+    tree.interface.new_socket("Geometry", in_out="OUTPUT", socket_type="NodeSocketGeometry")
+    points, on_points = tree.nodes.new("GeometryNodePoints"), tree.nodes.new("GeometryNodeInstanceOnPoints")
+    info, output = tree.nodes.new("GeometryNodeObjectInfo"), tree.nodes.new("NodeGroupOutput")
+    info.inputs["Object"].default_value = obj
+    tree.links.new(points.outputs["Geometry"], on_points.inputs["Points"])
+    tree.links.new(info.outputs["Geometry"], on_points.inputs["Instance"])
+    tree.links.new(on_points.outputs["Instances"], output.inputs[0])
+    scattered = bpy.data.objects.new("Scatter", bpy.data.meshes.new("Scatter"))
+    scattered.modifiers.new("Scatter", "NODES").node_group = tree
+    bpy.context.scene.collection.objects.link(scattered)
+    return scattered, points
+
+
+def test_the_feet_land_on_what_a_geometry_nodes_modifier_instances(addon, clips_dir, tmp_path):
+    """The stairs moved 20 m aside and instanced back in place by geometry nodes (the
+    instances' geometry is the object's evaluated mesh only with them realized): the feet
+    stand on them as on the stairs themselves; moving the instanced point moves them."""
+    obj, terrain, stairs = sliding_walk(addon, clips_dir, tmp_path)
+    on_stairs = previewed(addon, obj)
+    obj.foot_lock.preview = False
+    _, points = scatter(addon, stairs)
+    stairs.location = 20.0 * terrain.side
+    scattered = previewed(addon, obj)
+    assert np.abs(scattered - on_stairs).max() <= BAKED
+    points.inputs["Position"].default_value = (0.0, 0.0, 0.05)
+    assert_shows_a_fresh_preview(addon, obj, scattered)
