@@ -95,7 +95,8 @@ def still_signature(scene, depsgraph, names):
     """A hash of the ground ``names`` (world-space triangles) as the depsgraph shows it now,
     when none of it may change over time, so that now stands for every frame; else None.
     An equal signature after a ground update means the same ground: entering or leaving
-    Edit Mode, or undoing a move, updates a mesh without changing its surface."""
+    Edit Mode (of the ground, or of a mesh that is not ground) updates a mesh without
+    changing any ground's surface."""
     objects = [scene.objects[name] for name in names]
     if any(may_change(obj) for obj in objects):
         return None

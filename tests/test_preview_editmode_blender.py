@@ -1,5 +1,6 @@
-"""Preview while the ground is edited in Edit Mode, on ground shaped by modifiers, and on
-linked duplicates (objects sharing one mesh), in real Blender.
+"""Preview while the ground is edited in Edit Mode, on ground shaped by modifiers, on
+linked duplicates (objects sharing one mesh), on collection instances (a linked set) and
+on what geometry nodes instance, in real Blender.
 
 What the viewport shows is the truth: in Edit Mode the evaluated mesh is the edit-mesh
 (with the modifiers shown in Edit Mode), and the feet land on it. Each check compares
