@@ -15,7 +15,9 @@ on the frame shown before), so playing costs a few property writes a frame, and
 scrubbing or jumping shows exactly what playing from the start shows. What each preview
 was simulated from is compared after every depsgraph update (a stale one is simulated
 again a moment later, without waiting for a frame change: :func:`_on_depsgraph_update`),
-else for one preview per frame in turn (:func:`_step_previews`). The contacts are
+else for one preview per frame in turn (:func:`_step_previews`). A ground update that left
+still ground's surface as it was (entering or leaving Edit Mode) is not simulated again:
+its triangles are compared (:func:`.terrain.still_signature`). The contacts are
 the ``foot_contact`` curves where a leg has one, else the labels the bake would compute
 (:func:`~..solvers.foot_lock.label_contacts`, once per clip); the runtime lock's
 hysteresis and inertialization run on top. The ground is BVH trees of the ground
@@ -86,6 +88,7 @@ class _Preview:
     authored: _Channels  # ... and as the clip has them
     keys: int = 0  # _keys_signature of the action it was simulated from
     ground: tuple = ()  # names of the meshes that were ground
+    surface: int | None = None  # their terrain.still_signature (None: ground that may move)
     drives: bool | None = None  # whether it muted its channels' F-curves and poses them before evaluation
     # What the frame handler reads, as plain lists (no numpy on every frame):
     moved_rows: list = field(init=False)  # ``moved`` per frame, per joint
@@ -134,8 +137,9 @@ def _contacts(obj, action, clip):
     return contacts
 
 
-def _simulate(obj, scene, depsgraph, key):
-    """Read the action, run the runtime lock over all of it on the ground: a new :class:`_Preview`."""
+def _simulate(obj, scene, depsgraph, key, names, surface):
+    """Read the action, run the runtime lock over all of it on the ground ``names`` (whose
+    still signature is ``surface``): a new :class:`_Preview`."""
     settings = jobs.ensure_legs(obj)
     action = jobs.active_action(obj)
     clip = jobs.read_clip(obj, action)
@@ -146,14 +150,13 @@ def _simulate(obj, scene, depsgraph, key):
                            contacts=_contacts(obj, action, clip), up=jobs.UP, softening_ratio=settings.softening)
     lock = TerrainFootLock(runtime, runtime_settings(settings), solver_settings(settings), settings.root_follow,
                            jobs.UP)
-    names = tuple(terrain.ground_objects(scene, settings.ground_collection))
     played = play_clip(lock, terrain.ground_over(scene, depsgraph, names, clip.frames, jobs.UP))
     motion = clip.motion
     moved = np.maximum(np.abs(played.rot[:, joints] - motion.rot[:, joints]).max(axis=-1),
                        np.abs(played.pos[:, joints] - motion.pos[:, joints]).max(axis=-1)) > UNCHANGED
     return _Preview(key, clip, joints, played, runtime.leg_length, moved,
                     _pose_channels(obj, clip, joints, played.rot, played.pos),
-                    _pose_channels(obj, clip, joints, motion.rot, motion.pos), _keys_signature(obj), names)
+                    _pose_channels(obj, clip, joints, motion.rot, motion.pos), _keys_signature(obj), names, surface)
 
 
 _ROTATION_CHANNELS = {"QUATERNION": "rotation_quaternion", "AXIS_ANGLE": "rotation_axis_angle"}  # else Euler
@@ -186,10 +189,23 @@ def _preview_of(obj, scene, depsgraph):
     key = _key(obj, scene)
     preview = _previews.get(obj.name)
     if preview is None or preview.key != key:
+        depsgraph = depsgraph or bpy.context.evaluated_depsgraph_get()
+        names = tuple(terrain.ground_objects(scene, obj.foot_lock.ground_collection))
+        surface = terrain.still_signature(scene, depsgraph, names)
+        if preview is not None and _only_ground_updated(preview, key, names, surface):
+            preview.key = key  # (Edit Mode entered or left: the same surface, nothing to simulate)
+            return preview
         if preview is not None:
             _give_back(obj, preview)  # its curves unmuted: the action is read as it is
-        preview = _previews[obj.name] = _simulate(obj, scene, depsgraph or bpy.context.evaluated_depsgraph_get(), key)
+        preview = _previews[obj.name] = _simulate(obj, scene, depsgraph, key, names, surface)
     return preview
+
+
+def _only_ground_updated(preview, key, names, surface):
+    """Whether ``key`` differs from the preview's only by ground updates (its last entry)
+    after which the same meshes show the same still surface."""
+    return (key[:-1] == preview.key[:-1] and names == preview.ground and surface is not None
+            and surface == preview.surface)
 
 
 def _keys_signature(obj):
@@ -401,11 +417,11 @@ def _on_frame_change(scene, depsgraph):
 
 
 def _edits_ground(update):
-    """Whether a depsgraph update moved or reshaped a mesh that may be ground."""
+    """Whether a depsgraph update moved or reshaped a mesh or collection instance that may be ground."""
     data = update.id.original
     if isinstance(data, bpy.types.Mesh):
         return update.is_updated_geometry
-    return (isinstance(data, bpy.types.Object) and data.type == "MESH"
+    return (isinstance(data, bpy.types.Object) and terrain.shows_meshes(data)
             and (update.is_updated_transform or update.is_updated_geometry) and not terrain.is_character_mesh(data))
 
 
@@ -431,7 +447,7 @@ def _ground_may_differ(depsgraph):
     collection edits update the scene; a mesh object's own edits (a modifier, a parent) may
     make it a character's mesh or ground. Moving bones, empties or lights does neither."""
     return depsgraph.id_type_updated("SCENE") or any(
-        isinstance(update.id, bpy.types.Object) and update.id.type == "MESH" for update in depsgraph.updates)
+        isinstance(update.id, bpy.types.Object) and terrain.shows_meshes(update.id) for update in depsgraph.updates)
 
 
 def _other_ground(scene):

@@ -4,11 +4,14 @@
 over: ``Ground.at(frame)`` (:class:`GroundAt`) is the ``ground(origins, distance)`` it asks
 for on that frame. It casts against BVH trees
 (``mathutils.bvhtree.BVHTree``) of the ground meshes as the depsgraph shows them
-(modifiers applied), instead of casting against the whole scene.
+(modifiers applied; in Edit Mode, the edit-mesh), instead of casting against the whole scene.
 
-Ground is every visible mesh of the scene, or of the ground collection, except characters:
-a mesh deformed by an armature, or parented (at any depth) to one, is never ground -- a
-character does not stand on itself, nor on another character.
+Ground is every visible mesh and collection instance of the scene, or of the ground
+collection, except characters: a mesh deformed by an armature, or parented (at any depth)
+to one, is never ground -- a character does not stand on itself, nor on another character.
+A collection instance (an empty showing a collection, as a linked set is placed) is one
+ground object: the meshes it shows, in its space; so are the instances a mesh's
+geometry-nodes modifier shows (a scatter), beside its own mesh.
 
 Ground may move. A mesh whose transform or shape could change over time (animation data,
 drivers or constraints on it or a parent, modifiers, shape keys) is sampled over the
@@ -45,12 +48,22 @@ def is_character_mesh(obj):
     return False
 
 
+def is_instancer(obj):
+    """Whether ``obj`` shows a collection's objects where it stands (a collection instance,
+    as a linked set is usually placed)."""
+    return obj.instance_type == "COLLECTION" and obj.instance_collection is not None
+
+
+def shows_meshes(obj):
+    """Whether ``obj`` is of a kind that may be ground: a mesh, or a collection instance."""
+    return obj.type == "MESH" or is_instancer(obj)
+
+
 def ground_objects(scene, collection=None):
-    """The meshes that are ground, by name: the collection's (or the scene's) visible meshes
-    that are not characters."""
+    """The objects that are ground, by name: the collection's (or the scene's) visible meshes
+    and collection instances that are not characters."""
     objects = scene.objects if collection is None else collection.all_objects
-    return sorted(obj.name for obj in objects
-                  if obj.type == "MESH" and obj.visible_get() and not is_character_mesh(obj))
+    return sorted(obj.name for obj in objects if shows_meshes(obj) and obj.visible_get() and not is_character_mesh(obj))
 
 
 def is_stepping():
@@ -71,8 +84,23 @@ def may_change(obj):
 
 
 def may_deform(obj):
-    """Whether anything could reshape ``obj``'s mesh over time: modifiers, shape keys, animated mesh data."""
+    """Whether anything could reshape ``obj``'s mesh over time: modifiers, shape keys, animated
+    mesh data; for a collection instance, anything that could move or reshape what it shows."""
+    if is_instancer(obj):
+        return any(may_change(member) for member in obj.instance_collection.all_objects if shows_meshes(member))
     return bool(len(obj.modifiers)) or _animated(obj.data) or obj.data.shape_keys is not None
+
+
+def still_signature(scene, depsgraph, names):
+    """A hash of the ground ``names`` (world-space triangles) as the depsgraph shows it now,
+    when none of it may change over time, so that now stands for every frame; else None.
+    An equal signature after a ground update means the same ground: entering or leaving
+    Edit Mode (of the ground, or of a mesh that is not ground) updates a mesh without
+    changing any ground's surface."""
+    objects = [scene.objects[name] for name in names]
+    if any(may_change(obj) for obj in objects):
+        return None
+    return hash(tuple((points.tobytes(), tris.tobytes()) for points, tris in _world_shapes(objects, depsgraph)))
 
 
 def _animated(data):
@@ -86,7 +114,7 @@ def ground_over(scene, depsgraph, names, frames, up=(0.0, 0.0, 1.0)):
     objects = [scene.objects[name] for name in names]
     changing = [obj for obj in objects if may_change(obj)]
     sampled = _sample_over_frames(scene, depsgraph, changing, frames) if changing else {}
-    still = [_world_triangles(obj.evaluated_get(depsgraph)) for obj in objects if obj.name not in sampled]
+    still = _world_shapes([obj for obj in objects if obj.name not in sampled], depsgraph)
     still += [_in_world(shapes[0], matrices[0]) for matrices, shapes, same in sampled.values()
               if _is_still(matrices, same)]
     moving = [_moving(*sample) for sample in sampled.values() if not _is_still(sample[0], sample[2])]
@@ -99,15 +127,15 @@ def _sample_over_frames(scene, depsgraph, objects, frames):
     ``frames``. Only a mesh that may deform is evaluated again on every frame."""
     matrices = {obj.name: np.empty((len(frames), 4, 4)) for obj in objects}
     shapes = {obj.name: [] for obj in objects}
-    deforming = {obj.name for obj in objects if may_deform(obj)}
+    deforming = [obj for obj in objects if may_deform(obj)]
     with _stepped(scene):
         for row, frame in enumerate(frames):
             scene.frame_set(int(frame))
             for obj in objects:
-                evaluated = obj.evaluated_get(depsgraph)
-                matrices[obj.name][row] = np.array(evaluated.matrix_world)
-                if row == 0 or obj.name in deforming:
-                    shapes[obj.name].append(_kept_shape(_local_triangles(evaluated), shapes[obj.name]))
+                matrices[obj.name][row] = np.array(obj.evaluated_get(depsgraph).matrix_world)
+            for name, shape in _local_shapes(deforming if row else objects, depsgraph).items():
+                shapes[name].append(_kept_shape(shape, shapes[name]))
+    deforming = {obj.name for obj in deforming}
     out = {}
     for name, shape in shapes.items():
         if name not in deforming:
@@ -164,13 +192,48 @@ def _moving(matrices, shapes, same):
 
 def _tree(parts):
     """One BVH tree (or None: nothing) of the triangles of ``parts`` [(vertices (V, 3), triangles (T, 3))]."""
-    parts = [(points, tris) for points, tris in parts if len(tris)]
-    if not parts:
+    points, tris = _joined(parts)
+    if not len(tris):
         return None
-    offsets = np.cumsum([0] + [len(points) for points, _ in parts[:-1]])
-    return BVHTree.FromPolygons(np.concatenate([points for points, _ in parts]).tolist(),
-                                np.concatenate([tris + offset for (_, tris), offset in zip(parts, offsets)]).tolist(),
-                                all_triangles=True)
+    return BVHTree.FromPolygons(points.tolist(), tris.tolist(), all_triangles=True)
+
+
+def _joined(parts):
+    """One shape (vertices (V, 3), triangles (T, 3)) of the shapes ``parts``."""
+    offsets = np.cumsum([0] + [len(points) for points, _ in parts])
+    return (np.concatenate([np.zeros((0, 3))] + [points for points, _ in parts]),
+            np.concatenate([np.zeros((0, 3), dtype=np.int64)]
+                           + [tris + offset for (_, tris), offset in zip(parts, offsets)]))
+
+
+def _local_shapes(objects, depsgraph):
+    """Per name of ground ``objects``, (vertices (V, 3) in the object's space, triangles
+    (T, 3)) as the depsgraph shows it: its own mesh and the meshes it instances (a
+    collection instance's, a geometry-nodes scatter's). The depsgraph's instances are read
+    in one pass, each instanced mesh once however often it is shown."""
+    placed = {obj.name: [] for obj in objects}  # per object: (instanced mesh, world matrix) of what it instances
+    local = {}  # per instanced mesh (its evaluated data's address): its triangles
+    for instance in depsgraph.object_instances if any(_may_instance(obj) for obj in objects) else ():
+        instancer = instance.parent.original.name if instance.is_instance else None  # (valid only in the loop)
+        shown = instance.object
+        if instancer in placed and shown.type == "MESH" and not is_character_mesh(shown.original):
+            mesh = shown.data.as_pointer()
+            if mesh not in local:
+                local[mesh] = _local_triangles(shown)
+            placed[instancer].append((mesh, np.array(instance.matrix_world)))
+    shapes = {}
+    for obj in objects:
+        own = [] if is_instancer(obj) else [_local_triangles(obj.evaluated_get(depsgraph))]
+        if placed[obj.name]:
+            inverse = np.linalg.inv(np.array(obj.evaluated_get(depsgraph).matrix_world))
+            own += [_in_world(local[mesh], inverse @ matrix) for mesh, matrix in placed[obj.name]]
+        shapes[obj.name] = _joined(own)
+    return shapes
+
+
+def _may_instance(obj):
+    """Whether ``obj`` may show instances: a collection instance, or a mesh with a geometry-nodes modifier."""
+    return is_instancer(obj) or any(modifier.type == "NODES" for modifier in obj.modifiers)
 
 
 def _local_triangles(obj):
@@ -187,9 +250,10 @@ def _local_triangles(obj):
     return points.reshape(-1, 3), tris.reshape(-1, 3)
 
 
-def _world_triangles(obj):
-    """(vertices (V, 3) in world space, triangles (T, 3)) of an evaluated mesh object."""
-    return _in_world(_local_triangles(obj), np.array(obj.matrix_world))
+def _world_shapes(objects, depsgraph):
+    """Per ground object, (vertices (V, 3) in world space, triangles (T, 3)) as the depsgraph shows it."""
+    shapes = _local_shapes(objects, depsgraph)
+    return [_in_world(shapes[obj.name], np.array(obj.evaluated_get(depsgraph).matrix_world)) for obj in objects]
 
 
 def _in_world(shape, matrix):

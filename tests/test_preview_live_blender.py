@@ -116,11 +116,16 @@ def assert_shows_a_fresh_preview(bpy, obj, before):
     on the edited scene shows; the feet differ from what was shown ``before`` (F, B, 4, 4)."""
     from foot_lock.adapters import preview
 
-    scene = bpy.context.scene
     bpy.context.view_layer.update()  # where depsgraph_update_post runs
     assert bpy.app.timers.is_registered(preview._refresh), "the edit is not simulated again until a frame change"
     settled(bpy)
-    frames, current = frames_of(obj), scene.frame_current
+    assert_matches_a_fresh_start(bpy, obj, before)
+
+
+def assert_matches_a_fresh_start(bpy, obj, before):
+    """The current frame, and every frame then, show what Preview started afresh on the
+    scene as it is shows; the feet differ from what was shown ``before`` (F, B, 4, 4)."""
+    frames, current = frames_of(obj), bpy.context.scene.frame_current
     now = shown_matrices(bpy, obj)
     shown = play_matrices(bpy, obj, frames)
     obj.foot_lock.preview = False
