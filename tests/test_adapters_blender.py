@@ -525,30 +525,6 @@ def test_keys_remembered_in_a_job_are_the_keys_blender_holds(clips_dir):
         assert compat.keys_digest(rewritten) != before
 
 
-# --- the click's own checks -------------------------------------------------------------
-
-
-def test_the_cut_checks_leg_length_is_the_solvers_without_posing_the_body():
-    """``jobs.clip_leg_length`` poses each leg in its hip's frame only; it gives what the
-    solver's ``leg_length`` measures on the whole posed body, also with a twist joint between
-    hip and knee and a root that turns and travels above the hips."""
-    from foot_lock.adapters import jobs
-    from foot_lock.solvers.kinematics import Motion, Skeleton
-    from foot_lock.solvers.rig import Leg, Rig, leg_length
-
-    rng = np.random.default_rng(7)
-    frames = 60
-    #          root pelvis hipL twist kneeL ankleL toeL hipR kneeR ankleR toeR
-    parents = [-1, 0, 1, 2, 3, 4, 5, 1, 7, 8, 9]
-    rot = quat.normalize(rng.normal(size=(frames, len(parents), 4)))
-    pos = rng.normal(size=(frames, len(parents), 3)) * rng.uniform(0.5, 2.0, size=len(parents))[:, None]
-    skeleton = Skeleton([f"j{i}" for i in range(len(parents))], parents)
-    rig = Rig(1, [Leg("left", 2, 4, 5, 6), Leg("right", 7, 8, 9, 10)])
-    clip = jobs.Clip(skeleton, Motion(rot, pos, 30.0), None, rig, [], np.arange(frames))
-    _, gpos = forward_kinematics(skeleton, rot, pos)
-    assert jobs.clip_leg_length(clip) == pytest.approx(leg_length(gpos, rig), rel=1e-12)
-
-
 # --- speed ------------------------------------------------------------------------------
 
 
