@@ -181,7 +181,8 @@ def read_source_clip(obj, scene, source):
         return read_clip(obj, source.action), None
     _refuse_driven_legs(obj)
     with _playing(obj, source):
-        sampled = evaluated.sample_pose(obj, scene, source.frames)
+        # Only a result baked from the NLA keys every channel from the sampled basis.
+        sampled = evaluated.sample_pose(obj, scene, source.frames, with_basis=source.kind == sources.NLA)
         sources.check_evaluated(obj)
     return _clip(obj, *armature.read_evaluated_motion(obj, sampled, _tail_bones(obj.foot_lock))), sampled
 
