@@ -472,6 +472,28 @@ def test_bulk_keys_and_reading_paths():
         assert obj.animation_data.action_slot is not None
 
 
+def test_curves_read_together_give_what_each_curve_gives():
+    """``read_curves`` matches the curves keyed on exactly the frames in one pass; a curve
+    with as many keys off the frames, one with a modifier and a sparse one are read as
+    ``read_values`` reads them (and all as Blender evaluates them)."""
+    *_, bag = _empty_with_action()
+    frames = np.arange(1, 21)
+    rng = np.random.default_rng(3)
+    on_frames, off_frames, modified = (compat.new_fcurve(bag, "location", i) for i in range(3))
+    sparse = compat.new_fcurve(bag, "scale", 0)
+    compat.write_keys(on_frames, frames, rng.normal(size=20), "LINEAR")
+    compat.write_keys(off_frames, frames + 0.5, rng.normal(size=20), "LINEAR")
+    compat.write_keys(modified, frames, rng.normal(size=20), "LINEAR")
+    modified.modifiers.new("NOISE")
+    compat.write_keys(sparse, [1, 9, 20], [0.0, 2.0, -1.0], "BEZIER")
+    curves = [on_frames, off_frames, modified, sparse]
+    together = compat.read_curves(curves, frames)
+    for curve, values in zip(curves, together):
+        np.testing.assert_array_equal(values, compat.read_values(curve, frames))
+        np.testing.assert_allclose(values, [curve.evaluate(f) for f in frames], atol=1e-6)
+    assert compat.read_curves([], frames).shape == (0, 20)
+
+
 def _keys(fcurve, prop):
     return [tuple(getattr(point, prop)) for point in fcurve.keyframe_points]
 
