@@ -157,7 +157,7 @@ def _object_transforms(name, world, frames):
     """Rotations (F, 4) wxyz, translations (F, 3) and uniform scales (F,) of the object's
     world matrices (F, 4, 4), refusing the frames the solver cannot express."""
     linear = world[:, :3, :3]
-    scales = np.linalg.norm(linear, axis=1)  # column lengths
+    scales = _column_lengths(linear)
     scale = scales.mean(axis=1)
     degenerate = ~np.isfinite(world).all(axis=(1, 2)) | (scale <= 1e-12)
     _refuse_first(degenerate, frames, f"object {name!r} is scaled to zero (or not a number) at frame {{}}: "
@@ -179,8 +179,18 @@ def _cofactors(matrices):
     ``matrices``: the inverse is the one over the other. Whole-array numpy: LAPACK's
     per-matrix calls cost more than a read's other work on thousands of small matrices."""
     r0, r1, r2 = matrices[..., 0, :], matrices[..., 1, :], matrices[..., 2, :]
-    cofactors = np.stack((quat.cross(r1, r2), quat.cross(r2, r0), quat.cross(r0, r1)), axis=-1)
-    return cofactors, np.sum(r0 * cofactors[..., 0], axis=-1)
+    cofactors = np.empty(matrices.shape)  # filled column by column: np.stack on the last axis is slower
+    for column, (u, v) in enumerate(((r1, r2), (r2, r0), (r0, r1))):
+        cofactors[..., column] = quat.cross(u, v)
+    first = cofactors[..., 0]  # the determinant summed term by term: a reduce over 3 items costs more
+    return cofactors, r0[..., 0] * first[..., 0] + r0[..., 1] * first[..., 1] + r0[..., 2] * first[..., 2]
+
+
+def _column_lengths(linear):
+    """Lengths (..., 3) of the columns of matrices (..., 3, 3): ``np.linalg.norm(linear,
+    axis=-2)`` term by term, the same sums (same bits) in half the time."""
+    rows = [linear[..., i, :] for i in range(3)]
+    return np.sqrt(rows[0] * rows[0] + rows[1] * rows[1] + rows[2] * rows[2])
 
 
 def _refuse_first(bad, frames, message):
@@ -188,18 +198,35 @@ def _refuse_first(bad, frames, message):
         raise AdapterError(message.format(int(frames[np.argmax(bad)])))
 
 
-def _fill_channel(out, pose_bone, table, prop, frames):
-    """Fill ``out`` (width, F) with a pose-bone channel: keyed values where an F-curve is,
-    the bone's current value elsewhere."""
-    path = f"{bone_data_path(pose_bone.name)}.{prop}"
-    current = None  # read from the bone only where a curve is missing (most channels are keyed)
-    for index in range(out.shape[0]):
-        fcurve = table.get((path, index))
-        if fcurve is None or fcurve.mute:
-            current = getattr(pose_bone, prop) if current is None else current
-            out[index] = current[index]
-        else:
-            out[index] = compat.read_values(fcurve, frames)
+def _channel_values(bones, pose_bones, modes, table, frames):
+    """Location (3, B, F), rotation (4, B, F; Euler rows 0-2) and scale (3, B, F) channel
+    values of the bones on ``frames``: keyed values where an unmuted F-curve is (all read
+    together, :func:`~.action_compat.read_curves`), the pose bone's current value elsewhere.
+    Laid out (component, bone, frame): each F-curve fills one contiguous row."""
+    count = len(frames)
+    location = np.zeros((3, len(bones), count))
+    rotation = np.zeros((4, len(bones), count))
+    scale = np.empty((3, len(bones), count))
+    keyed = []  # (values, component, bone) of each F-curve in ``curves``
+    curves = []
+    for b, (bone, pose_bone, mode) in enumerate(zip(bones, pose_bones, modes)):
+        path = bone_data_path(pose_bone.name)
+        props = [(rotation, *rotation_channel(mode)), (scale, "scale", 3)]
+        if not bone.use_connect:  # Blender ignores a connected bone's location
+            props.append((location, "location", 3))
+        for out, prop, width in props:
+            current = None  # read from the bone only where a curve is missing (most channels are keyed)
+            for index in range(width):
+                fcurve = table.get((f"{path}.{prop}", index))
+                if fcurve is None or fcurve.mute:
+                    current = getattr(pose_bone, prop) if current is None else current
+                    out[index, b] = current[index]
+                else:
+                    keyed.append((out, index, b))
+                    curves.append(fcurve)
+    for (out, index, b), values in zip(keyed, compat.read_curves(curves, frames)):
+        out[index, b] = values
+    return location, rotation, scale
 
 
 def _rows(values, members, axis=1):
@@ -328,17 +355,7 @@ def read_motion(obj, action, frame_start, frame_end, extra_tails=()):
     pose_bones = [obj.pose.bones[bone.name] for bone in bones]
     modes = [pose_bone.rotation_mode for pose_bone in pose_bones]
 
-    # Channel values of every bone for every frame, F-curve by F-curve, laid out
-    # (component, bone, frame): each F-curve fills one contiguous row.
-    location = np.zeros((3, nb, count))
-    rotation = np.zeros((4, nb, count))
-    scale = np.empty((3, nb, count))
-    for b, (bone, pose_bone, mode) in enumerate(zip(bones, pose_bones, modes)):
-        prop, width = rotation_channel(mode)
-        _fill_channel(rotation[:width, b], pose_bone, table, prop, frames)
-        if not bone.use_connect:  # Blender ignores a connected bone's location
-            _fill_channel(location[:, b], pose_bone, table, "location", frames)
-        _fill_channel(scale[:, b], pose_bone, table, "scale", frames)
+    location, rotation, scale = _channel_values(bones, pose_bones, modes, table, frames)
     _check_finite(location, bones, lambda b: "location", frames)
     _check_finite(rotation, bones, lambda b: rotation_channel(modes[b])[0], frames)
     _check_finite(scale, bones, lambda b: "scale", frames)
@@ -379,8 +396,8 @@ def read_evaluated_motion(obj, sampled, extra_tails=()):
     _check_finite(pose.reshape(len(frames), nb, 16).transpose(2, 1, 0), bones, lambda b: "pose matrix", frames)
     parents = layout.parents[:nb]
     linear, pos_c = _relative_to_parents(pose, parents)
-    scales = np.linalg.norm(linear, axis=-2)  # (F, B, 3) column lengths
-    bone_scale, uneven = _uniform_scale(scales.transpose(2, 1, 0), frames)
+    scales = _column_lengths(linear)  # (F, B, 3)
+    bone_scale, uneven = _uniform_scale(np.ascontiguousarray(scales.transpose(2, 1, 0)), frames)  # reduced 10x faster
     safe = np.where(scales > 0.0, scales, 1.0)
     rot_c = quat.from_matrix(linear / safe[..., None, :]).transpose(2, 1, 0)
     modes = [obj.pose.bones[bone.name].rotation_mode for bone in bones]
@@ -642,7 +659,7 @@ def _channels_of(basis):
     """Location (..., 3), rotation quaternion (..., 4) and scale (..., 3) of T @ R @ S
     matrices (..., 4, 4)."""
     linear = basis[..., :3, :3]
-    scale = np.linalg.norm(linear, axis=-2)
+    scale = _column_lengths(linear)
     rotation = quat.from_matrix(linear / np.where(scale > 0.0, scale, 1.0)[..., None, :])
     return basis[..., :3, 3], rotation, scale
 

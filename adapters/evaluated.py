@@ -31,7 +31,7 @@ class EvaluatedPose:
     bone_names: list
     frames: np.ndarray  # (F,) scene frames
     pose: np.ndarray  # (F, B, 4, 4)
-    basis: np.ndarray  # (F, B, 4, 4)
+    basis: np.ndarray | None  # (F, B, 4, 4), or None where not sampled
     world: np.ndarray  # (F, 4, 4)
     object_basis: np.ndarray = None  # (F, 4, 4) the object's matrix_basis (its own channels)
 
@@ -103,9 +103,11 @@ def _frame_kept(scene):
         scene.frame_set(frame, subframe=subframe)
 
 
-def sample_pose(obj, scene, frames):
+def sample_pose(obj, scene, frames, with_basis=True):
     """Evaluate ``scene`` at each of ``frames`` (integers) and read the pose of armature
-    ``obj``: an :class:`EvaluatedPose`. The scene's current frame is restored."""
+    ``obj``: an :class:`EvaluatedPose`; without ``with_basis`` its ``basis`` and
+    ``object_basis`` are None (only baking every channel needs them). The scene's current
+    frame is restored."""
     if obj is None or obj.type != "ARMATURE" or obj.pose is None:
         raise AdapterError("sampling needs an armature with a pose in the scene")
     if obj.name not in scene.objects:
@@ -118,15 +120,16 @@ def sample_pose(obj, scene, frames):
     names = [bone.name for bone in obj.pose.bones]
     count = len(names)
     pose = np.empty((len(frames), count, 4, 4))
-    basis = np.empty_like(pose)
     world = np.empty((len(frames), 4, 4))
-    object_basis = np.empty_like(world)
+    basis = np.empty_like(pose) if with_basis else None
+    object_basis = np.empty_like(world) if with_basis else None
     with _frame_kept(scene), _enabled(obj), _meshes_hidden(scene, obj):
         for i, frame in enumerate(frames):
             scene.frame_set(int(frame))
             bones = obj.pose.bones  # the active depsgraph writes its result back to the original
             pose[i] = _matrices(bones, "matrix", count)
-            basis[i] = _matrices(bones, "matrix_basis", count)
             world[i] = np.array(obj.matrix_world, dtype=float)
-            object_basis[i] = np.array(obj.matrix_basis, dtype=float)
+            if with_basis:
+                basis[i] = _matrices(bones, "matrix_basis", count)
+                object_basis[i] = np.array(obj.matrix_basis, dtype=float)
     return EvaluatedPose(names, frames, pose, basis, world, object_basis)

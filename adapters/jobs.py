@@ -15,11 +15,10 @@ import bpy
 import numpy as np
 
 from ..solvers import loops
-from ..solvers import quaternion as quat
-from ..solvers.foot_lock import label_foot_contacts, leg_length, remove_foot_sliding
+from ..solvers.foot_lock import label_foot_contacts, remove_foot_sliding
 from ..solvers.kinematics import forward_kinematics
 from ..solvers.leg_detection import detect_legs
-from ..solvers.rig import Leg, Rig
+from ..solvers.rig import Leg, Rig, leg_length_from_locals
 from . import action_compat as compat
 from . import armature, control_rig, cycles, evaluated, results, sources
 from .errors import AdapterError
@@ -182,7 +181,8 @@ def read_source_clip(obj, scene, source):
         return read_clip(obj, source.action), None
     _refuse_driven_legs(obj)
     with _playing(obj, source):
-        sampled = evaluated.sample_pose(obj, scene, source.frames)
+        # Only a result baked from the NLA keys every channel from the sampled basis.
+        sampled = evaluated.sample_pose(obj, scene, source.frames, with_basis=source.kind == sources.NLA)
         sources.check_evaluated(obj)
     return _clip(obj, *armature.read_evaluated_motion(obj, sampled, _tail_bones(obj.foot_lock))), sampled
 
@@ -354,31 +354,8 @@ def cut_frames(clip):
     again, a cut between strips): no contact spans them."""
     _, gpos = forward_kinematics(clip.skeleton, clip.motion.rot, clip.motion.pos, [clip.rig.pelvis])
     step = np.linalg.norm(np.diff(gpos[:, clip.rig.pelvis], axis=0), axis=-1)
-    return np.flatnonzero(step * clip.motion.fps > CUT_SPEED * clip_leg_length(clip)) + 1
-
-
-def clip_leg_length(clip):
-    """:func:`~..solvers.rig.leg_length` of the clip from the local transforms of the leg
-    joints alone: a segment's length does not depend on the frame it is measured in, so
-    each thigh is placed in its hip's frame and each shin in its knee's, which rotates
-    nothing above the knee (the solve that follows the cut check poses the body itself)."""
-    skeleton, motion = clip.skeleton, clip.motion
-    segments = np.empty(motion.pos.shape)  # only the legs' hips, knees and ankles are set
-    for leg in clip.rig.legs:
-        segments[:, leg.hip] = 0.0
-        segments[:, leg.knee] = _offset_below(skeleton, motion, leg.hip, leg.knee)
-        segments[:, leg.ankle] = segments[:, leg.knee] + _offset_below(skeleton, motion, leg.knee, leg.ankle)
-    return leg_length(segments, clip.rig)
-
-
-def _offset_below(skeleton, motion, top, joint):
-    """Where ``joint`` lies in ``top``'s frame on every frame (F, 3): the local transforms
-    of the joints between them composed from the bottom up."""
-    chain = skeleton.chain(top, joint)[1:]
-    offset = motion.pos[:, chain[-1]]
-    for above in reversed(chain[:-1]):
-        offset = motion.pos[:, above] + quat.rotate(motion.rot[:, above], offset)
-    return offset
+    size = leg_length_from_locals(clip.skeleton, clip.motion.rot, clip.motion.pos, clip.rig)
+    return np.flatnonzero(step * clip.motion.fps > CUT_SPEED * size) + 1
 
 
 def label_clip(clip, settings, cuts=None):

@@ -4,6 +4,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import quaternion as quat
+
 
 @dataclass
 class Leg:
@@ -48,11 +50,37 @@ def leg_bone_length(gpos, leg):
     """Thigh plus shin of one leg over a clip (F, n, 3): the median over frames, so a
     glitchy frame of stretchy mocap does not set it. The one definition of a leg's
     length, for its reach and for every threshold scaled to the character."""
-    thigh = np.linalg.norm(gpos[:, leg.knee] - gpos[:, leg.hip], axis=-1)
-    shin = np.linalg.norm(gpos[:, leg.ankle] - gpos[:, leg.knee], axis=-1)
-    return float(np.median(thigh + shin))
+    return _median_length(gpos[:, leg.knee] - gpos[:, leg.hip], gpos[:, leg.ankle] - gpos[:, leg.knee])
+
+
+def _median_length(thigh, shin):
+    """The median over frames of the thigh's plus the shin's length, from their vectors (F, 3)."""
+    return float(np.median(np.linalg.norm(thigh, axis=-1) + np.linalg.norm(shin, axis=-1)))
 
 
 def leg_length(gpos, rig):
     """Mean leg length of the rig: the character's size for scale-free thresholds."""
     return float(np.mean([leg_bone_length(gpos, leg) for leg in rig.legs]))
+
+
+def leg_length_from_locals(skeleton, rot, pos, rig):
+    """:func:`leg_length` from local transforms (F, n, 4) / (F, n, 3) alone, without
+    posing the body: a segment's length does not depend on the frame it is measured in,
+    so each thigh is measured in its hip's frame and each shin in its knee's, which turns
+    nothing above the knee (cheaper than forward kinematics of the whole chain from the
+    root, for a check that runs before the solve poses the body itself)."""
+    return float(np.mean([
+        _median_length(_offset_below(skeleton, rot, pos, leg.hip, leg.knee),
+                       _offset_below(skeleton, rot, pos, leg.knee, leg.ankle))
+        for leg in rig.legs
+    ]))
+
+
+def _offset_below(skeleton, rot, pos, top, joint):
+    """Where ``joint`` lies in ``top``'s frame on every frame (F, 3): the local transforms
+    of the joints between them (usually none) composed from the bottom up."""
+    chain = skeleton.chain(top, joint)[1:]
+    offset = pos[:, chain[-1]]
+    for above in reversed(chain[:-1]):
+        offset = pos[:, above] + quat.rotate(rot[:, above], offset)
+    return offset

@@ -472,6 +472,28 @@ def test_bulk_keys_and_reading_paths():
         assert obj.animation_data.action_slot is not None
 
 
+def test_curves_read_together_give_what_each_curve_gives():
+    """``read_curves`` matches the curves keyed on exactly the frames in one pass; a curve
+    with as many keys off the frames, one with a modifier and a sparse one are read as
+    ``read_values`` reads them (and all as Blender evaluates them)."""
+    *_, bag = _empty_with_action()
+    frames = np.arange(1, 21)
+    rng = np.random.default_rng(3)
+    on_frames, off_frames, modified = (compat.new_fcurve(bag, "location", i) for i in range(3))
+    sparse = compat.new_fcurve(bag, "scale", 0)
+    compat.write_keys(on_frames, frames, rng.normal(size=20), "LINEAR")
+    compat.write_keys(off_frames, frames + 0.5, rng.normal(size=20), "LINEAR")
+    compat.write_keys(modified, frames, rng.normal(size=20), "LINEAR")
+    modified.modifiers.new("NOISE")
+    compat.write_keys(sparse, [1, 9, 20], [0.0, 2.0, -1.0], "BEZIER")
+    curves = [on_frames, off_frames, modified, sparse]
+    together = compat.read_curves(curves, frames)
+    for curve, values in zip(curves, together):
+        np.testing.assert_array_equal(values, compat.read_values(curve, frames))
+        np.testing.assert_allclose(values, [curve.evaluate(f) for f in frames], atol=1e-6)
+    assert compat.read_curves([], frames).shape == (0, 20)
+
+
 def _keys(fcurve, prop):
     return [tuple(getattr(point, prop)) for point in fcurve.keyframe_points]
 
@@ -523,30 +545,6 @@ def test_keys_remembered_in_a_job_are_the_keys_blender_holds(clips_dir):
         rewritten.keyframe_points[5].co.y += 1.0  # what no job does: an edit between two jobs
     with compat.remembered_keys():
         assert compat.keys_digest(rewritten) != before
-
-
-# --- the click's own checks -------------------------------------------------------------
-
-
-def test_the_cut_checks_leg_length_is_the_solvers_without_posing_the_body():
-    """``jobs.clip_leg_length`` poses each leg in its hip's frame only; it gives what the
-    solver's ``leg_length`` measures on the whole posed body, also with a twist joint between
-    hip and knee and a root that turns and travels above the hips."""
-    from foot_lock.adapters import jobs
-    from foot_lock.solvers.kinematics import Motion, Skeleton
-    from foot_lock.solvers.rig import Leg, Rig, leg_length
-
-    rng = np.random.default_rng(7)
-    frames = 60
-    #          root pelvis hipL twist kneeL ankleL toeL hipR kneeR ankleR toeR
-    parents = [-1, 0, 1, 2, 3, 4, 5, 1, 7, 8, 9]
-    rot = quat.normalize(rng.normal(size=(frames, len(parents), 4)))
-    pos = rng.normal(size=(frames, len(parents), 3)) * rng.uniform(0.5, 2.0, size=len(parents))[:, None]
-    skeleton = Skeleton([f"j{i}" for i in range(len(parents))], parents)
-    rig = Rig(1, [Leg("left", 2, 4, 5, 6), Leg("right", 7, 8, 9, 10)])
-    clip = jobs.Clip(skeleton, Motion(rot, pos, 30.0), None, rig, [], np.arange(frames))
-    _, gpos = forward_kinematics(skeleton, rot, pos)
-    assert jobs.clip_leg_length(clip) == pytest.approx(leg_length(gpos, rig), rel=1e-12)
 
 
 # --- speed ------------------------------------------------------------------------------

@@ -1,9 +1,11 @@
 """Forward kinematics and its inverse; the reported quality figures on known motion."""
 
 import numpy as np
+import pytest
 from foot_lock.solvers import metrics
 from foot_lock.solvers import quaternion as quat
 from foot_lock.solvers.kinematics import Skeleton, forward_kinematics, inverse_kinematics_locals
+from foot_lock.solvers.rig import Leg, Rig, leg_length, leg_length_from_locals
 
 UP = np.array([0.0, 0.0, 1.0])
 
@@ -28,6 +30,26 @@ def test_forward_kinematics_of_selected_joints_matches_the_full_pass():
     _, full = forward_kinematics(skeleton, rot, pos)
     _, some = forward_kinematics(skeleton, rot, pos, joints=[4])
     assert np.allclose(some[:, [0, 1, 3, 4]], full[:, [0, 1, 3, 4]])
+
+
+def test_leg_length_from_the_legs_locals_is_the_posed_bodys():
+    """``leg_length_from_locals`` measures each thigh in its hip's frame and each shin in its
+    knee's: what ``leg_length`` measures on the whole posed body, also with a twist joint
+    between hip and knee and a root that turns and travels above the hips."""
+    rng = np.random.default_rng(7)
+    frames = 60
+    #          root pelvis hipL twist kneeL ankleL toeL hipR kneeR ankleR toeR
+    parents = [-1, 0, 1, 2, 3, 4, 5, 1, 7, 8, 9]
+    rot = quat.normalize(rng.normal(size=(frames, len(parents), 4)))
+    pos = rng.normal(size=(frames, len(parents), 3)) * rng.uniform(0.5, 2.0, size=len(parents))[:, None]
+    skeleton = Skeleton([f"j{i}" for i in range(len(parents))], parents)
+    rig = Rig(1, [Leg("left", 2, 4, 5, 6), Leg("right", 7, 8, 9, 10)])
+    _, gpos = forward_kinematics(skeleton, rot, pos)
+    assert leg_length_from_locals(skeleton, rot, pos, rig) == pytest.approx(leg_length(gpos, rig), rel=1e-12)
+    above = rot.copy(), pos.copy()
+    above[0][:, :3] = quat.normalize(rng.normal(size=(frames, 3, 4)))  # root, pelvis, left hip turn ...
+    above[1][:, :3] += rng.normal(size=(frames, 3, 3))  # ... and travel: no segment below changes length
+    assert leg_length_from_locals(skeleton, *above, rig) == leg_length_from_locals(skeleton, rot, pos, rig)
 
 
 def walking_toe(fps=100, seconds=2.0, slide=0.0):
