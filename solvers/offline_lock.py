@@ -113,7 +113,7 @@ def solve_offline_lock(problem, weights=None):
     toe_step, heel_step = np.diff(problem.toes, axis=1), np.diff(problem.ankles, axis=1)
     standing = np.maximum(problem.contacts, heel_contacts)
     # The foot moves as one: on its ground while either point is.
-    clearance = np.minimum(*(_clearance(points @ up, standing, problem, weights) for points in (problem.toes, problem.ankles)))
+    clearance = np.minimum(*(_clearance(dot(points, up), standing, problem, weights) for points in (problem.toes, problem.ankles)))
     easing = _swing_ease(standing, problem.fps, weights.swing_ease)
     for leg in range(legs):
         foot = leg + 1
@@ -364,7 +364,7 @@ class _GroupTerms:
         if not horizontal_only:
             self.step_weights[1, group] += weight
         if goal is not None:
-            projected = goal - (goal @ self.up)[:, None] * self.up if horizontal_only else goal
+            projected = goal - dot(goal, self.up)[:, None] * self.up if horizontal_only else goal
             self.pulled[group] += np.asarray(weight)[:, None] * projected
 
     def anchor(self, group, weight, vertical_only=False):
