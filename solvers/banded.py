@@ -21,20 +21,64 @@ def solve_block_tridiagonal(diag, lower, rhs):
     """Solve ``A x = rhs`` for a block-tridiagonal ``A``.
 
     ``diag``  (n, m, m): blocks ``A[i, i]``;
-    ``lower`` (n, m, m): blocks ``A[i, i - 1]`` (``lower[0]`` is ignored);
+    ``lower`` (n, m, m): blocks ``A[i, i - 1]`` (``lower[0]`` is ignored), or (n, m): the
+    diagonals of diagonal blocks, whose first level of reduction is elementwise;
     the upper blocks are ``A[i, i + 1] = lower[i + 1].T`` (``A`` is symmetric).
     ``rhs``   (n, m), or (n, m, r) for ``r`` right-hand sides at once.
     """
     rhs = np.asarray(rhs, dtype=float)
-    columns = rhs[..., None] if rhs.ndim == 2 else rhs
+    columns = np.swapaxes(rhs[..., None] if rhs.ndim == 2 else rhs, -1, -2)
     n, m = diag.shape[:2]
-    rows = np.empty((n, 2 * m + columns.shape[-1], m))
-    rows[0, :m] = rows[-1, m : 2 * m] = 0.0  # the ends have no neighbour there
-    rows[1:, :m] = np.swapaxes(lower[1:], -1, -2)  # A[i, i - 1]^T
-    rows[:-1, m : 2 * m] = lower[1:]  # A[i, i + 1]^T
-    rows[:, 2 * m :] = np.swapaxes(columns, -1, -2)
-    x = np.swapaxes(_reduce(diag, rows), -1, -2)
+    if lower.ndim == 2 and n > 2:
+        x = _reduce_diagonal_coupling(diag, lower, columns)
+    else:
+        if lower.ndim == 2:
+            lower = lower[:, :, None] * np.eye(m)
+        rows = np.empty((n, 2 * m + columns.shape[1], m))
+        rows[0, :m] = rows[-1, m : 2 * m] = 0.0  # the ends have no neighbour there
+        rows[1:, :m] = np.swapaxes(lower[1:], -1, -2)  # A[i, i - 1]^T
+        rows[:-1, m : 2 * m] = lower[1:]  # A[i, i + 1]^T
+        rows[:, 2 * m :] = columns
+        x = _reduce(diag, rows)
+    x = np.swapaxes(x, -1, -2)
     return x[..., 0] if rhs.ndim == 2 else x
+
+
+def _reduce_diagonal_coupling(diag, lower, rhs):
+    """The first level of :func:`_reduce` where each row couples to its neighbours through
+    diagonal blocks (``lower`` (n, m) their diagonals, ``rhs`` (n, r, m) transposed): every
+    product with a coupling is a scaling, D^-1 the only matrix work. Returns (n, r, m)."""
+    n, m = diag.shape[:2]
+    kept, dropped = n - n // 2, n // 2
+    inverse = spd_inverse(diag[1::2])  # S of each dropped row d
+    to_previous = lower[1::2]  # l_d: A[d, d - 1] = diag(l_d)
+    to_next = lower[2::2]  # l_(d+1): A[d, d + 1]; the last dropped row of an even n has none
+    solved = rhs[1::2] @ inverse  # b_d^T S
+    inner = len(to_next)  # kept rows 1.. (each with a dropped row before it)
+
+    # Kept row k between dropped rows p (before) and q (after): its diagonal loses
+    # A[k, p] S_p A[p, k] and A[k, q] S_q A[q, k], it couples to k - 2 through
+    # -A[k, p] S_p A[p, k - 2] and to k + 2 through -A[k, q] S_q A[q, k + 2] (stored
+    # transposed, as _reduce's rows), and its right-hand side loses A[k, p] S_p b_p ...
+    new_diag = diag[0::2].copy()
+    new_diag[1:] -= to_next[:, :, None] * inverse[:inner] * to_next[:, None, :]
+    new_diag[:dropped] -= to_previous[:, :, None] * inverse * to_previous[:, None, :]
+    rows = np.empty((kept, 2 * m + rhs.shape[1], m))
+    rows[0, :m] = rows[inner:, m : 2 * m] = 0.0  # the ends have no neighbour there
+    np.negative(to_previous[:inner, :, None] * inverse[:inner] * to_next[:, None, :], out=rows[1:, :m])
+    np.negative(to_next[:, :, None] * inverse[:inner] * to_previous[:inner, None, :], out=rows[:inner, m : 2 * m])
+    rows[:, 2 * m :] = rhs[0::2]
+    rows[1:, 2 * m :] -= solved[:inner] * to_next[:, None, :]
+    rows[:dropped, 2 * m :] -= solved * to_previous[:, None, :]
+
+    x_kept = _reduce(new_diag, rows)
+    # x_d^T = (b_d^T - x_(d-1)^T diag(l_d) - x_(d+1)^T diag(l_(d+1))) S
+    pull = x_kept[:dropped] * to_previous[:, None, :]
+    pull[:inner] += x_kept[1:] * to_next[:, None, :]
+    x = np.empty((n,) + x_kept.shape[1:])
+    x[0::2] = x_kept
+    x[1::2] = solved - pull @ inverse
+    return x
 
 
 def _reduce(diag, rows):
