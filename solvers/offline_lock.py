@@ -304,32 +304,18 @@ def _hold(points, pair, release_time, dt):
     ``1 - contact``), so a point is never pulled ahead of its pin; once released it eases
     out to nothing over ``release_time`` (zero slope at both ends), so the next pin starts
     from the foot as the correction leaves it, even after a short swing."""
-    cancel = -pair[..., None] * np.diff(points, axis=1)  # (L, F-1, 3), zero on free steps
-    frames = points.shape[1]
-    ease = _ease_out(np.arange(frames) * dt / release_time)[:, 0]  # from a release on
-    cancelled = np.zeros_like(points)  # each point's pinned steps summed up to each frame
-    np.cumsum(cancel, axis=1, out=cancelled[:, 1:])
+    cancel = -pair[..., None] * np.diff(points, axis=1)  # (L, F-1, 3)
     own = np.zeros_like(points)
-    index = np.arange(frames)
+    frames = points.shape[1]
+    ease = _ease_out(np.arange(frames) * dt / release_time)  # (F, 1), from a release on
     for leg, pinned in enumerate(pair > 0):
         edges = np.flatnonzero(np.diff(np.concatenate(([0], pinned.astype(np.int8), [0]))))
-        if not len(edges):
-            continue
-        starts, ends = edges[::2], edges[1::2]  # runs of pinned steps start..end-1, frames start..end
-        # A run starts from the correction the one before it left, eased over the gap
-        # between them, and adds its own steps: the carry is a short recurrence, only
-        # where a gap is shorter than ``release_time`` (elsewhere it eased out to zero).
-        carried = cancelled[leg, ends] - cancelled[leg, starts]
-        start_value = np.zeros_like(carried)
-        decay = ease[starts[1:] - ends[:-1]]
-        for run in (np.flatnonzero(decay) + 1).tolist():
-            start_value[run] = decay[run - 1] * carried[run - 1]
-            carried[run] += start_value[run]
-        last = np.searchsorted(starts, index) - 1  # the last run starting before each frame
-        run = np.maximum(last, 0)
-        inside = (last >= 0) & (index <= ends[run])
-        released = carried[run] * ease[np.where(inside, 0, index - ends[run])][:, None] * (last >= 0)[:, None]
-        own[leg] = np.where(inside[:, None], start_value[run] + cancelled[leg] - cancelled[leg, starts[run]], released)
+        released, carry = 0, np.zeros(3)  # frame the last run ended, the correction it left
+        for start, end in zip(edges[::2].tolist(), edges[1::2].tolist()):  # runs of pinned steps start..end-1
+            own[leg, released : start + 1] = carry * ease[: start + 1 - released]
+            own[leg, start + 1 : end + 1] = own[leg, start] + np.cumsum(cancel[leg, start:end], axis=0)
+            released, carry = end, own[leg, end]
+        own[leg, released:] = carry * ease[: frames - released]
     return points + own
 
 
