@@ -6,10 +6,12 @@ symmetric block-tridiagonal system; cyclic reduction eliminates every other fram
 per level with batched dense products, so the work is vectorized over frames and
 needs only log2(frames) Python-level steps.
 
-On the short clips of a click the cost is numpy's per-call overhead, not
-arithmetic, so each level does as few calls as it can: a row's couplings to its
-neighbours and its right-hand sides travel as one array ``[lower | upper | rhs]``
-(n, m, 2m + r), and one product eliminates all three through a dropped row.
+On the clips of a click the cost is numpy's per-call and per-row overhead, not
+arithmetic, so each level does as few calls as it can, on arrays laid out so that
+the elementwise ones run along whole blocks: a row's couplings to its neighbours and
+its right-hand sides travel transposed, as one array ``[lower^T ; upper^T ; rhs^T]``
+(n, 2m + r, m), and one product ``rows @ D^-1`` eliminates all three through a
+dropped row (``D`` is symmetric).
 """
 
 import numpy as np
@@ -19,57 +21,102 @@ def solve_block_tridiagonal(diag, lower, rhs):
     """Solve ``A x = rhs`` for a block-tridiagonal ``A``.
 
     ``diag``  (n, m, m): blocks ``A[i, i]``;
-    ``lower`` (n, m, m): blocks ``A[i, i - 1]`` (``lower[0]`` is ignored);
+    ``lower`` (n, m, m): blocks ``A[i, i - 1]`` (``lower[0]`` is ignored), or (n, m): the
+    diagonals of diagonal blocks, whose first level of reduction is elementwise;
     the upper blocks are ``A[i, i + 1] = lower[i + 1].T`` (``A`` is symmetric).
     ``rhs``   (n, m), or (n, m, r) for ``r`` right-hand sides at once.
     """
     rhs = np.asarray(rhs, dtype=float)
-    columns = rhs[..., None] if rhs.ndim == 2 else rhs
+    columns = np.swapaxes(rhs[..., None] if rhs.ndim == 2 else rhs, -1, -2)
     n, m = diag.shape[:2]
-    coupling = np.zeros((n, m, 2 * m + columns.shape[-1]))
-    coupling[1:, :, :m] = lower[1:]
-    coupling[:-1, :, m : 2 * m] = np.swapaxes(lower[1:], -1, -2)
-    coupling[:, :, 2 * m :] = columns
-    x = _reduce(diag, coupling)
+    if lower.ndim == 2 and n > 2:
+        x = _reduce_diagonal_coupling(diag, lower, columns)
+    else:
+        if lower.ndim == 2:
+            lower = lower[:, :, None] * np.eye(m)
+        rows = np.empty((n, 2 * m + columns.shape[1], m))
+        rows[0, :m] = rows[-1, m : 2 * m] = 0.0  # the ends have no neighbour there
+        rows[1:, :m] = np.swapaxes(lower[1:], -1, -2)  # A[i, i - 1]^T
+        rows[:-1, m : 2 * m] = lower[1:]  # A[i, i + 1]^T
+        rows[:, 2 * m :] = columns
+        x = _reduce(diag, rows)
+    x = np.swapaxes(x, -1, -2)
     return x[..., 0] if rhs.ndim == 2 else x
 
 
-def _reduce(diag, coupling):
-    """Solve the system whose rows are ``diag`` (n, m, m) and ``coupling`` (n, m, 2m + r)
-    (``[lower | upper | rhs]``, ``lower[0]`` and ``upper[-1]`` zero); returns (n, m, r)."""
+def _reduce_diagonal_coupling(diag, lower, rhs):
+    """The first level of :func:`_reduce` where each row couples to its neighbours through
+    diagonal blocks (``lower`` (n, m) their diagonals, ``rhs`` (n, r, m) transposed): every
+    product with a coupling is a scaling, D^-1 the only matrix work. Returns (n, r, m)."""
+    n, m = diag.shape[:2]
+    kept, dropped = n - n // 2, n // 2
+    inverse = spd_inverse(diag[1::2])  # S of each dropped row d
+    to_previous = lower[1::2]  # l_d: A[d, d - 1] = diag(l_d)
+    to_next = lower[2::2]  # l_(d+1): A[d, d + 1]; the last dropped row of an even n has none
+    solved = rhs[1::2] @ inverse  # b_d^T S
+    inner = len(to_next)  # kept rows 1.. (each with a dropped row before it)
+
+    # Kept row k between dropped rows p (before) and q (after): its diagonal loses
+    # A[k, p] S_p A[p, k] and A[k, q] S_q A[q, k], it couples to k - 2 through
+    # -A[k, p] S_p A[p, k - 2] and to k + 2 through -A[k, q] S_q A[q, k + 2] (stored
+    # transposed, as _reduce's rows), and its right-hand side loses A[k, p] S_p b_p ...
+    new_diag = diag[0::2].copy()
+    new_diag[1:] -= to_next[:, :, None] * inverse[:inner] * to_next[:, None, :]
+    new_diag[:dropped] -= to_previous[:, :, None] * inverse * to_previous[:, None, :]
+    rows = np.empty((kept, 2 * m + rhs.shape[1], m))
+    rows[0, :m] = rows[inner:, m : 2 * m] = 0.0  # the ends have no neighbour there
+    np.negative(to_previous[:inner, :, None] * inverse[:inner] * to_next[:, None, :], out=rows[1:, :m])
+    np.negative(to_next[:, :, None] * inverse[:inner] * to_previous[:inner, None, :], out=rows[:inner, m : 2 * m])
+    rows[:, 2 * m :] = rhs[0::2]
+    rows[1:, 2 * m :] -= solved[:inner] * to_next[:, None, :]
+    rows[:dropped, 2 * m :] -= solved * to_previous[:, None, :]
+
+    x_kept = _reduce(new_diag, rows)
+    # x_d^T = (b_d^T - x_(d-1)^T diag(l_d) - x_(d+1)^T diag(l_(d+1))) S
+    pull = x_kept[:dropped] * to_previous[:, None, :]
+    pull[:inner] += x_kept[1:] * to_next[:, None, :]
+    x = np.empty((n,) + x_kept.shape[1:])
+    x[0::2] = x_kept
+    x[1::2] = solved - pull @ inverse
+    return x
+
+
+def _reduce(diag, rows):
+    """Solve the system whose rows are ``diag`` (n, m, m) and ``rows`` (n, 2m + r, m)
+    (``[lower^T ; upper^T ; rhs^T]``, ``lower[0]`` and ``upper[-1]`` zero); returns the
+    solution transposed, (n, r, m)."""
     n, m = diag.shape[:2]
     if n <= 2:
-        return _solve_dense(diag, coupling)
-    if n % 2 == 0:  # pad with a decoupled identity block so both ends are kept rows
-        diag = np.concatenate((diag, np.eye(m)[None]))
-        coupling = np.concatenate((coupling, np.zeros((1,) + coupling.shape[1:])))
-    kept = coupling[0::2]
-
+        return _solve_dense(diag, rows)
+    kept = rows[0::2]
     # Dropped rows give x_odd = D^-1 (b - L x_prev - U x_next): ``solved`` holds
-    # D^-1 [L | U | b] of each dropped row.
-    solved = spd_inverse(diag[1::2]) @ coupling[1::2]
+    # [L | U | b]^T D^-1 of each dropped row.
+    solved = rows[1::2] @ spd_inverse(diag[1::2])
+    dropped = len(solved)  # every dropped row has a kept row after it but the last of an even n
 
     # Substitute them into the kept rows: row 2k sees dropped rows 2k-1 (through its
-    # lower block) and 2k+1 (through its upper block).
-    before = kept[1:, :, :m] @ solved  # kept rows 1.. with the dropped row before them
-    after = kept[:-1, :, m : 2 * m] @ solved  # kept rows ..-2 with the dropped row after them
+    # lower block) and 2k+1 (through its upper block); transposed, (D^-1 L)^T L_k^T ...
+    before = solved[: len(kept) - 1] @ kept[1:, :m]  # kept rows 1.. with the dropped row before them
+    after = solved @ kept[:dropped, m : 2 * m]  # kept rows with the dropped row after them
     new_diag = diag[0::2].copy()
-    new_diag[1:] -= before[:, :, m : 2 * m]
-    new_diag[:-1] -= after[:, :, :m]
+    new_diag[1:] -= before[:, m : 2 * m]
+    new_diag[:dropped] -= after[:, :m]
     new = np.empty_like(kept)
-    new[0, :, :m] = new[-1, :, m : 2 * m] = 0.0  # the ends have no neighbour there
-    np.negative(before[:, :, :m], out=new[1:, :, :m])
-    np.negative(after[:, :, m : 2 * m], out=new[:-1, :, m : 2 * m])
-    new[:, :, 2 * m :] = kept[:, :, 2 * m :]
-    new[1:, :, 2 * m :] -= before[:, :, 2 * m :]
-    new[:-1, :, 2 * m :] -= after[:, :, 2 * m :]
+    new[0, :m] = new[dropped:, m : 2 * m] = 0.0  # the ends have no neighbour there
+    np.negative(before[:, :m], out=new[1:, :m])
+    np.negative(after[:, m : 2 * m], out=new[:dropped, m : 2 * m])
+    new[:, 2 * m :] = kept[:, 2 * m :]
+    new[1:, 2 * m :] -= before[:, 2 * m :]
+    new[:dropped, 2 * m :] -= after[:, 2 * m :]
 
     x_kept = _reduce(new_diag, new)
-    x = np.empty((len(diag), m, x_kept.shape[-1]))
+    # The last dropped row of an even n has no upper block: any x_next does.
+    following = x_kept[1:] if len(x_kept) > dropped else np.concatenate((x_kept[1:], x_kept[-1:]))
+    neighbours = np.concatenate((x_kept[:dropped], following), axis=-1)  # (k, r, 2m): x_prev^T | x_next^T
+    x = np.empty((n,) + x_kept.shape[1:])
     x[0::2] = x_kept
-    neighbours = np.concatenate((x_kept[:-1], x_kept[1:]), axis=1)  # (k, 2m, r): x_prev over x_next
-    x[1::2] = solved[:, :, 2 * m :] - solved[:, :, : 2 * m] @ neighbours
-    return x[:n]
+    x[1::2] = solved[:, 2 * m :] - neighbours @ solved[:, : 2 * m]
+    return x
 
 
 def spd_inverse(blocks):
@@ -92,16 +139,16 @@ def spd_inverse(blocks):
     return np.swapaxes(inv_low, -1, -2) @ inv_low
 
 
-def _solve_dense(diag, coupling):
+def _solve_dense(diag, rows):
     """One or two rows: the second (if any) eliminated into the first, with the same
     Cholesky inverses as the reduction. Not LAPACK's general solver: OpenBLAS runs that
     LU in parallel, and on matrices this small waking its threads costs more than the
-    whole reduction when other work keeps the CPUs busy."""
+    whole reduction when other work keeps the CPUs busy. Transposed, as :func:`_reduce`."""
     m = diag.shape[-1]
     if len(diag) == 1:
-        return spd_inverse(diag) @ coupling[:, :, 2 * m :]
-    solved = spd_inverse(diag[1:])[0] @ coupling[1]  # D1^-1 [L1 | U1 | b1]
-    upper = coupling[0, :, m : 2 * m]
-    schur = diag[0] - upper @ solved[:, :m]
-    first = spd_inverse(schur[None])[0] @ (coupling[0, :, 2 * m :] - upper @ solved[:, 2 * m :])
-    return np.stack((first, solved[:, 2 * m :] - solved[:, :m] @ first))
+        return rows[:, 2 * m :] @ spd_inverse(diag)
+    solved = rows[1] @ spd_inverse(diag[1:])[0]  # [L1 | U1 | b1]^T D1^-1
+    upper = rows[0, m : 2 * m]  # A[0, 1]^T
+    schur = diag[0] - solved[:m] @ upper
+    first = (rows[0, 2 * m :] - solved[2 * m :] @ upper) @ spd_inverse(schur[None])[0]
+    return np.stack((first, solved[2 * m :] - first @ solved[:m]))

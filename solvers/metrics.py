@@ -8,7 +8,7 @@ units. Frame-based filters use the clip's own frame rate.
 import numpy as np
 
 from .contacts import REFERENCE_LEG_LENGTH, long_runs, rolling_min
-from .quaternion import horizontal, length
+from .quaternion import dot, horizontal, length
 
 SKATE_HEIGHT = 0.05  # m: a foot this close to the ground should not move fast ...
 SKATE_SPEED = 0.5  # m/s: ... faster than this is a skate
@@ -54,14 +54,14 @@ def skate_ratio(toes, up, fps, ground, unit_scale=1.0, window=1, speeds=None):
     if window > 1 and speed.shape[1] >= window:
         kernel = np.ones(window) / window
         speed = np.stack([np.convolve(s, kernel, mode="same") for s in speed])
-    height = ((toes[:, 1:] @ np.asarray(up, dtype=float)) - ground) * unit_scale
+    height = (dot(toes[:, 1:], np.asarray(up, dtype=float)) - ground) * unit_scale
     skating = (height < SKATE_HEIGHT) & (speed > SKATE_SPEED)
     return float(skating.any(axis=0).mean())
 
 
 def penetration(points, up, floor_heights, unit_scale=1.0):
     """Deepest point (m) below its floor height; points (L, F, 3), floors (L,)."""
-    depth = np.asarray(floor_heights)[:, None] - points @ np.asarray(up, dtype=float)
+    depth = np.asarray(floor_heights)[:, None] - dot(points, np.asarray(up, dtype=float))
     return float(max(depth.max(), 0.0) * unit_scale)
 
 
@@ -92,14 +92,14 @@ def grounded_feet(foot_points, up, fps, size):
     character's leg length over a reference adult's, for the adult-scaled thresholds.
     """
     up = np.asarray(up, dtype=float)
-    heights = foot_points @ up
+    heights = dot(foot_points, up)
     lowest = np.argmin(heights, axis=-1)[..., None]
     # Each point's own velocity, then the lowest one's: a switch from ankle to toe is no step.
     point_velocity = np.gradient(foot_points, axis=1) * fps
     velocity = np.take_along_axis(point_velocity, lowest[..., None], axis=2)[:, :, 0]
     height = np.take_along_axis(heights, lowest, axis=2)[..., 0]
     clearance = height - rolling_min(height, round(GROUND_WINDOW * fps))
-    on_ground = (clearance < GROUND_HEIGHT * size) & (np.abs(velocity @ up) < GROUND_VERTICAL_SPEED * size)
+    on_ground = (clearance < GROUND_HEIGHT * size) & (np.abs(dot(velocity, up)) < GROUND_VERTICAL_SPEED * size)
     return long_runs(on_ground, round(GROUND_TIME * fps)), horizontal(velocity, up)
 
 

@@ -113,7 +113,7 @@ def solve_offline_lock(problem, weights=None):
     toe_step, heel_step = np.diff(problem.toes, axis=1), np.diff(problem.ankles, axis=1)
     standing = np.maximum(problem.contacts, heel_contacts)
     # The foot moves as one: on its ground while either point is.
-    clearance = np.minimum(*(_clearance(points @ up, standing, problem, weights) for points in (problem.toes, problem.ankles)))
+    clearance = np.minimum(*(_clearance(dot(points, up), standing, problem, weights) for points in (problem.toes, problem.ankles)))
     easing = _swing_ease(standing, problem.fps, weights.swing_ease)
     for leg in range(legs):
         foot = leg + 1
@@ -140,11 +140,11 @@ def solve_offline_lock(problem, weights=None):
     diag, lower, rhs = terms.normal_equations()
     for leg in range(legs):
         block = slice(3 * (leg + 1), 3 * (leg + 2))
-        direction = _unit(problem.hips[leg] - problem.toes[leg])
+        direction = terms.in_basis(_unit(problem.hips[leg] - problem.toes[leg]))
         _add_difference_term(diag, rhs, block, direction, np.full(frames, weights.distance * dt), 0.0)
 
     pairs = np.stack([toe_pair, heel_pair])
-    corrections, (toes, heels) = _solve_with_reach(problem, weights, pairs, heel_contacts, diag, lower, rhs)
+    corrections, (toes, heels) = _solve_with_reach(problem, weights, pairs, heel_contacts, terms, diag, lower, rhs)
     stretch, _, _ = _reach_state(problem, corrections, heels)
     return OfflineSolution(
         pelvis=problem.pelvis + corrections[:, :3],
@@ -233,14 +233,15 @@ def _lock_residual(points, pair):
     return float(length(np.diff(points, axis=1))[locked].max())
 
 
-def _solve_with_reach(problem, weights, pairs, heel_contacts, diag, lower, rhs):
-    """Solve the normal equations, adding reach terms where a leg stretches too far.
+def _solve_with_reach(problem, weights, pairs, heel_contacts, terms, diag, lower, rhs):
+    """Solve the normal equations (in ``terms``' basis), adding reach terms where a leg
+    stretches too far.
 
     Returns the corrections (F, 3 * (1 + L)) and the (toe, heel) targets (2, L, F, 3)."""
     legs = problem.toes.shape[0]
     dt = 1.0 / problem.fps
     base_diag, base_rhs = diag.copy(), rhs.copy()
-    corrections = solve_block_tridiagonal(diag, lower, rhs)
+    corrections = terms.to_world(solve_block_tridiagonal(diag, lower, rhs))
     targets = _targets(problem, corrections, pairs, heel_contacts, weights)
     active = np.zeros(problem.contacts.shape, dtype=bool)
     for _ in range(weights.reach_iterations):
@@ -255,8 +256,8 @@ def _solve_with_reach(problem, weights, pairs, heel_contacts, diag, lower, rhs):
             # |H - A| ~ distance + n.((e - e_k) - (d - d_k)) = reach; a heel's own correction
             # (_hold) is kept as it is.
             target = problem.reach[leg] - distance[leg] + dot(direction[leg], e - d)
-            _add_difference_term(diag, rhs, block, direction[leg], active[leg] * weights.reach / dt, target)
-        corrections = solve_block_tridiagonal(diag, lower, rhs)
+            _add_difference_term(diag, rhs, block, terms.in_basis(direction[leg]), active[leg] * weights.reach / dt, target)
+        corrections = terms.to_world(solve_block_tridiagonal(diag, lower, rhs))
         targets = _targets(problem, corrections, pairs, heel_contacts, weights)
     return corrections, targets
 
@@ -349,10 +350,16 @@ class _GroupTerms:
     """The terms that act on one group of three variables alone (the pelvis's correction,
     a foot's), summed per group and per axis kind (across ``up``, along it) and written into
     the normal equations' blocks once: a term costs a few vector operations, not several
-    updates of (F, 3, 3) blocks strided inside (F, m, m) ones."""
+    updates of (F, 3, 3) blocks strided inside (F, m, m) ones.
+
+    The normal equations are written in a basis of two axes across ``up`` and ``up`` itself
+    (:meth:`in_basis`; for an axis-aligned ``up`` a signed permutation, exact), where these
+    terms are diagonal: the blocks coupling neighbouring frames are diagonal matrices, which
+    the banded solver's first level eliminates by scalings."""
 
     def __init__(self, groups, frames, up):
         self.up = up
+        self.basis = _basis_about(up)
         self.step_weights = np.zeros((2, groups, frames - 1))  # across, along up
         self.pulled = np.zeros((groups, frames - 1, 3))  # the steps' weight * P goal
         self.anchor_weights = np.zeros((2, groups, frames))
@@ -364,7 +371,7 @@ class _GroupTerms:
         if not horizontal_only:
             self.step_weights[1, group] += weight
         if goal is not None:
-            projected = goal - (goal @ self.up)[:, None] * self.up if horizontal_only else goal
+            projected = goal - dot(goal, self.up)[:, None] * self.up if horizontal_only else goal
             self.pulled[group] += np.asarray(weight)[:, None] * projected
 
     def anchor(self, group, weight, vertical_only=False):
@@ -374,34 +381,44 @@ class _GroupTerms:
             self.anchor_weights[0, group] += weight
         self.anchor_weights[1, group] += weight
 
+    def in_basis(self, vectors):
+        """World vectors (..., 3) in the normal equations' basis."""
+        return vectors @ self.basis.T
+
+    def to_world(self, x):
+        """A solution (F, 3G) in the normal equations' basis, in world axes."""
+        frames = x.shape[0]
+        return (x.reshape(frames, -1, 3) @ self.basis).reshape(frames, -1)
+
     def normal_equations(self):
-        """Blocks (F, m, m), lower blocks (F, m, m) and right-hand side (F, m); m = 3 per group."""
-        vertical = np.outer(self.up, self.up)
-        across, along = np.eye(3) - vertical, vertical
+        """Blocks (F, m, m), the diagonals of the lower blocks (F, m) and the right-hand
+        side (F, m), in :meth:`in_basis`; m = 3 per group."""
+        def entries(weights):  # (2, G, n) -> (G, n, 3): the across axes, then up
+            return np.stack((weights[0], weights[0], weights[1]), axis=-1)
 
-        def blocks(weights):  # (2, G, n) -> (G, n, 3, 3)
-            return weights[0, ..., None, None] * across + weights[1, ..., None, None] * along
-
-        step = blocks(self.step_weights)
-        own = blocks(self.anchor_weights)
+        step = entries(self.step_weights)
+        own = entries(self.anchor_weights)
         own[:, 1:] += step
         own[:, :-1] += step
         groups, frames = own.shape[:2]
         neighbour = np.zeros_like(own)
         neighbour[:, 1:] = -step
+        pulled = self.in_basis(self.pulled)
         rhs = np.zeros((groups, frames, 3))
-        rhs[:, 1:] += self.pulled
-        rhs[:, :-1] -= self.pulled
-        return _group_diagonal(own), _group_diagonal(neighbour), rhs.transpose(1, 0, 2).reshape(frames, 3 * groups)
+        rhs[:, 1:] += pulled
+        rhs[:, :-1] -= pulled
+        diag = np.zeros((frames, 3 * groups, 3 * groups))
+        diag.reshape(frames, -1)[:, :: 3 * groups + 1] = own.transpose(1, 0, 2).reshape(frames, -1)
+        return diag, neighbour.transpose(1, 0, 2).reshape(frames, -1), rhs.transpose(1, 0, 2).reshape(frames, -1)
 
 
-def _group_diagonal(blocks):
-    """(F, 3G, 3G) matrices whose diagonal 3x3 blocks are ``blocks`` (G, F, 3, 3), zero elsewhere."""
-    groups, frames = blocks.shape[:2]
-    out = np.zeros((frames, 3 * groups, 3 * groups))
-    index = np.arange(groups)
-    out.reshape(frames, groups, 3, groups, 3)[:, index, :, index, :] = blocks
-    return out
+def _basis_about(up):
+    """Rows: two unit axes across the unit ``up`` and ``up``, a right-handed basis; built
+    from the world axis least aligned with ``up``, so an axis-aligned ``up`` gives a signed
+    permutation (exact)."""
+    across = np.cross(up, np.eye(3)[np.argmin(np.abs(up))])
+    across /= np.linalg.norm(across)
+    return np.stack((across, np.cross(up, across), up))
 
 
 def _add_difference_term(diag, rhs, block, direction, weight, goal):

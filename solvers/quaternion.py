@@ -55,9 +55,11 @@ def conjugate(q):
 
 
 def horizontal(v, up):
-    """The part of vectors ``v`` (..., 3) across the unit ``up`` axis."""
+    """The part of vectors ``v`` (..., 3) across the unit ``up`` axis. The height by
+    :func:`dot`, not ``v @ up``: OpenBLAS runs a matrix-vector product of a few thousand
+    rows on several threads, whose spinning afterwards takes a core from the click."""
     up = np.asarray(up, dtype=float)
-    return v - (v @ up)[..., None] * up
+    return v - dot(v, up)[..., None] * up
 
 
 def cross(u, v):

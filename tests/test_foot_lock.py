@@ -134,6 +134,25 @@ def test_block_tridiagonal_solver_matches_dense_solve():
         assert np.allclose(dense @ x.reshape(-1, 3), several.reshape(-1, 3), atol=1e-9)
 
 
+
+def test_block_tridiagonal_solver_with_diagonal_coupling_blocks_matches_dense_solve():
+    rng = np.random.default_rng(1)
+    for frames in (1, 2, 3, 4, 8, 37):  # odd and even counts take different ends
+        m = 6
+        diag = rng.normal(size=(frames, m, m))
+        diag = diag @ np.swapaxes(diag, -1, -2) + 10 * np.eye(m)
+        lower = rng.normal(size=(frames, m))  # the diagonals of the blocks A[i, i - 1]
+        rhs = rng.normal(size=(frames, m, 2))
+        dense = np.zeros((frames * m, frames * m))
+        for i in range(frames):
+            dense[i * m:(i + 1) * m, i * m:(i + 1) * m] = diag[i]
+            if i:
+                dense[i * m:(i + 1) * m, (i - 1) * m:i * m] = np.diag(lower[i])
+                dense[(i - 1) * m:i * m, i * m:(i + 1) * m] = np.diag(lower[i])
+        x = solve_block_tridiagonal(diag, lower, rhs)
+        assert np.allclose(dense @ x.reshape(-1, 2), rhs.reshape(-1, 2), atol=1e-9)
+        assert np.allclose(solve_block_tridiagonal(diag, lower, rhs[..., 0]), x[..., 0], atol=1e-12)
+
 class TestBadInput:
     def setup_method(self):
         self.skeleton, self.motion, self.rig = load("cmu_07_01")
