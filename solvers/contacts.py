@@ -205,10 +205,10 @@ def point_cues(points, up, fps, scale, settings):
     """The :class:`PointCues` of points (L, F, 3) at ``fps`` (the gait's own, see
     :func:`gait_tempo`)."""
     up = np.asarray(up, dtype=float)
-    heights = points @ up
+    heights = dot(points, up)  # (not ``@``: see quaternion.horizontal)
     clearance = heights - rolling_min(heights, round(settings.ground_window * fps))
     point_velocity = span_velocity(points, fps, settings.velocity_span)
-    vertical_speed = point_velocity @ up
+    vertical_speed = dot(point_velocity, up)
     horizontal_velocity = point_velocity - vertical_speed[..., None] * up
     planted = vertically_planted(clearance, vertical_speed, fps, scale, settings)
     return PointCues(points, up, clearance, vertical_speed, horizontal_velocity, planted)
@@ -386,7 +386,7 @@ def gait_tempo(points, up, fps, scale, settings):
     than a walk's: its speeds and times are a walk's, scaled by this tempo. Jumps, hops and
     standing (the feet rising together or not at all, fewer than ``MIN_STEPS`` steps) keep 1.
     """
-    heights = points @ np.asarray(up, dtype=float)
+    heights = dot(points, np.asarray(up, dtype=float))
     if len(heights) < 2:
         return 1.0
     above = heights - lowest_of_the_others(heights)
@@ -484,7 +484,7 @@ def heel_down(heel_labels, heels, up, leg_length):
     out = heel_labels.copy()
     if not on.any():
         return out
-    heights = (heels @ np.asarray(up, dtype=float))[on]
+    heights = dot(heels, np.asarray(up, dtype=float))[on]
     lift = HEEL_LIFT * leg_length / REFERENCE_LEG_LENGTH
     # The labelled frames row by row: each run's frames follow one another, so each run's
     # lowest is one reduction from its first frame.

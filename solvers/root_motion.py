@@ -16,7 +16,7 @@ import numpy as np
 
 from .contacts import REFERENCE_LEG_LENGTH, detect_contacts
 from .kinematics import forward_kinematics, local_position
-from .quaternion import horizontal
+from .quaternion import dot, horizontal
 from .rig import leg_length
 
 # In place: over a second, the lower foot glides at least this fast (m/s for the reference
@@ -31,7 +31,7 @@ REFINEMENTS = 2
 
 def lower_foot_velocity(toes, up, fps):
     """(F, 3) horizontal velocity of whichever toe is nearer its own lowest height."""
-    heights = toes @ np.asarray(up, dtype=float)
+    heights = dot(toes, np.asarray(up, dtype=float))
     lower = np.argmin(heights - heights.min(axis=1, keepdims=True), axis=0)
     velocity = horizontal(np.gradient(toes, axis=1) * fps, up)
     return velocity[lower, np.arange(toes.shape[1])]
