@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import bpy
 import numpy as np
 
+from ..solvers import matrices
 from ..solvers import quaternion as quat
 from ..solvers import rotations as channels
 from ..solvers.kinematics import Motion, Skeleton
@@ -166,24 +167,12 @@ def _object_transforms(name, world, frames):
     _refuse_first(uneven, frames, f"object {name!r} is scaled non-uniformly at frame {{}}: "
                   "apply the scale (Ctrl+A > Scale) or use the same scale on all three axes")
     rotation = linear / scale[:, None, None]
-    _refuse_first(_cofactors(rotation)[1] < 0.0, frames,
+    _refuse_first(matrices.cofactors(rotation)[1] < 0.0, frames,
                   f"object {name!r} is mirrored (negative scale) at frame {{}}: apply the scale first")
     sheared = np.abs(rotation.transpose(0, 2, 1) @ rotation - np.eye(3)).max(axis=(1, 2)) > 1e-4
     _refuse_first(sheared, frames,
                   f"object {name!r} is sheared (by a parent's scale) at frame {{}}: apply the transforms first")
     return quat.from_matrix(rotation), world[:, :3, 3].copy(), scale
-
-
-def _cofactors(matrices):
-    """The transposed cofactor matrices (..., 3, 3) and determinants (...) of 3x3
-    ``matrices``: the inverse is the one over the other. Whole-array numpy: LAPACK's
-    per-matrix calls cost more than a read's other work on thousands of small matrices."""
-    r0, r1, r2 = matrices[..., 0, :], matrices[..., 1, :], matrices[..., 2, :]
-    cofactors = np.empty(matrices.shape)  # filled column by column: np.stack on the last axis is slower
-    for column, (u, v) in enumerate(((r1, r2), (r2, r0), (r0, r1))):
-        cofactors[..., column] = quat.cross(u, v)
-    first = cofactors[..., 0]  # the determinant summed term by term: a reduce over 3 items costs more
-    return cofactors, r0[..., 0] * first[..., 0] + r0[..., 1] * first[..., 1] + r0[..., 2] * first[..., 2]
 
 
 def _column_lengths(linear):
@@ -296,7 +285,7 @@ def _rest_offsets(armature, bones, parents):
     rest = local.copy()
     child = np.flatnonzero(parents >= 0)
     if child.size:
-        rest[child] = np.linalg.inv(local[parents[child]]) @ local[child]
+        rest[child] = matrices.affine_inverse(local[parents[child]]) @ local[child]
     return quat.from_matrix(rest[:, :3, :3]), rest[:, :3, 3].copy()
 
 
@@ -408,11 +397,11 @@ def read_evaluated_motion(obj, sampled, extra_tails=()):
 def _relative_to_parents(pose, parents):
     """Each bone's linear part (F, B, 3, 3) and translation (3, B, F) in its parent's pose
     frame, from the pose matrices (F, B, 4, 4) of bones whose ``parents`` index the same
-    arrays (roots: as they are), the parents' linear parts inverted by :func:`_cofactors`."""
+    arrays (roots: as they are), the parents' linear parts inverted by :func:`~..solvers.matrices.cofactors`."""
     linear, translation = pose[..., :3, :3], pose[..., :3, 3]
     roots = parents < 0
     parent = np.maximum(parents, 0)
-    cofactors, determinant = _cofactors(linear[:, parent])
+    cofactors, determinant = matrices.cofactors(linear[:, parent])
     with np.errstate(divide="ignore", invalid="ignore"):  # a parent scaled to zero: NaN, refused later
         inverse = cofactors / determinant[..., None, None]
     inverse[:, roots] = np.eye(3)

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..solvers import matrices
 from ..solvers import quaternion as quat
 from ..solvers import rotations as channels
 from ..solvers.foot_lock import leg_length
@@ -292,10 +293,10 @@ def _corrected(obj, control, target, sample):
     evaluated pose ``A = frame @ basis`` gives the frame the keys were missing."""
     bone, index = obj.data.bones[control], sample.bone(control)
     pose, basis = sample.pose[:, index], sample.basis[:, index]
-    frame = pose[:, :3, :3] @ np.linalg.inv(basis[:, :3, :3])
-    along = frame if bone.use_local_location else frame @ np.linalg.inv(np.array(bone.matrix_local)[:3, :3])
-    location = basis[:, :3, 3] + np.linalg.solve(along, (target[:, :3, 3] - pose[:, :3, 3])[..., None])[..., 0]
-    linear = np.linalg.solve(frame, target[:, :3, :3])
+    frame = pose[:, :3, :3] @ matrices.inverse(basis[:, :3, :3])
+    along = frame if bone.use_local_location else frame @ matrices.inverse(np.array(bone.matrix_local)[:3, :3])
+    location = basis[:, :3, 3] + (matrices.inverse(along) @ (target[:, :3, 3] - pose[:, :3, 3])[..., None])[..., 0]
+    linear = matrices.inverse(frame) @ target[:, :3, :3]
     keyed_scale = np.linalg.norm(basis[:, :3, :3], axis=-2)
     return location, quat.from_matrix(linear / keyed_scale[:, None, :])
 
@@ -309,7 +310,7 @@ def _control_targets(obj, followers, clip, solved):
     the change the solve made to the deformation bone it follows."""
     grot, gpos = forward_kinematics(clip.skeleton, solved.rot, solved.pos)
     sample = clip.sample
-    to_armature = np.linalg.inv(sample.world)
+    to_armature = matrices.affine_inverse(sample.world)
     targets = {}
     for follower in followers:
         joint = clip.joint_of[follower.deform]
@@ -344,13 +345,13 @@ def _basis_channels(obj, control, targets, sample):
         moved_by = next((above.name for above in [parent, *parent.parent_recursive] if above.name in targets), None)
         parent_pose = sample.pose[:, sample.bone(parent.name)]
         if moved_by is not None:  # follows a keyed control: moves as that control is moved
-            parent_pose = targets[moved_by] @ np.linalg.inv(sample.pose[:, sample.bone(moved_by)]) @ parent_pose
-        parent_frame = parent_pose @ np.linalg.inv(np.array(parent.matrix_local, dtype=float))
+            parent_pose = targets[moved_by] @ matrices.affine_inverse(sample.pose[:, sample.bone(moved_by)]) @ parent_pose
+        parent_frame = parent_pose @ matrices.affine_inverse(np.array(parent.matrix_local, dtype=float))
     frame = parent_frame @ rest
     target = targets[control]
-    linear = np.linalg.solve(frame[:, :3, :3], target[:, :3, :3])
+    linear = matrices.inverse(frame[:, :3, :3]) @ target[:, :3, :3]
     along = frame[:, :3, :3] if bone.use_local_location else parent_frame[:, :3, :3]
-    location = np.linalg.solve(along, (target[:, :3, 3] - frame[:, :3, 3])[..., None])[..., 0]
+    location = (matrices.inverse(along) @ (target[:, :3, 3] - frame[:, :3, 3])[..., None])[..., 0]
     keyed_scale = np.linalg.norm(sample.basis[:, sample.bone(control), :3, :3], axis=-2)
     return location, quat.from_matrix(linear / keyed_scale[:, None, :])
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..solvers import loops
+from ..solvers import loops, matrices
 from ..solvers.quaternion import horizontal
 from ..solvers.root_motion import plant_feet
 from . import action_compat as compat
@@ -62,8 +62,8 @@ def _key_object_travel(obj, action, frames, travel, new_action_name):
     """Key the object's location as it is plus ``travel`` (world) on ``frames``."""
     if any(fcurve.data_path == "location" for fcurve in compat.iter_fcurves(obj, action)):
         raise AdapterError(f"object {obj.name!r} already has keyed location: add the travel to the bone instead")
-    parent_space = np.array(obj.matrix_world, dtype=float) @ np.linalg.inv(np.array(obj.matrix_basis, dtype=float))
-    local = travel @ np.linalg.inv(parent_space[:3, :3]).T  # world steps into the object's parent space
+    parent_space = np.array(obj.matrix_world, dtype=float) @ matrices.affine_inverse(np.array(obj.matrix_basis, dtype=float))
+    local = travel @ matrices.inverse(parent_space[:3, :3]).T  # world steps into the object's parent space
     values = np.array(obj.location, dtype=float)[None] + local
     target = compat.copy_action(obj, action, new_action_name) if new_action_name else action
     bag = compat.channel_bag(obj, target, create=True)

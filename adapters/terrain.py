@@ -31,6 +31,8 @@ import numpy as np
 from mathutils import Vector
 from mathutils.bvhtree import BVHTree
 
+from ..solvers.matrices import affine_inverse
+
 STILL = 1e-6  # a matrix entry or vertex coordinate changing less than this over the range is still
 
 _stepping = []  # non-empty while the scene is stepped through the frame range to sample the ground
@@ -225,7 +227,7 @@ def _local_shapes(objects, depsgraph):
     for obj in objects:
         own = [] if is_instancer(obj) else [_local_triangles(obj.evaluated_get(depsgraph))]
         if placed[obj.name]:
-            inverse = np.linalg.inv(np.array(obj.evaluated_get(depsgraph).matrix_world))
+            inverse = affine_inverse(np.array(obj.evaluated_get(depsgraph).matrix_world))
             own += [_in_world(local[mesh], inverse @ matrix) for mesh, matrix in placed[obj.name]]
         shapes[obj.name] = _joined(own)
     return shapes
@@ -269,7 +271,7 @@ class _MovingObject:
     def __init__(self, trees, matrices):
         self.trees = trees
         self.matrices = matrices
-        self.inverses = np.linalg.inv(matrices)
+        self.inverses = affine_inverse(matrices)
 
 
 class Ground:

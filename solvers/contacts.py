@@ -326,7 +326,7 @@ def label_points(cues, grounds, fps, scale, settings, grow_edges=0):
 def bottomed_out(cues, fps, settings):
     """Frames (L, F) where points go no lower over the next ``velocity_span``: a landing
     point has reached the ground it lands on."""
-    heights = cues.points @ cues.up
+    heights = dot(cues.points, cues.up)
     ahead = max(1, round(settings.velocity_span * fps))
     later = np.concatenate([heights[:, ahead:], np.repeat(heights[:, -1:], min(ahead, heights.shape[1]), axis=1)],
                            axis=1)
