@@ -1,7 +1,6 @@
 """Whole-array inverses of small matrices (numpy only)."""
 
 import numpy as np
-
 from foot_lock.solvers.matrices import affine_inverse, inverse
 
 
