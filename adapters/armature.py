@@ -397,13 +397,12 @@ def read_evaluated_motion(obj, sampled, extra_tails=()):
 def _relative_to_parents(pose, parents):
     """Each bone's linear part (F, B, 3, 3) and translation (3, B, F) in its parent's pose
     frame, from the pose matrices (F, B, 4, 4) of bones whose ``parents`` index the same
-    arrays (roots: as they are), the parents' linear parts inverted by :func:`~..solvers.matrices.cofactors`."""
+    arrays (roots: as they are), the parents' linear parts inverted by :func:`~..solvers.matrices.inverse`."""
     linear, translation = pose[..., :3, :3], pose[..., :3, 3]
     roots = parents < 0
     parent = np.maximum(parents, 0)
-    cofactors, determinant = matrices.cofactors(linear[:, parent])
     with np.errstate(divide="ignore", invalid="ignore"):  # a parent scaled to zero: NaN, refused later
-        inverse = cofactors / determinant[..., None, None]
+        inverse = matrices.inverse(linear[:, parent])
     inverse[:, roots] = np.eye(3)
     offset = translation - np.where(roots[:, None], 0.0, translation[:, parent])
     local_translation = (inverse @ offset[..., None])[..., 0]
