@@ -185,6 +185,33 @@ def print_skate(clips_dir, clips=SHARED_CLIPS):
                                for s, f, m in zip(SKATE_SPEEDS, figures.mean(0), figures.min(0))))
 
 
+JITTER_DEGREES = (0.0, 0.25, 0.5, 1.0)  # std of every joint's random turn per frame
+
+
+def print_jitter(clips_dir, clips=SHARED_CLIPS):
+    """Capture jitter (markerless or noisy optical solves): every joint's rotation turned at
+    random each frame, the root played x1.25; label F1 against the clean clip's reference and
+    the slide left over those frames after the fix."""
+    print("Shared walks with capture jitter (every joint, per frame), root x1.25: label F1 / slide after (cm/s)")
+    figures = []
+    for clip in clips:
+        skeleton, original, rig = cs.load(clip, clips_dir=clips_dir)
+        full_reference = cs.reference_labels(skeleton, original, rig)
+        for fps in (30, 120):
+            reference = full_reference[:, :: round(original.fps / fps)]
+            row = []
+            for degrees in JITTER_DEGREES:
+                motion = cs.scale_root_motion(skeleton, cs.jittered(cs.decimate(original, fps), degrees, seed=fps), 1.25)
+                result = remove_foot_sliding(skeleton, motion, rig, bvh.UP)
+                slide = 100.0 * metrics.toe_slide(cs.toe_positions(skeleton, result.motion, rig), reference, bvh.UP, fps)
+                row.append((cs.f1_score(label_contacts(skeleton, motion, rig, bvh.UP)[0], reference), slide))
+            figures.append(row)
+            print(f"{clip:<11} {fps:>3} fps: " + ", ".join(f"{d} deg F1 {f:.3f} slide {s:5.2f}"
+                                                         for d, (f, s) in zip(JITTER_DEGREES, row)))
+    means = np.array(figures).mean(axis=0)
+    print("mean: " + ", ".join(f"{d} deg F1 {f:.3f} slide {s:.2f}" for d, (f, s) in zip(JITTER_DEGREES, means)))
+
+
 def print_labelling_speed(clips_dir, frames=1000):
     from benchmark import clip_of_length
 
@@ -211,6 +238,7 @@ def main(argv=None):
         print_in_place(args.clips)
         print_runs(args.clips)
         print_skate(args.clips)
+        print_jitter(args.clips)
         print_labelling_speed(args.clips)
     from forceplate import print_forceplate_table
 

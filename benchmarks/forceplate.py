@@ -195,6 +195,15 @@ def drift_stances(trial, speed):
     return trial.copy(heels, toes)
 
 
+MARKER_NOISE = 0.005  # m, std per marker, axis and frame: a noisy lab or a markerless capture
+
+
+def with_marker_noise(trial, std, seed=0):
+    """Every marker (and the pelvis centre) jittered independently each frame by ``std``."""
+    rng = np.random.default_rng(seed)
+    return trial.copy(*(points + rng.normal(0.0, std, points.shape) for points in (trial.heels, trial.toes, trial.root)))
+
+
 def scenarios(trial):
     return {
         "as recorded": trial,
@@ -202,6 +211,7 @@ def scenarios(trial):
         "travel x1.25": scale_travel(trial, 1.25),
         "drift +0.25": drift_stances(trial, 0.25),
         "drift -0.25": drift_stances(trial, -0.25),
+        "noise 5 mm": with_marker_noise(trial, MARKER_NOISE),
     }
 
 

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
+from .jitter import jitter, steadied, steadying_kernel
 from .quaternion import dot, horizontal, length
 
 REFERENCE_LEG_LENGTH = 0.85  # hip-to-ankle bone length of a reference adult, metres
@@ -70,6 +71,10 @@ class ContactSettings:
     # while the point stays this slow and this close to its local ground (hysteresis).
     edge_speed: float = 0.5  # m/s for the reference human: twice the stance threshold
     edge_height: float = 0.04  # m above the point's local ground
+    # Capture jitter may read as at most this speed (m/s, std) once the points are smoothed: a
+    # third of the planted points' vertical stillness, so noise alone does not lift them.
+    jitter_speed: float = 0.1 / 3.0
+    max_steadying: float = 0.04  # s, the widest smoothing (Gaussian std) jitter gets
 
 
 def velocity(positions, fps, axis=-2):
@@ -371,10 +376,21 @@ def detect_contacts(points, root, up, fps, leg_length, settings=None):
     settings = settings or ContactSettings()
     scale = leg_length / REFERENCE_LEG_LENGTH
     gait_fps = fps / gait_tempo(points, up, fps, scale, settings)
+    points, root = steadied_points([points, root], points, gait_fps, scale, settings)
     cues = point_cues(points, up, gait_fps, scale, settings)
     grounds, slip = moving_ground(cues, root, gait_fps, scale, settings)
     labels, _ = label_points(cues, grounds, gait_fps, scale, settings)
     return to_weights(labels, fps, settings), slip
+
+
+def steadied_points(point_sets, measured, fps, scale, settings):
+    """Each of ``point_sets`` ((..., F, 3) each) smoothed alike, as far as the jitter of
+    ``measured`` (L, F, 3) needs for the labeller's cues at ``fps`` (see :mod:`jitter`);
+    unchanged where it needs none. The sets share one kernel: the root and the feet keep
+    their timing against each other."""
+    kernel = steadying_kernel(jitter(measured), fps, max(1, round(settings.velocity_span * fps)),
+                              settings.jitter_speed * scale, settings.max_steadying * fps)
+    return [None if points is None else steadied(points, kernel) for points in point_sets]
 
 
 def gait_tempo(points, up, fps, scale, settings):
@@ -438,6 +454,8 @@ def detect_foot_contacts(heels, toes, root, up, fps, leg_length, settings=None, 
     settings = settings or ContactSettings()
     scale = leg_length / REFERENCE_LEG_LENGTH
     gait_fps = fps / gait_tempo(heels, up, fps, scale, settings)  # the heels lift highest
+    heels, toes, toe_tips, root = steadied_points(
+        [heels, toes, toe_tips, root], np.concatenate([heels, toes]), gait_fps, scale, settings)
     feet = len(heels)
     toe_points = toes if toe_tips is None else np.concatenate([toes, toe_tips])
     # Rows: the heels, the toes, the toe tips; the moving ground is the toe points' alone.
@@ -474,18 +492,21 @@ def without_heel_sweeps(heel, toe, heel_speed, toe_speed, margin):
     return heel & ~sweeps
 
 
-def heel_down(heel_labels, heels, up, leg_length):
+def heel_down(heel_labels, heels, up, leg_length, fps, settings=None):
     """Heel labels (L, F) kept only where the heel (its points (L, F, 3)) is down: within
     ``HEEL_LIFT`` (for an adult, scaled to the leg) of its lowest point in that contact. A
     heel still settling or already rising (the foot rolling onto the ball) is not planted;
     pinned there it would hold the foot flat against the roll and stretch the leg. Weights
-    (ramps) keep their values where kept."""
+    (ramps) keep their values where kept. Jittery heels are smoothed first, as the labeller
+    smooths them (:func:`steadied_points`): millimetres of noise would otherwise lift them."""
     on = heel_labels > 0
     out = heel_labels.copy()
     if not on.any():
         return out
+    scale = leg_length / REFERENCE_LEG_LENGTH
+    (heels,) = steadied_points([heels], heels, fps, scale, settings or ContactSettings())
     heights = dot(heels, np.asarray(up, dtype=float))[on]
-    lift = HEEL_LIFT * leg_length / REFERENCE_LEG_LENGTH
+    lift = HEEL_LIFT * scale
     # The labelled frames row by row: each run's frames follow one another, so each run's
     # lowest is one reduction from its first frame.
     ids = run_ids(on)[on]

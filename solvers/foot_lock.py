@@ -96,7 +96,7 @@ def _label_feet(gpos, rig, root, length, up, fps, settings):
     character (:func:`travel`), ``length`` the leg length."""
     heels, toes = _points(gpos, rig, "ankle"), _points(gpos, rig, "toe")
     heel_labels, toe_labels, slip = detect_foot_contacts(heels, toes, root, up, fps, length, settings, foot_edges=False)
-    heel_labels = heel_down(heel_labels, heels, up, length)
+    heel_labels = heel_down(heel_labels, heels, up, length, fps, settings)
     heel_labels[[not leg.has_toe_bone for leg in rig.legs]] = 0.0
     return heel_labels, toe_labels, slip
 

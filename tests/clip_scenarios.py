@@ -219,3 +219,17 @@ def toe_labels(skeleton, motion, rig, settings=None):
     toes = np.stack([gpos[:, leg.toe] for leg in rig.legs])
     return detect_contacts(toes, travel(skeleton, gpos, rig, bvh.UP), bvh.UP, motion.fps, leg_length(gpos, rig),
                            settings)[0]
+
+
+def jittered(motion, degrees, seed=0):
+    """A copy of ``motion`` with every joint's rotation jittered independently each frame by
+    a random turn of ``degrees`` (std) about a random axis: capture noise (a markerless or
+    noisy optical solve), which moves the feet by millimetres from frame to frame."""
+    from foot_lock.solvers import quaternion
+
+    rng = np.random.default_rng(seed)
+    axes = rng.normal(size=motion.rot.shape[:-1] + (3,))
+    axes /= np.linalg.norm(axes, axis=-1, keepdims=True)
+    half_angles = 0.5 * np.radians(degrees) * rng.normal(size=motion.rot.shape[:-1])
+    turns = np.concatenate([np.cos(half_angles)[..., None], np.sin(half_angles)[..., None] * axes], axis=-1)
+    return kinematics.Motion(quaternion.multiply(motion.rot, turns), motion.pos.copy(), motion.fps, dict(motion.meta))

@@ -349,7 +349,7 @@ def test_a_heel_is_pinned_only_where_it_is_down(unit):
     heels = np.zeros(heights.shape + (3,))
     heels[..., 2] = heights * unit
     labels = np.array([[0.5, 1, 1, 1, 1, 1, 0.5, 0, 1, 1, 1], [0] * 11])
-    kept = heel_down(labels, heels, (0.0, 0.0, 1.0), 0.85 * unit)
+    kept = heel_down(labels, heels, (0.0, 0.0, 1.0), 0.85 * unit, fps=120.0)
     assert kept.tolist() == [[0, 1, 1, 1, 1, 0, 0, 0, 1, 1, 0], [0] * 11]
 
 

@@ -41,6 +41,15 @@ def test_all_trials_together_meet_the_targets(pooled, scenario):
     assert onset_ms <= forceplate.TARGET_ERROR_MS and offset_ms <= forceplate.TARGET_ERROR_MS
 
 
+def test_noisy_markers_still_find_the_plates(pooled):
+    """Every marker jittered by 5 mm a frame (a noisy lab, a markerless capture): pooled F1
+    0.97, onset 13 ms, offset 34 ms -- a little past the 30 ms target, the smoothing the noise
+    needs blurring toe-off. Before the labeller smoothed jitter: F1 0.68, edges 99 / 200 ms."""
+    f1, onset_ms, offset_ms = pooled["noise 5 mm"]
+    assert f1 >= forceplate.TARGET_F1
+    assert onset_ms <= forceplate.TARGET_ERROR_MS and offset_ms <= 40.0
+
+
 def test_every_trial_is_read_in_metres_with_its_plate_stances():
     for trial in forceplate.trials(DATA):
         assert 0.6 < trial.leg_length < 1.1  # adults, whatever the lab's axes
