@@ -9,7 +9,6 @@ and then by the narrowest Gaussian that brings it under the limit.
 """
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 
 LOWER_QUARTILE_OF_NORMAL = 0.3186  # of |z| for a standard normal z
 THIRD_DIFFERENCE_GAIN = np.sqrt(20.0)  # std of white noise's third difference, per unit of its std
@@ -76,5 +75,10 @@ def steadied(points, kernel, axis=-2):
     after = 2.0 * points[..., -1:] - points[..., -2 : -reach - 2 : -1]
     padded = np.concatenate([before, points, after], axis=-1)
     taps = kernel[half - reach : half + reach + 1]
-    smoothed = sliding_window_view(padded, len(taps), axis=-1) @ (taps / taps.sum())
+    taps = taps / taps.sum()
+    # Shifted copies summed, not a product with the taps: OpenBLAS would run that
+    # matrix-vector product on its thread pool (see quaternion.horizontal).
+    smoothed = taps[0] * padded[..., :frames]
+    for shift, tap in enumerate(taps[1:], start=1):
+        smoothed += tap * padded[..., shift : shift + frames]
     return np.moveaxis(smoothed, -1, axis)
