@@ -254,7 +254,9 @@ def _solve_stacked(pose, legs, limits, toe_targets, heel_targets, leg, up, optio
 
     def per_row(field):  # one value per leg, or per leg and frame -> (G F, ...)
         values = np.asarray([getattr(lim, field) for lim in limits], dtype=float)
-        if values.ndim == 2 and values.shape[1] == frames:
+        # The knee's direction is one vector per leg, never per frame (a 3-frame clip has
+        # (G, 3) values of both kinds).
+        if values.ndim == 2 and field != "knee_forward_local":
             return values.reshape(-1)
         return np.repeat(values, frames, axis=0)
 

@@ -113,6 +113,18 @@ def test_defective_raw_capture_gives_finite_sane_motion():
     assert np.linalg.norm(gpos - gpos0, axis=-1).max() < 0.3  # no wild pose
 
 
+@pytest.mark.parametrize("frames", range(2, 9))
+def test_a_clip_of_a_few_frames_is_solved(frames):
+    """A clip as short as two frames (a cut-down shot, a pose pair) gives finite motion.
+    Three frames once failed: each leg's knee direction (3 numbers) was taken for one value
+    per frame."""
+    skeleton, motion, rig = load("cmu_07_01")
+    clip = type(motion)(motion.rot[100 : 100 + frames].copy(), motion.pos[100 : 100 + frames].copy(), motion.fps)
+    result = remove_foot_sliding(skeleton, scale_root_motion(skeleton, clip, 1.25), rig, bvh.UP)
+    assert result.motion.rot.shape == clip.rot.shape
+    assert np.isfinite(result.motion.rot).all() and np.isfinite(result.motion.pos).all()
+
+
 def test_block_tridiagonal_solver_matches_dense_solve():
     rng = np.random.default_rng(0)
     for frames in (1, 2, 3, 8, 37):
