@@ -8,6 +8,7 @@ units. Frame-based filters use the clip's own frame rate.
 import numpy as np
 
 from .contacts import REFERENCE_LEG_LENGTH, long_runs, rolling_min
+from .jitter import jitter
 from .quaternion import dot, horizontal, length
 
 SKATE_HEIGHT = 0.05  # m: a foot this close to the ground should not move fast ...
@@ -154,4 +155,8 @@ def motion_metrics(toes, hips, ankles, pelvis, contacts, up, fps, floors, bone_l
         "full_extension_share": full_extension_share(hips, ankles, bone_lengths),
         "ankle_accel_p99": accel_p99,
         "ankle_accel_max": accel_max,
+        # Frame-to-frame noise of the feet where they move (std per axis): markerless or noisy
+        # capture jitters by millimetres; the labeller smooths what it measures where this
+        # would read as speed.
+        "foot_jitter_mm": 1000.0 * jitter(np.concatenate([ankles, toes]), moving_only=True) * unit_scale,
     }

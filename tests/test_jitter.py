@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 from clip_scenarios import (
+    CMU_TO_METRES,
     decimate,
     f1_score,
     jittered,
@@ -42,6 +43,15 @@ def test_jitter_measures_white_noise_on_moving_feet(fps, noise):
 def test_clean_motion_has_next_to_no_jitter():
     assert jitter(_stepping_foot(120)) < 1e-4
     assert jitter(np.zeros((2, 2, 3))) == 0.0  # too short for a third difference
+
+
+def test_held_frames_read_as_clean_unless_only_the_moving_ones_are_measured():
+    """A foot held still for 60% of the clip (a keyed hold, a lock) and jittering by 3 mm for
+    the rest: the labeller's figure sees a clean hold, the report's the moving frames' noise."""
+    foot = np.zeros((1, 500, 3))
+    foot[0, 300:] = np.random.default_rng(2).normal(0.0, 0.003, (200, 3))
+    assert jitter(foot) == 0.0
+    assert jitter(foot, moving_only=True) == pytest.approx(0.003, rel=0.25)
 
 
 def test_the_kernel_is_the_narrowest_that_brings_jitter_under_the_limit():
@@ -120,3 +130,17 @@ def test_a_jittery_walk_is_locked_where_it_stands():
     result = remove_foot_sliding(skeleton, noisy, rig, bvh.UP)
     slide = metrics.toe_slide(toe_positions(skeleton, result.motion, rig), reference, bvh.UP, motion.fps)
     assert slide < 0.10
+
+
+def test_the_report_gives_the_feet_s_jitter():
+    """``foot_jitter_mm`` before and after: millimetres of noise on the jittered walk, a
+    tenth of that on the clean capture; the fix leaves the free frames' jitter, so the
+    figure stays that of the input's order. In any unit."""
+    skeleton, motion, rig = load("cmu_131_02")
+    clean = remove_foot_sliding(skeleton, motion, rig, bvh.UP)
+    noisy = remove_foot_sliding(skeleton, jittered(motion, 0.5, seed=1), rig, bvh.UP)
+    assert clean.before["foot_jitter_mm"] < 0.3 < 2.0 < noisy.before["foot_jitter_mm"] < 10.0
+    assert 0.5 * noisy.before["foot_jitter_mm"] < noisy.after["foot_jitter_mm"] <= 1.05 * noisy.before["foot_jitter_mm"]
+    skeleton_cmu, motion_cmu, rig_cmu = load("cmu_131_02", scale=1.0)  # CMU units
+    in_cmu = remove_foot_sliding(skeleton_cmu, motion_cmu, rig_cmu, bvh.UP, unit_scale=CMU_TO_METRES)
+    assert in_cmu.before["foot_jitter_mm"] == pytest.approx(clean.before["foot_jitter_mm"], rel=1e-6)
