@@ -204,6 +204,14 @@ def with_marker_noise(trial, std, seed=0):
     return trial.copy(*(points + rng.normal(0.0, std, points.shape) for points in (trial.heels, trial.toes, trial.root)))
 
 
+def on_a_belt(trial):
+    """The trial as on a treadmill: everything carried back at the walk's mean speed, so the
+    pelvis sways about one place and every planted foot rides the belt backward."""
+    step = horizontal(trial.root[-1] - trial.root[0], trial.up) / max(len(trial.root) - 1, 1)
+    shift = -np.arange(len(trial.root))[:, None] * step
+    return trial.copy(trial.heels + shift[None], trial.toes + shift[None], trial.root + shift)
+
+
 def scenarios(trial):
     return {
         "as recorded": trial,
@@ -212,6 +220,7 @@ def scenarios(trial):
         "drift +0.25": drift_stances(trial, 0.25),
         "drift -0.25": drift_stances(trial, -0.25),
         "noise 5 mm": with_marker_noise(trial, MARKER_NOISE),
+        "treadmill": on_a_belt(trial),
     }
 
 

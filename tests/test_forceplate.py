@@ -50,6 +50,14 @@ def test_noisy_markers_still_find_the_plates(pooled):
     assert onset_ms <= forceplate.TARGET_ERROR_MS and offset_ms <= 40.0
 
 
+def test_a_treadmill_s_belt_does_not_move_the_contacts(pooled):
+    """The trials as on a treadmill (the root in place, planted feet riding the belt back at
+    the walk's speed): pooled F1 0.98, the edges within the targets."""
+    f1, onset_ms, offset_ms = pooled["treadmill"]
+    assert f1 >= forceplate.TARGET_F1
+    assert onset_ms <= forceplate.TARGET_ERROR_MS and offset_ms <= forceplate.TARGET_ERROR_MS
+
+
 def test_every_trial_is_read_in_metres_with_its_plate_stances():
     for trial in forceplate.trials(DATA):
         assert 0.6 < trial.leg_length < 1.1  # adults, whatever the lab's axes
