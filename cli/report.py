@@ -43,6 +43,7 @@ def clip_entry(result, leg_names, frame_start, fps, unit_scale, seconds, **ident
         },
         "before": {key: float(value) for key, value in result.before.items()},
         "after": {key: float(value) for key, value in result.after.items()},
+        "foot_jitter_mm": float(result.foot_jitter_mm),
         "warnings": list(result.warnings),
         "seconds": float(seconds),
         "solver_seconds": {stage: float(value) for stage, value in result.timings.items()},

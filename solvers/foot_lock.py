@@ -48,6 +48,7 @@ class FootLockResult:
     reach_violation: float
     warnings: list[str] = field(default_factory=list)
     timings: dict[str, float] = field(default_factory=dict)  # seconds per stage
+    foot_jitter_mm: float = 0.0  # the input feet's capture noise (metrics.foot_jitter)
 
 
 @contextmanager
@@ -158,18 +159,19 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
         solve_legs(pose, rig.legs, limits, solution.toes, up, settings.leg_options, heel_targets=solution.heels)
     after = _state(gpos, rig)
 
+    size = metrics.adult_size(bone_lengths, unit_scale)
+    input_feet = metrics.foot_points(before["ankles"], before["toes"])
     figures = {
         "contacts": contacts[:, measured], "up": up, "fps": motion.fps, "unit_scale": unit_scale,
         "floors": np.array([lim.toe_min_height for lim in limits]),
         "bone_lengths": bone_lengths,
         "reference_pelvis": before["pelvis"][measured],
+        "steadying": metrics.ground_steadying(input_feet[:, measured], motion.fps, size),
     }
     before_figures = _metrics(_frames(before, measured), **figures)
     if IN_PLACE not in warnings:  # an in-place walk is left unlocked on purpose: its labels are not the news
-        warnings += metrics.implausible_contacts(
-            contacts, metrics.foot_points(before["ankles"], before["toes"]), up, motion.fps,
-            metrics.adult_size(figures["bone_lengths"], unit_scale), [leg.name for leg in rig.legs],
-        )
+        warnings += metrics.implausible_contacts(contacts, input_feet, up, motion.fps, size,
+                                                 [leg.name for leg in rig.legs], figures["steadying"])
     return FootLockResult(
         motion=type(motion)(pose.rot, pose.pos, motion.fps, dict(motion.meta)),
         contacts=contacts,
@@ -183,6 +185,8 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
         reach_violation=solution.reach_violation,
         warnings=warnings,
         timings=timings,
+        foot_jitter_mm=1000.0 * metrics.foot_jitter(before["ankles"][:, measured], before["toes"][:, measured],
+                                                    unit_scale),
     )
 
 
@@ -225,10 +229,10 @@ def _frames(state, measured):
     return {key: values[measured] if key == "pelvis" else values[:, measured] for key, values in state.items()}
 
 
-def _metrics(state, contacts, up, fps, unit_scale, floors, bone_lengths, reference_pelvis):
+def _metrics(state, contacts, up, fps, unit_scale, floors, bone_lengths, reference_pelvis, steadying):
     return metrics.motion_metrics(
         state["toes"], state["hips"], state["ankles"], state["pelvis"], contacts, up, fps,
-        floors, bone_lengths, reference_pelvis, unit_scale,
+        floors, bone_lengths, reference_pelvis, unit_scale, steadying,
     )
 
 

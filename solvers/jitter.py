@@ -13,22 +13,17 @@ import numpy as np
 LOWER_QUARTILE_OF_NORMAL = 0.3186  # of |z| for a standard normal z
 THIRD_DIFFERENCE_GAIN = np.sqrt(20.0)  # std of white noise's third difference, per unit of its std
 WIDTH_STEP = 0.25  # frames between the Gaussian widths tried
-STILL = 1e-9  # of the points' magnitude: third differences below this are rounding, not noise
 
 
-def jitter(points, moving_only=False):
+def jitter(points):
     """Robust std, per coordinate, of frame-to-frame noise in points (..., F, 3).
 
     Third differences are blind to a constant velocity and a constant acceleration (a foot
     sliding with the root, a foot landing), so on clean motion they are near zero wherever the
     foot is not turning sharply; their lower quartile, over every coordinate and frame, is
     then noise's, scaled as white noise's would be. Held frames (a keyed hold) count as the
-    noiseless frames they are, so hand-keyed animation reads as clean; ``moving_only`` leaves
-    them out, to measure the noise of the frames that move (a fixed clip's, whose locks hold
-    still while its free frames keep the input's jitter)."""
+    noiseless frames they are, so hand-keyed animation reads as clean."""
     third = np.abs(np.diff(points, n=3, axis=-2)).ravel()
-    if moving_only:
-        third = third[third > STILL * np.abs(points).max(initial=0.0)]
     if third.size == 0:
         return 0.0
     quartile = (third.size - 1) // 4  # a partition, not np.quantile's sort-and-interpolate: 3x cheaper

@@ -8,7 +8,7 @@ units. Frame-based filters use the clip's own frame rate.
 import numpy as np
 
 from .contacts import REFERENCE_LEG_LENGTH, long_runs, rolling_min
-from .jitter import jitter
+from .jitter import jitter, steadied, steadying_kernel
 from .quaternion import dot, horizontal, length
 
 SKATE_HEIGHT = 0.05  # m: a foot this close to the ground should not move fast ...
@@ -26,6 +26,10 @@ GROUND_TIME = 0.1  # s; shorter spells near the ground are a swing toe skimming 
 # A foot "on the ground" faster than this is a pop of the data (a capture's first frame, a
 # cut), not a slide: left out of the mean rather than letting one frame swamp it.
 POP_SPEED = 5.0  # m/s
+# Capture jitter may read as at most this vertical speed (m/s, std) in the ground figures: a
+# third of their stillness, as the labeller allows (contacts.ContactSettings.jitter_speed).
+GROUND_JITTER_SPEED = GROUND_VERTICAL_SPEED / 3.0
+GROUND_STEADYING = 0.04  # s, the widest smoothing (Gaussian std) the ground figures give jitter
 IMPLAUSIBLE_SHARE = 1.0 / 3.0  # a walking foot has contacts on more of its frames than this
 
 
@@ -85,14 +89,27 @@ def ankle_acceleration(ankles, fps, unit_scale=1.0, percentile=99.0):
     return float(np.percentile(accel, percentile)), float(accel.max())
 
 
-def grounded_feet(foot_points, up, fps, size):
+def ground_steadying(foot_points, fps, size):
+    """The smoothing (Gaussian taps, or None) the ground figures give feet ``foot_points``
+    (L, F, P, 3) whose capture jitters: the narrowest under which the jitter reads as at most
+    ``GROUND_JITTER_SPEED``. Measured on the input and given to the result's figures too, so
+    before and after are looked at alike; without it, a jittering planted foot is never
+    still enough to count as on the ground, and its jitter would be reported as slide
+    (``foot_jitter_mm`` reports the jitter)."""
+    points = np.moveaxis(foot_points, 2, 0).reshape((-1,) + foot_points.shape[1:2] + (3,))
+    return steadying_kernel(jitter(points), fps, 1, GROUND_JITTER_SPEED * size, GROUND_STEADYING * fps)
+
+
+def grounded_feet(foot_points, up, fps, size, steadying=None):
     """Which frames (L, F) each foot is on the ground, and its lowest point's horizontal
     velocity (L, F, 3) in world units per second.
 
     ``foot_points`` (L, F, P, 3): the points of each foot (ankle, toe, ...); ``size``: the
-    character's leg length over a reference adult's, for the adult-scaled thresholds.
+    character's leg length over a reference adult's, for the adult-scaled thresholds;
+    ``steadying``: the :func:`ground_steadying` of the input's feet.
     """
     up = np.asarray(up, dtype=float)
+    foot_points = steadied(foot_points, steadying, axis=1)
     heights = dot(foot_points, up)
     lowest = np.argmin(heights, axis=-1)[..., None]
     # Each point's own velocity, then the lowest one's: a switch from ankle to toe is no step.
@@ -104,20 +121,20 @@ def grounded_feet(foot_points, up, fps, size):
     return long_runs(on_ground, round(GROUND_TIME * fps)), horizontal(velocity, up)
 
 
-def ground_slide(foot_points, up, fps, size, unit_scale=1.0):
+def ground_slide(foot_points, up, fps, size, unit_scale=1.0, steadying=None):
     """Mean horizontal speed (m/s) of the feet's lowest points while on the ground, and the
-    share of frames each foot (L,) is on the ground."""
-    on_ground, velocity = grounded_feet(foot_points, up, fps, size)
+    share of frames each foot (L,) is on the ground (``steadying``: see :func:`grounded_feet`)."""
+    on_ground, velocity = grounded_feet(foot_points, up, fps, size, steadying)
     speed = length(velocity) * unit_scale
     sliding = on_ground & (speed < POP_SPEED * size * unit_scale)
     return (float(speed[sliding].mean()) if sliding.any() else 0.0), on_ground.mean(axis=1)
 
 
-def implausible_contacts(contacts, foot_points, up, fps, size, leg_names):
+def implausible_contacts(contacts, foot_points, up, fps, size, leg_names, steadying=None):
     """Warnings for legs whose labels cover under a third of the frames while the foot is on
     the ground far more often (a walk labelled as mostly swing)."""
     share = (np.asarray(contacts) > 0.5).mean(axis=1)
-    grounded_share = grounded_feet(foot_points, up, fps, size)[0].mean(axis=1)
+    grounded_share = grounded_feet(foot_points, up, fps, size, steadying)[0].mean(axis=1)
     return [
         f"contacts of {name} look implausible: labelled on {100 * s:.0f}% of the frames, "
         f"on the ground on {100 * g:.0f}%; check its contact curve"
@@ -131,19 +148,28 @@ def foot_points(ankles, toes):
     return np.stack([ankles, toes], axis=2)
 
 
+def foot_jitter(ankles, toes, unit_scale=1.0):
+    """The input feet's frame-to-frame capture noise (m, std per axis): markerless or noisy
+    capture jitters by millimetres, and the labeller smooths what it measures where that would
+    read as speed. A figure of the input alone: a fix holds its locked frames still, and over
+    the free frames alone (a swing's sharp turns) the measure does not hold."""
+    return jitter(np.concatenate([ankles, toes])) * unit_scale
+
+
 def adult_size(bone_lengths, unit_scale):
     """The character's leg length over a reference adult's (bone lengths in world units)."""
     return float(np.mean(bone_lengths)) * unit_scale / REFERENCE_LEG_LENGTH
 
 
 def motion_metrics(toes, hips, ankles, pelvis, contacts, up, fps, floors, bone_lengths,
-                   reference_pelvis, unit_scale=1.0):
-    """All reported figures for one state of the motion (arrays in world units)."""
+                   reference_pelvis, unit_scale=1.0, steadying=None):
+    """All reported figures for one state of the motion (arrays in world units);
+    ``steadying`` the input's :func:`ground_steadying`, for the ground figures."""
     ground = float(np.min(floors))
     speeds = toe_speeds(toes, up, fps, unit_scale)  # shared by the toe slide and both skate ratios
     accel_p99, accel_max = ankle_acceleration(ankles, fps, unit_scale)
     slide, grounded_share = ground_slide(foot_points(ankles, toes), up, fps, adult_size(bone_lengths, unit_scale),
-                                         unit_scale)
+                                         unit_scale, steadying)
     return {
         "ground_slide_cm_s": 100.0 * slide,
         "grounded_share": float(grounded_share.mean()),
@@ -155,8 +181,4 @@ def motion_metrics(toes, hips, ankles, pelvis, contacts, up, fps, floors, bone_l
         "full_extension_share": full_extension_share(hips, ankles, bone_lengths),
         "ankle_accel_p99": accel_p99,
         "ankle_accel_max": accel_max,
-        # Frame-to-frame noise of the feet where they move (std per axis): markerless or noisy
-        # capture jitters by millimetres; the labeller smooths what it measures where this
-        # would read as speed.
-        "foot_jitter_mm": 1000.0 * jitter(np.concatenate([ankles, toes]), moving_only=True) * unit_scale,
     }

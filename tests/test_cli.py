@@ -85,6 +85,7 @@ def test_report_holds_metrics_contacts_time_and_warnings(bvh_run):
         assert 50 < leg["frames"] < 317 and leg["frames"] == contact_frames(leg["ranges"])
         assert all(1 <= first <= last <= 317 for first, last in leg["ranges"])
     assert clip["before"].keys() == clip["after"].keys() >= {"toe_slide_cm_s", "skate_ratio", "pelvis_deviation_cm"}
+    assert 0.0 < clip["foot_jitter_mm"] < 0.5  # clean optical capture: a fraction of a millimetre
     assert clip["before"]["toe_slide_cm_s"] > 10.0 and clip["after"]["toe_slide_cm_s"] < 1.0
     assert clip["warnings"] == [] and clip["seconds"] > 0
     assert {"contacts", "offline_solve", "leg_ik"} <= clip["solver_seconds"].keys()
