@@ -149,15 +149,24 @@ def print_runs(clips_dir, clips=SHARED_CLIPS):
     return rows
 
 
-# m/s, the stance foot oscillating to and fro at up to this speed; 0: the walks unskated, what
-# the same labelling (heel and toe, no foot edges) reaches without a skate to see through
-SKATE_SPEEDS = (0.0, 0.5, 1.0)
+# (m/s, phase per foot in radians): the stance foot oscillating to and fro at up to this speed;
+# 0 m/s: the walks unskated, what the same labelling (heel and toe, no foot edges) reaches
+# without a skate to see through. Phase 0: both feet slide in step (one oscillating belt under
+# both, which the planted feet's shared drift partly explains); a quarter period apart: each
+# foot slides on its own (feet posed or generated separately), nothing shared to follow.
+SKATES = ((0.0, 0.0), (0.5, 0.0), (1.0, 0.0), (0.5, (0.0, 0.5 * np.pi)), (1.0, (0.0, 0.5 * np.pi)))
+
+
+def skate_name(speed, phase):
+    return f"{speed} m/s" + ("" if np.ndim(phase) == 0 else " apart")
 
 
 def print_skate(clips_dir, clips=SHARED_CLIPS):
     """Strongly skated motion: every foot point slides to and fro at up to 0.5 / 1 m/s (no
-    root share explains it); the tool's toe labels against the unskated clip's reference,
-    beside the same labels of the unskated clip (0 m/s)."""
+    root share explains it), both feet in step or each on its own ("apart"); the tool's toe
+    labels against the unskated clip's reference, beside the same labels of the unskated
+    clip (0 m/s). The pelvis keeps its path (the root passed is the unskated clip's), as in
+    a skated clip whose feet slide under a body that moves as it should."""
     from foot_lock.solvers.contacts import detect_foot_contacts
     from foot_lock.solvers.foot_lock import travel
     from foot_lock.solvers.kinematics import forward_kinematics
@@ -173,16 +182,18 @@ def print_skate(clips_dir, clips=SHARED_CLIPS):
             _, gpos = forward_kinematics(skeleton, motion.rot, motion.pos)
             heels, toes = (np.stack([gpos[:, getattr(leg, joint)] for leg in rig.legs]) for joint in ("ankle", "toe"))
             row = []
-            for speed in SKATE_SPEEDS:
+            for speed, phase in SKATES:
                 _, labels, _ = detect_foot_contacts(
-                    cs.oscillating_skate(heels, fps, speed), cs.oscillating_skate(toes, fps, speed),
+                    cs.oscillating_skate(heels, fps, speed, phase=phase),
+                    cs.oscillating_skate(toes, fps, speed, phase=phase),
                     travel(skeleton, gpos, rig, bvh.UP), bvh.UP, fps, leg_length(gpos, rig), foot_edges=False)
                 row.append(cs.f1_score(labels, reference[:, :: round(original.fps / fps)]))
             figures.append(row)
-            print(f"{clip:<11} {fps:>3} fps: " + ", ".join(f"{s} m/s F1 {f:.3f}" for s, f in zip(SKATE_SPEEDS, row)))
+            print(f"{clip:<11} {fps:>3} fps: " + ", ".join(f"{skate_name(*skate)} F1 {f:.3f}"
+                                                        for skate, f in zip(SKATES, row)))
     figures = np.array(figures)
-    print("mean: " + ", ".join(f"{s} m/s F1 {f:.3f} (min {m:.3f})"
-                               for s, f, m in zip(SKATE_SPEEDS, figures.mean(0), figures.min(0))))
+    print("mean: " + ", ".join(f"{skate_name(*skate)} F1 {f:.3f} (min {m:.3f})"
+                               for skate, f, m in zip(SKATES, figures.mean(0), figures.min(0))))
 
 
 JITTER_DEGREES = (0.0, 0.25, 0.5, 1.0)  # std of every joint's random turn per frame

@@ -151,12 +151,16 @@ def decimate(motion, fps):
                              dict(motion.meta))
 
 
-def oscillating_skate(points, fps, speed=1.0, frequency=1.5):
-    """Points sliding to and fro along x at up to ``speed`` m/s, planted or not (strongly
-    skated motion: no moving ground explains it)."""
+def oscillating_skate(points, fps, speed=1.0, frequency=1.5, phase=0.0):
+    """Points (L, F, 3) sliding to and fro along x at up to ``speed`` m/s, planted or not
+    (strongly skated motion: no moving ground explains it). ``phase`` (radians, one value or
+    one per row (L,)): 0 slides every point in step, as one oscillating belt under both feet
+    would; different phases per foot slide each foot on its own, as a clip whose feet were
+    posed (or generated) separately does."""
     t = np.arange(points.shape[1]) / fps
-    offset = speed / (2 * np.pi * frequency) * np.sin(2 * np.pi * frequency * t)
-    return points + offset[None, :, None] * np.array([1.0, 0.0, 0.0])
+    phase = np.broadcast_to(np.asarray(phase, dtype=float), points.shape[:1])[:, None]
+    offset = speed / (2 * np.pi * frequency) * np.sin(2 * np.pi * frequency * t + phase)
+    return points + offset[..., None] * np.array([1.0, 0.0, 0.0])
 
 
 def compression_step(motion, factor, fps):
