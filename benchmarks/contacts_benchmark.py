@@ -95,16 +95,23 @@ def print_robustness(clips_dir, clips=CHECKED_CLIPS):
                   f"warnings {result.warnings}")
 
 
+def decimated_clips(clips_dir, clips, rates=(30, 120)):
+    """Per clip and frame rate: its name, the rate, the skeleton, the clip decimated to that
+    rate, the rig, and the original (120 fps) clip's reference labels at that rate."""
+    for clip in clips:
+        skeleton, original, rig = cs.load(clip, clips_dir=clips_dir)
+        reference = cs.reference_labels(skeleton, original, rig)
+        for fps in rates:
+            yield clip, fps, skeleton, cs.decimate(original, fps), rig, reference[:, :: round(original.fps / fps)]
+
+
 def print_in_place(clips_dir, clips=SHARED_CLIPS):
     """Treadmill / game in-place cycles: root still, planted feet moving backward together.
     (Remove Foot Sliding leaves such clips as they are; the labels still have to hold.)"""
     print("Shared walks played in place: label F1 against the travelling original's")
-    for clip in clips:
-        skeleton, original, rig = cs.load(clip, clips_dir=clips_dir)
-        reference = cs.reference_labels(skeleton, original, rig)
-        for fps in (30, 120):
-            labels, _ = label_contacts(skeleton, cs.in_place(cs.decimate(original, fps)), rig, bvh.UP)
-            print(f"{clip:<11} {fps:>3} fps: F1 {cs.f1_score(labels, reference[:, :: round(original.fps / fps)]):.3f}")
+    for clip, fps, skeleton, motion, rig, reference in decimated_clips(clips_dir, clips):
+        labels, _ = label_contacts(skeleton, cs.in_place(motion), rig, bvh.UP)
+        print(f"{clip:<11} {fps:>3} fps: F1 {cs.f1_score(labels, reference):.3f}")
 
 
 RUN_FACTORS = (2, 3)  # a walk played this many times faster: stances of 5-7 and 3-6 frames at 30 fps
@@ -174,23 +181,19 @@ def print_skate(clips_dir, clips=SHARED_CLIPS):
 
     print("Shared walks, feet skating to and fro: label F1 against the unskated clip's reference")
     figures = []
-    for clip in clips:
-        skeleton, original, rig = cs.load(clip, clips_dir=clips_dir)
-        reference = cs.reference_labels(skeleton, original, rig)
-        for fps in (30, 120):
-            motion = cs.decimate(original, fps)
-            _, gpos = forward_kinematics(skeleton, motion.rot, motion.pos)
-            heels, toes = (np.stack([gpos[:, getattr(leg, joint)] for leg in rig.legs]) for joint in ("ankle", "toe"))
-            row = []
-            for speed, phase in SKATES:
-                _, labels, _ = detect_foot_contacts(
-                    cs.oscillating_skate(heels, fps, speed, phase=phase),
-                    cs.oscillating_skate(toes, fps, speed, phase=phase),
-                    travel(skeleton, gpos, rig, bvh.UP), bvh.UP, fps, leg_length(gpos, rig), foot_edges=False)
-                row.append(cs.f1_score(labels, reference[:, :: round(original.fps / fps)]))
-            figures.append(row)
-            print(f"{clip:<11} {fps:>3} fps: " + ", ".join(f"{skate_name(*skate)} F1 {f:.3f}"
-                                                        for skate, f in zip(SKATES, row)))
+    for clip, fps, skeleton, motion, rig, reference in decimated_clips(clips_dir, clips):
+        _, gpos = forward_kinematics(skeleton, motion.rot, motion.pos)
+        heels, toes = (np.stack([gpos[:, getattr(leg, joint)] for leg in rig.legs]) for joint in ("ankle", "toe"))
+        row = []
+        for speed, phase in SKATES:
+            _, labels, _ = detect_foot_contacts(
+                cs.oscillating_skate(heels, fps, speed, phase=phase),
+                cs.oscillating_skate(toes, fps, speed, phase=phase),
+                travel(skeleton, gpos, rig, bvh.UP), bvh.UP, fps, leg_length(gpos, rig), foot_edges=False)
+            row.append(cs.f1_score(labels, reference))
+        figures.append(row)
+        print(f"{clip:<11} {fps:>3} fps: " + ", ".join(f"{skate_name(*skate)} F1 {f:.3f}"
+                                                    for skate, f in zip(SKATES, row)))
     figures = np.array(figures)
     print("mean: " + ", ".join(f"{skate_name(*skate)} F1 {f:.3f} (min {m:.3f})"
                                for skate, f, m in zip(SKATES, figures.mean(0), figures.min(0))))
@@ -205,20 +208,16 @@ def print_jitter(clips_dir, clips=SHARED_CLIPS):
     the slide left over those frames after the fix."""
     print("Shared walks with capture jitter (every joint, per frame), root x1.25: label F1 / slide after (cm/s)")
     figures = []
-    for clip in clips:
-        skeleton, original, rig = cs.load(clip, clips_dir=clips_dir)
-        full_reference = cs.reference_labels(skeleton, original, rig)
-        for fps in (30, 120):
-            reference = full_reference[:, :: round(original.fps / fps)]
-            row = []
-            for degrees in JITTER_DEGREES:
-                motion = cs.scale_root_motion(skeleton, cs.jittered(cs.decimate(original, fps), degrees, seed=fps), 1.25)
-                result = remove_foot_sliding(skeleton, motion, rig, bvh.UP)
-                slide = 100.0 * metrics.toe_slide(cs.toe_positions(skeleton, result.motion, rig), reference, bvh.UP, fps)
-                row.append((cs.f1_score(label_contacts(skeleton, motion, rig, bvh.UP)[0], reference), slide))
-            figures.append(row)
-            print(f"{clip:<11} {fps:>3} fps: " + ", ".join(f"{d} deg F1 {f:.3f} slide {s:5.2f}"
-                                                         for d, (f, s) in zip(JITTER_DEGREES, row)))
+    for clip, fps, skeleton, clean, rig, reference in decimated_clips(clips_dir, clips):
+        row = []
+        for degrees in JITTER_DEGREES:
+            motion = cs.scale_root_motion(skeleton, cs.jittered(clean, degrees, seed=fps), 1.25)
+            result = remove_foot_sliding(skeleton, motion, rig, bvh.UP)
+            slide = 100.0 * metrics.toe_slide(cs.toe_positions(skeleton, result.motion, rig), reference, bvh.UP, fps)
+            row.append((cs.f1_score(label_contacts(skeleton, motion, rig, bvh.UP)[0], reference), slide))
+        figures.append(row)
+        print(f"{clip:<11} {fps:>3} fps: " + ", ".join(f"{d} deg F1 {f:.3f} slide {s:5.2f}"
+                                                     for d, (f, s) in zip(JITTER_DEGREES, row)))
     means = np.array(figures).mean(axis=0)
     print("mean: " + ", ".join(f"{d} deg F1 {f:.3f} slide {s:.2f}" for d, (f, s) in zip(JITTER_DEGREES, means)))
 
