@@ -552,13 +552,20 @@ def key_channel(bag, table, bone_name, prop, frames, values):
     """Key ``values`` (width, F) at ``frames`` on a bone's channel ``prop``, in bulk and
     linear, keeping keys outside ``frames``; F-curves missing from ``table`` are created in
     channelbag ``bag`` (grouped under the bone) and added to ``table``."""
+    compat.write_curves(channel_curves(bag, table, bone_name, prop, len(values)), frames, values, keep_outside=True)
+
+
+def channel_curves(bag, table, bone_name, prop, width):
+    """The ``width`` F-curves of a bone's channel ``prop`` (see :func:`key_channel`)."""
     path = f"{bone_data_path(bone_name)}.{prop}"
-    for index in range(values.shape[0]):
+    curves = []
+    for index in range(width):
         fcurve = table.get((path, index))
         if fcurve is None:
             fcurve = compat.new_fcurve(bag, path, index, group=bone_name)
             table[(path, index)] = fcurve
-        compat.write_keys(fcurve, frames, values[index], "LINEAR", keep_outside=True)
+        curves.append(fcurve)
+    return curves
 
 
 def _world_rows(joint_map, frame_start, count):
@@ -666,6 +673,7 @@ def key_motion(obj, action, joint_map, motion, frame_start, rotation_bones, loca
     table = compat.fcurve_table(bag)
     frames = np.arange(frame_start, frame_start + count)
 
+    curves, rows = [], []  # written together at the end (each curve is read, if at all, before)
     basis = basis_rotations(jm, motion.rot, rotation_bones, frame_start)
     modes = [jm.rotation_modes[name] for name in rotation_bones]
     for mode in dict.fromkeys(modes):
@@ -676,11 +684,15 @@ def key_motion(obj, action, joint_map, motion, frame_start, rotation_bones, loca
         )
         values = channels.quat_to_channel(mode, _rows(basis, members, axis=2), reference.T)
         for k, i in enumerate(members):
-            key_channel(bag, table, rotation_bones[i], prop, frames, values[:, :, k])
+            curves += channel_curves(bag, table, rotation_bones[i], prop, width)
+            rows.append(values[:, :, k])
 
     basis = basis_locations(jm, motion.pos, location_bones, frame_start)
     for k, name in enumerate(location_bones):
-        key_channel(bag, table, name, "location", frames, basis[:, k].T)
+        curves += channel_curves(bag, table, name, "location", 3)
+        rows.append(basis[:, k].T)
+    if curves:
+        compat.write_curves(curves, frames, np.concatenate(rows), keep_outside=True)
 
 
 def _channels_of(basis):
