@@ -287,16 +287,7 @@ def write_keys(fcurve, frames, values, interpolation="LINEAR", keep_outside=Fals
     new_co = np.stack((frames, values), axis=-1).astype(np.float32)
     mode = np.full(len(frames), _INTERPOLATION[interpolation], dtype=_ENUM)
     if kept is None:
-        points.add(len(frames))
-        points.foreach_set("co_ui", new_co.ravel())  # moves each new key's handles with it ("co" leaves them at 0, 0)
-        points.foreach_set("interpolation", mode)
-        if interpolation == "BEZIER" or np.any(np.diff(frames) <= 0):
-            fcurve.update()
-            _forget(fcurve)
-        else:
-            # As in Blender's own Bake Action, no update: the keys are in order, one per
-            # frame, and linear or constant keys do not use their handles.
-            _remember(fcurve, new_co)
+        _add_keys(fcurve, new_co, mode, _needs_update(frames, interpolation))
         return
     order = np.argsort(np.concatenate((kept["co"][:, 0], new_co[:, 0])), kind="stable")
     total = len(order)
@@ -315,6 +306,48 @@ def write_keys(fcurve, frames, values, interpolation="LINEAR", keep_outside=Fals
         points.foreach_set(name, handles.ravel())
     fcurve.update()  # the new keys' automatic handles, next to the kept ones
     _forget(fcurve)
+
+
+def _needs_update(frames, interpolation):
+    """Whether new keys on ``frames`` need ``fcurve.update()``: not, as in Blender's own
+    Bake Action, when they are in order, one per frame, and linear or constant (such keys
+    do not use their handles)."""
+    return interpolation == "BEZIER" or bool(np.any(np.diff(frames) <= 0))
+
+
+def _add_keys(fcurve, co, mode, update):
+    """Add keys (count, 2) float32 ``co`` with interpolation codes ``mode`` to ``fcurve``."""
+    points = fcurve.keyframe_points
+    points.add(len(co))
+    points.foreach_set("co_ui", co.ravel())  # moves each new key's handles with it ("co" leaves them at 0, 0)
+    points.foreach_set("interpolation", mode)
+    if update:
+        fcurve.update()
+        _forget(fcurve)
+    else:
+        _remember(fcurve, co)
+
+
+def write_curves(fcurves, frames, rows, interpolation="LINEAR", keep_outside=False):
+    """:func:`write_keys` of each of ``fcurves`` with its row of ``rows`` (len(fcurves), F)
+    on the same ``frames``: what does not depend on the curve is done once (on a short
+    clip that is most of the cost of a key write in Python)."""
+    frames = np.asarray(frames, dtype=np.float64).ravel()
+    rows = np.asarray(rows, dtype=np.float64).reshape(len(fcurves), len(frames))
+    if not len(frames):
+        raise ValueError("no frames to key")
+    span = (frames.min(), frames.max())
+    co = np.empty((len(fcurves), len(frames), 2), dtype=np.float32)
+    co[..., 0], co[..., 1] = frames, rows
+    mode = np.full(len(frames), _INTERPOLATION[interpolation], dtype=_ENUM)
+    update = _needs_update(frames, interpolation)
+    for fcurve, values, new_co in zip(fcurves, rows, co):
+        points = fcurve.keyframe_points
+        if keep_outside and len(points) and _keys_outside(fcurve, span):
+            write_keys(fcurve, frames, values, interpolation, keep_outside=True)
+            continue
+        points.clear()
+        _add_keys(fcurve, new_co, mode, update)
 
 
 def keys_digest(fcurve):

@@ -291,24 +291,43 @@ def _rest_offsets(armature, bones, parents):
 
 @dataclass
 class _Bones:
-    """The armature's bones parents first, with the extra tail joints' parents."""
+    """The bones that are joints (parents first), with the extra tail joints' parents, and
+    every bone of the armature (parents first)."""
 
     bones: list
     parents: np.ndarray  # (bones + tails,)
     tails: list  # bone names that get a ".tail" joint
+    every: list
 
     @classmethod
-    def of(cls, obj, extra_tails):
-        bones = _topological_bones(obj.data)
+    def of(cls, obj, extra_tails, only=None):
+        """Every bone a joint, or with ``only`` (bone names) those and their ancestors."""
+        every = _topological_bones(obj.data)
         tails = list(dict.fromkeys(extra_tails))
-        index_of = {bone.name: i for i, bone in enumerate(bones)}
-        missing = [name for name in tails if name not in index_of]
+        missing = [name for name in [*tails, *(only or ())] if name not in obj.data.bones]
         if missing:
             raise AdapterError(f"armature {obj.name!r} has no bone {missing[0]!r}")
+        bones = every
+        if only is not None:
+            kept = {ancestor.name for name in [*tails, *only] for ancestor in _chain(obj.data.bones[name])}
+            bones = [bone for bone in every if bone.name in kept]  # still parents first
+        index_of = {bone.name: i for i, bone in enumerate(bones)}
         parents = np.array(
             [index_of[b.parent.name] if b.parent else -1 for b in bones] + [index_of[t] for t in tails]
         )
-        return cls(bones, parents, tails)
+        return cls(bones, parents, tails, every)
+
+    def members(self):
+        """Index in ``every`` of each joint bone."""
+        index_of = {bone.name: i for i, bone in enumerate(self.every)}
+        return [index_of[bone.name] for bone in self.bones]
+
+
+def _chain(bone):
+    """The bone and its ancestors."""
+    while bone is not None:
+        yield bone
+        bone = bone.parent
 
 
 def _check_armature(obj, frame_start, frame_end):
@@ -322,32 +341,53 @@ def _check_armature(obj, frame_start, frame_end):
     return np.arange(frame_start, frame_end + 1)
 
 
-def read_motion(obj, action, frame_start, frame_end, extra_tails=()):
+def read_motion(obj, action, frame_start, frame_end, extra_tails=(), only=None):
     """Skeleton, Motion and JointMap of ``obj`` posed by ``action`` over
     ``frame_start..frame_end`` (integers, both included), read from the F-curves alone
     (exact when nothing else moves the object or the bones: see :mod:`.evaluated`).
 
-    Every pose bone is a joint (parents first); each name in ``extra_tails`` adds a leaf
-    joint ``"<bone>.tail"`` at the tail of that bone. Channels without an F-curve keep the
-    pose bone's current value. Motion.fps is the scene's frame rate.
+    Every pose bone is a joint (parents first), or with ``only`` (bone names) those bones
+    and their ancestors: the other bones' keys are still read and refused where they are
+    not numbers, but not converted (a solve of the legs needs none of the arms). Each name
+    in ``extra_tails`` adds a leaf joint ``"<bone>.tail"`` at the tail of that bone.
+    Channels without an F-curve keep the pose bone's current value. Motion.fps is the
+    scene's frame rate.
     """
-    frames = _check_armature(obj, frame_start, frame_end)
+    return _read_keys(obj, action, _check_armature(obj, frame_start, frame_end), extra_tails, only)
+
+
+def read_poses(obj, action, frames, extra_tails=()):
+    """Skeleton, Motion and JointMap of every bone of ``obj`` posed by ``action`` on
+    ``frames`` alone (integers, e.g. a clip's first and last): the joints and values
+    :func:`read_motion` gives on those frames (the JointMap's frame numbers do not apply)."""
+    frames = np.asarray(frames, dtype=int)
+    _check_armature(obj, frames.min(), frames.max())
+    return _read_keys(obj, action, frames, extra_tails)
+
+
+def _read_keys(obj, action, frames, extra_tails=(), only=None):
+    """:func:`read_motion` on the integer ``frames``."""
     if action is None:
         raise AdapterError(f"armature {obj.name!r} has no action to read")
     count = len(frames)
     table = compat.fcurve_table(compat.channel_bag(obj, action))
     _check_object_not_animated(obj, table, frames)
     world = np.array(obj.matrix_world, dtype=float)[None]  # one for every frame
-    layout = _Bones.of(obj, extra_tails)
-    bones = layout.bones
-    nb = len(bones)
-    pose_bones = [obj.pose.bones[bone.name] for bone in bones]
+    layout = _Bones.of(obj, extra_tails, only)
+    every = layout.every
+    pose_bones = [obj.pose.bones[bone.name] for bone in every]
     modes = [pose_bone.rotation_mode for pose_bone in pose_bones]
 
-    location, rotation, scale = _channel_values(bones, pose_bones, modes, table, frames)
-    _check_finite(location, bones, lambda b: "location", frames)
-    _check_finite(rotation, bones, lambda b: rotation_channel(modes[b])[0], frames)
-    _check_finite(scale, bones, lambda b: "scale", frames)
+    location, rotation, scale = _channel_values(every, pose_bones, modes, table, frames)
+    _check_finite(location, every, lambda b: "location", frames)
+    _check_finite(rotation, every, lambda b: rotation_channel(modes[b])[0], frames)
+    _check_finite(scale, every, lambda b: "scale", frames)
+    bones = layout.bones
+    nb = len(bones)
+    if nb < len(every):  # only the joints' channels are converted
+        members = layout.members()
+        location, rotation, scale = (_rows(values, members) for values in (location, rotation, scale))
+        modes = [modes[i] for i in members]
 
     # matrix_basis as rotation + translation + uniform scale, all bones and frames at once.
     basis = np.empty((4, nb, count))
@@ -512,13 +552,20 @@ def key_channel(bag, table, bone_name, prop, frames, values):
     """Key ``values`` (width, F) at ``frames`` on a bone's channel ``prop``, in bulk and
     linear, keeping keys outside ``frames``; F-curves missing from ``table`` are created in
     channelbag ``bag`` (grouped under the bone) and added to ``table``."""
+    compat.write_curves(channel_curves(bag, table, bone_name, prop, len(values)), frames, values, keep_outside=True)
+
+
+def channel_curves(bag, table, bone_name, prop, width):
+    """The ``width`` F-curves of a bone's channel ``prop`` (see :func:`key_channel`)."""
     path = f"{bone_data_path(bone_name)}.{prop}"
-    for index in range(values.shape[0]):
+    curves = []
+    for index in range(width):
         fcurve = table.get((path, index))
         if fcurve is None:
             fcurve = compat.new_fcurve(bag, path, index, group=bone_name)
             table[(path, index)] = fcurve
-        compat.write_keys(fcurve, frames, values[index], "LINEAR", keep_outside=True)
+        curves.append(fcurve)
+    return curves
 
 
 def _world_rows(joint_map, frame_start, count):
@@ -626,6 +673,7 @@ def key_motion(obj, action, joint_map, motion, frame_start, rotation_bones, loca
     table = compat.fcurve_table(bag)
     frames = np.arange(frame_start, frame_start + count)
 
+    curves, rows = [], []  # written together at the end (each curve is read, if at all, before)
     basis = basis_rotations(jm, motion.rot, rotation_bones, frame_start)
     modes = [jm.rotation_modes[name] for name in rotation_bones]
     for mode in dict.fromkeys(modes):
@@ -636,11 +684,15 @@ def key_motion(obj, action, joint_map, motion, frame_start, rotation_bones, loca
         )
         values = channels.quat_to_channel(mode, _rows(basis, members, axis=2), reference.T)
         for k, i in enumerate(members):
-            key_channel(bag, table, rotation_bones[i], prop, frames, values[:, :, k])
+            curves += channel_curves(bag, table, rotation_bones[i], prop, width)
+            rows.append(values[:, :, k])
 
     basis = basis_locations(jm, motion.pos, location_bones, frame_start)
     for k, name in enumerate(location_bones):
-        key_channel(bag, table, name, "location", frames, basis[:, k].T)
+        curves += channel_curves(bag, table, name, "location", 3)
+        rows.append(basis[:, k].T)
+    if curves:
+        compat.write_curves(curves, frames, np.concatenate(rows), keep_outside=True)
 
 
 def _channels_of(basis):

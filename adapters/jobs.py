@@ -41,6 +41,7 @@ class Clip:
     frames: np.ndarray  # scene frame numbers
     controls: control_rig.ControlRig | None = None  # a control rig: keyed through these
     deform: control_rig.DeformClip | None = None  # ... from this evaluated deformation skeleton
+    legs_only: bool = False  # the joints are the legs and their ancestors (see read_clip)
 
 
 # --- legs -------------------------------------------------------------------------------
@@ -162,12 +163,16 @@ def frame_range(action):
     return round(start), round(end)
 
 
-def read_clip(obj, action):
+def read_clip(obj, action, legs_only=False):
     """The action over its frame range, read from its F-curves, with the object's legs as
-    solver joints."""
+    solver joints; with ``legs_only`` no other joints than the legs' bones and their
+    ancestors (all a solve reads and writes: the other bones are keyed as they are)."""
     start, end = _motion_frames(action)[[0, -1]]
-    tails = _tail_bones(obj.foot_lock)
-    return _clip(obj, *armature.read_motion(obj, action, start, end, extra_tails=tails))
+    settings = obj.foot_lock
+    only = _leg_bones(settings) if legs_only else None
+    clip = _clip(obj, *armature.read_motion(obj, action, start, end, extra_tails=_tail_bones(settings), only=only))
+    clip.legs_only = legs_only
+    return clip
 
 
 def read_source_clip(obj, scene, source):
@@ -178,7 +183,7 @@ def read_source_clip(obj, scene, source):
     if controls is not None:
         return _control_clip(obj, scene, source, controls), None
     if not source.sampled:
-        return read_clip(obj, source.action), None
+        return read_clip(obj, source.action, legs_only=True), None
     _refuse_driven_legs(obj)
     with _playing(obj, source):
         # Only a result baked from the NLA keys every channel from the sampled basis.
@@ -243,11 +248,23 @@ def _solved_bones(settings):
     return _tail_bones(settings) + [settings.pelvis]
 
 
+def _leg_bones(settings):
+    """The pelvis and every bone of the legs."""
+    return [settings.pelvis] + [bone for leg in settings.legs for bone in (leg.thigh, leg.shin, leg.foot, leg.toe) if bone]
+
+
 def _clip(obj, skeleton, motion, joint_map):
     settings = obj.foot_lock
     solved = _solved_bones(settings)
     _refuse_constrained_legs(obj, joint_map, solved)
     joint_map.require_exact(solved)  # before anything is written: a failed job changes nothing
+    frames = np.arange(joint_map.frame_start, joint_map.frame_end + 1)
+    return Clip(skeleton, motion, joint_map, _rig(obj, joint_map), [contact_bone(leg) for leg in settings.legs], frames)
+
+
+def _rig(obj, joint_map):
+    """The object's pelvis and legs as joints of ``joint_map``."""
+    settings = obj.foot_lock
     legs = []
     for leg in settings.legs:
         joint = joint_map.joint
@@ -256,9 +273,7 @@ def _clip(obj, skeleton, motion, joint_map):
             legs.append(Leg(leg.name, joint(leg.thigh), joint(leg.shin), joint(leg.foot), joint(leg.toe), tail))
         else:
             legs.append(Leg(leg.name, joint(leg.thigh), joint(leg.shin), joint(leg.foot), tail, None))
-    rig = Rig(joint_map.joint(translation_bone(obj, settings.pelvis)), legs)
-    frames = np.arange(joint_map.frame_start, joint_map.frame_end + 1)
-    return Clip(skeleton, motion, joint_map, rig, [contact_bone(leg) for leg in settings.legs], frames)
+    return Rig(joint_map.joint(translation_bone(obj, settings.pelvis)), legs)
 
 
 def _motion_frames(action):
@@ -272,9 +287,7 @@ def _refuse_driven_legs(obj):
     """A key on a driven channel would be overridden by the driver: say so instead. Only
     the bones the fix keys count (drivers above them are read through the evaluated scene)."""
     settings = obj.foot_lock
-    keyed = [translation_bone(obj, settings.pelvis)] + [
-        bone for leg in settings.legs for bone in (leg.thigh, leg.shin, leg.foot, leg.toe) if bone
-    ]
+    keyed = [translation_bone(obj, settings.pelvis)] + _leg_bones(settings)[1:]
     driven = sources.driven_bones(obj, keyed)
     if driven:
         raise AdapterError(
@@ -518,7 +531,18 @@ def _is_loop(obj, source, clip):
     What the NLA plays over a range of strips is not one cycle."""
     if source.kind == sources.NLA:
         return False
-    return cycles.is_marked_cyclic(obj, source.action) or loops.is_closed_loop(clip.skeleton, clip.motion, clip.rig, UP)
+    if cycles.is_marked_cyclic(obj, source.action):
+        return True
+    if not loops.is_closed_loop(clip.skeleton, clip.motion, clip.rig, UP):
+        return False
+    return not clip.legs_only or _every_bone_closes(obj, source.action, clip)
+
+
+def _every_bone_closes(obj, action, clip):
+    """Whether the last pose of every bone is its first, not only the legs' (a clip read
+    :func:`read_clip` ``legs_only`` that loops there): its first and last frames read whole."""
+    skeleton, motion, joint_map = armature.read_poses(obj, action, clip.frames[[0, -1]], _tail_bones(obj.foot_lock))
+    return loops.ends_meet(skeleton, motion, _rig(obj, joint_map), UP)
 
 
 def _new_result(obj, source, sampled, clip):

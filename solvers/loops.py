@@ -33,8 +33,12 @@ def is_closed_loop(skeleton, motion, rig, up):
     """Whether the clip's last pose is its first: every rotation within a fraction of a
     degree, every translation within a millimetre per metre of leg length, the roots
     allowed to have travelled across the ground (a loop repeated with offset)."""
-    if motion.frames < 3:
-        return False
+    return motion.frames >= 3 and ends_meet(skeleton, motion, rig, up)
+
+
+def ends_meet(skeleton, motion, rig, up):
+    """The pose comparison of :func:`is_closed_loop` between the first and the last frame
+    of ``motion``, whatever its length (e.g. a clip's two ends read alone)."""
     legs = [leg.ankle for leg in rig.legs]  # the leg length reads hips, knees and ankles only
     size = leg_length(forward_kinematics(skeleton, motion.rot[:1], motion.pos[:1], legs)[1], rig)
     turn = 2.0 * np.arccos(np.clip(np.abs(np.sum(motion.rot[0] * motion.rot[-1], axis=-1)), 0.0, 1.0))

@@ -244,6 +244,36 @@ def test_read_names_bone_channel_and_frame_of_nan(clips_dir):
         armature.read_motion(obj, action, first, last)
 
 
+def test_a_read_of_some_bones_has_their_chains_values_bit_for_bit(clips_dir):
+    """``only`` converts those bones and their ancestors, each joint exactly as the whole
+    read has it; ``read_poses`` gives the whole read's rows of its frames."""
+    _reset()
+    obj, action, first, last = _import_bvh(clips_dir, "cmu_07_01.bvh")
+    _transform_object(obj)
+    whole_skeleton, whole, whole_map = armature.read_motion(obj, action, first, last, extra_tails=["LeftToeBase"])
+    skeleton, motion, joint_map = armature.read_motion(obj, action, first, last, extra_tails=["LeftToeBase"],
+                                                       only=["LeftFoot"])
+    assert skeleton.names == ["Hips", "LHipJoint", "LeftUpLeg", "LeftLeg", "LeftFoot", "LeftToeBase",
+                              "LeftToeBase.tail"]
+    joints = [whole_skeleton.index(name) for name in skeleton.names]
+    assert [skeleton.names[p] for p in skeleton.parents[1:]] == [
+        whole_skeleton.names[whole_skeleton.parents[j]] for j in joints[1:]]
+    assert np.array_equal(motion.rot, whole.rot[:, joints]) and np.array_equal(motion.pos, whole.pos[:, joints])
+    assert np.array_equal(joint_map.parent_scale, whole_map.parent_scale[:, joints])
+    ends = [first, last]
+    _, poses, _ = armature.read_poses(obj, action, ends, extra_tails=["LeftToeBase"])
+    assert np.array_equal(poses.rot, whole.rot[[0, -1]]) and np.array_equal(poses.pos, whole.pos[[0, -1]])
+
+
+def test_a_read_of_some_bones_still_refuses_nan_keys_on_the_others(clips_dir):
+    _reset()
+    obj, action, first, last = _import_bvh(clips_dir, "cmu_07_01.bvh")
+    fcurve = compat.find_fcurve(compat.channel_bag(obj, action), armature.bone_data_path("LeftArm") + ".rotation_euler", 2)
+    fcurve.keyframe_points[9].co.y = float("nan")  # the key of frame 10
+    with pytest.raises(AdapterError, match=r"'LeftArm'.*rotation_euler\[2\].*frame 10"):
+        armature.read_motion(obj, action, first, last, only=["LeftFoot"])
+
+
 def test_unsupported_bone_settings_are_flagged_and_refused_on_write():
     _reset()
     obj, action, first, last = _hand_built_rig()

@@ -26,6 +26,14 @@ def test_a_cycle_is_recognised_and_a_whole_clip_is_not(clips_dir, cycle):
     assert not loops.is_closed_loop(skeleton, motion, rig, bvh.UP)
 
 
+def test_the_ends_alone_decide_as_the_whole_clip_does(clips_dir, cycle):
+    """``ends_meet`` on a clip's first and last frames is ``is_closed_loop`` of the clip."""
+    for skeleton, motion, rig in (cycle, load("cmu_07_01", clips_dir=clips_dir)):
+        ends = type(motion)(motion.rot[[0, -1]], motion.pos[[0, -1]], motion.fps)
+        assert loops.ends_meet(skeleton, ends, rig, bvh.UP) == loops.is_closed_loop(skeleton, motion, rig, bvh.UP)
+    assert loops.ends_meet(*cycle, bvh.UP)
+
+
 def test_a_sliding_loop_is_fixed_and_still_loops_over_four_cycles(cycle):
     skeleton, motion, rig = cycle
     sliding = scale_root_motion(skeleton, motion, 1.25)

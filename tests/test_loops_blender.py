@@ -119,3 +119,22 @@ def test_a_cyclic_manual_frame_range_is_the_cycle(addon, clips_dir, tmp_path):
         elif fcurve.data_path.endswith('["foot_contact"]'):
             assert fcurve.evaluate(first) == fcurve.evaluate(last)  # a stance across the seam goes on
     assert checked >= 18
+
+
+@pytest.mark.parametrize("arm_closes", [True, False])
+def test_a_cycle_without_modifiers_is_a_loop_only_if_every_bone_closes(addon, clips_dir, tmp_path, arm_closes):
+    """Told by its poses alone, a cycle is a loop when the last pose of every bone is its
+    first: legs that close under an arm that does not are no loop (the read converts the
+    legs alone, the check still sees the arm)."""
+    from foot_lock.adapters import action_compat, jobs
+
+    write_cycle_bvh(clips_dir / "cmu_07_01.bvh", tmp_path / "cycle.bvh", 1.25)
+    obj = import_clip(addon, tmp_path / "cycle.bvh")
+    if not arm_closes:
+        bag = action_compat.channel_bag(obj, obj.animation_data.action)
+        arm = action_compat.find_fcurve(bag, 'pose.bones["LeftArm"].rotation_euler', 0)
+        arm.keyframe_points[-1].co[1] += 0.1  # radians: the arm ends 6 degrees from where it began
+        arm.update()
+
+    outcome = jobs.remove_sliding(obj, addon.context.scene)
+    assert ("loop_seam_cm" in outcome.result.after) == arm_closes
