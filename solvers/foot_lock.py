@@ -159,19 +159,19 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
         solve_legs(pose, rig.legs, limits, solution.toes, up, settings.leg_options, heel_targets=solution.heels)
     after = _state(gpos, rig)
 
-    size = metrics.adult_size(bone_lengths, unit_scale)
-    input_feet = metrics.foot_points(before["ankles"], before["toes"])
+    size = metrics.character_size(bone_lengths)
+    noise = metrics.foot_jitter(before["ankles"][:, measured], before["toes"][:, measured])
     figures = {
         "contacts": contacts[:, measured], "up": up, "fps": motion.fps, "unit_scale": unit_scale,
         "floors": np.array([lim.toe_min_height for lim in limits]),
         "bone_lengths": bone_lengths,
         "reference_pelvis": before["pelvis"][measured],
-        "steadying": metrics.ground_steadying(input_feet[:, measured], motion.fps, size),
+        "steadying": metrics.ground_steadying(noise, motion.fps, size),
     }
     before_figures = _metrics(_frames(before, measured), **figures)
     if IN_PLACE not in warnings:  # an in-place walk is left unlocked on purpose: its labels are not the news
-        warnings += metrics.implausible_contacts(contacts, input_feet, up, motion.fps, size,
-                                                 [leg.name for leg in rig.legs], figures["steadying"])
+        warnings += metrics.implausible_contacts(contacts, metrics.foot_points(before["ankles"], before["toes"]), up,
+                                                 motion.fps, size, [leg.name for leg in rig.legs], figures["steadying"])
     return FootLockResult(
         motion=type(motion)(pose.rot, pose.pos, motion.fps, dict(motion.meta)),
         contacts=contacts,
@@ -185,8 +185,7 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
         reach_violation=solution.reach_violation,
         warnings=warnings,
         timings=timings,
-        foot_jitter_mm=1000.0 * metrics.foot_jitter(before["ankles"][:, measured], before["toes"][:, measured],
-                                                    unit_scale),
+        foot_jitter_mm=1000.0 * noise * unit_scale,
     )
 
 

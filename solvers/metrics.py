@@ -89,15 +89,14 @@ def ankle_acceleration(ankles, fps, unit_scale=1.0, percentile=99.0):
     return float(np.percentile(accel, percentile)), float(accel.max())
 
 
-def ground_steadying(foot_points, fps, size):
-    """The smoothing (Gaussian taps, or None) the ground figures give feet ``foot_points``
-    (L, F, P, 3) whose capture jitters: the narrowest under which the jitter reads as at most
-    ``GROUND_JITTER_SPEED``. Measured on the input and given to the result's figures too, so
-    before and after are looked at alike; without it, a jittering planted foot is never
-    still enough to count as on the ground, and its jitter would be reported as slide
-    (``foot_jitter_mm`` reports the jitter)."""
-    points = np.moveaxis(foot_points, 2, 0).reshape((-1,) + foot_points.shape[1:2] + (3,))
-    return steadying_kernel(jitter(points), fps, 1, GROUND_JITTER_SPEED * size, GROUND_STEADYING * fps)
+def ground_steadying(noise, fps, size):
+    """The smoothing (Gaussian taps, or None) the ground figures give feet whose capture
+    jitters by ``noise`` (:func:`foot_jitter`, world units): the narrowest under which the
+    jitter reads as at most ``GROUND_JITTER_SPEED``. Measured on the input and given to the
+    result's figures too, so before and after are looked at alike; without it, a jittering
+    planted foot is never still enough to count as on the ground, and its jitter would be
+    reported as slide (``foot_jitter_mm`` reports the jitter)."""
+    return steadying_kernel(noise, fps, 1, GROUND_JITTER_SPEED * size, GROUND_STEADYING * fps)
 
 
 def grounded_feet(foot_points, up, fps, size, steadying=None):
@@ -148,17 +147,18 @@ def foot_points(ankles, toes):
     return np.stack([ankles, toes], axis=2)
 
 
-def foot_jitter(ankles, toes, unit_scale=1.0):
-    """The input feet's frame-to-frame capture noise (m, std per axis): markerless or noisy
-    capture jitters by millimetres, and the labeller smooths what it measures where that would
-    read as speed. A figure of the input alone: a fix holds its locked frames still, and over
-    the free frames alone (a swing's sharp turns) the measure does not hold."""
-    return jitter(np.concatenate([ankles, toes])) * unit_scale
+def foot_jitter(ankles, toes):
+    """The input feet's frame-to-frame capture noise (world units, std per axis): markerless
+    or noisy capture jitters by millimetres, and the labeller smooths what it measures where
+    that would read as speed. A figure of the input alone: a fix holds its locked frames
+    still, and over the free frames alone (a swing's sharp turns) the measure does not hold."""
+    return jitter(np.concatenate([ankles, toes]))
 
 
-def adult_size(bone_lengths, unit_scale):
-    """The character's leg length over a reference adult's (bone lengths in world units)."""
-    return float(np.mean(bone_lengths)) * unit_scale / REFERENCE_LEG_LENGTH
+def character_size(bone_lengths):
+    """The character's leg length over a reference adult's, in world units (bone lengths in
+    world units): the factor that puts the adult thresholds (metres) in the scene's units."""
+    return float(np.mean(bone_lengths)) / REFERENCE_LEG_LENGTH
 
 
 def motion_metrics(toes, hips, ankles, pelvis, contacts, up, fps, floors, bone_lengths,
@@ -168,7 +168,7 @@ def motion_metrics(toes, hips, ankles, pelvis, contacts, up, fps, floors, bone_l
     ground = float(np.min(floors))
     speeds = toe_speeds(toes, up, fps, unit_scale)  # shared by the toe slide and both skate ratios
     accel_p99, accel_max = ankle_acceleration(ankles, fps, unit_scale)
-    slide, grounded_share = ground_slide(foot_points(ankles, toes), up, fps, adult_size(bone_lengths, unit_scale),
+    slide, grounded_share = ground_slide(foot_points(ankles, toes), up, fps, character_size(bone_lengths),
                                          unit_scale, steadying)
     return {
         "ground_slide_cm_s": 100.0 * slide,

@@ -3,8 +3,10 @@
 import numpy as np
 import pytest
 from clip_scenarios import (
+    CMU_TO_METRES,
     decimate,
     f1_score,
+    jittered,
     load,
     reference_labels,
     scale_root_motion,
@@ -111,6 +113,24 @@ def test_defective_raw_capture_gives_finite_sane_motion():
     _, gpos = forward_kinematics(skeleton, result.motion.rot, result.motion.pos)
     _, gpos0 = forward_kinematics(skeleton, motion.rot, motion.pos)
     assert np.linalg.norm(gpos - gpos0, axis=-1).max() < 0.3  # no wild pose
+
+
+@pytest.mark.parametrize("degrees", [0.0, 0.5])
+def test_every_reported_figure_is_the_same_in_any_unit(degrees):
+    """The walk (clean, and jittered by 0.5 degrees a frame) in metres and in CMU units with
+    their metres per unit: every figure before and after, and the input's jitter, agree. The
+    ground figures once scaled their adult thresholds by metres instead of world units and
+    read no foot on the ground in CMU units (6.6 cm/s in metres, 0.0 in CMU units)."""
+    in_units = [load("cmu_07_01", scale=scale) for scale in (CMU_TO_METRES, 1.0)]
+    results = [remove_foot_sliding(skeleton, jittered(motion, degrees, seed=1) if degrees else motion, rig, bvh.UP,
+                                   unit_scale=unit_scale)
+               for (skeleton, motion, rig), unit_scale in zip(in_units, (1.0, CMU_TO_METRES))]
+    metres, cmu = results
+    assert metres.before["grounded_share"] > 0.1
+    for figures in ("before", "after"):
+        for key, value in getattr(metres, figures).items():
+            assert getattr(cmu, figures)[key] == pytest.approx(value, rel=1e-6, abs=1e-9), (figures, key)
+    assert cmu.foot_jitter_mm == pytest.approx(metres.foot_jitter_mm, rel=1e-6)
 
 
 @pytest.mark.parametrize("frames", range(2, 9))
