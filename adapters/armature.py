@@ -204,9 +204,10 @@ def _channel_values(bones, pose_bones, modes, table, frames):
         if not bone.use_connect:  # Blender ignores a connected bone's location
             props.append((location, "location", 3))
         for out, prop, width in props:
+            channel = f"{path}.{prop}"
             current = None  # read from the bone only where a curve is missing (most channels are keyed)
             for index in range(width):
-                fcurve = table.get((f"{path}.{prop}", index))
+                fcurve = table.get((channel, index))
                 if fcurve is None or fcurve.mute:
                     current = getattr(pose_bone, prop) if current is None else current
                     out[index, b] = current[index]
