@@ -207,10 +207,16 @@ def _remember_copies(source_bag, copy_bag):
     one in the same place (Blender copies a bag's curves in their order)."""
     if _remembered is None or source_bag is None or copy_bag is None:
         return
-    for fcurve, copy in zip(source_bag.fcurves, copy_bag.fcurves):
-        co = _remembered.get(_curve_key(fcurve))
+    for key, copy_key in zip(_curve_keys(source_bag), _curve_keys(copy_bag)):
+        co = _remembered.get(key)
         if co is not None:
-            _remembered[_curve_key(copy)] = co
+            _remembered[copy_key] = co
+
+
+def _curve_keys(bag):
+    """:func:`_curve_key` of every curve of ``bag`` (they share one action)."""
+    uid = bag.id_data.session_uid
+    return [(uid, fcurve.as_pointer()) for fcurve in bag.fcurves]
 
 
 # --- keys in bulk -----------------------------------------------------------------------
