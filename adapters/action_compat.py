@@ -203,32 +203,43 @@ def _forget(fcurve):
 
 
 def _remember_copies(source_bag, copy_bag):
-    """The curves of ``copy_bag`` hold the keys of ``source_bag``'s of the same channel."""
+    """The curves of ``copy_bag`` hold the keys of ``source_bag``'s of the same channel: the
+    one in the same place (Blender copies a bag's curves in their order)."""
     if _remembered is None or source_bag is None or copy_bag is None:
         return
-    copies = fcurve_table(copy_bag)
-    for fcurve in source_bag.fcurves:
-        co = _remembered.get(_curve_key(fcurve))
-        copy = copies.get((fcurve.data_path, fcurve.array_index))
-        if co is not None and copy is not None:
-            _remembered[_curve_key(copy)] = co
+    for key, copy_key in zip(_curve_keys(source_bag), _curve_keys(copy_bag)):
+        co = _remembered.get(key)
+        if co is not None:
+            _remembered[copy_key] = co
+
+
+def _curve_keys(bag):
+    """:func:`_curve_key` of every curve of ``bag`` (they share one action)."""
+    uid = bag.id_data.session_uid
+    return [(uid, fcurve.as_pointer()) for fcurve in bag.fcurves]
 
 
 # --- keys in bulk -----------------------------------------------------------------------
 
 
-def _key_arrays(fcurve):
+def _key_arrays(fcurve, into=None):
     """The keys (count, 2) of ``fcurve`` as frame, value (float32, as Blender stores them);
-    read-only when remembered."""
+    read-only when remembered. With ``into`` (count, 2) float32 they are read (or copied,
+    when remembered) there: one buffer for many curves spares an allocation and a copy each."""
     points = fcurve.keyframe_points
     count = len(points)
-    co = _remembered.get(_curve_key(fcurve)) if _remembered is not None else None
+    key = _curve_key(fcurve)
+    co = _remembered.get(key) if _remembered is not None else None
     if co is not None and len(co) == count:
-        return co
-    co = np.empty(2 * count, dtype=np.float32)
-    points.foreach_get("co", co)
-    co = co.reshape(count, 2)
-    _remember(fcurve, co)
+        if into is None:
+            return co
+        into[:] = co
+        return into
+    co = np.empty((count, 2), dtype=np.float32) if into is None else into
+    points.foreach_get("co", co.reshape(-1))
+    if _remembered is not None:
+        co.flags.writeable = False  # shared by every later reader
+        _remembered[key] = co
     return co
 
 
@@ -391,16 +402,22 @@ def read_values(fcurve, frames):
 def read_curves(fcurves, frames):
     """Values (len(fcurves), F) of each F-curve at integer ``frames``, as :func:`read_values`
     gives them. The curves keyed on exactly ``frames`` (mocap: one key per frame) are
-    matched in one pass: what costs a click on a short clip is the work per curve."""
+    read into one buffer and matched in one pass: what costs a click on a short clip is
+    the work per curve."""
     frames = np.asarray(frames)
-    values = np.empty((len(fcurves), len(frames)))
-    whole = np.array([len(fcurve.keyframe_points) == len(frames) and not len(fcurve.modifiers) for fcurve in fcurves],
-                     dtype=bool)
-    if whole.any():
-        co = np.stack([_key_arrays(fcurve) for fcurve, one_each in zip(fcurves, whole) if one_each])  # (k, F, 2)
+    count = len(frames)
+    values = np.empty((len(fcurves), count))
+    whole = [row for row, fcurve in enumerate(fcurves)
+             if len(fcurve.keyframe_points) == count and not len(fcurve.modifiers)]
+    rest = np.ones(len(fcurves), dtype=bool)
+    if whole:
+        co = np.empty((len(whole), count, 2), dtype=np.float32)
+        for row, keys in zip(whole, co):
+            _key_arrays(fcurves[row], keys)
         on_frames = (co[..., 0] == frames).all(axis=1)
-        values[np.flatnonzero(whole)[on_frames]] = co[on_frames, :, 1]
-        whole[np.flatnonzero(whole)[~on_frames]] = False
-    for row in np.flatnonzero(~whole):
+        matched = np.asarray(whole)[on_frames]
+        values[matched] = co[on_frames, :, 1]
+        rest[matched] = False
+    for row in np.flatnonzero(rest):
         values[row] = read_values(fcurves[row], frames)
     return values

@@ -187,35 +187,53 @@ def _refuse_first(bad, frames, message):
         raise AdapterError(message.format(int(frames[np.argmax(bad)])))
 
 
-def _channel_values(bones, pose_bones, modes, table, frames):
+def _channel_values(obj, bones, pose_bones, modes, table, frames):
     """Location (3, B, F), rotation (4, B, F; Euler rows 0-2) and scale (3, B, F) channel
     values of the bones on ``frames``: keyed values where an unmuted F-curve is (all read
     together, :func:`~.action_compat.read_curves`), the pose bone's current value elsewhere.
     Laid out (component, bone, frame): each F-curve fills one contiguous row."""
-    count = len(frames)
-    location = np.zeros((3, len(bones), count))
-    rotation = np.zeros((4, len(bones), count))
-    scale = np.empty((3, len(bones), count))
-    keyed = []  # (values, component, bone) of each F-curve in ``curves``
-    curves = []
+    values = np.empty((10, len(bones), len(frames)))  # rows: location 0-2, rotation 3-6, scale 7-9
+    values[:] = _current_channels(obj, bones, pose_bones, modes)[:, :, None]
+    rows, columns, curves = [], [], []  # the row, bone and F-curve of each keyed channel
     for b, (bone, pose_bone, mode) in enumerate(zip(bones, pose_bones, modes)):
         path = bone_data_path(pose_bone.name)
-        props = [(rotation, *rotation_channel(mode)), (scale, "scale", 3)]
+        props = [(3, *rotation_channel(mode)), (7, "scale", 3)]
         if not bone.use_connect:  # Blender ignores a connected bone's location
-            props.append((location, "location", 3))
-        for out, prop, width in props:
-            current = None  # read from the bone only where a curve is missing (most channels are keyed)
+            props.append((0, "location", 3))
+        for row, prop, width in props:
+            channel = f"{path}.{prop}"
             for index in range(width):
-                fcurve = table.get((f"{path}.{prop}", index))
-                if fcurve is None or fcurve.mute:
-                    current = getattr(pose_bone, prop) if current is None else current
-                    out[index, b] = current[index]
-                else:
-                    keyed.append((out, index, b))
+                fcurve = table.get((channel, index))
+                if fcurve is not None and not fcurve.mute:
+                    rows.append(row + index)
+                    columns.append(b)
                     curves.append(fcurve)
-    for (out, index, b), values in zip(keyed, compat.read_curves(curves, frames)):
-        out[index, b] = values
-    return location, rotation, scale
+    values[rows, columns] = compat.read_curves(curves, frames)
+    return values[:3], values[3:7], values[7:]
+
+
+def _current_channels(obj, bones, pose_bones, modes):
+    """(10, B) the pose bones' current location, rotation (in their rotation mode; Euler
+    rows 0-2) and scale, as :func:`_channel_values` lays them out, read in bulk; a
+    connected bone's location 0 (Blender ignores it)."""
+    collection = obj.pose.bones
+    order = np.array([collection.find(pose_bone.name) for pose_bone in pose_bones], dtype=int)
+    current = np.zeros((10, len(bones)))
+    for prop, rows in (("location", slice(0, 3)), ("scale", slice(7, 10))):
+        current[rows] = _pose_bone_values(collection, prop, 3)[order].T
+    current[:3, [bone.use_connect for bone in bones]] = 0.0
+    for mode in set(modes):
+        prop, width = rotation_channel(mode)
+        members = [b for b, m in enumerate(modes) if m == mode]
+        current[3 : 3 + width, members] = _pose_bone_values(collection, prop, width)[order[members]].T
+    return current
+
+
+def _pose_bone_values(collection, prop, width):
+    """(n, width) values of the pose bones' vector property ``prop``, in the collection's order."""
+    values = np.empty(width * len(collection))
+    collection.foreach_get(prop, values)
+    return values.reshape(-1, width)
 
 
 def _rows(values, members, axis=1):
@@ -378,7 +396,7 @@ def _read_keys(obj, action, frames, extra_tails=(), only=None):
     pose_bones = [obj.pose.bones[bone.name] for bone in every]
     modes = [pose_bone.rotation_mode for pose_bone in pose_bones]
 
-    location, rotation, scale = _channel_values(every, pose_bones, modes, table, frames)
+    location, rotation, scale = _channel_values(obj, every, pose_bones, modes, table, frames)
     _check_finite(location, every, lambda b: "location", frames)
     _check_finite(rotation, every, lambda b: rotation_channel(modes[b])[0], frames)
     _check_finite(scale, every, lambda b: "scale", frames)

@@ -17,13 +17,19 @@ def _cycles_modifier(fcurve):
     return next((m for m in fcurve.modifiers if m.type == "CYCLES" and not m.mute), None)
 
 
-def _bone_curves(obj, action):
+def _bone_curves(obj, action, fcurves=None):
+    """The F-curves of ``action`` (or of ``fcurves``) that animate ``obj``'s pose bones."""
     bones = {bone_data_path(bone.name) for bone in obj.pose.bones}
-    return [fcurve for fcurve in compat.iter_fcurves(obj, action) if fcurve.data_path.rpartition(".")[0] in bones]
+    fcurves = compat.iter_fcurves(obj, action) if fcurves is None else fcurves
+    return [fcurve for fcurve in fcurves if fcurve.data_path.rpartition(".")[0] in bones]
 
 
 def has_cycles_modifiers(obj, action):
-    return any(_cycles_modifier(fcurve) is not None for fcurve in _bone_curves(obj, action))
+    # The modifiers first (counted: cheaper than looked through): most curves have none,
+    # and then no curve's path is read.
+    cycled = [fcurve for fcurve in compat.iter_fcurves(obj, action)
+              if len(fcurve.modifiers) and _cycles_modifier(fcurve) is not None]
+    return bool(cycled) and bool(_bone_curves(obj, action, cycled))
 
 
 def is_marked_cyclic(obj, action):

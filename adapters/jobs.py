@@ -66,16 +66,15 @@ class DetectedLegs:
 
 def detect_leg_bones(obj):
     """The pelvis and legs of the armature, by bone name."""
-    bones = list(obj.data.bones)
-    if not bones:
+    bones = obj.data.bones
+    if not len(bones):
         raise AdapterError(f"armature {obj.name!r} has no bones")
     world = np.array(obj.matrix_world, dtype=float)
-    heads = np.array([bone.head_local for bone in bones], dtype=float) @ world[:3, :3].T + world[:3, 3]
-    tails = np.array([bone.tail_local for bone in bones], dtype=float) @ world[:3, :3].T + world[:3, 3]
-    index = {bone.name: i for i, bone in enumerate(bones)}
-    parents = [index[bone.parent.name] if bone.parent else -1 for bone in bones]
-    guess = detect_legs([bone.name for bone in bones], parents, heads, tails, up=UP)
+    heads, tails = (_bone_points(bones, prop) @ world[:3, :3].T + world[:3, 3] for prop in ("head_local", "tail_local"))
     names = [bone.name for bone in bones]
+    index = {name: i for i, name in enumerate(names)}
+    parents = [index[bone.parent.name] if bone.parent else -1 for bone in bones]
+    guess = detect_legs(names, parents, heads, tails, up=UP)
     legs = [
         LegBoneNames(
             leg.side, names[leg.thigh], names[leg.shin], names[leg.foot], "" if leg.toe is None else names[leg.toe]
@@ -83,6 +82,13 @@ def detect_leg_bones(obj):
         for leg in guess.legs
     ]
     return DetectedLegs(names[guess.pelvis], legs)
+
+
+def _bone_points(bones, prop):
+    """(n, 3) rest points ``prop`` ("head_local", "tail_local") of all bones, read in bulk."""
+    points = np.empty(3 * len(bones))
+    bones.foreach_get(prop, points)
+    return points.reshape(-1, 3)
 
 
 def store_legs(settings, detected):

@@ -26,8 +26,9 @@ def _motion_digest(obj, action):
     """A digest of every key of ``action`` for ``obj`` but the contact curves'."""
     digest = hashlib.sha1()
     for fcurve in compat.iter_fcurves(obj, action):
-        if not fcurve.data_path.endswith(_CONTACT_PATHS):
-            digest.update(f"{fcurve.data_path}[{fcurve.array_index}]{compat.keys_digest(fcurve)}".encode())
+        path = fcurve.data_path
+        if not path.endswith(_CONTACT_PATHS):
+            digest.update(f"{path}[{fcurve.array_index}]{compat.keys_digest(fcurve)}".encode())
     return digest.hexdigest()[:16]
 
 

@@ -39,13 +39,15 @@ def is_closed_loop(skeleton, motion, rig, up):
 def ends_meet(skeleton, motion, rig, up):
     """The pose comparison of :func:`is_closed_loop` between the first and the last frame
     of ``motion``, whatever its length (e.g. a clip's two ends read alone)."""
+    turn = 2.0 * np.arccos(np.clip(np.abs(np.sum(motion.rot[0] * motion.rot[-1], axis=-1)), 0.0, 1.0))
+    if not turn.max() <= ROTATION_TOLERANCE:
+        return False  # most clips: told without the leg length
     legs = [leg.ankle for leg in rig.legs]  # the leg length reads hips, knees and ankles only
     size = leg_length(forward_kinematics(skeleton, motion.rot[:1], motion.pos[:1], legs)[1], rig)
-    turn = 2.0 * np.arccos(np.clip(np.abs(np.sum(motion.rot[0] * motion.rot[-1], axis=-1)), 0.0, 1.0))
     offset = cycle_offset(motion)
     roots = skeleton.parents < 0
     offset[roots] = offset[roots] @ np.asarray(up, dtype=float)[:, None] * np.asarray(up, dtype=float)
-    return bool(turn.max() <= ROTATION_TOLERANCE and np.linalg.norm(offset, axis=-1).max() <= POSITION_TOLERANCE * size)
+    return bool(np.linalg.norm(offset, axis=-1).max() <= POSITION_TOLERANCE * size)
 
 
 def tile(motion, copies, frame_values=()):
