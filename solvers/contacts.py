@@ -18,9 +18,12 @@ on its own. The height cue is also left untouched by sliding: a contact must be 
 foot's *local* ground (the lowest it goes within a quarter second), so stairs, boxes and
 raised blocks work. Where most vertically planted frames move faster than the stance
 threshold against the root's share alone, the motion skates and its planted frames are
-contacts however they slide. A gait quicker than a brisk walk (a run, a dash: stances of a
-few frames) is labelled in its own time: its speeds and times scaled by its tempo, which
-the feet's alternation in height gives (:func:`gait_tempo`).
+contacts however they slide; where a foot skates as a whole (heel and ball together), its
+other frames are judged against the ground it stands on -- the skate its planted frames
+show, fitted over a quarter second and carried to the stance's edges, where a toe rolling
+off or a heel settling is slow but not still. A gait quicker than a brisk walk (a run, a
+dash: stances of a few frames) is labelled in its own time: its speeds and times scaled by
+its tempo, which the feet's alternation in height gives (:func:`gait_tempo`).
 
 Every threshold is in seconds or scales with the character's leg length (a reference
 adult's values below), so any unit and any frame rate give the same labels in time.
@@ -67,6 +70,10 @@ class ContactSettings:
     # Where most planted frames slide, planted frames count as contacts up to this speed (m/s):
     skate_speed: float = 1.5
     skate_window: float = 0.5  # s either side
+    # There each foot's own ground is fitted through its planted frames over this (see
+    # :func:`foot_grounds`): wide enough to carry a skate past a stance's edge, short enough
+    # to follow one that turns about within a second.
+    foot_ground_window: float = 0.25  # s either side
     # Foot-level edges (heel strike, toe-off): a stance found with the thresholds above grows
     # while the point stays this slow and this close to its local ground (hysteresis).
     edge_speed: float = 0.5  # m/s for the reference human: twice the stance threshold
@@ -292,24 +299,35 @@ def long_runs(mask, min_length):
     return mask & (lengths[ids] >= min_length)
 
 
-def label_points(cues, grounds, fps, scale, settings, grow_edges=0):
+def label_points(cues, grounds, fps, scale, settings, grow_edges=0, feet=None):
     """Boolean contacts (L, F) of points (their :class:`PointCues`) standing on a ground
     moving at ``grounds[0]`` (F, 3) (``grounds[1]``: the root's share alone, see
     :func:`moving_ground`).
 
     ``grow_edges`` -1 / +1 extends each contact's start / end to the foot-level edge (see
-    :func:`grow_into`), one value for all points or one per point (L,). Returns the labels
-    and the frames (L, F) where the motion skates.
+    :func:`grow_into`), one value for all points or one per point (L,). ``feet``: how many
+    feet the rows are points of, the rows being that many feet's points in turn (heels, then
+    toes: two feet's rows are heel, heel, toe, toe); by default each point is a foot of its
+    own. Returns the labels and the frames (L, F) where the motion skates.
     """
     vertical_speed, clearance, planted = cues.vertical_speed, cues.clearance, cues.planted
     grow_edges = np.broadcast_to(grow_edges, vertical_speed.shape[:1])[:, None]
     horizontal_speed, share_speed = length(cues.horizontal_velocity[None] - grounds[:, None])
     speed = np.sqrt(horizontal_speed**2 + vertical_speed**2)
     threshold = settings.speed_threshold * scale
-    labels = (speed < threshold) & (clearance < settings.height_threshold * scale)
+    low = clearance < settings.height_threshold * scale
+    labels = (speed < threshold) & low
     skating = skating_motion(planted, share_speed**2 + vertical_speed**2 >= threshold**2,
                              round(settings.skate_window * fps))
-    labels |= planted & skating & (horizontal_speed < settings.skate_speed * scale)
+    # A planted frame faster than a skate is a swing toe skimming the floor.
+    standing = planted & (horizontal_speed < settings.skate_speed * scale)
+    # A foot skates where all its points do: a heel rolling off its standing ball, or a ball
+    # pivoting under its heel, is the foot's own motion.
+    foot_skating = skating if feet is None else whole_foot(skating, feet)
+    if foot_skating.any():
+        labels = np.where(foot_skating, skated_labels(cues, grounds[0], standing, labels, low, fps, scale, settings,
+                                                      feet), labels)
+    labels |= standing & skating
     # Where the point's contact starts the foot's (the heel strike), a point still descending
     # has not touched yet, however slow the moving ground makes it look (another foot's drift
     # taken for the ground's).
@@ -326,6 +344,83 @@ def label_points(cues, grounds, fps, scale, settings, grow_edges=0):
     labels = fill_gaps(labels, int(np.floor(settings.min_gap * fps + 1e-6)))
     # Whole frames only, never more than the time asked: at 30 or 60 fps a frame is already more.
     return widen(labels, int(np.floor(settings.widen * fps + 1e-6))), skating
+
+
+def skated_labels(cues, ground, standing, labels, low, fps, scale, settings, feet=None):
+    """Contacts (L, F) of points where the motion skates, moving slower than the stance
+    threshold (``low``: near their local ground) against the ground their own foot stands on
+    -- what its ``standing`` frames (L, F) show, see :func:`foot_grounds` -- wherever a
+    standing frame of the foot is near enough to tell; elsewhere ``labels``.
+
+    A foot skating to and fro on its own, nothing shared with the other foot to follow:
+    against the moving ground its stance edges (a toe rolling off, a heel settling, slow but
+    not still) move as fast as the skate. Its standing frames show its skate, and the fit
+    carries it a few hundredths of a second past them, to the edges."""
+    residual = cues.horizontal_velocity - ground
+    own, known = foot_grounds(residual, standing, len(residual) if feet is None else feet,
+                              max(1, round(settings.foot_ground_window * fps)))
+    sliding = length(residual - own)
+    still = (sliding**2 + cues.vertical_speed**2 < (settings.speed_threshold * scale) ** 2) & low
+    return np.where(known, still, labels)
+
+
+def whole_foot(mask, feet):
+    """Rows (L, F) of ``mask`` True where it is True for every point of the row's foot (the
+    rows ``feet`` feet's points in turn, see :func:`label_points`)."""
+    return np.tile(mask.reshape(-1, feet, mask.shape[-1]).all(axis=0), (len(mask) // feet, 1))
+
+
+def foot_grounds(velocities, planted, feet, half_width):
+    """Per point, the horizontal velocity (L, F, 3) its foot's planted frames show around each
+    frame, and whether the foot has a planted frame within ``half_width`` frames (L, F). The
+    rows are ``feet`` feet's points in turn (see :func:`label_points`); a foot's planted points
+    are pooled (its heel and ball slide together), then fitted by :func:`local_quadratic`."""
+    frames = planted.shape[1]
+    count = planted.reshape(-1, feet, frames).sum(axis=0)
+    total = (velocities * planted[..., None]).reshape(-1, feet, frames, velocities.shape[-1]).sum(axis=0)
+    fitted, known = local_quadratic(total / np.maximum(count, 1)[..., None], count > 0, half_width)
+    rows = len(planted) // feet
+    return np.tile(fitted, (rows, 1, 1)), np.tile(known, (rows, 1))
+
+
+# A weak pull of the fit toward zero (no skate of the foot's own), as a share of the window's
+# full weight: where a standing frame or two stand far to one side, a quadratic through them
+# alone would be anything.
+FIT_PRIOR = 1e-3
+
+
+def local_quadratic(values, weights, half_width):
+    """``values`` (N, F, C) fitted around each frame by a quadratic in time over the
+    ``weights`` (N, F) frames within ``half_width`` either side, near frames weighing most (a
+    triangle), and evaluated there; and whether any weighted frame is that near (N, F). A
+    quadratic follows a skate turning about, where a line through a stance's frames would
+    carry its speed on past the turn."""
+    offsets = np.arange(-half_width, half_width + 1) / half_width  # -1..1: well-scaled sums
+    kernel = 1.0 - np.abs(offsets) * half_width / (half_width + 1)
+    kernels = kernel * offsets ** np.arange(5)[:, None]  # (5, width): the triangle times 1, t .. t^4
+    weights = weights.astype(float)
+    m0, m1, m2, m3, m4 = np.moveaxis(kernel_sums(weights, kernels), -2, 0)  # (N, F) each
+    sums = kernel_sums(np.moveaxis(values * weights[..., None], -1, -2), kernels[:3])  # (N, C, 3, F)
+    b0, b1, b2 = np.moveaxis(sums, (-2, -1), (0, -2))  # (N, F, C) each
+    # The normal equations' matrix is [[m0, m1, m2], [m1, m2, m3], [m2, m3, m4]] plus the prior
+    # on its diagonal; the fit's value at the frame is the first row of its inverse (its
+    # cofactors: it is symmetric) times the right-hand side.
+    prior = FIT_PRIOR * kernel.sum()
+    d0, d1, d2 = m0 + prior, m2 + prior, m4 + prior
+    c0, c1, c2 = d1 * d2 - m3 * m3, m2 * m3 - m1 * d2, m1 * m3 - d1 * m2
+    value = (c0[..., None] * b0 + c1[..., None] * b1 + c2[..., None] * b2) / (d0 * c0 + m1 * c1 + m2 * c2)[..., None]
+    return value, m0 > 0
+
+
+def kernel_sums(rows, kernels):
+    """Per row of ``rows`` (..., F) and kernel of ``kernels`` (K, 2 h + 1), the sums of the
+    row's frames around each frame weighted by the kernel (frames beyond the ends count
+    zero): (..., K, F). A convolution each, the few rows and kernels one by one."""
+    frames, half_width = rows.shape[-1], kernels.shape[-1] // 2
+    flat = rows.reshape(-1, frames)
+    sums = np.array([[np.convolve(row, kernel[::-1])[half_width : half_width + frames] for kernel in kernels]
+                     for row in flat])
+    return sums.reshape(rows.shape[:-1] + (len(kernels), frames))
 
 
 def bottomed_out(cues, fps, settings):
@@ -463,7 +558,7 @@ def detect_foot_contacts(heels, toes, root, up, fps, leg_length, settings=None, 
     grounds, slip = moving_ground(cues.rows(slice(feet, None)), root, gait_fps, scale, settings)
     # The heel strikes first, the toe leaves last: each grows at the edge the foot has it for.
     grow_edges = np.repeat([-int(foot_edges), int(foot_edges)], [feet, len(toe_points)])
-    labels, skating = label_points(cues, grounds, gait_fps, scale, settings, grow_edges)
+    labels, skating = label_points(cues, grounds, gait_fps, scale, settings, grow_edges, feet)
     heel, toe, heel_skating, toe_skating = labels[:feet], labels[feet:], skating[:feet], skating[feet:]
     if toe_tips is not None:
         toe, toe_skating = (rows[:feet] | rows[feet:] for rows in (toe, toe_skating))
