@@ -168,7 +168,7 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
         "reference_pelvis": before["pelvis"][measured],
         "steadying": metrics.ground_steadying(noise, motion.fps, size),
     }
-    before_figures = _metrics(_frames(before, measured), **figures)
+    before_figures, after_figures = _metrics([_frames(before, measured), _frames(after, measured)], **figures)
     if IN_PLACE not in warnings:  # an in-place walk is left unlocked on purpose: its labels are not the news
         warnings += metrics.implausible_contacts(contacts, metrics.foot_points(before["ankles"], before["toes"]), up,
                                                  motion.fps, size, [leg.name for leg in rig.legs], figures["steadying"])
@@ -179,7 +179,7 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
         rotation_joints=sorted({j for leg in rig.legs for j in _rotated_joints(leg)}),
         location_joints=[rig.pelvis],
         before=before_figures,
-        after=_metrics(_frames(after, measured), **figures),
+        after=after_figures,
         slip=slip,
         lock_residual=solution.lock_residual,
         reach_violation=solution.reach_violation,
@@ -228,9 +228,13 @@ def _frames(state, measured):
     return {key: values[measured] if key == "pelvis" else values[:, measured] for key, values in state.items()}
 
 
-def _metrics(state, contacts, up, fps, unit_scale, floors, bone_lengths, reference_pelvis, steadying):
+def _metrics(states, contacts, up, fps, unit_scale, floors, bone_lengths, reference_pelvis, steadying):
+    """The figures of each state (a before and an after), measured together."""
+    def stacked(key):
+        return np.stack([state[key] for state in states])
+
     return metrics.motion_metrics(
-        state["toes"], state["hips"], state["ankles"], state["pelvis"], contacts, up, fps,
+        stacked("toes"), stacked("hips"), stacked("ankles"), stacked("pelvis"), contacts, up, fps,
         floors, bone_lengths, reference_pelvis, unit_scale, steadying,
     )
 

@@ -422,10 +422,15 @@ def _basis_about(up):
 
 
 def _add_difference_term(diag, rhs, block, direction, weight, goal):
-    """Terms ``weight * (n . (e - d) - goal)^2`` coupling the pelvis with one toe."""
-    a = np.zeros(rhs.shape)
-    a[:, :3] = direction
-    a[:, block] = -direction
+    """Terms ``weight * (n . (e - d) - goal)^2`` coupling the pelvis with one toe: written
+    into the four (F, 3, 3) blocks they touch, not as an outer product of whole rows."""
     w = np.asarray(weight)
-    diag += w[:, None, None] * a[:, :, None] * a[:, None, :]
-    rhs += (w * goal)[:, None] * a
+    weighted = w[:, None] * direction
+    outer = weighted[:, :, None] * direction[:, None, :]
+    diag[:, :3, :3] += outer
+    diag[:, block, block] += outer
+    diag[:, :3, block] -= outer
+    diag[:, block, :3] -= outer
+    pull = (w * goal)[:, None] * direction
+    rhs[:, :3] += pull
+    rhs[:, block] -= pull
