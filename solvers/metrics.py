@@ -144,11 +144,11 @@ def _ground_slides(foot_points, up, fps, size, unit_scale, steadying):
     return slides, on_ground.mean(axis=-1)
 
 
-def implausible_contacts(contacts, foot_points, up, fps, size, leg_names, steadying=None):
+def implausible_contacts(contacts, grounded_share, leg_names):
     """Warnings for legs whose labels cover under a third of the frames while the foot is on
-    the ground far more often (a walk labelled as mostly swing)."""
+    the ground far more often (a walk labelled as mostly swing); ``grounded_share`` (L,) the
+    share of the frames each foot is on the ground (:func:`ground_slide`)."""
     share = (np.asarray(contacts) > 0.5).mean(axis=1)
-    grounded_share = grounded_feet(foot_points, up, fps, size, steadying)[0].mean(axis=1)
     return [
         f"contacts of {name} look implausible: labelled on {100 * s:.0f}% of the frames, "
         f"on the ground on {100 * g:.0f}%; check its contact curve"
@@ -180,11 +180,11 @@ def character_size(bone_lengths):
 def motion_metrics(toes, hips, ankles, pelvis, contacts, up, fps, floors, bone_lengths,
                    reference_pelvis, unit_scale=1.0, steadying=None):
     """All reported figures for each of S states of the motion (a before and an after), one
-    dict per state; arrays in world units with a leading axis of states: ``toes``, ``hips``,
-    ``ankles`` (S, L, F, 3), ``pelvis`` (S, F, 3). ``steadying`` the input's
-    :func:`ground_steadying`, for the ground figures. The filters that run along frames
-    take every state's legs as rows of one array: on a short clip their cost is per numpy
-    call, not per frame."""
+    dict per state, and the share of the frames each foot is on the ground (S, L); arrays
+    in world units with a leading axis of states: ``toes``, ``hips``, ``ankles`` (S, L, F, 3),
+    ``pelvis`` (S, F, 3). ``steadying`` the input's :func:`ground_steadying`, for the ground
+    figures. The filters that run along frames take every state's legs as rows of one
+    array: on a short clip their cost is per numpy call, not per frame."""
     states, legs, frames = toes.shape[:3]
     ground = float(np.min(floors))
     # Shared by the toe slide and both skate ratios.
@@ -192,7 +192,7 @@ def motion_metrics(toes, hips, ankles, pelvis, contacts, up, fps, floors, bone_l
     accelerations = ankle_accelerations(ankles, fps, unit_scale)
     slides, grounded_shares = _ground_slides(foot_points(ankles, toes, axis=3), up, fps,
                                              character_size(bone_lengths), unit_scale, steadying)
-    return [{
+    figures = [{
         "ground_slide_cm_s": 100.0 * slides[s],
         "grounded_share": float(grounded_shares[s].mean()),
         "toe_slide_cm_s": 100.0 * toe_slide(toes[s], contacts, up, fps, unit_scale, speeds[s]),
@@ -204,3 +204,4 @@ def motion_metrics(toes, hips, ankles, pelvis, contacts, up, fps, floors, bone_l
         "ankle_accel_p99": accelerations[s][0],
         "ankle_accel_max": accelerations[s][1],
     } for s in range(states)]
+    return figures, grounded_shares
