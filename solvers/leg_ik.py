@@ -152,7 +152,9 @@ def solve_two_bone(pose, leg, limits, heel_target, chain):
     As in the seed: the knee turns about its hinge (the normal of the leg's bend plane)
     to give the hip-to-ankle distance, the hip turns about the same hinge so the ankle
     stays on its ray, and one shortest swing at the hip brings that ray onto the target.
-    The knee never twists; the thigh keeps its roll.
+    The knee never twists; the thigh keeps its roll. The globals are updated down to the
+    ankle; the joints below it are the caller's to update (:func:`solve_leg` turns the
+    foot first).
     """
     gpos = pose.gpos
     a, b, c = gpos[:, leg.hip], gpos[:, leg.knee], gpos[:, leg.ankle]
@@ -175,7 +177,7 @@ def solve_two_bone(pose, leg, limits, heel_target, chain):
     hip_bend = quat.from_axis_angle(hinge, hip_now - hip_wanted)
     ankle_ray = quat.rotate(hip_bend, gpos[:, leg.ankle] - a)
     pose.turn(leg.hip, quat.multiply(quat.between(ankle_ray, to_target), hip_bend))
-    pose.update(chain[1:])
+    pose.update(chain[1 : chain.index(leg.ankle) + 1])
 
 
 def _angle(u, v):
@@ -220,8 +222,13 @@ def solve_leg(pose, leg, limits, toe_target, up, options=None, heel_target=None)
     elif options.height_clamp:  # the heel swings up about the ball, which stays on its target
         heel_target = _lift_tip(toe_target, heel_target, limits.heel_min_height, up)
     solve_two_bone(pose, leg, limits, heel_target, chain)
+    below_ankle = chain[chain.index(leg.ankle) + 1 :]
     if options.heel_look_at:
+        # The foot turns before anything past the ball is read: only the ball is posed to aim it.
+        pose.update(below_ankle[: below_ankle.index(leg.toe) + 1])
         look_at(pose, leg.ankle, leg.toe, toe_target, chain)
+    else:
+        pose.update(below_ankle)
     if options.toe_look_at and leg.has_toe_bone:
         toe_end_target = gpos[:, leg.toe_end]
         if options.height_clamp:
