@@ -70,7 +70,7 @@ def travel(skeleton, gpos, rig, up):
         return np.linalg.norm(quat.horizontal(np.diff(gpos[:, joint], axis=0), up), axis=-1).sum()
 
     pelvis_travel = distance(rig.pelvis)
-    for joint in skeleton.closure([rig.pelvis]):
+    for joint in skeleton.closure([rig.pelvis])[:-1]:  # the pelvis's ancestors, topmost first
         if distance(joint) >= 0.5 * pelvis_travel:
             return gpos[:, joint]
     return gpos[:, rig.pelvis]
