@@ -119,14 +119,26 @@ def _reduce(diag, rows):
     return x
 
 
+# Up to this many blocks :func:`spd_inverse` factors each block bordered by the identity
+# (one LAPACK call for the lot); beyond, that factorisation's per-block cost (a matrix twice
+# as wide) outweighs the fixed cost of inverting the triangle row by row.
+BORDERED_BLOCKS = 50
+# The bordered matrix's lower-right diagonal: it only has to keep the matrix positive
+# definite (above 1 / the block's least eigenvalue); the factor's block it sets is not read.
+BORDER = 1e150
+
+
 def spd_inverse(blocks):
     """Inverses of a batch of small symmetric positive definite matrices (n, m, m).
 
-    Cholesky, then the triangle inverted row by row with batched products: several
-    times faster than ``np.linalg.inv`` on many small matrices, whose per-matrix
-    LAPACK calls (and OpenBLAS threading, in Blender's numpy) dominate. Blocks of
-    the normal equations stay SPD through cyclic reduction (Schur complements).
+    Cholesky, then the triangle inverted (see :func:`_bordered_inverse` for a few blocks;
+    row by row with batched products for many): several times faster than
+    ``np.linalg.inv`` on many small matrices, whose per-matrix LAPACK calls (and OpenBLAS
+    threading, in Blender's numpy) dominate. Blocks of the normal equations stay SPD
+    through cyclic reduction (Schur complements).
     """
+    if len(blocks) <= BORDERED_BLOCKS:
+        return _bordered_inverse(blocks)
     low = np.linalg.cholesky(blocks)
     m = blocks.shape[-1]
     inv_low = np.zeros_like(low)
@@ -137,6 +149,21 @@ def spd_inverse(blocks):
     for i in range(1, m):
         np.matmul(scaled[:, i : i + 1, :i], inv_low[:, :i, :i], out=inv_low[:, i : i + 1, :i])
     return np.swapaxes(inv_low, -1, -2) @ inv_low
+
+
+def _bordered_inverse(blocks):
+    """:func:`spd_inverse` by one Cholesky factorisation of each block ``D`` bordered as
+    ``[[D, I], [I, BORDER I]]``: the factor's lower-left block ``X`` solves ``X L^T = I``
+    (``L`` the factor of ``D``), so ``D^-1 = X X^T``. On a few blocks the Python-level
+    calls of inverting ``L`` row by row cost more than the bigger factorisation."""
+    n, m = blocks.shape[:2]
+    bordered = np.zeros((n, 2 * m, 2 * m))
+    bordered[:, :m, :m] = blocks
+    flat = bordered.reshape(n, -1)
+    flat[:, 2 * m * m :: 2 * m + 1] = 1.0  # the lower-left identity
+    flat[:, 2 * m * m + m :: 2 * m + 1] = BORDER
+    inverse_transposed = np.linalg.cholesky(bordered)[:, m:, :m]  # L^-T
+    return inverse_transposed @ np.swapaxes(inverse_transposed, -1, -2)
 
 
 def _solve_dense(diag, rows):

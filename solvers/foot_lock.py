@@ -18,9 +18,9 @@ from .contacts import (
     heel_down,
 )
 from .kinematics import Motion, Pose, SolverInputError, check_motion, forward_kinematics
-from .leg_ik import LegOptions, measure_leg, solve_legs
+from .leg_ik import LegOptions, measure_legs, solve_legs
 from .offline_lock import OfflineProblem, OfflineWeights, solve_offline_lock
-from .rig import leg_bone_length, leg_length
+from .rig import leg_bone_lengths, leg_length
 from .root_motion import is_in_place
 
 IN_PLACE = ("the clip walks in place (its root stays put while the planted feet glide back): "
@@ -70,7 +70,7 @@ def travel(skeleton, gpos, rig, up):
         return np.linalg.norm(quat.horizontal(np.diff(gpos[:, joint], axis=0), up), axis=-1).sum()
 
     pelvis_travel = distance(rig.pelvis)
-    for joint in skeleton.closure([rig.pelvis]):
+    for joint in skeleton.closure([rig.pelvis])[:-1]:  # the pelvis's ancestors, topmost first
         if distance(joint) >= 0.5 * pelvis_travel:
             return gpos[:, joint]
     return gpos[:, rig.pelvis]
@@ -124,8 +124,8 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
     timings, slip, warnings = {}, 0.0, []
     with _timed(timings, "kinematics"):
         grot, gpos = forward_kinematics(skeleton, motion.rot, motion.pos, _solved_joints(rig))
-        limits = [measure_leg(grot, gpos, leg, up, settings.softening_ratio) for leg in rig.legs]
-        bone_lengths = np.array([leg_bone_length(gpos, leg) for leg in rig.legs])
+        bone_lengths = leg_bone_lengths(gpos, rig.legs)
+        limits = measure_legs(grot, gpos, rig.legs, up, settings.softening_ratio, bones=bone_lengths)
     contacts = _checked_contacts(contacts, len(rig.legs), motion.frames)
     heel_contacts = _checked_contacts(heel_contacts, len(rig.legs), motion.frames)
     missing, heel_missing = np.isnan(contacts).all(axis=1), np.isnan(heel_contacts).all(axis=1)
@@ -168,10 +168,12 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
         "reference_pelvis": before["pelvis"][measured],
         "steadying": metrics.ground_steadying(noise, motion.fps, size),
     }
-    before_figures = _metrics(_frames(before, measured), **figures)
+    (before_figures, after_figures), grounded = _metrics([_frames(before, measured), _frames(after, measured)], **figures)
     if IN_PLACE not in warnings:  # an in-place walk is left unlocked on purpose: its labels are not the news
-        warnings += metrics.implausible_contacts(contacts, metrics.foot_points(before["ankles"], before["toes"]), up,
-                                                 motion.fps, size, [leg.name for leg in rig.legs], figures["steadying"])
+        if range(motion.frames)[measured] != range(motion.frames):  # the input's figures are not of the whole clip
+            grounded = metrics.ground_slide(metrics.foot_points(before["ankles"], before["toes"]), up, motion.fps,
+                                            size, steadying=figures["steadying"])[1][None]
+        warnings += metrics.implausible_contacts(contacts, grounded[0], [leg.name for leg in rig.legs])
     return FootLockResult(
         motion=type(motion)(pose.rot, pose.pos, motion.fps, dict(motion.meta)),
         contacts=contacts,
@@ -179,7 +181,7 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
         rotation_joints=sorted({j for leg in rig.legs for j in _rotated_joints(leg)}),
         location_joints=[rig.pelvis],
         before=before_figures,
-        after=_metrics(_frames(after, measured), **figures),
+        after=after_figures,
         slip=slip,
         lock_residual=solution.lock_residual,
         reach_violation=solution.reach_violation,
@@ -228,9 +230,14 @@ def _frames(state, measured):
     return {key: values[measured] if key == "pelvis" else values[:, measured] for key, values in state.items()}
 
 
-def _metrics(state, contacts, up, fps, unit_scale, floors, bone_lengths, reference_pelvis, steadying):
+def _metrics(states, contacts, up, fps, unit_scale, floors, bone_lengths, reference_pelvis, steadying):
+    """The figures of each state (a before and an after), measured together, and the share of
+    the frames each foot is on the ground (S, L)."""
+    def stacked(key):
+        return np.stack([state[key] for state in states])
+
     return metrics.motion_metrics(
-        state["toes"], state["hips"], state["ankles"], state["pelvis"], contacts, up, fps,
+        stacked("toes"), stacked("hips"), stacked("ankles"), stacked("pelvis"), contacts, up, fps,
         floors, bone_lengths, reference_pelvis, unit_scale, steadying,
     )
 

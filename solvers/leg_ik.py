@@ -18,7 +18,7 @@ import numpy as np
 
 from . import quaternion as quat
 from .kinematics import Pose, Skeleton, SolverInputError
-from .rig import Leg, leg_bone_length
+from .rig import Leg, leg_bone_lengths
 
 # Below this sine of the thigh-to-leg-axis angle (about 1 degree) the knee's own
 # bend direction is too weak to trust and the calibrated forward takes over.
@@ -53,34 +53,46 @@ def leg_chain(skeleton, leg):
 
 def measure_leg(grot, gpos, leg, up, softening_ratio=0.02, comfortable_reach=0.985):
     """Limits of one leg from its own motion: reach, knee direction, lowest heights."""
-    hip, knee, ankle = gpos[:, leg.hip], gpos[:, leg.knee], gpos[:, leg.ankle]
+    return measure_legs(grot, gpos, [leg], up, softening_ratio, comfortable_reach)[0]
+
+
+def measure_legs(grot, gpos, legs, up, softening_ratio=0.02, comfortable_reach=0.985, bones=None):
+    """:func:`measure_leg` of each of ``legs``, measured as rows of one array (on a short
+    clip the cost is per numpy call, not per frame); ``bones`` their
+    :func:`~.rig.leg_bone_lengths`, if already known."""
+    def joints(role):  # (L, F, 3)
+        return np.swapaxes(gpos[:, [getattr(leg, role) for leg in legs]], 0, 1)
+
+    hip, knee, ankle = joints("hip"), joints("knee"), joints("ankle")
     thigh = quat.length(knee - hip)
     shin = quat.length(ankle - knee)
+    longest = np.max(thigh + shin, axis=1)
     # "not >" also refuses legs whose bones are all zero long (0 < 0 is false) and NaN.
-    if not (np.min(thigh) > 1e-6 * np.max(thigh + shin) and np.min(shin) > 1e-6 * np.max(thigh + shin)):
-        raise SolverInputError(f"leg {leg.name!r}: thigh or shin has zero length")
-    bones = leg_bone_length(gpos, leg)
+    for leg, shortest_thigh, shortest_shin, most in zip(legs, np.min(thigh, axis=1), np.min(shin, axis=1), longest):
+        if not (shortest_thigh > 1e-6 * most and shortest_shin > 1e-6 * most):
+            raise SolverInputError(f"leg {leg.name!r}: thigh or shin has zero length")
+    bones = (leg_bone_lengths(gpos, legs) if bones is None else np.asarray(bones))[:, None]
     extension = quat.length(ankle - hip)
     # Per frame, a leg may reach as far as it does in the input or, where it is
     # bent, up to a comfortable share of its bones -- but never further than the
     # clip ever stretches it, and never to a straight leg it did not have ("avoid
     # the dinosaur"). The soft clamp starts there and ends half way to the bones'
     # full reach.
-    reach = np.maximum(extension, min(comfortable_reach * bones, float(extension.max())))
+    reach = np.maximum(extension, np.minimum(comfortable_reach * bones, extension.max(axis=1, keepdims=True)))
     softening = np.maximum(np.minimum(softening_ratio * bones, 0.5 * (bones - reach)), 1e-9 * bones)
     up = np.asarray(up, dtype=float)
-
-    def lowest(joint):
-        return float(quat.dot(gpos[:, joint], up).min())
-
-    return LegLimits(
-        max_extension=reach + softening,
-        softening=softening,
-        knee_forward_local=_knee_forward_local(grot, gpos, leg, up),
-        toe_min_height=lowest(leg.toe),
-        heel_min_height=lowest(leg.ankle),
-        toe_end_min_height=lowest(leg.tip),
-    )
+    lowest = quat.dot(gpos[:, [getattr(leg, role) for leg in legs for role in ("toe", "ankle", "tip")]], up).min(axis=0)
+    return [
+        LegLimits(
+            max_extension=leg_reach + leg_softening,
+            softening=leg_softening,
+            knee_forward_local=_knee_forward_local(grot, gpos, leg, up),
+            toe_min_height=toe,
+            heel_min_height=heel,
+            toe_end_min_height=tip,
+        )
+        for leg, leg_reach, leg_softening, (toe, heel, tip) in zip(legs, reach, softening, lowest.reshape(-1, 3).tolist())
+    ]
 
 
 def _knee_forward_local(grot, gpos, leg, up):
@@ -140,7 +152,9 @@ def solve_two_bone(pose, leg, limits, heel_target, chain):
     As in the seed: the knee turns about its hinge (the normal of the leg's bend plane)
     to give the hip-to-ankle distance, the hip turns about the same hinge so the ankle
     stays on its ray, and one shortest swing at the hip brings that ray onto the target.
-    The knee never twists; the thigh keeps its roll.
+    The knee never twists; the thigh keeps its roll. The globals are updated down to the
+    ankle; the joints below it are the caller's to update (:func:`solve_leg` turns the
+    foot first).
     """
     gpos = pose.gpos
     a, b, c = gpos[:, leg.hip], gpos[:, leg.knee], gpos[:, leg.ankle]
@@ -163,7 +177,7 @@ def solve_two_bone(pose, leg, limits, heel_target, chain):
     hip_bend = quat.from_axis_angle(hinge, hip_now - hip_wanted)
     ankle_ray = quat.rotate(hip_bend, gpos[:, leg.ankle] - a)
     pose.turn(leg.hip, quat.multiply(quat.between(ankle_ray, to_target), hip_bend))
-    pose.update(chain[1:])
+    pose.update(chain[1 : chain.index(leg.ankle) + 1])
 
 
 def _angle(u, v):
@@ -208,8 +222,13 @@ def solve_leg(pose, leg, limits, toe_target, up, options=None, heel_target=None)
     elif options.height_clamp:  # the heel swings up about the ball, which stays on its target
         heel_target = _lift_tip(toe_target, heel_target, limits.heel_min_height, up)
     solve_two_bone(pose, leg, limits, heel_target, chain)
+    below_ankle = chain[chain.index(leg.ankle) + 1 :]
     if options.heel_look_at:
+        # The foot turns before anything past the ball is read: only the ball is posed to aim it.
+        pose.update(below_ankle[: below_ankle.index(leg.toe) + 1])
         look_at(pose, leg.ankle, leg.toe, toe_target, chain)
+    else:
+        pose.update(below_ankle)
     if options.toe_look_at and leg.has_toe_bone:
         toe_end_target = gpos[:, leg.toe_end]
         if options.height_clamp:

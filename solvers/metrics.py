@@ -83,10 +83,16 @@ def full_extension_share(hips, ankles, bone_lengths):
 
 def ankle_acceleration(ankles, fps, unit_scale=1.0, percentile=99.0):
     """Percentile and peak of ankle acceleration magnitude (m/s^2)."""
-    if ankles.shape[1] < 3:
-        return 0.0, 0.0
-    accel = length(np.diff(ankles, n=2, axis=1)) * fps * fps * unit_scale
-    return float(np.percentile(accel, percentile)), float(accel.max())
+    return ankle_accelerations(ankles[None], fps, unit_scale, percentile)[0]
+
+
+def ankle_accelerations(ankles, fps, unit_scale=1.0, percentile=99.0):
+    """:func:`ankle_acceleration` of S states of the ankles (S, L, F, 3) at once: a
+    (percentile, peak) pair per state."""
+    if ankles.shape[2] < 3:
+        return [(0.0, 0.0)] * len(ankles)
+    accel = (length(np.diff(ankles, n=2, axis=2)) * fps * fps * unit_scale).reshape(len(ankles), -1)
+    return list(zip(np.percentile(accel, percentile, axis=1).tolist(), accel.max(axis=1).tolist()))
 
 
 def ground_steadying(noise, fps, size):
@@ -123,17 +129,27 @@ def grounded_feet(foot_points, up, fps, size, steadying=None):
 def ground_slide(foot_points, up, fps, size, unit_scale=1.0, steadying=None):
     """Mean horizontal speed (m/s) of the feet's lowest points while on the ground, and the
     share of frames each foot (L,) is on the ground (``steadying``: see :func:`grounded_feet`)."""
-    on_ground, velocity = grounded_feet(foot_points, up, fps, size, steadying)
-    speed = length(velocity) * unit_scale
+    (slide,), (grounded_share,) = _ground_slides(foot_points[None], up, fps, size, unit_scale, steadying)
+    return slide, grounded_share
+
+
+def _ground_slides(foot_points, up, fps, size, unit_scale, steadying):
+    """:func:`ground_slide` of S states of the feet at once, ``foot_points`` (S, L, F, P, 3):
+    their legs are rows of one array. Returns the S slides and the (S, L) shares."""
+    states = foot_points.shape[0]
+    on_ground, velocity = grounded_feet(foot_points.reshape((-1,) + foot_points.shape[2:]), up, fps, size, steadying)
+    on_ground = on_ground.reshape(states, -1, on_ground.shape[-1])
+    speed = length(velocity).reshape(on_ground.shape) * unit_scale
     sliding = on_ground & (speed < POP_SPEED * size * unit_scale)
-    return (float(speed[sliding].mean()) if sliding.any() else 0.0), on_ground.mean(axis=1)
+    slides = [float(s[m].mean()) if m.any() else 0.0 for s, m in zip(speed, sliding)]
+    return slides, on_ground.mean(axis=-1)
 
 
-def implausible_contacts(contacts, foot_points, up, fps, size, leg_names, steadying=None):
+def implausible_contacts(contacts, grounded_share, leg_names):
     """Warnings for legs whose labels cover under a third of the frames while the foot is on
-    the ground far more often (a walk labelled as mostly swing)."""
+    the ground far more often (a walk labelled as mostly swing); ``grounded_share`` (L,) the
+    share of the frames each foot is on the ground (:func:`ground_slide`)."""
     share = (np.asarray(contacts) > 0.5).mean(axis=1)
-    grounded_share = grounded_feet(foot_points, up, fps, size, steadying)[0].mean(axis=1)
     return [
         f"contacts of {name} look implausible: labelled on {100 * s:.0f}% of the frames, "
         f"on the ground on {100 * g:.0f}%; check its contact curve"
@@ -142,9 +158,10 @@ def implausible_contacts(contacts, foot_points, up, fps, size, leg_names, steady
     ]
 
 
-def foot_points(ankles, toes):
-    """(L, F, 2, 3): the points of each foot the ground figures look at."""
-    return np.stack([ankles, toes], axis=2)
+def foot_points(ankles, toes, axis=2):
+    """(L, F, 2, 3): the points of each foot the ground figures look at (``axis`` 3 for
+    (S, L, F, 3) states)."""
+    return np.stack([ankles, toes], axis=axis)
 
 
 def foot_jitter(ankles, toes):
@@ -163,22 +180,29 @@ def character_size(bone_lengths):
 
 def motion_metrics(toes, hips, ankles, pelvis, contacts, up, fps, floors, bone_lengths,
                    reference_pelvis, unit_scale=1.0, steadying=None):
-    """All reported figures for one state of the motion (arrays in world units);
-    ``steadying`` the input's :func:`ground_steadying`, for the ground figures."""
+    """All reported figures for each of S states of the motion (a before and an after), one
+    dict per state, and the share of the frames each foot is on the ground (S, L); arrays
+    in world units with a leading axis of states: ``toes``, ``hips``, ``ankles`` (S, L, F, 3),
+    ``pelvis`` (S, F, 3). ``steadying`` the input's :func:`ground_steadying`, for the ground
+    figures. The filters that run along frames take every state's legs as rows of one
+    array: on a short clip their cost is per numpy call, not per frame."""
+    states, legs, frames = toes.shape[:3]
     ground = float(np.min(floors))
-    speeds = toe_speeds(toes, up, fps, unit_scale)  # shared by the toe slide and both skate ratios
-    accel_p99, accel_max = ankle_acceleration(ankles, fps, unit_scale)
-    slide, grounded_share = ground_slide(foot_points(ankles, toes), up, fps, character_size(bone_lengths),
-                                         unit_scale, steadying)
-    return {
-        "ground_slide_cm_s": 100.0 * slide,
-        "grounded_share": float(grounded_share.mean()),
-        "toe_slide_cm_s": 100.0 * toe_slide(toes, contacts, up, fps, unit_scale, speeds),
-        "skate_ratio": skate_ratio(toes, up, fps, ground, unit_scale, speeds=speeds),
-        "skate_ratio_5f": skate_ratio(toes, up, fps, ground, unit_scale, SKATE_WINDOW, speeds),
-        "toe_penetration_cm": 100.0 * penetration(toes, up, floors, unit_scale),
-        "pelvis_deviation_cm": 100.0 * pelvis_deviation(pelvis, reference_pelvis, unit_scale),
-        "full_extension_share": full_extension_share(hips, ankles, bone_lengths),
-        "ankle_accel_p99": accel_p99,
-        "ankle_accel_max": accel_max,
-    }
+    # Shared by the toe slide and both skate ratios.
+    speeds = toe_speeds(toes.reshape(states * legs, frames, 3), up, fps, unit_scale).reshape(states, legs, -1)
+    accelerations = ankle_accelerations(ankles, fps, unit_scale)
+    slides, grounded_shares = _ground_slides(foot_points(ankles, toes, axis=3), up, fps,
+                                             character_size(bone_lengths), unit_scale, steadying)
+    figures = [{
+        "ground_slide_cm_s": 100.0 * slides[s],
+        "grounded_share": float(grounded_shares[s].mean()),
+        "toe_slide_cm_s": 100.0 * toe_slide(toes[s], contacts, up, fps, unit_scale, speeds[s]),
+        "skate_ratio": skate_ratio(toes[s], up, fps, ground, unit_scale, speeds=speeds[s]),
+        "skate_ratio_5f": skate_ratio(toes[s], up, fps, ground, unit_scale, SKATE_WINDOW, speeds[s]),
+        "toe_penetration_cm": 100.0 * penetration(toes[s], up, floors, unit_scale),
+        "pelvis_deviation_cm": 100.0 * pelvis_deviation(pelvis[s], reference_pelvis, unit_scale),
+        "full_extension_share": full_extension_share(hips[s], ankles[s], bone_lengths),
+        "ankle_accel_p99": accelerations[s][0],
+        "ankle_accel_max": accelerations[s][1],
+    } for s in range(states)]
+    return figures, grounded_shares

@@ -41,7 +41,7 @@ import numpy as np
 
 from .banded import solve_block_tridiagonal
 from .contacts import REFERENCE_LEG_LENGTH
-from .quaternion import dot, length
+from .quaternion import cross, dot, length
 
 
 @dataclass
@@ -143,8 +143,8 @@ def solve_offline_lock(problem, weights=None):
         direction = terms.in_basis(_unit(problem.hips[leg] - problem.toes[leg]))
         _add_difference_term(diag, rhs, block, direction, np.full(frames, weights.distance * dt), 0.0)
 
-    pairs = np.stack([toe_pair, heel_pair])
-    corrections, (toes, heels) = _solve_with_reach(problem, weights, pairs, heel_contacts, terms, diag, lower, rhs)
+    pins = _pins(problem, np.stack([toe_pair, heel_pair]), heel_contacts, weights)
+    corrections, (toes, heels) = _solve_with_reach(problem, weights, pins, terms, diag, lower, rhs)
     stretch, _, _ = _reach_state(problem, corrections, heels)
     return OfflineSolution(
         pelvis=problem.pelvis + corrections[:, :3],
@@ -233,7 +233,7 @@ def _lock_residual(points, pair):
     return float(length(np.diff(points, axis=1))[locked].max())
 
 
-def _solve_with_reach(problem, weights, pairs, heel_contacts, terms, diag, lower, rhs):
+def _solve_with_reach(problem, weights, pins, terms, diag, lower, rhs):
     """Solve the normal equations (in ``terms``' basis), adding reach terms where a leg
     stretches too far.
 
@@ -242,7 +242,7 @@ def _solve_with_reach(problem, weights, pairs, heel_contacts, terms, diag, lower
     dt = 1.0 / problem.fps
     base_diag, base_rhs = diag.copy(), rhs.copy()
     corrections = terms.to_world(solve_block_tridiagonal(diag, lower, rhs))
-    targets = _targets(problem, corrections, pairs, heel_contacts, weights)
+    targets = _targets(problem, corrections, pins)
     active = np.zeros(problem.contacts.shape, dtype=bool)
     for _ in range(weights.reach_iterations):
         stretch, direction, distance = _reach_state(problem, corrections, targets[1])
@@ -258,47 +258,86 @@ def _solve_with_reach(problem, weights, pairs, heel_contacts, terms, diag, lower
             target = problem.reach[leg] - distance[leg] + dot(direction[leg], e - d)
             _add_difference_term(diag, rhs, block, terms.in_basis(direction[leg]), active[leg] * weights.reach / dt, target)
         corrections = terms.to_world(solve_block_tridiagonal(diag, lower, rhs))
-        targets = _targets(problem, corrections, pairs, heel_contacts, weights)
+        targets = _targets(problem, corrections, pins)
     return corrections, targets
 
 
-def _targets(problem, corrections, pairs, heel_contacts, weights):
+@dataclass
+class _Pins:
+    """What :func:`_targets` reads of the labels and the input feet: the same for every
+    solve of the reach loop, so worked out once."""
+
+    pairs: np.ndarray  # (2, L, F-1) toe, heel: see _pairs
+    runs: list  # per pair kind and leg, (start, end) of each run of pinned steps start..end-1
+    ease: np.ndarray  # (F, 1) the share of a released correction left, frame by frame (_ease_out)
+    foot: np.ndarray  # (L, F, 1) heel-to-ball length of the input
+    turned: np.ndarray  # (L, F, 1) the heel weights, eased out after a release (_released)
+    heel_only: np.ndarray  # (L, F, 1) where the heel alone is pinned
+
+
+def _pins(problem, pairs, heel_contacts, weights):
+    """The :class:`_Pins` of a problem, or None where no heel is pinned (every foot then
+    moves as a whole)."""
+    if not (pairs[1] > 0).any():
+        return None
+    dt = 1.0 / problem.fps
+    frames = problem.contacts.shape[-1]
+    return _Pins(
+        pairs=pairs,
+        runs=[_runs(pair) for pair in pairs],
+        ease=_ease_out(np.arange(frames) * dt / weights.release_time),
+        foot=length(problem.ankles - problem.toes)[..., None],
+        turned=_released(heel_contacts, weights.release_time, dt)[..., None],
+        heel_only=(heel_contacts * (1.0 - problem.contacts))[..., None],
+    )
+
+
+def _runs(pair):
+    """Per row of ``pair`` (L, F-1), the (start, end) of each run of pinned steps start..end-1."""
+    edges = np.diff(np.pad((pair > 0).astype(np.int8), [(0, 0), (1, 1)]), axis=-1)
+    rows, starts = np.nonzero(edges == 1)
+    ends = np.nonzero(edges == -1)[1]  # row by row, as the starts
+    runs = [[] for _ in pair]
+    for row, start, end in zip(rows.tolist(), starts.tolist(), ends.tolist()):
+        runs[row].append((start, end))
+    return runs
+
+
+def _targets(problem, corrections, pins):
     """Toe and heel targets (2, L, F, 3): each foot moved by its correction, then, where
-    heel and toe are both pinned, the foot turned about the ball so the heel holds too."""
+    heel and toe are both pinned, the foot turned about the ball so the heel holds too
+    (``pins``: :func:`_pins`)."""
     legs = problem.toes.shape[0]
     feet = np.stack([corrections[:, 3 * (i + 1) : 3 * (i + 2)] for i in range(legs)])
     toes, heels = problem.toes + feet, problem.ankles + feet
-    if not (pairs[1] > 0).any():  # no heel pinned: every foot moves as a whole
+    if pins is None:  # no heel pinned: every foot moves as a whole
         return np.stack([toes, heels])
     # Where only the heel is pinned the foot correction already holds it; where the toe is
     # pinned too the foot follows the ball and the heel needs its own correction to stay.
-    dt = 1.0 / problem.fps
-    heels = _hold(heels, pairs[1], weights.release_time, dt)
-    foot = length(problem.ankles - problem.toes)[..., None]
+    heels = _hold(heels, pins.pairs[1], pins.runs[1], pins.ease)
     # While the heel is planted the ball goes where the foot turned about the held heel
     # puts it (the leg solver's aim lands it there), and holds from there when it lands:
     # a ball lifting and landing again under a planted heel does not pull the heel.
     # A released heel hands the ball back to the foot's own correction over ``release_time``,
     # as its held position eases out: not in one frame.
-    about_heel = heels + foot * _unit(toes - heels)
-    turned = _released(heel_contacts, weights.release_time, dt)[..., None]
-    toes = _hold(toes + turned * (about_heel - toes), pairs[0], weights.release_time, dt)
+    about_heel = heels + pins.foot * _unit(toes - heels)
+    toes = _hold(toes + pins.turned * (about_heel - toes), pins.pairs[0], pins.runs[0], pins.ease)
     # Where the toe is pinned the heel keeps the foot's length from the ball: the foot
     # turns about the ball toward the held heel, and the ball lands on its target even
     # where the labels ask the rigid foot for more (the seed's "Lock the Toe, Not the
     # Heel"). A released heel rejoins the source foot over ``release_time``.
-    about_ball = toes + foot * _unit(heels - toes)
-    heel_only = heel_contacts * (1.0 - problem.contacts)
-    heels = about_ball + heel_only[..., None] * (heels - about_ball)
+    about_ball = toes + pins.foot * _unit(heels - toes)
+    heels = about_ball + pins.heel_only * (heels - about_ball)
     # A heel re-planted before its last hold has eased out sits a little off the ball's
     # sphere: held again, it stays put where the ball lifts before it instead of snapping.
-    return np.stack([toes, _hold(heels, pairs[1], weights.release_time, dt)])
+    return np.stack([toes, _hold(heels, pins.pairs[1], pins.runs[1], pins.ease)])
 
 
-def _hold(points, pair, release_time, dt):
+def _hold(points, pair, runs, ease):
     """Points (L, F, 3) plus their own corrections, so that each holds exactly where it
     was when it was pinned, even where its foot moved as a whole could not hold it (the
-    source foot turning while heel and toe are planted).
+    source foot turning while heel and toe are planted). ``runs``: the :func:`_runs` of
+    ``pair``; ``ease`` (F, 1): see :class:`_Pins`.
 
     Causal: a correction builds up only over pinned steps (a pinned step is scaled by
     ``1 - contact``), so a point is never pulled ahead of its pin; once released it eases
@@ -307,11 +346,9 @@ def _hold(points, pair, release_time, dt):
     cancel = -pair[..., None] * np.diff(points, axis=1)  # (L, F-1, 3)
     own = np.zeros_like(points)
     frames = points.shape[1]
-    ease = _ease_out(np.arange(frames) * dt / release_time)  # (F, 1), from a release on
-    for leg, pinned in enumerate(pair > 0):
-        edges = np.flatnonzero(np.diff(np.concatenate(([0], pinned.astype(np.int8), [0]))))
+    for leg, leg_runs in enumerate(runs):
         released, carry = 0, np.zeros(3)  # frame the last run ended, the correction it left
-        for start, end in zip(edges[::2].tolist(), edges[1::2].tolist()):  # runs of pinned steps start..end-1
+        for start, end in leg_runs:
             own[leg, released : start + 1] = carry * ease[: start + 1 - released]
             own[leg, start + 1 : end + 1] = own[leg, start] + np.cumsum(cancel[leg, start:end], axis=0)
             released, carry = end, own[leg, end]
@@ -416,16 +453,21 @@ def _basis_about(up):
     """Rows: two unit axes across the unit ``up`` and ``up``, a right-handed basis; built
     from the world axis least aligned with ``up``, so an axis-aligned ``up`` gives a signed
     permutation (exact)."""
-    across = np.cross(up, np.eye(3)[np.argmin(np.abs(up))])
+    across = cross(up, np.eye(3)[np.argmin(np.abs(up))])  # not np.cross: a few times slower on one vector
     across /= np.linalg.norm(across)
-    return np.stack((across, np.cross(up, across), up))
+    return np.stack((across, cross(up, across), up))
 
 
 def _add_difference_term(diag, rhs, block, direction, weight, goal):
-    """Terms ``weight * (n . (e - d) - goal)^2`` coupling the pelvis with one toe."""
-    a = np.zeros(rhs.shape)
-    a[:, :3] = direction
-    a[:, block] = -direction
+    """Terms ``weight * (n . (e - d) - goal)^2`` coupling the pelvis with one toe: written
+    into the four (F, 3, 3) blocks they touch, not as an outer product of whole rows."""
     w = np.asarray(weight)
-    diag += w[:, None, None] * a[:, :, None] * a[:, None, :]
-    rhs += (w * goal)[:, None] * a
+    weighted = w[:, None] * direction
+    outer = weighted[:, :, None] * direction[:, None, :]
+    diag[:, :3, :3] += outer
+    diag[:, block, block] += outer
+    diag[:, :3, block] -= outer
+    diag[:, block, :3] -= outer
+    pull = (w * goal)[:, None] * direction
+    rhs[:, :3] += pull
+    rhs[:, block] -= pull

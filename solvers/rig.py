@@ -46,21 +46,27 @@ class Rig:
     legs: list[Leg]
 
 
-def leg_bone_length(gpos, leg):
-    """Thigh plus shin of one leg over a clip (F, n, 3): the median over frames, so a
-    glitchy frame of stretchy mocap does not set it. The one definition of a leg's
-    length, for its reach and for every threshold scaled to the character."""
-    return _median_length(gpos[:, leg.knee] - gpos[:, leg.hip], gpos[:, leg.ankle] - gpos[:, leg.knee])
+def leg_bone_lengths(gpos, legs):
+    """Thigh plus shin of each of ``legs`` (L,) over a clip (F, n, 3): the median over
+    frames, so a glitchy frame of stretchy mocap does not set it. The one definition of a
+    leg's length, for its reach and for every threshold scaled to the character. The legs
+    are measured as rows of one array."""
+    def joints(role):
+        return gpos[:, [getattr(leg, role) for leg in legs]]
+
+    hip, knee, ankle = joints("hip"), joints("knee"), joints("ankle")  # (F, L, 3)
+    return _median_length(knee - hip, ankle - knee, axis=0)
 
 
-def _median_length(thigh, shin):
-    """The median over frames of the thigh's plus the shin's length, from their vectors (F, 3)."""
-    return float(np.median(np.linalg.norm(thigh, axis=-1) + np.linalg.norm(shin, axis=-1)))
+def _median_length(thigh, shin, axis=None):
+    """The median over frames of the thigh's plus the shin's length, from their vectors
+    (F, 3), or (F, L, 3) with ``axis`` 0 for one per leg."""
+    return np.median(np.linalg.norm(thigh, axis=-1) + np.linalg.norm(shin, axis=-1), axis=axis)
 
 
 def leg_length(gpos, rig):
     """Mean leg length of the rig: the character's size for scale-free thresholds."""
-    return float(np.mean([leg_bone_length(gpos, leg) for leg in rig.legs]))
+    return float(np.mean(leg_bone_lengths(gpos, rig.legs)))
 
 
 def leg_length_from_locals(skeleton, rot, pos, rig):

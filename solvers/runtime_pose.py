@@ -40,7 +40,7 @@ import numpy as np
 from . import quaternion as quat
 from .foot_lock import FootLockSettings, leg_length
 from .kinematics import Pose, Skeleton, check_motion, forward_kinematics
-from .leg_ik import LegLimits, leg_chain, measure_leg, solve_leg
+from .leg_ik import LegLimits, leg_chain, measure_legs, solve_leg
 from .rig import Leg, Rig
 from .runtime_lock import (
     HEEL_SPACING,
@@ -91,7 +91,7 @@ def runtime_clip(skeleton, motion, rig, floor, contacts=None, up=(0.0, 0.0, 1.0)
     """Everything :class:`TerrainFootLock` reads, computed once for the whole clip."""
     check_motion(skeleton, motion)
     grot, gpos = forward_kinematics(skeleton, motion.rot, motion.pos, preview_joints(skeleton, rig))
-    limits = [measure_leg(grot, gpos, leg, up, softening_ratio) for leg in rig.legs]
+    limits = measure_legs(grot, gpos, rig.legs, up, softening_ratio)
     return RuntimeClip(skeleton, motion.rot, motion.pos, grot, gpos, rig, limits, leg_length(gpos, rig),
                        motion.fps, float(floor), contacts)
 

@@ -14,7 +14,7 @@ from clip_scenarios import (
     with_front_legs,
 )
 from foot_lock.solvers import bvh, metrics
-from foot_lock.solvers.banded import solve_block_tridiagonal
+from foot_lock.solvers.banded import BORDERED_BLOCKS, solve_block_tridiagonal, spd_inverse
 from foot_lock.solvers.foot_lock import remove_foot_sliding
 from foot_lock.solvers.kinematics import SolverInputError, forward_kinematics
 from foot_lock.solvers.rig import Leg, Rig
@@ -184,6 +184,19 @@ def test_block_tridiagonal_solver_with_diagonal_coupling_blocks_matches_dense_so
         x = solve_block_tridiagonal(diag, lower, rhs)
         assert np.allclose(dense @ x.reshape(-1, 2), rhs.reshape(-1, 2), atol=1e-9)
         assert np.allclose(solve_block_tridiagonal(diag, lower, rhs[..., 0]), x[..., 0], atol=1e-12)
+
+
+def test_spd_inverse_of_few_and_of_many_blocks_matches_numpy():
+    """Few blocks take the bordered factorisation, many the row-by-row triangle: both
+    invert the stiff blocks of the normal equations (weights 1e-4 to 1e4) alike."""
+    rng = np.random.default_rng(2)
+    for count in (1, 3, BORDERED_BLOCKS, BORDERED_BLOCKS + 1, 3 * BORDERED_BLOCKS):
+        vectors = rng.normal(size=(count, 9, 3))
+        blocks = vectors @ np.swapaxes(vectors, -1, -2) + np.diag(np.geomspace(1e-4, 1e4, 9))
+        inverse, reference = spd_inverse(blocks), np.linalg.inv(blocks)
+        scale = np.abs(reference).max(axis=(1, 2))[:, None, None]
+        assert (np.abs(inverse - reference) <= 1e-11 * scale).all()
+        assert np.abs(inverse @ blocks - np.eye(9)).max() < 1e-11
 
 class TestBadInput:
     def setup_method(self):
