@@ -168,12 +168,13 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
         "reference_pelvis": before["pelvis"][measured],
         "steadying": metrics.ground_steadying(noise, motion.fps, size),
     }
-    (before_figures, after_figures), grounded = _metrics([_frames(before, measured), _frames(after, measured)], **figures)
+    (before_figures, after_figures), (grounded, _) = _metrics([_frames(before, measured), _frames(after, measured)],
+                                                              **figures)
     if IN_PLACE not in warnings:  # an in-place walk is left unlocked on purpose: its labels are not the news
         if range(motion.frames)[measured] != range(motion.frames):  # the input's figures are not of the whole clip
             grounded = metrics.ground_slide(metrics.foot_points(before["ankles"], before["toes"]), up, motion.fps,
-                                            size, steadying=figures["steadying"])[1][None]
-        warnings += metrics.implausible_contacts(contacts, grounded[0], [leg.name for leg in rig.legs])
+                                            size, steadying=figures["steadying"])[1]
+        warnings += metrics.implausible_contacts(contacts, grounded, [leg.name for leg in rig.legs])
     return FootLockResult(
         motion=type(motion)(pose.rot, pose.pos, motion.fps, dict(motion.meta)),
         contacts=contacts,
