@@ -36,7 +36,7 @@ class LegOptions:
 
 @dataclass
 class LegLimits:
-    """Per-leg constants the solver needs; :func:`measure_leg` derives them from a clip."""
+    """Per-leg constants the solver needs; :func:`measure_legs` derives them from a clip."""
 
     max_extension: np.ndarray  # (F,) hip-to-ankle distance the soft clamp approaches
     softening: np.ndarray  # (F,) width of the soft clamp's exponential approach
@@ -51,15 +51,11 @@ def leg_chain(skeleton, leg):
     return skeleton.chain(leg.hip, leg.tip)
 
 
-def measure_leg(grot, gpos, leg, up, softening_ratio=0.02, comfortable_reach=0.985):
-    """Limits of one leg from its own motion: reach, knee direction, lowest heights."""
-    return measure_legs(grot, gpos, [leg], up, softening_ratio, comfortable_reach)[0]
-
-
 def measure_legs(grot, gpos, legs, up, softening_ratio=0.02, comfortable_reach=0.985, bones=None):
-    """:func:`measure_leg` of each of ``legs``, measured as rows of one array (on a short
-    clip the cost is per numpy call, not per frame); ``bones`` their
-    :func:`~.rig.leg_bone_lengths`, if already known."""
+    """Limits of each of ``legs`` from its own motion: reach, knee direction, lowest
+    heights. The legs are measured as rows of one array (on a short clip the cost is per
+    numpy call, not per frame); ``bones`` their :func:`~.rig.leg_bone_lengths`, if already
+    known."""
     def joints(role):  # (L, F, 3)
         return np.swapaxes(gpos[:, [getattr(leg, role) for leg in legs]], 0, 1)
 

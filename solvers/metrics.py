@@ -81,14 +81,9 @@ def full_extension_share(hips, ankles, bone_lengths):
     return float((extension >= FULL_EXTENSION).mean())
 
 
-def ankle_acceleration(ankles, fps, unit_scale=1.0, percentile=99.0):
-    """Percentile and peak of ankle acceleration magnitude (m/s^2)."""
-    return ankle_accelerations(ankles[None], fps, unit_scale, percentile)[0]
-
-
 def ankle_accelerations(ankles, fps, unit_scale=1.0, percentile=99.0):
-    """:func:`ankle_acceleration` of S states of the ankles (S, L, F, 3) at once: a
-    (percentile, peak) pair per state."""
+    """Percentile and peak of ankle acceleration magnitude (m/s^2) of each of S states of
+    the ankles (S, L, F, 3), measured at once: a (percentile, peak) pair per state."""
     if ankles.shape[2] < 3:
         return [(0.0, 0.0)] * len(ankles)
     accel = (length(np.diff(ankles, n=2, axis=2)) * fps * fps * unit_scale).reshape(len(ankles), -1)

@@ -87,10 +87,10 @@ def test_penetration_pelvis_extension_and_acceleration():
     ankles = np.array([[[0, 0, -0.9], [0, 0, -0.999], [0, 0, -0.5], [0, 0, -1.0]]], dtype=float)
     assert metrics.full_extension_share(hips, ankles, [1.0]) == 0.5
     still = np.zeros((1, 10, 3))
-    assert metrics.ankle_acceleration(still, 30) == (0.0, 0.0)
+    assert metrics.ankle_accelerations(still[None], 30) == [(0.0, 0.0)]
     jolt = still.copy()
     jolt[0, 5, 0] = 0.01
-    p99, peak = metrics.ankle_acceleration(jolt, 100)
+    [(p99, peak)] = metrics.ankle_accelerations(jolt[None], 100)
     assert abs(peak - 2 * 0.01 * 100 * 100) < 1e-9 and p99 <= peak
 
 

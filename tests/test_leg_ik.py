@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from foot_lock.solvers import quaternion as quat
 from foot_lock.solvers.kinematics import Pose, Skeleton, SolverInputError, forward_kinematics
-from foot_lock.solvers.leg_ik import LegOptions, measure_leg, soft_clamp_length, solve_leg, solve_legs
+from foot_lock.solvers.leg_ik import LegOptions, measure_legs, soft_clamp_length, solve_leg, solve_legs
 from foot_lock.solvers.rig import Leg
 
 UP = np.array([0.0, 0.0, 1.0])
@@ -49,7 +49,7 @@ def skeleton_and_pose(rng, gpos):
 
 def solve(skeleton, rot, pos, target, limits=None, heel_target=None, **options):
     grot, gpos = forward_kinematics(skeleton, rot, pos)
-    limits = limits or measure_leg(grot, gpos, LEG, UP)
+    limits = limits or measure_legs(grot, gpos, [LEG], UP)[0]
     pose = Pose(skeleton, rot.copy(), pos, grot, gpos)
     solve_leg(pose, LEG, limits, target, UP, LegOptions(**options), heel_target=heel_target)
     return pose.rot, gpos, limits
@@ -162,7 +162,7 @@ def test_zero_length_shin_is_rejected():
     skeleton, rot, pos = skeleton_and_pose(rng, pose)
     grot, gpos = forward_kinematics(skeleton, rot, pos)
     with pytest.raises(SolverInputError, match="zero length"):
-        measure_leg(grot, gpos, LEG, UP)
+        measure_legs(grot, gpos, [LEG], UP)
 
 
 def test_knee_turns_only_about_its_hinge(leg):
@@ -222,7 +222,7 @@ def test_legs_solved_together_move_as_each_solved_alone():
     last = rig.legs[-1]
     legs = rig.legs[:-1] + [Leg(last.name, last.hip, last.knee, last.ankle, last.toe)]  # no toe bone
     grot, gpos = forward_kinematics(skeleton, motion.rot, motion.pos)
-    limits = [measure_leg(grot, gpos, leg, UP_Y) for leg in legs]
+    limits = measure_legs(grot, gpos, legs, UP_Y)
     rng = np.random.default_rng(5)
     toes = np.stack([gpos[:, leg.toe] for leg in legs]) + rng.normal(scale=0.05, size=(len(legs), motion.frames, 3))
     heels = np.stack([gpos[:, leg.ankle] for leg in legs]) + rng.normal(scale=0.05, size=toes.shape)
