@@ -328,13 +328,17 @@ def label_points(cues, grounds, fps, scale, settings, grow_edges=0, feet=None):
     # pivoting under its heel, is the foot's own motion.
     foot_skating = skating if feet is None else whole_foot(skating, feet)
     if foot_skating.any():
+        # A foot skates on its own where its planted frames slide even against the drifting
+        # ground (no belt, no in-place cycle under both feet explains them): there its stance
+        # edges show its skate, and a point a little less still vertically stands however it
+        # slides -- a skate turning about within a stance (3 Hz) outruns the foot's fitted
+        # ground, and a brief touch (a turn's step) has no standing frame to fit it through.
+        alone = skating_motion(planted, speed >= threshold, round(settings.skate_window * fps))
+        alone = foot_skating & (alone if feet is None else whole_foot(alone, feet))
         labels = np.where(foot_skating, skated_labels(cues, grounds[0], standing, labels, low, fps, scale, settings,
-                                                      feet, foot_skating), labels)
-        # There a point a little less still vertically stands too, however it slides: a skate
-        # turning about within a stance (3 Hz) outruns the foot's fitted ground, and a brief
-        # touch (a turn's step) has no standing frame to fit it through.
+                                                      feet, alone), labels)
         touching = vertically_planted(clearance, vertical_speed, fps, scale, settings, settings.skate_vertical_speed)
-        labels |= touching & foot_skating & (horizontal_speed < settings.skate_speed * scale)
+        labels |= touching & alone & (horizontal_speed < settings.skate_speed * scale)
     labels |= standing & skating
     # Where the point's contact starts the foot's (the heel strike), a point still descending
     # has not touched yet, however slow the moving ground makes it look (another foot's drift
@@ -359,36 +363,35 @@ def skated_labels(cues, ground, standing, labels, low, fps, scale, settings, fee
     threshold (``low``: near their local ground) against the ground their own foot stands on
     -- what its ``standing`` frames (L, F) and their stance edges show, see
     :func:`foot_grounds` and :func:`stance_edges` -- wherever such a frame of the foot is near
-    enough to tell; elsewhere ``labels``. ``skating`` (L, F): where the foot skates.
+    enough to tell; elsewhere ``labels``. ``skating`` (L, F): where the foot skates on its own.
 
     A foot skating to and fro on its own, nothing shared with the other foot to follow:
     against the moving ground its stance edges (a toe rolling off, a heel settling, slow but
     not still) move as fast as the skate. Its standing frames show its skate; extrapolated
     from them alone, the fit missed the edges a tenth of a second away by 0.5 m/s at a 1 m/s
-    skate. So it is fitted again through the edge frames that move with it (within
-    ``edge_speed``), and once more through those that move with that fit."""
+    skate. So it is fitted again, through the edge frames too that move with the first fit
+    (within ``edge_speed``: a swing foot skimming the floor does not)."""
     residual = cues.horizontal_velocity - ground
     feet = len(residual) if feet is None else feet
     half_width = max(1, round(settings.foot_ground_window * fps))
     threshold = settings.speed_threshold * scale
-    own, known = foot_grounds(residual, standing, feet, half_width)
-    for _ in range(EDGE_FITS):
-        along = skating & (length(residual - own) < settings.edge_speed * scale)
-        edges = stance_edges(cues, standing & skating, along, threshold, settings.edge_height * scale)
-        own, known = foot_grounds(residual, standing | edges, feet, half_width)
+    own, _ = foot_grounds(residual, standing, feet, half_width)
+    along = skating & (length(residual - own) < settings.edge_speed * scale)
+    edges = stance_edges(cues, standing & skating, along, threshold, settings.planted_vertical_speed * scale,
+                         settings.edge_height * scale)
+    own, known = foot_grounds(residual, standing | edges, feet, half_width)
     sliding = length(residual - own)
     still = (sliding**2 + cues.vertical_speed**2 < threshold**2) & low
     return np.where(known, still, labels)
 
 
-EDGE_FITS = 2  # refits of a skating foot's own ground through its stance edges
-
-
-def stance_edges(cues, standing, allowed, vertical_speed, height):
+def stance_edges(cues, standing, allowed, rising, descending, height):
     """``standing`` frames (L, F) with the ``allowed`` frames around them where the points
-    stay vertically slower than ``vertical_speed`` within ``height`` of their local ground:
-    a toe rolling off, a ball landing, a heel settling, which no horizontal motion touches."""
-    still = (np.abs(cues.vertical_speed) < vertical_speed) & (cues.clearance < height) & allowed
+    stay within ``height`` of their local ground, rising slower than ``rising`` and
+    descending slower than ``descending`` (a point still descending has not landed): a toe
+    rolling off, a heel settling, which no horizontal motion touches."""
+    vertical_speed = cues.vertical_speed
+    still = (vertical_speed < rising) & (vertical_speed > -descending) & (cues.clearance < height) & allowed
     return grow_into(standing, still | standing)
 
 
