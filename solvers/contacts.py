@@ -69,6 +69,8 @@ class ContactSettings:
     drift_window: float = 0.15  # s either side
     # Where most planted frames slide, planted frames count as contacts up to this speed (m/s):
     skate_speed: float = 1.5
+    # ... and there a point stands that is this still vertically (m/s; see :func:`label_points`).
+    skate_vertical_speed: float = 0.15
     skate_window: float = 0.5  # s either side
     # There each foot's own ground is fitted through its planted frames over this (see
     # :func:`foot_grounds`): wide enough to carry a skate past a stance's edge, short enough
@@ -247,11 +249,12 @@ def moving_ground(cues, root, fps, scale, settings):
     return np.stack([drifting, ground]), float(np.median(share))
 
 
-def vertically_planted(clearance, vertical_speed, fps, scale, settings):
+def vertically_planted(clearance, vertical_speed, fps, scale, settings, stillness=None):
     """Frames (L, F) where a point surely stands: at its local ground (``clearance`` (L, F))
-    and vertically still (``vertical_speed`` (L, F)) for a while. Blind to every horizontal
-    motion, so it finds a stance however the foot slides."""
-    still = np.abs(vertical_speed) < settings.planted_vertical_speed * scale
+    and vertically still (``vertical_speed`` (L, F), slower than ``stillness`` m/s for the
+    reference adult, by default ``planted_vertical_speed``) for a while. Blind to every
+    horizontal motion, so it finds a stance however the foot slides."""
+    still = np.abs(vertical_speed) < (stillness or settings.planted_vertical_speed) * scale
     return long_runs((clearance < settings.planted_height * scale) & still, round(settings.min_planted * fps))
 
 
@@ -325,8 +328,17 @@ def label_points(cues, grounds, fps, scale, settings, grow_edges=0, feet=None):
     # pivoting under its heel, is the foot's own motion.
     foot_skating = skating if feet is None else whole_foot(skating, feet)
     if foot_skating.any():
+        # A foot skates on its own where its planted frames slide even against the drifting
+        # ground (no belt, no in-place cycle under both feet explains them): there its stance
+        # edges show its skate, and a point a little less still vertically stands however it
+        # slides -- a skate turning about within a stance (3 Hz) outruns the foot's fitted
+        # ground, and a brief touch (a turn's step) has no standing frame to fit it through.
+        alone = skating_motion(planted, speed >= threshold, round(settings.skate_window * fps))
+        alone = foot_skating & (alone if feet is None else whole_foot(alone, feet))
         labels = np.where(foot_skating, skated_labels(cues, grounds[0], standing, labels, low, fps, scale, settings,
-                                                      feet), labels)
+                                                      feet, alone), labels)
+        touching = vertically_planted(clearance, vertical_speed, fps, scale, settings, settings.skate_vertical_speed)
+        labels |= touching & alone & (horizontal_speed < settings.skate_speed * scale)
     labels |= standing & skating
     # Where the point's contact starts the foot's (the heel strike), a point still descending
     # has not touched yet, however slow the moving ground makes it look (another foot's drift
@@ -346,22 +358,41 @@ def label_points(cues, grounds, fps, scale, settings, grow_edges=0, feet=None):
     return widen(labels, int(np.floor(settings.widen * fps + 1e-6))), skating
 
 
-def skated_labels(cues, ground, standing, labels, low, fps, scale, settings, feet=None):
+def skated_labels(cues, ground, standing, labels, low, fps, scale, settings, feet=None, skating=True):
     """Contacts (L, F) of points where the motion skates, moving slower than the stance
     threshold (``low``: near their local ground) against the ground their own foot stands on
-    -- what its ``standing`` frames (L, F) show, see :func:`foot_grounds` -- wherever a
-    standing frame of the foot is near enough to tell; elsewhere ``labels``.
+    -- what its ``standing`` frames (L, F) and their stance edges show, see
+    :func:`foot_grounds` and :func:`stance_edges` -- wherever such a frame of the foot is near
+    enough to tell; elsewhere ``labels``. ``skating`` (L, F): where the foot skates on its own.
 
     A foot skating to and fro on its own, nothing shared with the other foot to follow:
     against the moving ground its stance edges (a toe rolling off, a heel settling, slow but
-    not still) move as fast as the skate. Its standing frames show its skate, and the fit
-    carries it a few hundredths of a second past them, to the edges."""
+    not still) move as fast as the skate. Its standing frames show its skate; extrapolated
+    from them alone, the fit missed the edges a tenth of a second away by 0.5 m/s at a 1 m/s
+    skate. So it is fitted again, through the edge frames too that move with the first fit
+    (within ``edge_speed``: a swing foot skimming the floor does not)."""
     residual = cues.horizontal_velocity - ground
-    own, known = foot_grounds(residual, standing, len(residual) if feet is None else feet,
-                              max(1, round(settings.foot_ground_window * fps)))
+    feet = len(residual) if feet is None else feet
+    half_width = max(1, round(settings.foot_ground_window * fps))
+    threshold = settings.speed_threshold * scale
+    own, _ = foot_grounds(residual, standing, feet, half_width)
+    along = skating & (length(residual - own) < settings.edge_speed * scale)
+    edges = stance_edges(cues, standing & skating, along, threshold, settings.planted_vertical_speed * scale,
+                         settings.edge_height * scale)
+    own, known = foot_grounds(residual, standing | edges, feet, half_width)
     sliding = length(residual - own)
-    still = (sliding**2 + cues.vertical_speed**2 < (settings.speed_threshold * scale) ** 2) & low
+    still = (sliding**2 + cues.vertical_speed**2 < threshold**2) & low
     return np.where(known, still, labels)
+
+
+def stance_edges(cues, standing, allowed, rising, descending, height):
+    """``standing`` frames (L, F) with the ``allowed`` frames around them where the points
+    stay within ``height`` of their local ground, rising slower than ``rising`` and
+    descending slower than ``descending`` (a point still descending has not landed): a toe
+    rolling off, a heel settling, which no horizontal motion touches."""
+    vertical_speed = cues.vertical_speed
+    still = (vertical_speed < rising) & (vertical_speed > -descending) & (cues.clearance < height) & allowed
+    return grow_into(standing, still | standing)
 
 
 def whole_foot(mask, feet):

@@ -7,6 +7,7 @@ import numpy as np
 from foot_lock.solvers import bvh, kinematics
 from foot_lock.solvers.contacts import reference_contacts
 from foot_lock.solvers.kinematics import forward_kinematics
+from foot_lock.solvers.leg_ik import measure_legs, solve_legs
 from foot_lock.solvers.quaternion import horizontal
 from foot_lock.solvers.rig import Leg, Rig
 
@@ -161,6 +162,36 @@ def oscillating_skate(points, fps, speed=1.0, frequency=1.5, phase=0.0):
     phase = np.broadcast_to(np.asarray(phase, dtype=float), points.shape[:1])[:, None]
     offset = speed / (2 * np.pi * frequency) * np.sin(2 * np.pi * frequency * t + phase)
     return points + offset[..., None] * np.array([1.0, 0.0, 0.0])
+
+
+def random_skate(points, fps, speed=1.0, seed=0, frequencies=(1.0, 3.0), waves=3, up=bvh.UP):
+    """Points (L, F, 3) of L feet each sliding on its own, smoothly and at random: per row a
+    sum of ``waves`` oscillations of random frequency (in ``frequencies``, Hz), phase and
+    horizontal direction, scaled to a root-mean-square speed of ``speed`` m/s."""
+    rng = np.random.default_rng(seed)
+    legs, frames = points.shape[:2]
+    t = np.arange(frames) / fps
+    frequency = rng.uniform(*frequencies, size=(legs, waves, 1))
+    phase = rng.uniform(0.0, 2 * np.pi, size=(legs, waves, 1))
+    direction = horizontal(rng.normal(size=(legs, waves, 1, 3)), np.asarray(up, dtype=float))
+    direction /= np.linalg.norm(direction, axis=-1, keepdims=True)
+    offset = (np.sin(2 * np.pi * frequency * t + phase)[..., None] / (2 * np.pi * frequency[..., None]) * direction).sum(1)
+    velocity = np.gradient(offset, axis=1) * fps
+    return points + offset * speed / np.sqrt(np.mean(np.sum(velocity**2, axis=-1)))
+
+
+def skated_motion(skeleton, motion, rig, skate, up=bvh.UP):
+    """``motion`` skating as real skated clips do, in its joint rotations: each foot's heel
+    (ankle) and ball (toe) moved by ``skate`` -- a function of points (L, F, 3) and their frame
+    rate, such as :func:`oscillating_skate` -- and the legs solved to them by the project's
+    own leg solver, so hip, knee and ankle rotations carry the skate. The pelvis keeps its
+    path; where a moved foot is beyond the leg's reach, the soft clamp keeps it short."""
+    grot, gpos = forward_kinematics(skeleton, motion.rot, motion.pos)
+    heels, toes = (np.stack([gpos[:, getattr(leg, joint)] for leg in rig.legs]) for joint in ("ankle", "toe"))
+    limits = measure_legs(grot, gpos, rig.legs, up)
+    pose = kinematics.Pose(skeleton, motion.rot.copy(), motion.pos.copy(), grot, gpos)
+    solve_legs(pose, rig.legs, limits, skate(toes, motion.fps), up, heel_targets=skate(heels, motion.fps))
+    return kinematics.Motion(pose.rot, pose.pos, motion.fps, dict(motion.meta))
 
 
 def compression_step(motion, factor, fps):
