@@ -24,6 +24,9 @@ from .rig import leg_length
 GLIDING_FOOT_SPEED = 0.3
 STILL_ROOT_SHARE = 0.25
 GLIDING_SHARE = 0.25
+# ... and the higher foot, swinging, travels against the glide (against the root) by at least
+# this share of it: a walk in place steps forward what it glides back.
+STEPPING_SHARE = 0.25
 WINDOW = 1.0  # s
 MAX_SPEED = 10.0  # m/s: faster is a glitch in the capture (a popping frame), not a glide
 REFINEMENTS = 2
@@ -31,26 +34,38 @@ REFINEMENTS = 2
 
 def lower_foot_velocity(toes, up, fps):
     """(F, 3) horizontal velocity of whichever toe is nearer its own lowest height."""
+    return _lower_and_higher_velocities(toes, up, fps)[0]
+
+
+def _lower_and_higher_velocities(toes, up, fps):
+    """(F, 3) horizontal velocities of the toe nearest its own lowest height and of the one
+    farthest above it (a swinging foot)."""
     heights = dot(toes, np.asarray(up, dtype=float))
-    lower = np.argmin(heights - heights.min(axis=1, keepdims=True), axis=0)
+    above = heights - heights.min(axis=1, keepdims=True)
     velocity = horizontal(np.gradient(toes, axis=1) * fps, up)
-    return velocity[lower, np.arange(toes.shape[1])]
+    frames = np.arange(toes.shape[1])
+    return velocity[np.argmin(above, axis=0), frames], velocity[np.argmax(above, axis=0), frames]
 
 
 def is_in_place(toes, root, up, fps, leg_length):
     """Whether the clip walks in place: for a good part of it, the lower foot glides
-    steadily one way (averaged over a second) while the root stays put. A standing idle
-    glides nowhere; a walk's planted feet stand still while its root travels; a foot
-    shuffling about averages out."""
+    steadily one way (averaged over a second) while the root stays put and the swinging foot
+    steps the other way. A standing idle glides nowhere; a walk's planted feet stand still
+    while its root travels; a foot shuffling about averages out; feet skating under a body
+    that stands or walks slowly glide, but what swings does not step against it."""
     if toes.shape[1] < 3:
         return False
     scale = leg_length / REFERENCE_LEG_LENGTH
     half = max(1, round(0.5 * WINDOW * fps))
     cap = MAX_SPEED * scale
-    glide = np.linalg.norm(_windowed_mean(_capped(lower_foot_velocity(toes, up, fps), cap), half), axis=-1)
+    lower, higher = _lower_and_higher_velocities(toes, up, fps)
+    glide_velocity = _windowed_mean(_capped(lower, cap), half)
+    glide = np.linalg.norm(glide_velocity, axis=-1)
     root_velocity = horizontal(np.gradient(root, axis=0) * fps, up)
     root_speed = np.linalg.norm(_windowed_mean(_capped(root_velocity, cap), half), axis=-1)
-    gliding = (glide > GLIDING_FOOT_SPEED * scale) & (root_speed < STILL_ROOT_SHARE * glide)
+    swing = _windowed_mean(_capped(higher - root_velocity, cap), half)
+    stepping = -dot(swing, glide_velocity) > STEPPING_SHARE * glide**2
+    gliding = (glide > GLIDING_FOOT_SPEED * scale) & (root_speed < STILL_ROOT_SHARE * glide) & stepping
     return bool(gliding.mean() >= GLIDING_SHARE)
 
 
