@@ -144,14 +144,9 @@ def rotation_channel(mode):
 
 
 def _topological_bones(armature):
-    """Bones with every parent before its children (depth first, in the armature's order)."""
-    order = []
-    stack = [bone for bone in reversed(armature.bones) if bone.parent is None]
-    while stack:
-        bone = stack.pop()
-        order.append(bone)
-        stack.extend(reversed(bone.children))
-    return order
+    """Bones with every parent before its children: as Blender lists them, depth first
+    (its bone iterator walks each bone's children, in order, right after the bone)."""
+    return list(armature.bones)
 
 
 def _object_transforms(name, world, frames):
