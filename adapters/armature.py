@@ -144,14 +144,9 @@ def rotation_channel(mode):
 
 
 def _topological_bones(armature):
-    """Bones with every parent before its children (depth first, in the armature's order)."""
-    order = []
-    stack = [bone for bone in reversed(armature.bones) if bone.parent is None]
-    while stack:
-        bone = stack.pop()
-        order.append(bone)
-        stack.extend(reversed(bone.children))
-    return order
+    """Bones with every parent before its children: as Blender lists them, depth first
+    (its bone iterator walks each bone's children, in order, right after the bone)."""
+    return list(armature.bones)
 
 
 def _object_transforms(name, world, frames):
@@ -187,29 +182,63 @@ def _refuse_first(bad, frames, message):
         raise AdapterError(message.format(int(frames[np.argmax(bad)])))
 
 
-def _channel_values(obj, bones, pose_bones, modes, table, frames):
-    """Location (3, B, F), rotation (4, B, F; Euler rows 0-2) and scale (3, B, F) channel
-    values of the bones on ``frames``: keyed values where an unmuted F-curve is (all read
-    together, :func:`~.action_compat.read_curves`), the pose bone's current value elsewhere.
-    Laid out (component, bone, frame): each F-curve fills one contiguous row."""
-    values = np.empty((10, len(bones), len(frames)))  # rows: location 0-2, rotation 3-6, scale 7-9
-    values[:] = _current_channels(obj, bones, pose_bones, modes)[:, :, None]
-    rows, columns, curves = [], [], []  # the row, bone and F-curve of each keyed channel
+def _channel_values(obj, layout, pose_bones, modes, table, frames):
+    """Location (3, J, F), rotation (4, J, F; Euler rows 0-2) and scale (3, J, F) channel
+    values of the joint bones on ``frames``: keyed values where an unmuted F-curve is (all
+    read together, :func:`~.action_compat.read_curves`), the pose bone's current value
+    elsewhere. Laid out (component, bone, frame): each F-curve fills one contiguous row.
+    Every bone's keys are read (and refused where they are not numbers), not only the joints'."""
+    every = layout.every
+    current = _current_channels(obj, every, pose_bones, modes)  # (10, B): rows as below
+    rows, columns, curves = _keyed_channels(every, pose_bones, modes, table)
+    keyed = compat.read_curves(curves, frames)
+    if not (np.isfinite(keyed).all() and np.isfinite(current).all()):  # rare: say where
+        _check_channels_finite(_laid_out(current, rows, columns, keyed), every, modes, frames)
+    joint_of = np.full(len(every), -1)
+    joint_of[layout.members()] = np.arange(len(layout.bones))
+    joints = joint_of[columns]
+    kept = joints >= 0
+    values = _laid_out(current[:, joint_of >= 0], np.asarray(rows, dtype=int)[kept], joints[kept], keyed[kept])
+    return values[:3], values[3:7], values[7:]
+
+
+def _laid_out(current, rows, columns, keyed):
+    """(10, B, F) channel values, rows location 0-2, rotation 3-6, scale 7-9: the keyed rows
+    (K, F) at their ``rows`` and ``columns`` (bones), the current values (10, B) elsewhere."""
+    values = np.empty((10, current.shape[1], keyed.shape[1]))
+    values[:] = current[:, :, None]
+    values[rows, columns] = keyed
+    return values
+
+
+def _keyed_channels(bones, pose_bones, modes, table):
+    """Row (see :func:`_laid_out`), bone index and F-curve of each unmuted F-curve of the
+    bones' channels in ``table``: each bone's rotation in its mode, its scale, and its
+    location unless connected (Blender ignores a connected bone's location)."""
+    channels_of = {}  # data path -> (bone, first row, width)
     for b, (bone, pose_bone, mode) in enumerate(zip(bones, pose_bones, modes)):
         path = bone_data_path(pose_bone.name)
-        props = [(3, *rotation_channel(mode)), (7, "scale", 3)]
-        if not bone.use_connect:  # Blender ignores a connected bone's location
-            props.append((0, "location", 3))
-        for row, prop, width in props:
-            channel = f"{path}.{prop}"
-            for index in range(width):
-                fcurve = table.get((channel, index))
-                if fcurve is not None and not fcurve.mute:
-                    rows.append(row + index)
-                    columns.append(b)
-                    curves.append(fcurve)
-    values[rows, columns] = compat.read_curves(curves, frames)
-    return values[:3], values[3:7], values[7:]
+        prop, width = rotation_channel(mode)
+        channels_of[f"{path}.{prop}"] = (b, 3, width)
+        channels_of[f"{path}.scale"] = (b, 7, 3)
+        if not bone.use_connect:
+            channels_of[f"{path}.location"] = (b, 0, 3)
+    rows, columns, curves = [], [], []
+    for (path, index), fcurve in table.items():  # fewer curves than channels: most bones only turn
+        channel = channels_of.get(path)
+        if channel is not None and index < channel[2] and not fcurve.mute:
+            rows.append(channel[1] + index)
+            columns.append(channel[0])
+            curves.append(fcurve)
+    return rows, np.asarray(columns, dtype=int), curves
+
+
+def _check_channels_finite(values, bones, modes, frames):
+    """Raise naming bone, channel and frame of the first non-number in (10, B, F) channel
+    values: the locations first, then the rotations, then the scales."""
+    _check_finite(values[:3], bones, lambda b: "location", frames)
+    _check_finite(values[3:7], bones, lambda b: rotation_channel(modes[b])[0], frames)
+    _check_finite(values[7:], bones, lambda b: "scale", frames)
 
 
 def _current_channels(obj, bones, pose_bones, modes):
@@ -396,16 +425,11 @@ def _read_keys(obj, action, frames, extra_tails=(), only=None):
     pose_bones = [obj.pose.bones[bone.name] for bone in every]
     modes = [pose_bone.rotation_mode for pose_bone in pose_bones]
 
-    location, rotation, scale = _channel_values(obj, every, pose_bones, modes, table, frames)
-    _check_finite(location, every, lambda b: "location", frames)
-    _check_finite(rotation, every, lambda b: rotation_channel(modes[b])[0], frames)
-    _check_finite(scale, every, lambda b: "scale", frames)
+    location, rotation, scale = _channel_values(obj, layout, pose_bones, modes, table, frames)
     bones = layout.bones
     nb = len(bones)
     if nb < len(every):  # only the joints' channels are converted
-        members = layout.members()
-        location, rotation, scale = (_rows(values, members) for values in (location, rotation, scale))
-        modes = [modes[i] for i in members]
+        modes = [modes[i] for i in layout.members()]
 
     # matrix_basis as rotation + translation + uniform scale, all bones and frames at once.
     basis = np.empty((4, nb, count))

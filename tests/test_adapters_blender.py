@@ -133,14 +133,20 @@ def _assert_curves_equal(obj, before, after, frames, skip=(), tol=1e-5):
             assert error < tol * max(1.0, np.abs(old).max()), f"{path}[{index}] differs by {error}"
 
 
-def _hand_built_rig():
-    """Bones with rolls, connected and free, in quaternion / axis-angle / Euler modes, keyed
-    sparsely (Bezier) on some channels and left at a posed value on others."""
-    data = bpy.data.armatures.new("Rig")
-    obj = bpy.data.objects.new("Rig", data)
+def _armature_in_edit_mode(name):
+    """A new armature object, linked, active and in Edit mode (its bones to be made)."""
+    data = bpy.data.armatures.new(name)
+    obj = bpy.data.objects.new(name, data)
     bpy.context.scene.collection.objects.link(obj)
     bpy.context.view_layer.objects.active = obj
     bpy.ops.object.mode_set(mode="EDIT")
+    return obj, data
+
+
+def _hand_built_rig():
+    """Bones with rolls, connected and free, in quaternion / axis-angle / Euler modes, keyed
+    sparsely (Bezier) on some channels and left at a posed value on others."""
+    obj, data = _armature_in_edit_mode("Rig")
     spec = [
         # name, parent, head, tail, roll, connected
         ("root", None, (0.0, 0.1, 0.9), (0.0, 0.1, 1.1), 0.3, False),
@@ -223,6 +229,32 @@ def test_hand_built_rig_fk_matches_blender():
     assert skeleton.names[-2:] == ["toe.tail", "foot.tail"]
     assert joint_map.rotation_modes["thigh"] == "AXIS_ANGLE"
     _assert_fk_matches_blender(obj, skeleton, motion, first, [1, 5, 9, 14, 27, 40])
+
+
+def test_bones_made_before_their_parents_are_read_parents_first():
+    """Children made first and parented later (and a bone moved to another parent) are
+    still read after their parents, and the pose is Blender's."""
+    _reset()
+    obj, data = _armature_in_edit_mode("Late parents")
+    bones = data.edit_bones
+    for name, head, tail in (("toe", (0.1, -0.05, 0.02), (0.1, -0.12, 0.0)), ("foot", (0.1, 0.1, 0.1), (0.1, -0.05, 0.02)),
+                             ("shin", (0.1, 0.05, 0.5), (0.1, 0.1, 0.1)), ("arm", (0.3, 0.0, 1.3), (0.6, 0.0, 1.3)),
+                             ("root", (0.0, 0.1, 0.9), (0.0, 0.1, 1.1))):
+        bone = bones.new(name)
+        bone.head, bone.tail = head, tail
+    for child, parent in (("toe", "foot"), ("foot", "shin"), ("shin", "root"), ("arm", "foot"), ("arm", "root")):
+        bones[child].parent = bones[parent]
+    bpy.ops.object.mode_set(mode="OBJECT")
+    for frame, angle in ((1, 0.0), (10, 0.8)):
+        for name in ("root", "shin", "foot", "arm"):
+            obj.pose.bones[name].rotation_quaternion = Quaternion((1.0, 0.0, 0.0), angle)
+            obj.pose.bones[name].keyframe_insert("rotation_quaternion", frame=frame)
+    action = obj.animation_data.action
+    skeleton, motion, _ = armature.read_motion(obj, action, 1, 10, extra_tails=["toe"])
+    assert all(parent < joint for joint, parent in enumerate(skeleton.parents))
+    assert [skeleton.names[p] if p >= 0 else None for p in skeleton.parents[:5]] == [
+        None, "root", "shin", "foot", "root"] and skeleton.names[:5] == ["root", "shin", "foot", "toe", "arm"]
+    _assert_fk_matches_blender(obj, skeleton, motion, 1, [1, 4, 10])
 
 
 def test_read_refuses_non_uniform_object_scale(clips_dir):
