@@ -113,35 +113,32 @@ def solve_offline_lock(problem, weights=None):
     toe_step, heel_step = np.diff(problem.toes, axis=1), np.diff(problem.ankles, axis=1)
     standing = np.maximum(problem.contacts, heel_contacts)
     # The foot moves as one: on its ground while either point is.
-    clearance = np.minimum(*(_clearance(dot(points, up), standing, problem, weights) for points in (problem.toes, problem.ankles)))
+    heights = dot(np.stack((problem.toes, problem.ankles)), up)  # (2, L, F): toes, heels
+    clearance = np.min(_clearance(heights, np.broadcast_to(standing, heights.shape), problem, weights), axis=0)
     easing = _swing_ease(standing, problem.fps, weights.swing_ease)
-    for leg in range(legs):
-        foot = leg + 1
-        # correction step + contact * source step = 0  <=>  point step = (1 - contact) * source step
-        terms.step(foot, _step_weight(toe_pair[leg], weights) / dt, -toe_pair[leg, :, None] * toe_step[leg])
-        # A free foot on its ground keeps its source velocity far more strongly than in
-        # the air (toe-off, a skim, the last frames before a landing): what the lock built
-        # up is paid back in the air, not by the foot rushing along the ground.
-        # Horizontally only: a height correction left by the lock is no slide, and kept it
-        # would have the whole swing skim the ground lower than the source.
-        # Right after a release the foot eases into its swing along the ground: its first
-        # steps keep only part of the source's (from 3/4), the rest paid back in the air.
-        free = 1.0 - np.maximum(toe_pair[leg], heel_pair[leg])
-        terms.step(foot, free * weights.velocity * _ground_stiffening(clearance[leg], weights) / dt,
-                   -easing[leg, :, None] * toe_step[leg], horizontal_only=True)
-        # The free foot's height rejoins the source's within ``height_release_time``.
-        terms.anchor(foot, (1.0 - standing[leg]) * weights.velocity / weights.height_release_time**2 * dt,
-                     vertical_only=True)
-        # Where the toe is pinned too, the foot follows the toe: the heel holds by turning
-        # the foot (_targets), not by pulling the ball along.
-        heel_only = heel_pair[leg] * (1.0 - toe_pair[leg])
-        terms.step(foot, heel_only * weights.lock / dt, -heel_pair[leg, :, None] * heel_step[leg])
-        terms.anchor(foot, (weights.toe_anchor + standing[leg] * weights.stance_anchor) * dt)
+    feet = slice(1, None)  # every foot's group: the legs are rows of one array
+    # correction step + contact * source step = 0  <=>  point step = (1 - contact) * source step
+    terms.step(feet, _step_weight(toe_pair, weights) / dt, -toe_pair[..., None] * toe_step)
+    # A free foot on its ground keeps its source velocity far more strongly than in
+    # the air (toe-off, a skim, the last frames before a landing): what the lock built
+    # up is paid back in the air, not by the foot rushing along the ground.
+    # Horizontally only: a height correction left by the lock is no slide, and kept it
+    # would have the whole swing skim the ground lower than the source.
+    # Right after a release the foot eases into its swing along the ground: its first
+    # steps keep only part of the source's (from 3/4), the rest paid back in the air.
+    free = 1.0 - np.maximum(toe_pair, heel_pair)
+    terms.step(feet, free * weights.velocity * _ground_stiffening(clearance, weights) / dt,
+               -easing[..., None] * toe_step, horizontal_only=True)
+    # The free foot's height rejoins the source's within ``height_release_time``.
+    terms.anchor(feet, (1.0 - standing) * weights.velocity / weights.height_release_time**2 * dt, vertical_only=True)
+    # Where the toe is pinned too, the foot follows the toe: the heel holds by turning
+    # the foot (_targets), not by pulling the ball along.
+    heel_only = heel_pair * (1.0 - toe_pair)
+    terms.step(feet, heel_only * weights.lock / dt, -heel_pair[..., None] * heel_step)
+    terms.anchor(feet, (weights.toe_anchor + standing * weights.stance_anchor) * dt)
     diag, lower, rhs = terms.normal_equations()
-    for leg in range(legs):
-        block = slice(3 * (leg + 1), 3 * (leg + 2))
-        direction = terms.in_basis(_unit(problem.hips[leg] - problem.toes[leg]))
-        _add_difference_term(diag, rhs, block, direction, np.full(frames, weights.distance * dt), 0.0)
+    _add_difference_terms(diag, rhs, terms.in_basis(_unit(problem.hips - problem.toes)),
+                          np.full((legs, frames), weights.distance * dt), 0.0)
 
     pins = _pins(problem, np.stack([toe_pair, heel_pair]), heel_contacts, weights)
     corrections, (toes, heels) = _solve_with_reach(problem, weights, pins, terms, diag, lower, rhs)
@@ -172,10 +169,10 @@ def _step_weight(pair, weights):
 
 
 def _clearance(heights, standing, problem, weights):
-    """How high each point (L, F) is above the height it stood at in its last or next
+    """How high each point (..., F) is above the height it stood at in its last or next
     contact (the lower: a step down or up), in ``air_clearance`` (scaled to the leg) and
-    clipped to 0..1; 1 throughout on a leg that never stands. ``heights`` (L, F),
-    ``standing`` (L, F) the foot's contact weights."""
+    clipped to 0..1; 1 throughout on a leg that never stands. ``heights`` (..., F),
+    ``standing`` (..., F) the foot's contact weights."""
     size = float(np.mean(problem.reach)) / REFERENCE_LEG_LENGTH
     frames = np.arange(heights.shape[-1])
     on = standing > 0
@@ -250,13 +247,11 @@ def _solve_with_reach(problem, weights, pins, terms, diag, lower, rhs):
             break  # within tolerance, or every stretched frame is already constrained
         active |= stretch > 0
         diag, rhs = base_diag.copy(), base_rhs.copy()
-        for leg in range(legs):
-            block = slice(3 * (leg + 1), 3 * (leg + 2))
-            e, d = corrections[:, :3], corrections[:, block]
-            # |H - A| ~ distance + n.((e - e_k) - (d - d_k)) = reach; a heel's own correction
-            # (_hold) is kept as it is.
-            target = problem.reach[leg] - distance[leg] + dot(direction[leg], e - d)
-            _add_difference_term(diag, rhs, block, terms.in_basis(direction[leg]), active[leg] * weights.reach / dt, target)
+        feet = corrections[:, 3:].reshape(len(corrections), legs, 3).swapaxes(0, 1)
+        # |H - A| ~ distance + n.((e - e_k) - (d - d_k)) = reach; a heel's own correction
+        # (_hold) is kept as it is.
+        target = problem.reach - distance + dot(direction, corrections[:, :3] - feet)
+        _add_difference_terms(diag, rhs, terms.in_basis(direction), active * weights.reach / dt, target)
         corrections = terms.to_world(solve_block_tridiagonal(diag, lower, rhs))
         targets = _targets(problem, corrections, pins)
     return corrections, targets
@@ -403,13 +398,14 @@ class _GroupTerms:
 
     def step(self, group, weight, goal=None, horizontal_only=False):
         """Terms ``weight * |P (x[i] - x[i-1] - goal[i-1])|^2`` on ``group``'s variables, ``P``
-        all three axes or, ``horizontal_only``, those across ``up``."""
+        all three axes or, ``horizontal_only``, those across ``up``; ``group`` an index or a
+        slice of groups (the feet), whose weights and goals are rows."""
         self.step_weights[0, group] += weight
         if not horizontal_only:
             self.step_weights[1, group] += weight
         if goal is not None:
-            projected = goal - dot(goal, self.up)[:, None] * self.up if horizontal_only else goal
-            self.pulled[group] += np.asarray(weight)[:, None] * projected
+            projected = goal - dot(goal, self.up)[..., None] * self.up if horizontal_only else goal
+            self.pulled[group] += np.asarray(weight)[..., None] * projected
 
     def anchor(self, group, weight, vertical_only=False):
         """Terms ``weight * |P x|^2`` pulling ``group``'s variables toward zero, ``P`` all
@@ -458,16 +454,22 @@ def _basis_about(up):
     return np.stack((across, cross(up, across), up))
 
 
-def _add_difference_term(diag, rhs, block, direction, weight, goal):
-    """Terms ``weight * (n . (e - d) - goal)^2`` coupling the pelvis with one toe: written
-    into the four (F, 3, 3) blocks they touch, not as an outer product of whole rows."""
+def _add_difference_terms(diag, rhs, direction, weight, goal):
+    """Terms ``weight * (n . (e - d) - goal)^2`` coupling the pelvis with each toe, the legs
+    as rows (``direction`` (L, F, 3), ``weight`` and ``goal`` (L, F)): written into the four
+    (F, 3, 3) blocks of each leg they touch, not as an outer product of whole rows."""
+    legs, frames = direction.shape[:2]
     w = np.asarray(weight)
-    weighted = w[:, None] * direction
-    outer = weighted[:, :, None] * direction[:, None, :]
-    diag[:, :3, :3] += outer
-    diag[:, block, block] += outer
-    diag[:, :3, block] -= outer
-    diag[:, block, :3] -= outer
-    pull = (w * goal)[:, None] * direction
-    rhs[:, :3] += pull
-    rhs[:, block] -= pull
+    weighted = w[..., None] * direction
+    outer = weighted[..., :, None] * direction[..., None, :]  # (L, F, 3, 3), symmetric
+    pull = (w * goal)[..., None] * direction
+    for leg_outer, leg_pull in zip(outer, pull):  # leg by leg, in the order they add up
+        diag[:, :3, :3] += leg_outer
+        rhs[:, :3] += leg_pull
+    each = np.arange(legs)
+    diag[:, 3:, 3:].reshape(frames, legs, 3, legs, 3)[:, each, :, each] += outer
+    pelvis_to_feet, feet_to_pelvis = diag[:, :3, 3:].reshape(frames, 3, legs, 3), diag[:, 3:, :3].reshape(frames, legs, 3, 3)
+    pelvis_to_feet -= outer.transpose(1, 2, 0, 3)
+    feet_to_pelvis -= outer.swapaxes(0, 1)
+    feet_rhs = rhs[:, 3:].reshape(frames, legs, 3)
+    feet_rhs -= pull.swapaxes(0, 1)
