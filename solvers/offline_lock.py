@@ -141,8 +141,7 @@ def solve_offline_lock(problem, weights=None):
                           np.full((legs, frames), weights.distance * dt), 0.0)
 
     pins = _pins(problem, np.stack([toe_pair, heel_pair]), heel_contacts, weights)
-    corrections, (toes, heels) = _solve_with_reach(problem, weights, pins, terms, diag, lower, rhs)
-    stretch, _, _ = _reach_state(problem, corrections, heels)
+    corrections, (toes, heels), stretch = _solve_with_reach(problem, weights, pins, terms, diag, lower, rhs)
     return OfflineSolution(
         pelvis=problem.pelvis + corrections[:, :3],
         toes=toes,
@@ -234,11 +233,12 @@ def _solve_with_reach(problem, weights, pins, terms, diag, lower, rhs):
     """Solve the normal equations (in ``terms``' basis), adding reach terms where a leg
     stretches too far.
 
-    Returns the corrections (F, 3 * (1 + L)) and the (toe, heel) targets (2, L, F, 3)."""
+    Returns the corrections (F, 3 * (1 + L)), the (toe, heel) targets (2, L, F, 3) and how
+    far each leg stretches past its reach to them (L, F)."""
     legs = problem.toes.shape[0]
     dt = 1.0 / problem.fps
-    base_diag, base_rhs = diag.copy(), rhs.copy()
-    corrections = terms.to_world(solve_block_tridiagonal(diag, lower, rhs))
+    base_diag, base_rhs = diag, rhs  # the solver leaves its input as it is
+    corrections = _solve(terms, diag, lower, rhs)
     targets = _targets(problem, corrections, pins)
     active = np.zeros(problem.contacts.shape, dtype=bool)
     for _ in range(weights.reach_iterations):
@@ -252,9 +252,11 @@ def _solve_with_reach(problem, weights, pins, terms, diag, lower, rhs):
         # (_hold) is kept as it is.
         target = problem.reach - distance + dot(direction, corrections[:, :3] - feet)
         _add_difference_terms(diag, rhs, terms.in_basis(direction), active * weights.reach / dt, target)
-        corrections = terms.to_world(solve_block_tridiagonal(diag, lower, rhs))
+        corrections = _solve(terms, diag, lower, rhs)
         targets = _targets(problem, corrections, pins)
-    return corrections, targets
+    else:  # the last solve's stretch is not measured yet
+        stretch = _reach_state(problem, corrections, targets[1])[0]
+    return corrections, targets, stretch
 
 
 @dataclass
@@ -424,25 +426,34 @@ class _GroupTerms:
         return (x.reshape(frames, -1, 3) @ self.basis).reshape(frames, -1)
 
     def normal_equations(self):
-        """Blocks (F, m, m), the diagonals of the lower blocks (F, m) and the right-hand
-        side (F, m), in :meth:`in_basis`; m = 3 per group."""
-        def entries(weights):  # (2, G, n) -> (G, n, 3): the across axes, then up
-            return np.stack((weights[0], weights[0], weights[1]), axis=-1)
+        """Blocks (m, m, F), the diagonals of the lower blocks (F, m) and the right-hand
+        side (m, F), in :meth:`in_basis`; m = 3 per group. The blocks and the right-hand side
+        are laid out frame last, so the terms that couple groups (:func:`_add_difference_terms`)
+        are written along whole rows of frames, not 3 x 3 blocks strided inside (F, m, m);
+        :func:`_solve` hands them to the banded solver frame first."""
+        def entries(weights):  # (2, G, n) -> (G, 3, n): the across axes, then up
+            return np.stack((weights[0], weights[0], weights[1]), axis=1)
 
         step = entries(self.step_weights)
         own = entries(self.anchor_weights)
-        own[:, 1:] += step
-        own[:, :-1] += step
-        groups, frames = own.shape[:2]
+        own[..., 1:] += step
+        own[..., :-1] += step
+        groups, frames = own.shape[0], own.shape[-1]
         neighbour = np.zeros_like(own)
-        neighbour[:, 1:] = -step
-        pulled = self.in_basis(self.pulled)
-        rhs = np.zeros((groups, frames, 3))
-        rhs[:, 1:] += pulled
-        rhs[:, :-1] -= pulled
-        diag = np.zeros((frames, 3 * groups, 3 * groups))
-        diag.reshape(frames, -1)[:, :: 3 * groups + 1] = own.transpose(1, 0, 2).reshape(frames, -1)
-        return diag, neighbour.transpose(1, 0, 2).reshape(frames, -1), rhs.transpose(1, 0, 2).reshape(frames, -1)
+        neighbour[..., 1:] = -step
+        pulled = self.in_basis(self.pulled).swapaxes(1, 2)  # (G, 3, F-1)
+        rhs = np.zeros((groups, 3, frames))
+        rhs[..., 1:] += pulled
+        rhs[..., :-1] -= pulled
+        size = 3 * groups
+        diag = np.zeros((size, size, frames))
+        diag[np.arange(size), np.arange(size)] = own.reshape(size, frames)
+        return diag, neighbour.reshape(size, frames).T, rhs.reshape(size, frames)
+
+
+def _solve(terms, diag, lower, rhs):
+    """The corrections (F, 3G), world axes, of the normal equations :meth:`_GroupTerms.normal_equations` gives."""
+    return terms.to_world(solve_block_tridiagonal(np.ascontiguousarray(np.moveaxis(diag, -1, 0)), lower, rhs.T))
 
 
 def _basis_about(up):
@@ -457,19 +468,18 @@ def _basis_about(up):
 def _add_difference_terms(diag, rhs, direction, weight, goal):
     """Terms ``weight * (n . (e - d) - goal)^2`` coupling the pelvis with each toe, the legs
     as rows (``direction`` (L, F, 3), ``weight`` and ``goal`` (L, F)): written into the four
-    (F, 3, 3) blocks of each leg they touch, not as an outer product of whole rows."""
-    legs, frames = direction.shape[:2]
+    blocks of each leg they touch (frame last, as :meth:`_GroupTerms.normal_equations` lays
+    them out), not as an outer product of whole rows."""
     w = np.asarray(weight)
-    weighted = w[..., None] * direction
-    outer = weighted[..., :, None] * direction[..., None, :]  # (L, F, 3, 3), symmetric
-    pull = (w * goal)[..., None] * direction
-    for leg_outer, leg_pull in zip(outer, pull):  # leg by leg, in the order they add up
-        diag[:, :3, :3] += leg_outer
-        rhs[:, :3] += leg_pull
-    each = np.arange(legs)
-    diag[:, 3:, 3:].reshape(frames, legs, 3, legs, 3)[:, each, :, each] += outer
-    pelvis_to_feet, feet_to_pelvis = diag[:, :3, 3:].reshape(frames, 3, legs, 3), diag[:, 3:, :3].reshape(frames, legs, 3, 3)
-    pelvis_to_feet -= outer.transpose(1, 2, 0, 3)
-    feet_to_pelvis -= outer.swapaxes(0, 1)
-    feet_rhs = rhs[:, 3:].reshape(frames, legs, 3)
-    feet_rhs -= pull.swapaxes(0, 1)
+    direction = np.ascontiguousarray(direction.swapaxes(1, 2))  # (L, 3, F)
+    weighted = w[:, None] * direction
+    outer = weighted[:, :, None] * direction[:, None, :]  # (L, 3, 3, F), symmetric
+    pull = (w * goal)[:, None] * direction
+    for leg, (leg_outer, leg_pull) in enumerate(zip(outer, pull)):  # leg by leg, in the order they add up
+        block = slice(3 * (leg + 1), 3 * (leg + 2))
+        diag[:3, :3] += leg_outer
+        diag[block, block] += leg_outer
+        diag[:3, block] -= leg_outer
+        diag[block, :3] -= leg_outer
+        rhs[:3] += leg_pull
+        rhs[block] -= leg_pull
