@@ -16,7 +16,7 @@ import numpy as np
 
 from .contacts import REFERENCE_LEG_LENGTH, detect_contacts
 from .kinematics import forward_kinematics, local_position
-from .quaternion import dot, horizontal
+from .quaternion import dot, gradient, horizontal, length
 from .rig import leg_length
 
 # In place: over a second, the lower foot glides at least this fast (m/s for the reference
@@ -33,7 +33,7 @@ def lower_foot_velocity(toes, up, fps):
     """(F, 3) horizontal velocity of whichever toe is nearer its own lowest height."""
     heights = dot(toes, np.asarray(up, dtype=float))
     lower = np.argmin(heights - heights.min(axis=1, keepdims=True), axis=0)
-    velocity = horizontal(np.gradient(toes, axis=1) * fps, up)
+    velocity = horizontal(gradient(toes, axis=1) * fps, up)
     return velocity[lower, np.arange(toes.shape[1])]
 
 
@@ -47,15 +47,15 @@ def is_in_place(toes, root, up, fps, leg_length):
     scale = leg_length / REFERENCE_LEG_LENGTH
     half = max(1, round(0.5 * WINDOW * fps))
     cap = MAX_SPEED * scale
-    glide = np.linalg.norm(_windowed_mean(_capped(lower_foot_velocity(toes, up, fps), cap), half), axis=-1)
-    root_velocity = horizontal(np.gradient(root, axis=0) * fps, up)
-    root_speed = np.linalg.norm(_windowed_mean(_capped(root_velocity, cap), half), axis=-1)
+    glide = length(_windowed_mean(_capped(lower_foot_velocity(toes, up, fps), cap), half))
+    root_velocity = horizontal(gradient(root, axis=0) * fps, up)
+    root_speed = length(_windowed_mean(_capped(root_velocity, cap), half))
     gliding = (glide > GLIDING_FOOT_SPEED * scale) & (root_speed < STILL_ROOT_SHARE * glide)
     return bool(gliding.mean() >= GLIDING_SHARE)
 
 
 def _capped(velocity, cap):
-    speed = np.linalg.norm(velocity, axis=-1, keepdims=True)
+    speed = length(velocity)[:, None]
     return velocity * np.minimum(1.0, cap / np.maximum(speed, 1e-12))
 
 
