@@ -78,30 +78,34 @@ def measure_legs(grot, gpos, legs, up, softening_ratio=0.02, comfortable_reach=0
     softening = np.maximum(np.minimum(softening_ratio * bones, 0.5 * (bones - reach)), 1e-9 * bones)
     up = np.asarray(up, dtype=float)
     lowest = quat.dot(gpos[:, [getattr(leg, role) for leg in legs for role in ("toe", "ankle", "tip")]], up).min(axis=0)
+    forwards = _knee_forwards_local(grot, gpos, legs, up, hip, knee, ankle, thigh)
     return [
         LegLimits(
             max_extension=leg_reach + leg_softening,
             softening=leg_softening,
-            knee_forward_local=_knee_forward_local(grot, gpos, leg, up),
+            knee_forward_local=forward,
             toe_min_height=toe,
             heel_min_height=heel,
             toe_end_min_height=tip,
         )
-        for leg, leg_reach, leg_softening, (toe, heel, tip) in zip(legs, reach, softening, lowest.reshape(-1, 3).tolist())
+        for leg_reach, leg_softening, forward, (toe, heel, tip)
+        in zip(reach, softening, forwards, lowest.reshape(-1, 3).tolist())
     ]
 
 
-def _knee_forward_local(grot, gpos, leg, up):
-    """Average direction the knee bends toward, in the hip joint's own frame."""
-    hip, knee, ankle = gpos[:, leg.hip], gpos[:, leg.knee], gpos[:, leg.ankle]
+def _knee_forwards_local(grot, gpos, legs, up, hip, knee, ankle, thigh):
+    """Average direction each leg's knee bends toward, in its hip joint's own frame (L, 3);
+    ``hip``, ``knee``, ``ankle`` (L, F, 3) and ``thigh`` (L, F) as :func:`measure_legs` has them."""
+    hip_rot = quat.conjugate(np.swapaxes(grot[:, [leg.hip for leg in legs]], 0, 1))
     offset = _perpendicular(knee - hip, ankle - hip)  # magnitude grows with the bend
-    local = quat.rotate(quat.conjugate(grot[:, leg.hip]), offset)
-    total = local.sum(axis=0)
-    if np.linalg.norm(total) > 1e-3 * np.mean(np.linalg.norm(knee - hip, axis=-1)):
-        return quat.normalize(total)
-    # A leg that never bends: bow the knee toward where the foot points.
-    forward = quat.horizontal(gpos[:, leg.toe] - gpos[:, leg.ankle], up)
-    return quat.normalize(quat.rotate(quat.conjugate(grot[:, leg.hip]), forward).mean(axis=0))
+    total = quat.rotate(hip_rot, offset).sum(axis=1)
+    forwards = quat.normalize(total)
+    for row, (leg, bend, size) in enumerate(zip(legs, quat.length(total), thigh.mean(axis=1))):
+        if not bend > 1e-3 * size:
+            # A leg that never bends: bow the knee toward where the foot points.
+            forward = quat.horizontal(gpos[:, leg.toe] - gpos[:, leg.ankle], up)
+            forwards[row] = quat.normalize(quat.rotate(hip_rot[row], forward).mean(axis=0))
+    return forwards
 
 
 def _perpendicular(v, axis):
