@@ -18,7 +18,7 @@ import numpy as np
 
 from . import quaternion as quat
 from .kinematics import Pose, Skeleton, SolverInputError
-from .rig import Leg, leg_bone_lengths
+from .rig import Leg, leg_bone_lengths, offset_below
 
 # Below this sine of the thigh-to-leg-axis angle (about 1 degree) the knee's own
 # bend direction is too weak to trust and the calibrated forward takes over.
@@ -78,30 +78,34 @@ def measure_legs(grot, gpos, legs, up, softening_ratio=0.02, comfortable_reach=0
     softening = np.maximum(np.minimum(softening_ratio * bones, 0.5 * (bones - reach)), 1e-9 * bones)
     up = np.asarray(up, dtype=float)
     lowest = quat.dot(gpos[:, [getattr(leg, role) for leg in legs for role in ("toe", "ankle", "tip")]], up).min(axis=0)
+    forwards = _knee_forwards_local(grot, gpos, legs, up, hip, knee, ankle, thigh)
     return [
         LegLimits(
             max_extension=leg_reach + leg_softening,
             softening=leg_softening,
-            knee_forward_local=_knee_forward_local(grot, gpos, leg, up),
+            knee_forward_local=forward,
             toe_min_height=toe,
             heel_min_height=heel,
             toe_end_min_height=tip,
         )
-        for leg, leg_reach, leg_softening, (toe, heel, tip) in zip(legs, reach, softening, lowest.reshape(-1, 3).tolist())
+        for leg_reach, leg_softening, forward, (toe, heel, tip)
+        in zip(reach, softening, forwards, lowest.reshape(-1, 3).tolist())
     ]
 
 
-def _knee_forward_local(grot, gpos, leg, up):
-    """Average direction the knee bends toward, in the hip joint's own frame."""
-    hip, knee, ankle = gpos[:, leg.hip], gpos[:, leg.knee], gpos[:, leg.ankle]
+def _knee_forwards_local(grot, gpos, legs, up, hip, knee, ankle, thigh):
+    """Average direction each leg's knee bends toward, in its hip joint's own frame (L, 3);
+    ``hip``, ``knee``, ``ankle`` (L, F, 3) and ``thigh`` (L, F) as :func:`measure_legs` has them."""
+    hip_rot = quat.conjugate(np.swapaxes(grot[:, [leg.hip for leg in legs]], 0, 1))
     offset = _perpendicular(knee - hip, ankle - hip)  # magnitude grows with the bend
-    local = quat.rotate(quat.conjugate(grot[:, leg.hip]), offset)
-    total = local.sum(axis=0)
-    if np.linalg.norm(total) > 1e-3 * np.mean(np.linalg.norm(knee - hip, axis=-1)):
-        return quat.normalize(total)
-    # A leg that never bends: bow the knee toward where the foot points.
-    forward = quat.horizontal(gpos[:, leg.toe] - gpos[:, leg.ankle], up)
-    return quat.normalize(quat.rotate(quat.conjugate(grot[:, leg.hip]), forward).mean(axis=0))
+    total = quat.rotate(hip_rot, offset).sum(axis=1)
+    forwards = quat.normalize(total)
+    for row, (leg, bend, size) in enumerate(zip(legs, quat.length(total), thigh.mean(axis=1))):
+        if not bend > 1e-3 * size:
+            # A leg that never bends: bow the knee toward where the foot points.
+            forward = quat.horizontal(gpos[:, leg.toe] - gpos[:, leg.ankle], up)
+            forwards[row] = quat.normalize(quat.rotate(hip_rot[row], forward).mean(axis=0))
+    return forwards
 
 
 def _perpendicular(v, axis):
@@ -168,10 +172,13 @@ def solve_two_bone(pose, leg, limits, heel_target, chain):
     hip_wanted = np.arccos(
         np.clip((thigh**2 + clamped**2 - shin**2) / (2.0 * thigh * np.maximum(clamped, 1e-12)), -1.0, 1.0)
     )
-    pose.turn(leg.knee, quat.from_axis_angle(hinge, knee_now - knee_wanted))
-    pose.update(chain[chain.index(leg.knee) + 1 : chain.index(leg.ankle) + 1])  # the knee's own globals: turn
+    knee_turn = quat.from_axis_angle(hinge, knee_now - knee_wanted)
+    pose.turn(leg.knee, knee_turn)
+    # The ankle swings about the knee with it: where it goes is all the hip's aim reads (its
+    # globals, and those between, are recomputed once the hip has turned too).
+    ankle = b + quat.rotate(knee_turn, c - b)
     hip_bend = quat.from_axis_angle(hinge, hip_now - hip_wanted)
-    ankle_ray = quat.rotate(hip_bend, gpos[:, leg.ankle] - a)
+    ankle_ray = quat.rotate(hip_bend, ankle - a)
     pose.turn(leg.hip, quat.multiply(quat.between(ankle_ray, to_target), hip_bend))
     pose.update(chain[1 : chain.index(leg.ankle) + 1])
 
@@ -191,10 +198,12 @@ def _knee_bend_direction(grot, a, b, c, leg, limits, thigh):
     return weight[:, None] * quat.normalize(current) + (1.0 - weight[:, None]) * reference
 
 
-def look_at(pose, joint, child, target, chain):
-    """Turn ``joint`` so that ``child`` points at ``target``; update the chain below."""
+def look_at(pose, joint, child, target, chain, child_at=None):
+    """Turn ``joint`` so that ``child`` (at ``child_at``, if its globals are not up to date)
+    points at ``target``; update the chain below."""
     gpos = pose.gpos
-    pose.turn(joint, quat.between(gpos[:, child] - gpos[:, joint], target - gpos[:, joint]))
+    child_at = gpos[:, child] if child_at is None else child_at
+    pose.turn(joint, quat.between(child_at - gpos[:, joint], target - gpos[:, joint]))
     pose.update(chain[chain.index(joint) + 1 :])
 
 
@@ -220,9 +229,10 @@ def solve_leg(pose, leg, limits, toe_target, up, options=None, heel_target=None)
     solve_two_bone(pose, leg, limits, heel_target, chain)
     below_ankle = chain[chain.index(leg.ankle) + 1 :]
     if options.heel_look_at:
-        # The foot turns before anything past the ball is read: only the ball is posed to aim it.
-        pose.update(below_ankle[: below_ankle.index(leg.toe) + 1])
-        look_at(pose, leg.ankle, leg.toe, toe_target, chain)
+        # The foot turns before anything past the ball is read: only the ball is placed to aim it.
+        ball = gpos[:, leg.ankle] + quat.rotate(pose.grot[:, leg.ankle],
+                                                offset_below(pose.skeleton, pose.rot, pose.pos, leg.ankle, leg.toe))
+        look_at(pose, leg.ankle, leg.toe, toe_target, chain, child_at=ball)
     else:
         pose.update(below_ankle)
     if options.toe_look_at and leg.has_toe_bone:
@@ -256,11 +266,15 @@ def _solve_stacked(pose, legs, limits, toe_targets, heel_targets, leg, up, optio
     joints = np.array([[pose.skeleton.parents[each.hip], *leg_chain(pose.skeleton, each)] for each in legs])  # (G, m)
     count, size = joints.shape
     frames = pose.rot.shape[0]
+    columns = [_consecutive(chain) for chain in joints]  # each leg's joints in the whole pose
 
     def cut(values):  # (F, n, k) -> (G F, m, k); np.take per leg, a tenth of a fancy index's time on long clips
         rows = np.empty((count, frames, size, values.shape[-1]))
-        for each, chain in zip(rows, joints):
-            np.take(values, chain, axis=1, out=each)
+        for each, chain in zip(rows, columns):
+            if isinstance(chain, slice):
+                each[...] = values[:, chain]
+            else:
+                np.take(values, chain, axis=1, out=each)
         return rows.reshape(count * frames, size, -1)
 
     rows = Pose(Skeleton([f"joint {k}" for k in range(size)], np.arange(-1, size - 1)),
@@ -279,6 +293,13 @@ def _solve_stacked(pose, legs, limits, toe_targets, heel_targets, leg, up, optio
                                                "toe_min_height", "heel_min_height", "toe_end_min_height")))
     solve_leg(rows, leg, stacked, toe_targets.reshape(-1, 3), up, options,
               heel_target=None if heel_targets is None else heel_targets.reshape(-1, 3))
-    chain = joints[:, 1:]
+    solved = [_consecutive(chain) for chain in joints[:, 1:]]
     for ours, theirs in ((pose.rot, rows.rot), (pose.grot, rows.grot), (pose.gpos, rows.gpos)):
-        ours[:, chain] = theirs[:, 1:].reshape(count, frames, size - 1, -1).transpose(1, 0, 2, 3)
+        for chain, leg_rows in zip(solved, theirs.reshape(count, frames, size, -1)):
+            ours[:, chain] = leg_rows[:, 1:]
+
+
+def _consecutive(joints):
+    """``joints`` as a slice where they follow each other (a chain as BVH files and Blender's
+    armatures list it): copied as a slice several times faster than by their indices."""
+    return slice(joints[0], joints[-1] + 1) if (np.diff(joints) == 1).all() else joints

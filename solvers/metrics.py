@@ -9,7 +9,7 @@ import numpy as np
 
 from .contacts import REFERENCE_LEG_LENGTH, long_runs, rolling_min
 from .jitter import jitter, steadied, steadying_kernel
-from .quaternion import dot, horizontal, length
+from .quaternion import dot, gradient, horizontal, length
 
 SKATE_HEIGHT = 0.05  # m: a foot this close to the ground should not move fast ...
 SKATE_SPEED = 0.5  # m/s: ... faster than this is a skate
@@ -41,12 +41,17 @@ def toe_speeds(toes, up, fps, unit_scale=1.0):
 def toe_slide(toes, contacts, up, fps, unit_scale=1.0, speeds=None):
     """Mean horizontal toe speed (m/s) over steps between two consecutive contact frames
     (``speeds``: the :func:`toe_speeds` of ``toes``, if already known)."""
+    steps = toe_speeds(toes, up, fps, unit_scale) if speeds is None else speeds
+    return float(_toe_slides(steps[None], contacts)[0])
+
+
+def _toe_slides(speeds, contacts):
+    """:func:`toe_slide` of S states at once from their toe speeds (S, L, F-1)."""
     contacts = np.asarray(contacts) > 0.5
     both = contacts[:, 1:] & contacts[:, :-1]
     if not both.any():
-        return 0.0
-    steps = toe_speeds(toes, up, fps, unit_scale) if speeds is None else speeds
-    return float(steps[both].mean())
+        return np.zeros(len(speeds))
+    return np.ascontiguousarray(speeds[:, both]).mean(axis=-1)  # each state's steps in a row, summed as one state's are
 
 
 def skate_ratio(toes, up, fps, ground, unit_scale=1.0, window=1, speeds=None):
@@ -56,29 +61,54 @@ def skate_ratio(toes, up, fps, ground, unit_scale=1.0, window=1, speeds=None):
     variant of the motion-synthesis literature); ``speeds`` as for :func:`toe_slide`.
     """
     speed = toe_speeds(toes, up, fps, unit_scale) if speeds is None else speeds
-    if window > 1 and speed.shape[1] >= window:
+    return float(_skate_ratios(_near_ground(toes[None], up, ground, unit_scale), speed[None], window)[0])
+
+
+def _near_ground(toes, up, ground, unit_scale):
+    """Where the toes (S, L, F, 3) are near the ground on the second frame of each step (S, L, F-1)."""
+    return (dot(toes[:, :, 1:], np.asarray(up, dtype=float)) - ground) * unit_scale < SKATE_HEIGHT
+
+
+def _skate_ratios(near, speeds, window=1):
+    """:func:`skate_ratio` of S states at once, from where their toes are near the ground
+    (:func:`_near_ground`) and their speeds (S, L, F-1)."""
+    if window > 1 and speeds.shape[-1] >= window:
         kernel = np.ones(window) / window
-        speed = np.stack([np.convolve(s, kernel, mode="same") for s in speed])
-    height = (dot(toes[:, 1:], np.asarray(up, dtype=float)) - ground) * unit_scale
-    skating = (height < SKATE_HEIGHT) & (speed > SKATE_SPEED)
-    return float(skating.any(axis=0).mean())
+        speeds = np.stack([np.convolve(s, kernel, mode="same") for s in speeds.reshape(-1, speeds.shape[-1])])
+        speeds = speeds.reshape(near.shape)
+    return (near & (speeds > SKATE_SPEED)).any(axis=1).mean(axis=-1)
 
 
 def penetration(points, up, floor_heights, unit_scale=1.0):
     """Deepest point (m) below its floor height; points (L, F, 3), floors (L,)."""
+    return float(_penetrations(points[None], up, floor_heights, unit_scale)[0])
+
+
+def _penetrations(points, up, floor_heights, unit_scale):
+    """:func:`penetration` of S states of the points (S, L, F, 3) at once."""
     depth = np.asarray(floor_heights)[:, None] - dot(points, np.asarray(up, dtype=float))
-    return float(max(depth.max(), 0.0) * unit_scale)
+    return np.maximum(depth.reshape(len(points), -1).max(axis=1), 0.0) * unit_scale
 
 
 def pelvis_deviation(pelvis, reference, unit_scale=1.0):
     """Mean distance (m) of the pelvis from the input pelvis."""
-    return float(length(pelvis - reference).mean() * unit_scale)
+    return float(_pelvis_deviations(pelvis[None], reference, unit_scale)[0])
+
+
+def _pelvis_deviations(pelvis, reference, unit_scale):
+    """:func:`pelvis_deviation` of S states of the pelvis (S, F, 3) at once."""
+    return length(pelvis - reference).mean(axis=-1) * unit_scale
 
 
 def full_extension_share(hips, ankles, bone_lengths):
     """Share of leg-frames with the leg (nearly) straight."""
+    return float(_full_extension_shares(hips[None], ankles[None], bone_lengths)[0])
+
+
+def _full_extension_shares(hips, ankles, bone_lengths):
+    """:func:`full_extension_share` of S states of the legs (S, L, F, 3) at once."""
     extension = length(ankles - hips) / np.asarray(bone_lengths)[:, None]
-    return float((extension >= FULL_EXTENSION).mean())
+    return (extension >= FULL_EXTENSION).reshape(len(hips), -1).mean(axis=1)
 
 
 def ankle_accelerations(ankles, fps, unit_scale=1.0, percentile=99.0):
@@ -87,7 +117,22 @@ def ankle_accelerations(ankles, fps, unit_scale=1.0, percentile=99.0):
     if ankles.shape[2] < 3:
         return [(0.0, 0.0)] * len(ankles)
     accel = (length(np.diff(ankles, n=2, axis=2)) * fps * fps * unit_scale).reshape(len(ankles), -1)
-    return list(zip(np.percentile(accel, percentile, axis=1).tolist(), accel.max(axis=1).tolist()))
+    return list(zip(_percentile(accel, percentile).tolist(), accel.max(axis=1).tolist()))
+
+
+def _percentile(values, percentile):
+    """``np.percentile(values, percentile, axis=-1)``'s numbers (its linear interpolation, the
+    same arithmetic) from one partition: numpy's general version costs several times more in
+    Python than the work on a clip's few hundred values."""
+    count = values.shape[-1]
+    position = (count - 1) * (percentile / 100)
+    below = int(np.floor(position))
+    above = min(below + 1, count - 1)
+    share = position - below
+    ordered = np.partition(values, (below, above), axis=-1)
+    low, high = ordered[..., below], ordered[..., above]
+    rise = high - low
+    return high - rise * (1 - share) if share >= 0.5 else low + rise * share
 
 
 def ground_steadying(noise, fps, size):
@@ -113,7 +158,7 @@ def grounded_feet(foot_points, up, fps, size, steadying=None):
     heights = dot(foot_points, up)
     lowest = np.argmin(heights, axis=-1)[..., None]
     # Each point's own velocity, then the lowest one's: a switch from ankle to toe is no step.
-    point_velocity = np.gradient(foot_points, axis=1) * fps
+    point_velocity = gradient(foot_points, axis=1) * fps
     velocity = np.take_along_axis(point_velocity, lowest[..., None], axis=2)[:, :, 0]
     height = np.take_along_axis(heights, lowest, axis=2)[..., 0]
     clearance = height - rolling_min(height, round(GROUND_WINDOW * fps))
@@ -188,16 +233,18 @@ def motion_metrics(toes, hips, ankles, pelvis, contacts, up, fps, floors, bone_l
     accelerations = ankle_accelerations(ankles, fps, unit_scale)
     slides, grounded_shares = _ground_slides(foot_points(ankles, toes, axis=3), up, fps,
                                              character_size(bone_lengths), unit_scale, steadying)
-    figures = [{
-        "ground_slide_cm_s": 100.0 * slides[s],
-        "grounded_share": float(grounded_shares[s].mean()),
-        "toe_slide_cm_s": 100.0 * toe_slide(toes[s], contacts, up, fps, unit_scale, speeds[s]),
-        "skate_ratio": skate_ratio(toes[s], up, fps, ground, unit_scale, speeds=speeds[s]),
-        "skate_ratio_5f": skate_ratio(toes[s], up, fps, ground, unit_scale, SKATE_WINDOW, speeds[s]),
-        "toe_penetration_cm": 100.0 * penetration(toes[s], up, floors, unit_scale),
-        "pelvis_deviation_cm": 100.0 * pelvis_deviation(pelvis[s], reference_pelvis, unit_scale),
-        "full_extension_share": full_extension_share(hips[s], ankles[s], bone_lengths),
-        "ankle_accel_p99": accelerations[s][0],
-        "ankle_accel_max": accelerations[s][1],
-    } for s in range(states)]
+    near = _near_ground(toes, up, ground, unit_scale)
+    columns = {
+        "ground_slide_cm_s": 100.0 * np.array(slides),
+        "grounded_share": grounded_shares.mean(axis=-1),
+        "toe_slide_cm_s": 100.0 * _toe_slides(speeds, contacts),
+        "skate_ratio": _skate_ratios(near, speeds),
+        "skate_ratio_5f": _skate_ratios(near, speeds, SKATE_WINDOW),
+        "toe_penetration_cm": 100.0 * _penetrations(toes, up, floors, unit_scale),
+        "pelvis_deviation_cm": 100.0 * _pelvis_deviations(pelvis, reference_pelvis, unit_scale),
+        "full_extension_share": _full_extension_shares(hips, ankles, bone_lengths),
+        "ankle_accel_p99": [p99 for p99, _ in accelerations],
+        "ankle_accel_max": [peak for _, peak in accelerations],
+    }
+    figures = [{name: float(values[s]) for name, values in columns.items()} for s in range(states)]
     return figures, grounded_shares

@@ -113,39 +113,35 @@ def solve_offline_lock(problem, weights=None):
     toe_step, heel_step = np.diff(problem.toes, axis=1), np.diff(problem.ankles, axis=1)
     standing = np.maximum(problem.contacts, heel_contacts)
     # The foot moves as one: on its ground while either point is.
-    clearance = np.minimum(*(_clearance(dot(points, up), standing, problem, weights) for points in (problem.toes, problem.ankles)))
+    heights = dot(np.stack((problem.toes, problem.ankles)), up)  # (2, L, F): toes, heels
+    clearance = np.min(_clearance(heights, np.broadcast_to(standing, heights.shape), problem, weights), axis=0)
     easing = _swing_ease(standing, problem.fps, weights.swing_ease)
-    for leg in range(legs):
-        foot = leg + 1
-        # correction step + contact * source step = 0  <=>  point step = (1 - contact) * source step
-        terms.step(foot, _step_weight(toe_pair[leg], weights) / dt, -toe_pair[leg, :, None] * toe_step[leg])
-        # A free foot on its ground keeps its source velocity far more strongly than in
-        # the air (toe-off, a skim, the last frames before a landing): what the lock built
-        # up is paid back in the air, not by the foot rushing along the ground.
-        # Horizontally only: a height correction left by the lock is no slide, and kept it
-        # would have the whole swing skim the ground lower than the source.
-        # Right after a release the foot eases into its swing along the ground: its first
-        # steps keep only part of the source's (from 3/4), the rest paid back in the air.
-        free = 1.0 - np.maximum(toe_pair[leg], heel_pair[leg])
-        terms.step(foot, free * weights.velocity * _ground_stiffening(clearance[leg], weights) / dt,
-                   -easing[leg, :, None] * toe_step[leg], horizontal_only=True)
-        # The free foot's height rejoins the source's within ``height_release_time``.
-        terms.anchor(foot, (1.0 - standing[leg]) * weights.velocity / weights.height_release_time**2 * dt,
-                     vertical_only=True)
-        # Where the toe is pinned too, the foot follows the toe: the heel holds by turning
-        # the foot (_targets), not by pulling the ball along.
-        heel_only = heel_pair[leg] * (1.0 - toe_pair[leg])
-        terms.step(foot, heel_only * weights.lock / dt, -heel_pair[leg, :, None] * heel_step[leg])
-        terms.anchor(foot, (weights.toe_anchor + standing[leg] * weights.stance_anchor) * dt)
+    feet = slice(1, None)  # every foot's group: the legs are rows of one array
+    # correction step + contact * source step = 0  <=>  point step = (1 - contact) * source step
+    terms.step(feet, _step_weight(toe_pair, weights) / dt, -toe_pair[..., None] * toe_step)
+    # A free foot on its ground keeps its source velocity far more strongly than in
+    # the air (toe-off, a skim, the last frames before a landing): what the lock built
+    # up is paid back in the air, not by the foot rushing along the ground.
+    # Horizontally only: a height correction left by the lock is no slide, and kept it
+    # would have the whole swing skim the ground lower than the source.
+    # Right after a release the foot eases into its swing along the ground: its first
+    # steps keep only part of the source's (from 3/4), the rest paid back in the air.
+    free = 1.0 - np.maximum(toe_pair, heel_pair)
+    terms.step(feet, free * weights.velocity * _ground_stiffening(clearance, weights) / dt,
+               -easing[..., None] * toe_step, horizontal_only=True)
+    # The free foot's height rejoins the source's within ``height_release_time``.
+    terms.anchor(feet, (1.0 - standing) * weights.velocity / weights.height_release_time**2 * dt, vertical_only=True)
+    # Where the toe is pinned too, the foot follows the toe: the heel holds by turning
+    # the foot (_targets), not by pulling the ball along.
+    heel_only = heel_pair * (1.0 - toe_pair)
+    terms.step(feet, heel_only * weights.lock / dt, -heel_pair[..., None] * heel_step)
+    terms.anchor(feet, (weights.toe_anchor + standing * weights.stance_anchor) * dt)
     diag, lower, rhs = terms.normal_equations()
-    for leg in range(legs):
-        block = slice(3 * (leg + 1), 3 * (leg + 2))
-        direction = terms.in_basis(_unit(problem.hips[leg] - problem.toes[leg]))
-        _add_difference_term(diag, rhs, block, direction, np.full(frames, weights.distance * dt), 0.0)
+    _add_difference_terms(diag, rhs, terms.in_basis(_unit(problem.hips - problem.toes)),
+                          np.full((legs, frames), weights.distance * dt), 0.0)
 
     pins = _pins(problem, np.stack([toe_pair, heel_pair]), heel_contacts, weights)
-    corrections, (toes, heels) = _solve_with_reach(problem, weights, pins, terms, diag, lower, rhs)
-    stretch, _, _ = _reach_state(problem, corrections, heels)
+    corrections, (toes, heels), stretch = _solve_with_reach(problem, weights, pins, terms, diag, lower, rhs)
     return OfflineSolution(
         pelvis=problem.pelvis + corrections[:, :3],
         toes=toes,
@@ -172,10 +168,10 @@ def _step_weight(pair, weights):
 
 
 def _clearance(heights, standing, problem, weights):
-    """How high each point (L, F) is above the height it stood at in its last or next
+    """How high each point (..., F) is above the height it stood at in its last or next
     contact (the lower: a step down or up), in ``air_clearance`` (scaled to the leg) and
-    clipped to 0..1; 1 throughout on a leg that never stands. ``heights`` (L, F),
-    ``standing`` (L, F) the foot's contact weights."""
+    clipped to 0..1; 1 throughout on a leg that never stands. ``heights`` (..., F),
+    ``standing`` (..., F) the foot's contact weights."""
     size = float(np.mean(problem.reach)) / REFERENCE_LEG_LENGTH
     frames = np.arange(heights.shape[-1])
     on = standing > 0
@@ -237,11 +233,12 @@ def _solve_with_reach(problem, weights, pins, terms, diag, lower, rhs):
     """Solve the normal equations (in ``terms``' basis), adding reach terms where a leg
     stretches too far.
 
-    Returns the corrections (F, 3 * (1 + L)) and the (toe, heel) targets (2, L, F, 3)."""
+    Returns the corrections (F, 3 * (1 + L)), the (toe, heel) targets (2, L, F, 3) and how
+    far each leg stretches past its reach to them (L, F)."""
     legs = problem.toes.shape[0]
     dt = 1.0 / problem.fps
-    base_diag, base_rhs = diag.copy(), rhs.copy()
-    corrections = terms.to_world(solve_block_tridiagonal(diag, lower, rhs))
+    base_diag, base_rhs = diag, rhs  # the solver leaves its input as it is
+    corrections = _solve(terms, diag, lower, rhs)
     targets = _targets(problem, corrections, pins)
     active = np.zeros(problem.contacts.shape, dtype=bool)
     for _ in range(weights.reach_iterations):
@@ -250,16 +247,16 @@ def _solve_with_reach(problem, weights, pins, terms, diag, lower, rhs):
             break  # within tolerance, or every stretched frame is already constrained
         active |= stretch > 0
         diag, rhs = base_diag.copy(), base_rhs.copy()
-        for leg in range(legs):
-            block = slice(3 * (leg + 1), 3 * (leg + 2))
-            e, d = corrections[:, :3], corrections[:, block]
-            # |H - A| ~ distance + n.((e - e_k) - (d - d_k)) = reach; a heel's own correction
-            # (_hold) is kept as it is.
-            target = problem.reach[leg] - distance[leg] + dot(direction[leg], e - d)
-            _add_difference_term(diag, rhs, block, terms.in_basis(direction[leg]), active[leg] * weights.reach / dt, target)
-        corrections = terms.to_world(solve_block_tridiagonal(diag, lower, rhs))
+        feet = corrections[:, 3:].reshape(len(corrections), legs, 3).swapaxes(0, 1)
+        # |H - A| ~ distance + n.((e - e_k) - (d - d_k)) = reach; a heel's own correction
+        # (_hold) is kept as it is.
+        target = problem.reach - distance + dot(direction, corrections[:, :3] - feet)
+        _add_difference_terms(diag, rhs, terms.in_basis(direction), active * weights.reach / dt, target)
+        corrections = _solve(terms, diag, lower, rhs)
         targets = _targets(problem, corrections, pins)
-    return corrections, targets
+    else:  # the last solve's stretch is not measured yet
+        stretch = _reach_state(problem, corrections, targets[1])[0]
+    return corrections, targets, stretch
 
 
 @dataclass
@@ -403,13 +400,14 @@ class _GroupTerms:
 
     def step(self, group, weight, goal=None, horizontal_only=False):
         """Terms ``weight * |P (x[i] - x[i-1] - goal[i-1])|^2`` on ``group``'s variables, ``P``
-        all three axes or, ``horizontal_only``, those across ``up``."""
+        all three axes or, ``horizontal_only``, those across ``up``; ``group`` an index or a
+        slice of groups (the feet), whose weights and goals are rows."""
         self.step_weights[0, group] += weight
         if not horizontal_only:
             self.step_weights[1, group] += weight
         if goal is not None:
-            projected = goal - dot(goal, self.up)[:, None] * self.up if horizontal_only else goal
-            self.pulled[group] += np.asarray(weight)[:, None] * projected
+            projected = goal - dot(goal, self.up)[..., None] * self.up if horizontal_only else goal
+            self.pulled[group] += np.asarray(weight)[..., None] * projected
 
     def anchor(self, group, weight, vertical_only=False):
         """Terms ``weight * |P x|^2`` pulling ``group``'s variables toward zero, ``P`` all
@@ -425,28 +423,38 @@ class _GroupTerms:
     def to_world(self, x):
         """A solution (F, 3G) in the normal equations' basis, in world axes."""
         frames = x.shape[0]
-        return (x.reshape(frames, -1, 3) @ self.basis).reshape(frames, -1)
+        # Not ``@``: a 3 x 3 product per frame and group is a BLAS call each, einsum one loop.
+        return np.einsum("fgi,ij->fgj", x.reshape(frames, -1, 3), self.basis).reshape(frames, -1)
 
     def normal_equations(self):
-        """Blocks (F, m, m), the diagonals of the lower blocks (F, m) and the right-hand
-        side (F, m), in :meth:`in_basis`; m = 3 per group."""
-        def entries(weights):  # (2, G, n) -> (G, n, 3): the across axes, then up
-            return np.stack((weights[0], weights[0], weights[1]), axis=-1)
+        """Blocks (m, m, F), the diagonals of the lower blocks (F, m) and the right-hand
+        side (m, F), in :meth:`in_basis`; m = 3 per group. The blocks and the right-hand side
+        are laid out frame last, so the terms that couple groups (:func:`_add_difference_terms`)
+        are written along whole rows of frames, not 3 x 3 blocks strided inside (F, m, m);
+        :func:`_solve` hands them to the banded solver frame first."""
+        def entries(weights):  # (2, G, n) -> (G, 3, n): the across axes, then up
+            return np.stack((weights[0], weights[0], weights[1]), axis=1)
 
         step = entries(self.step_weights)
         own = entries(self.anchor_weights)
-        own[:, 1:] += step
-        own[:, :-1] += step
-        groups, frames = own.shape[:2]
+        own[..., 1:] += step
+        own[..., :-1] += step
+        groups, frames = own.shape[0], own.shape[-1]
         neighbour = np.zeros_like(own)
-        neighbour[:, 1:] = -step
-        pulled = self.in_basis(self.pulled)
-        rhs = np.zeros((groups, frames, 3))
-        rhs[:, 1:] += pulled
-        rhs[:, :-1] -= pulled
-        diag = np.zeros((frames, 3 * groups, 3 * groups))
-        diag.reshape(frames, -1)[:, :: 3 * groups + 1] = own.transpose(1, 0, 2).reshape(frames, -1)
-        return diag, neighbour.transpose(1, 0, 2).reshape(frames, -1), rhs.transpose(1, 0, 2).reshape(frames, -1)
+        neighbour[..., 1:] = -step
+        pulled = self.in_basis(self.pulled).swapaxes(1, 2)  # (G, 3, F-1)
+        rhs = np.zeros((groups, 3, frames))
+        rhs[..., 1:] += pulled
+        rhs[..., :-1] -= pulled
+        size = 3 * groups
+        diag = np.zeros((size, size, frames))
+        diag[np.arange(size), np.arange(size)] = own.reshape(size, frames)
+        return diag, neighbour.reshape(size, frames).T, rhs.reshape(size, frames)
+
+
+def _solve(terms, diag, lower, rhs):
+    """The corrections (F, 3G), world axes, of the normal equations :meth:`_GroupTerms.normal_equations` gives."""
+    return terms.to_world(solve_block_tridiagonal(np.ascontiguousarray(np.moveaxis(diag, -1, 0)), lower, rhs.T))
 
 
 def _basis_about(up):
@@ -458,16 +466,21 @@ def _basis_about(up):
     return np.stack((across, cross(up, across), up))
 
 
-def _add_difference_term(diag, rhs, block, direction, weight, goal):
-    """Terms ``weight * (n . (e - d) - goal)^2`` coupling the pelvis with one toe: written
-    into the four (F, 3, 3) blocks they touch, not as an outer product of whole rows."""
+def _add_difference_terms(diag, rhs, direction, weight, goal):
+    """Terms ``weight * (n . (e - d) - goal)^2`` coupling the pelvis with each toe, the legs
+    as rows (``direction`` (L, F, 3), ``weight`` and ``goal`` (L, F)): written into the four
+    blocks of each leg they touch (frame last, as :meth:`_GroupTerms.normal_equations` lays
+    them out), not as an outer product of whole rows."""
     w = np.asarray(weight)
+    direction = np.ascontiguousarray(direction.swapaxes(1, 2))  # (L, 3, F)
     weighted = w[:, None] * direction
-    outer = weighted[:, :, None] * direction[:, None, :]
-    diag[:, :3, :3] += outer
-    diag[:, block, block] += outer
-    diag[:, :3, block] -= outer
-    diag[:, block, :3] -= outer
+    outer = weighted[:, :, None] * direction[:, None, :]  # (L, 3, 3, F), symmetric
     pull = (w * goal)[:, None] * direction
-    rhs[:, :3] += pull
-    rhs[:, block] -= pull
+    for leg, (leg_outer, leg_pull) in enumerate(zip(outer, pull)):  # leg by leg, in the order they add up
+        block = slice(3 * (leg + 1), 3 * (leg + 2))
+        diag[:3, :3] += leg_outer
+        diag[block, block] += leg_outer
+        diag[:3, block] -= leg_outer
+        diag[block, :3] -= leg_outer
+        rhs[:3] += leg_pull
+        rhs[block] -= leg_pull

@@ -62,6 +62,19 @@ def horizontal(v, up):
     return v - dot(v, up)[..., None] * up
 
 
+def gradient(values, axis=0):
+    """``np.gradient(values, axis=axis)``'s numbers (unit spacing: central differences inside,
+    one-sided at both ends) at under half its cost on the solvers' small arrays, where
+    numpy's general version spends its time in Python. Needs two samples along ``axis``."""
+    along = np.swapaxes(values, 0, axis)
+    out = np.empty_like(along)
+    np.subtract(along[2:], along[:-2], out=out[1:-1])
+    out[1:-1] /= 2.0
+    np.subtract(along[1], along[0], out=out[0])
+    np.subtract(along[-1], along[-2], out=out[-1])
+    return np.swapaxes(out, 0, axis)
+
+
 def cross(u, v):
     """Cross products along the last axis; leaner than ``np.cross`` on small trailing axes."""
     ux, uy, uz = u[..., 0], u[..., 1], u[..., 2]

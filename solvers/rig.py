@@ -76,13 +76,13 @@ def leg_length_from_locals(skeleton, rot, pos, rig):
     nothing above the knee (cheaper than forward kinematics of the whole chain from the
     root, for a check that runs before the solve poses the body itself)."""
     return float(np.mean([
-        _median_length(_offset_below(skeleton, rot, pos, leg.hip, leg.knee),
-                       _offset_below(skeleton, rot, pos, leg.knee, leg.ankle))
+        _median_length(offset_below(skeleton, rot, pos, leg.hip, leg.knee),
+                       offset_below(skeleton, rot, pos, leg.knee, leg.ankle))
         for leg in rig.legs
     ]))
 
 
-def _offset_below(skeleton, rot, pos, top, joint):
+def offset_below(skeleton, rot, pos, top, joint):
     """Where ``joint`` lies in ``top``'s frame on every frame (F, 3): the local transforms
     of the joints between them (usually none) composed from the bottom up."""
     chain = skeleton.chain(top, joint)[1:]

@@ -16,7 +16,7 @@ import numpy as np
 
 from .contacts import REFERENCE_LEG_LENGTH, detect_contacts
 from .kinematics import forward_kinematics, local_position
-from .quaternion import dot, horizontal
+from .quaternion import dot, gradient, horizontal, length
 from .rig import leg_length
 
 # In place: over a second, the lower foot glides at least this fast (m/s for the reference
@@ -42,7 +42,7 @@ def _lower_and_higher_velocities(toes, up, fps):
     farthest above it (a swinging foot)."""
     heights = dot(toes, np.asarray(up, dtype=float))
     above = heights - heights.min(axis=1, keepdims=True)
-    velocity = horizontal(np.gradient(toes, axis=1) * fps, up)
+    velocity = horizontal(gradient(toes, axis=1) * fps, up)
     frames = np.arange(toes.shape[1])
     return velocity[np.argmin(above, axis=0), frames], velocity[np.argmax(above, axis=0), frames]
 
@@ -60,9 +60,9 @@ def is_in_place(toes, root, up, fps, leg_length):
     cap = MAX_SPEED * scale
     lower, higher = _lower_and_higher_velocities(toes, up, fps)
     glide_velocity = _windowed_mean(_capped(lower, cap), half)
-    glide = np.linalg.norm(glide_velocity, axis=-1)
-    root_velocity = horizontal(np.gradient(root, axis=0) * fps, up)
-    root_speed = np.linalg.norm(_windowed_mean(_capped(root_velocity, cap), half), axis=-1)
+    glide = length(glide_velocity)
+    root_velocity = horizontal(gradient(root, axis=0) * fps, up)
+    root_speed = length(_windowed_mean(_capped(root_velocity, cap), half))
     swing = _windowed_mean(_capped(higher - root_velocity, cap), half)
     stepping = -dot(swing, glide_velocity) > STEPPING_SHARE * glide**2
     gliding = (glide > GLIDING_FOOT_SPEED * scale) & (root_speed < STILL_ROOT_SHARE * glide) & stepping
@@ -70,7 +70,7 @@ def is_in_place(toes, root, up, fps, leg_length):
 
 
 def _capped(velocity, cap):
-    speed = np.linalg.norm(velocity, axis=-1, keepdims=True)
+    speed = length(velocity)[:, None]
     return velocity * np.minimum(1.0, cap / np.maximum(speed, 1e-12))
 
 
