@@ -203,12 +203,16 @@ def print_skate(clips_dir, clips=SHARED_CLIPS):
 
 # Skated motions (:func:`clip_scenarios.skated_motion`): name, and the skate of the feet's points.
 MOTION_SKATES = (
-    ("0 m/s", lambda points, fps: points),
-    ("0.5 m/s", lambda points, fps: cs.oscillating_skate(points, fps, 0.5)),
-    ("1 m/s", lambda points, fps: cs.oscillating_skate(points, fps, 1.0)),
-    ("1 m/s apart", lambda points, fps: cs.oscillating_skate(points, fps, 1.0, phase=(0.0, 0.5 * np.pi))),
-    ("1 m/s 3 Hz", lambda points, fps: cs.oscillating_skate(points, fps, 1.0, frequency=3.0)),
-    ("random", lambda points, fps: cs.random_skate(points, fps, 0.7, seed=round(fps))),
+    ("0 m/s", lambda points, fps, stances: points),
+    ("0.5 m/s", lambda points, fps, stances: cs.oscillating_skate(points, fps, 0.5)),
+    ("1 m/s", lambda points, fps, stances: cs.oscillating_skate(points, fps, 1.0)),
+    ("1 m/s apart", lambda points, fps, stances: cs.oscillating_skate(points, fps, 1.0, phase=(0.0, 0.5 * np.pi))),
+    ("1 m/s 3 Hz", lambda points, fps, stances: cs.oscillating_skate(points, fps, 1.0, frequency=3.0)),
+    ("random", lambda points, fps, stances: cs.random_skate(points, fps, 0.7, seed=round(fps))),
+    # Slow (0.05-0.5 Hz) drifts of the stance feet, each its own or one belt's.
+    ("slow drift", lambda points, fps, stances: cs.stance_drift(points, fps, stances, 0.7, seed=round(fps))),
+    ("slow belt", lambda points, fps, stances: cs.stance_drift(points, fps, stances, 0.7, seed=round(fps),
+                                                               together=True)),
 )
 
 
@@ -217,10 +221,12 @@ def skated_motion_rows(clips_dir, clips=SHARED_CLIPS):
     in its joint rotations. The slide (cm/s) over the unskated clip's reference frames before
     and after, the F1 of the toe contacts the solve locked, and the report's own ground
     figures before and after (``ground_slide_cm_s``: the feet's lowest points wherever they
-    are near their ground and vertically still, a criterion the solve did not choose)."""
+    are near their ground and vertically still, a criterion the solve did not choose). A
+    stance drift skates the reference's stances."""
     for clip, fps, skeleton, motion, rig, reference in decimated_clips(clips_dir, clips):
         for name, skate in MOTION_SKATES:
-            skated = cs.skated_motion(skeleton, motion, rig, skate)
+            skated = cs.skated_motion(skeleton, motion, rig,
+                                      lambda points, fps, skate=skate, stances=reference: skate(points, fps, stances))
             result = remove_foot_sliding(skeleton, skated, rig, bvh.UP)
             before, after = (100.0 * metrics.toe_slide(cs.toe_positions(skeleton, state, rig), reference, bvh.UP, fps)
                              for state in (skated, result.motion))

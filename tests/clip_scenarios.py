@@ -164,20 +164,56 @@ def oscillating_skate(points, fps, speed=1.0, frequency=1.5, phase=0.0):
     return points + offset[..., None] * np.array([1.0, 0.0, 0.0])
 
 
-def random_skate(points, fps, speed=1.0, seed=0, frequencies=(1.0, 3.0), waves=3, up=bvh.UP):
-    """Points (L, F, 3) of L feet each sliding on its own, smoothly and at random: per row a
-    sum of ``waves`` oscillations of random frequency (in ``frequencies``, Hz), phase and
-    horizontal direction, scaled to a root-mean-square speed of ``speed`` m/s."""
+def random_waves(legs, frames, fps, seed, frequencies, waves, up):
+    """Per row of ``legs`` ``waves`` waves of random frequency (in ``frequencies``, Hz), phase
+    and horizontal direction over ``frames`` frames: their angles (L, waves, F), frequencies
+    (L, waves, 1) and unit directions (L, waves, 1, 3)."""
     rng = np.random.default_rng(seed)
-    legs, frames = points.shape[:2]
     t = np.arange(frames) / fps
     frequency = rng.uniform(*frequencies, size=(legs, waves, 1))
     phase = rng.uniform(0.0, 2 * np.pi, size=(legs, waves, 1))
     direction = horizontal(rng.normal(size=(legs, waves, 1, 3)), np.asarray(up, dtype=float))
     direction /= np.linalg.norm(direction, axis=-1, keepdims=True)
-    offset = (np.sin(2 * np.pi * frequency * t + phase)[..., None] / (2 * np.pi * frequency[..., None]) * direction).sum(1)
+    return 2 * np.pi * frequency * t + phase, frequency, direction
+
+
+def random_skate(points, fps, speed=1.0, seed=0, frequencies=(1.0, 3.0), waves=3, up=bvh.UP):
+    """Points (L, F, 3) of L feet each sliding on its own, smoothly and at random: per row a
+    sum of ``waves`` oscillations of random frequency (in ``frequencies``, Hz), phase and
+    horizontal direction, scaled to a root-mean-square speed of ``speed`` m/s."""
+    angle, frequency, direction = random_waves(*points.shape[:2], fps, seed, frequencies, waves, up)
+    offset = (np.sin(angle)[..., None] / (2 * np.pi * frequency[..., None]) * direction).sum(1)
     velocity = np.gradient(offset, axis=1) * fps
     return points + offset * speed / np.sqrt(np.mean(np.sum(velocity**2, axis=-1)))
+
+
+def stance_drift(points, fps, stances, speed=0.5, seed=0, frequencies=(0.05, 0.5), waves=3, together=False,
+                 up=bvh.UP):
+    """Points (L, F, 3) of L feet each drifting on its own while it stands (``stances`` (L, F),
+    the unskated clip's contacts) and carried back to its own path by the swing that follows:
+    per row a velocity summing ``waves`` slow waves of random frequency (in ``frequencies``,
+    Hz), phase and horizontal direction, of root-mean-square ``speed`` m/s. A slow skate that
+    runs on from stance to stance (:func:`random_skate` below 1 Hz) carries the foot a metre
+    from the body, beyond the leg's reach, and the legs lift the stance foot off the floor;
+    this one stays a stance's drift (0.7 m/s over a 0.6 s stance: about 0.4 m). ``together``:
+    one velocity for every foot, as a belt's under whichever foot stands on it."""
+    frames = points.shape[1]
+    angle, _, direction = random_waves(1 if together else len(points), frames, fps, seed, frequencies, waves, up)
+    velocity = (np.cos(angle)[..., None] * direction).sum(1)
+    velocity *= speed / np.sqrt(np.mean(np.sum(velocity**2, axis=-1)))
+    velocity = np.broadcast_to(velocity, points.shape)
+    offset = np.zeros_like(points)
+    for leg, standing in enumerate(np.asarray(stances, dtype=bool)):
+        if not standing.any():
+            continue
+        travelled = np.cumsum(velocity[leg] * standing[:, None], axis=0) / fps
+        # Each stance starts where the foot lands: the travel before it is taken off.
+        start = standing & ~np.concatenate([[False], standing[:-1]])
+        before = np.maximum.accumulate(np.where(start, np.arange(frames), 0))
+        drifted = travelled - travelled[before] + velocity[leg][before] * standing[before, None] / fps
+        known = np.flatnonzero(standing)  # the swings go from the last stance's drift back to none
+        offset[leg] = np.stack([np.interp(np.arange(frames), known, drifted[known, axis]) for axis in range(3)], -1)
+    return points + offset
 
 
 def skated_motion(skeleton, motion, rig, skate, up=bvh.UP):
