@@ -314,6 +314,7 @@ def label_points(cues, grounds, fps, scale, settings, grow_edges=0, feet=None):
     own. Returns the labels and the frames (L, F) where the motion skates.
     """
     vertical_speed, clearance, planted = cues.vertical_speed, cues.clearance, cues.planted
+    feet = len(vertical_speed) if feet is None else feet
     grow_edges = np.broadcast_to(grow_edges, vertical_speed.shape[:1])[:, None]
     horizontal_speed, share_speed = length(cues.horizontal_velocity[None] - grounds[:, None])
     speed = np.sqrt(horizontal_speed**2 + vertical_speed**2)
@@ -323,10 +324,11 @@ def label_points(cues, grounds, fps, scale, settings, grow_edges=0, feet=None):
     skating = skating_motion(planted, share_speed**2 + vertical_speed**2 >= threshold**2,
                              round(settings.skate_window * fps))
     # A planted frame faster than a skate is a swing toe skimming the floor.
-    standing = planted & (horizontal_speed < settings.skate_speed * scale)
+    under_skate = horizontal_speed < settings.skate_speed * scale
+    standing = planted & under_skate
     # A foot skates where all its points do: a heel rolling off its standing ball, or a ball
     # pivoting under its heel, is the foot's own motion.
-    foot_skating = skating if feet is None else whole_foot(skating, feet)
+    foot_skating = whole_foot(skating, feet)
     if foot_skating.any():
         # A foot skates on its own where its planted frames slide even against the drifting
         # ground (no belt, no in-place cycle under both feet explains them): there its stance
@@ -334,11 +336,11 @@ def label_points(cues, grounds, fps, scale, settings, grow_edges=0, feet=None):
         # slides -- a skate turning about within a stance (3 Hz) outruns the foot's fitted
         # ground, and a brief touch (a turn's step) has no standing frame to fit it through.
         alone = skating_motion(planted, speed >= threshold, round(settings.skate_window * fps))
-        alone = foot_skating & (alone if feet is None else whole_foot(alone, feet))
+        alone = foot_skating & whole_foot(alone, feet)
         labels = np.where(foot_skating, skated_labels(cues, grounds[0], standing, labels, low, fps, scale, settings,
                                                       feet, alone), labels)
         touching = vertically_planted(clearance, vertical_speed, fps, scale, settings, settings.skate_vertical_speed)
-        labels |= touching & alone & (horizontal_speed < settings.skate_speed * scale)
+        labels |= touching & alone & under_skate
     labels |= standing & skating
     # Where the point's contact starts the foot's (the heel strike), a point still descending
     # has not touched yet, however slow the moving ground makes it look (another foot's drift
@@ -358,12 +360,13 @@ def label_points(cues, grounds, fps, scale, settings, grow_edges=0, feet=None):
     return widen(labels, int(np.floor(settings.widen * fps + 1e-6))), skating
 
 
-def skated_labels(cues, ground, standing, labels, low, fps, scale, settings, feet=None, skating=True):
+def skated_labels(cues, ground, standing, labels, low, fps, scale, settings, feet, skating):
     """Contacts (L, F) of points where the motion skates, moving slower than the stance
     threshold (``low``: near their local ground) against the ground their own foot stands on
     -- what its ``standing`` frames (L, F) and their stance edges show, see
     :func:`foot_grounds` and :func:`stance_edges` -- wherever such a frame of the foot is near
-    enough to tell; elsewhere ``labels``. ``skating`` (L, F): where the foot skates on its own.
+    enough to tell; elsewhere ``labels``. The rows are ``feet`` feet's points in turn (see
+    :func:`label_points`); ``skating`` (L, F): where the foot skates on its own.
 
     A foot skating to and fro on its own, nothing shared with the other foot to follow:
     against the moving ground its stance edges (a toe rolling off, a heel settling, slow but
@@ -372,7 +375,6 @@ def skated_labels(cues, ground, standing, labels, low, fps, scale, settings, fee
     skate. So it is fitted again, through the edge frames too that move with the first fit
     (within ``edge_speed``: a swing foot skimming the floor does not)."""
     residual = cues.horizontal_velocity - ground
-    feet = len(residual) if feet is None else feet
     half_width = max(1, round(settings.foot_ground_window * fps))
     threshold = settings.speed_threshold * scale
     own, _ = foot_grounds(residual, standing, feet, half_width)
@@ -397,7 +399,10 @@ def stance_edges(cues, standing, allowed, rising, descending, height):
 
 def whole_foot(mask, feet):
     """Rows (L, F) of ``mask`` True where it is True for every point of the row's foot (the
-    rows ``feet`` feet's points in turn, see :func:`label_points`)."""
+    rows ``feet`` feet's points in turn, see :func:`label_points`); ``mask`` itself where
+    each point is a foot of its own."""
+    if feet == len(mask):
+        return mask
     return np.tile(mask.reshape(-1, feet, mask.shape[-1]).all(axis=0), (len(mask) // feet, 1))
 
 
