@@ -349,14 +349,13 @@ def test_a_slow_stance_drift_keeps_the_feet_down_and_is_mostly_fixed(together):
     motion = decimate(original, 30)
     up = np.asarray(bvh.UP)
     unskated = toe_positions(skeleton, motion, rig)
-    lift = {}
-    for name, skate in (("stance", lambda points, fps: stance_drift(points, fps, reference, 0.7, 30, together=together)),
-                        ("random", lambda points, fps: random_skate(points, fps, 0.7, 30, (0.05, 0.5)))):
-        skated = skated_motion(skeleton, motion, rig, skate)
-        lift[name] = np.percentile(np.abs((toe_positions(skeleton, skated, rig) - unskated) @ up)[reference], 90)
+    motions = {name: skated_motion(skeleton, motion, rig, skate) for name, skate in (
+        ("stance", lambda points, fps: stance_drift(points, fps, reference, 0.7, 30, together=together)),
+        ("random", lambda points, fps: random_skate(points, fps, 0.7, 30, (0.05, 0.5))))}
+    lift = {name: np.percentile(np.abs((toe_positions(skeleton, state, rig) - unskated) @ up)[reference], 90)
+            for name, state in motions.items()}
     assert lift["stance"] < 0.01 < 0.1 < lift["random"]
-    skated = skated_motion(skeleton, motion, rig,
-                           lambda points, fps: stance_drift(points, fps, reference, 0.7, 30, together=together))
+    skated = motions["stance"]
     result = remove_foot_sliding(skeleton, skated, rig, bvh.UP)
     before, after = (100.0 * metrics.toe_slide(toe_positions(skeleton, state, rig), reference, bvh.UP, 30.0)
                      for state in (skated, result.motion))
