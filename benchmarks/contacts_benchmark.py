@@ -143,6 +143,13 @@ def run_rows(clips_dir, clips=SHARED_CLIPS, factors=RUN_FACTORS, rates=(30, 60))
                        100.0 * after)
 
 
+def grouped(rows, key, figures):
+    """Per distinct ``row[key]`` of ``rows`` (tuples), in the order first seen, the ``row[figures]``
+    of its rows as one array (a row per row): the means printed under a table."""
+    for group in dict.fromkeys(row[key] for row in rows):
+        yield group, np.array([row[figures] for row in rows if row[key] == group])
+
+
 def print_runs(clips_dir, clips=SHARED_CLIPS):
     print("Shared walks played x2 / x3 faster (runs, dashes: stances of 3-7 frames at 30 fps): label F1 "
           "against the original's reference (target 0.95), the reference criterion's own F1 at this rate "
@@ -151,8 +158,7 @@ def print_runs(clips_dir, clips=SHARED_CLIPS):
     for clip, factor, fps, name, f1, ceiling, before, after in rows:
         print(f"{clip:<11} x{factor} {fps:>3} fps {name:<6} F1 {f1:.3f} (ceiling {ceiling:.3f}) "
               f"slide {before:6.2f} -> {after:5.2f} cm/s{'  MISSED' if f1 < 0.95 else ''}")
-    for factor, fps in dict.fromkeys(row[1:3] for row in rows):
-        picked = np.array([row[4:] for row in rows if row[1:3] == (factor, fps)])
+    for (factor, fps), picked in grouped(rows, slice(1, 3), slice(4, None)):
         print(f"mean x{factor} {fps} fps: F1 {picked[:, 0].mean():.3f} (min {picked[:, 0].min():.3f}, ceiling mean "
               f"{picked[:, 1].mean():.3f}), slide {picked[:, 2].mean():.2f} -> {picked[:, 3].mean():.2f} cm/s")
     return rows
@@ -242,8 +248,7 @@ def print_skated_motion(clips_dir, clips=SHARED_CLIPS):
     for clip, fps, name, before, after, f1, ground_before, ground_after in rows:
         print(f"{clip:<11} {fps:>3} fps {name:<12} slide {before:6.2f} -> {after:5.2f}  F1 {f1:.3f}  "
               f"report {ground_before:6.2f} -> {ground_after:5.2f}")
-    for fps, name in dict.fromkeys((row[1], row[2]) for row in rows):
-        picked = np.array([row[3:] for row in rows if row[1:3] == (fps, name)])
+    for (fps, name), picked in grouped(rows, slice(1, 3), slice(3, None)):
         print(f"mean {fps:>3} fps {name:<12} slide {picked[:, 0].mean():6.2f} -> {picked[:, 1].mean():5.2f}  F1 "
               f"{picked[:, 2].mean():.3f} (min {picked[:, 2].min():.3f})  report {picked[:, 3].mean():6.2f} -> "
               f"{picked[:, 4].mean():5.2f}")
