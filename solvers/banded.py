@@ -1,10 +1,13 @@
-"""Block-tridiagonal linear systems, solved by cyclic reduction.
+"""Tridiagonal and block-tridiagonal linear systems, solved by cyclic reduction.
 
 numpy has no banded solver and Blender ships no scipy. The offline foot lock's
-normal equations couple each frame only with its neighbours, so they form a
-symmetric block-tridiagonal system; cyclic reduction eliminates every other frame
-per level with batched dense products, so the work is vectorized over frames and
-needs only log2(frames) Python-level steps.
+normal equations couple each frame only with its neighbours: most of them are
+independent scalar chains (:func:`solve_tridiagonal`, a batch of them at once), the
+pelvis under its reach constraints a symmetric block-tridiagonal system
+(:func:`solve_block_tridiagonal`). Cyclic reduction eliminates every other frame per
+level, so the work is vectorized over frames and needs only log2(frames) Python-level
+steps; on symmetric positive definite systems it is as stable as Cholesky (it is
+Cholesky of the rows reordered odd after even).
 
 On the clips of a click the cost is numpy's per-call and per-row overhead, not
 arithmetic, so each level does as few calls as it can, on arrays laid out so that
@@ -15,6 +18,38 @@ dropped row (``D`` is symmetric).
 """
 
 import numpy as np
+
+
+def solve_tridiagonal(diag, lower, rhs):
+    """Solve a batch of symmetric positive definite tridiagonal systems, one per row:
+    ``diag`` (c, n) their diagonals, ``lower`` (c, n) ``A[i, i - 1]`` (``lower[:, 0]`` is
+    ignored; ``A[i - 1, i]`` is the same), ``rhs`` (c, n). Returns x (c, n)."""
+    n = diag.shape[-1]
+    if n == 1:
+        return rhs / diag
+    inverse = 1.0 / diag[:, 1::2]  # the dropped (odd) rows' pivots
+    to_previous, to_next = lower[:, 1::2], lower[:, 2::2]  # their couplings; the last of an even n has no next
+    dropped, inner = inverse.shape[-1], to_next.shape[-1]
+    # Kept row k between dropped rows p = k - 1 and q = k + 1: its diagonal loses
+    # A[k, p]^2 / A[p, p] and A[k, q]^2 / A[q, q], it couples to k - 2 through
+    # -A[k, p] A[p, k - 2] / A[p, p], and its right-hand side loses A[k, p] b_p / A[p, p] ...
+    before = to_next * inverse[:, :inner]  # kept rows 1..: A[k, p] / A[p, p]
+    after = to_previous * inverse  # kept rows ..dropped - 1: A[k, q] / A[q, q]
+    kept_diag = diag[:, 0::2].copy()
+    kept_diag[:, 1:] -= before * to_next
+    kept_diag[:, :dropped] -= after * to_previous
+    kept_lower = np.zeros_like(kept_diag)
+    kept_lower[:, 1:] = -before * to_previous[:, :inner]
+    kept_rhs = rhs[:, 0::2].copy()
+    kept_rhs[:, 1:] -= before * rhs[:, 1::2][:, :inner]
+    kept_rhs[:, :dropped] -= after * rhs[:, 1::2]
+    kept = solve_tridiagonal(kept_diag, kept_lower, kept_rhs)
+    x = np.empty_like(rhs)
+    x[:, 0::2] = kept
+    pull = to_previous * kept[:, :dropped]
+    pull[:, :inner] += to_next * kept[:, 1:]
+    x[:, 1::2] = (rhs[:, 1::2] - pull) * inverse
+    return x
 
 
 def solve_block_tridiagonal(diag, lower, rhs):

@@ -6,7 +6,10 @@ relaxes springs between pelvis and toe "particles" for 25,000 iterations.
 The same constraints are quadratic in the particles' corrections, so we minimise
 them in one least-squares solve: per frame the unknowns are the pelvis correction
 ``e`` and each foot's correction ``d``, every term couples a frame only with its
-neighbour, and the normal equations are block-tridiagonal (see :mod:`.banded`).
+neighbour, and in a basis about ``up`` every term but the reach acts on one axis of one
+of them alone: the normal equations are independent tridiagonal systems, one per axis of
+the pelvis and of each foot (see :mod:`.banded`). The reach then moves the pelvis alone,
+a block-tridiagonal system of its three axes.
 
 Each foot has two points that can be pinned, as Cascadeur's fulcrum points: the heel
 (the ankle joint) and the toe (the ball). The correction ``d`` moves the whole foot, so
@@ -28,18 +31,18 @@ Terms, all weighted per second of animation so any frame rate gives the same res
   steps slower than the source's (:func:`_swing_ease`);
 * a free foot's height correction fades within ``height_release_time``: the swing keeps
   the source's clearance instead of skimming the ground lower;
-* the hip-to-toe distance of each frame is preserved (linearised);
 * a weak pull toward the input, so a stance is locked at its middle, where it
   stands -- on a step or a box, not on the clip's lowest floor;
 * reach: where a leg would have to stretch past the longest extension the clip
-  shows, the pelvis follows (an active set, re-linearised a few times).
+  shows, the pelvis follows (an active set, re-linearised a few times); the feet stay
+  where the lock and the swing put them.
 """
 
 from dataclasses import dataclass
 
 import numpy as np
 
-from .banded import solve_block_tridiagonal
+from .banded import solve_block_tridiagonal, solve_tridiagonal
 from .contacts import REFERENCE_LEG_LENGTH
 from .quaternion import cross, dot, length
 
@@ -58,7 +61,6 @@ class OfflineWeights:
     toe_anchor: float = 1e-3  # keeps a toe that never touches down near the input
     pelvis_velocity: float = 0.06  # source velocity of the pelvis ...
     pelvis_anchor: float = 1.0  # ... against its position: corrections fade in ~0.25 s
-    distance: float = 0.01  # hip-to-toe distance of each frame
     reach: float = 1e4  # a leg never stretches past its reach: hard (per frame, as the lock)
     reach_iterations: int = 8
     # Stretch left to the leg solver's soft clamp, as a share of the reach: a few
@@ -136,12 +138,8 @@ def solve_offline_lock(problem, weights=None):
     heel_only = heel_pair * (1.0 - toe_pair)
     terms.step(feet, heel_only * weights.lock / dt, -heel_pair[..., None] * heel_step)
     terms.anchor(feet, (weights.toe_anchor + standing * weights.stance_anchor) * dt)
-    diag, lower, rhs = terms.normal_equations()
-    _add_difference_terms(diag, rhs, terms.in_basis(_unit(problem.hips - problem.toes)),
-                          np.full((legs, frames), weights.distance * dt), 0.0)
-
     pins = _pins(problem, np.stack([toe_pair, heel_pair]), heel_contacts, weights)
-    corrections, (toes, heels), stretch = _solve_with_reach(problem, weights, pins, terms, diag, lower, rhs)
+    corrections, (toes, heels), stretch = _solve_with_reach(problem, weights, pins, terms)
     return OfflineSolution(
         pelvis=problem.pelvis + corrections[:, :3],
         toes=toes,
@@ -229,30 +227,29 @@ def _lock_residual(points, pair):
     return float(length(np.diff(points, axis=1))[locked].max())
 
 
-def _solve_with_reach(problem, weights, pins, terms, diag, lower, rhs):
-    """Solve the normal equations (in ``terms``' basis), adding reach terms where a leg
-    stretches too far.
+def _solve_with_reach(problem, weights, pins, terms):
+    """Solve the terms' normal equations, then move the pelvis where a leg stretches too far.
 
     Returns the corrections (F, 3 * (1 + L)), the (toe, heel) targets (2, L, F, 3) and how
     far each leg stretches past its reach to them (L, F)."""
-    legs = problem.toes.shape[0]
     dt = 1.0 / problem.fps
-    base_diag, base_rhs = diag, rhs  # the solver leaves its input as it is
-    corrections = _solve(terms, diag, lower, rhs)
+    diag, lower, rhs = terms.normal_equations()
+    corrections = terms.to_world(solve_tridiagonal(diag, lower, rhs).T)
     targets = _targets(problem, corrections, pins)
     active = np.zeros(problem.contacts.shape, dtype=bool)
+    pelvis = slice(0, 3)  # the pelvis's rows of the normal equations
     for _ in range(weights.reach_iterations):
         stretch, direction, distance = _reach_state(problem, corrections, targets[1])
         if not (stretch > weights.reach_tolerance * problem.reach).any() or not (stretch[~active] > 0).any():
             break  # within tolerance, or every stretched frame is already constrained
         active |= stretch > 0
-        diag, rhs = base_diag.copy(), base_rhs.copy()
-        feet = corrections[:, 3:].reshape(len(corrections), legs, 3).swapaxes(0, 1)
-        # |H - A| ~ distance + n.((e - e_k) - (d - d_k)) = reach; a heel's own correction
-        # (_hold) is kept as it is.
-        target = problem.reach - distance + dot(direction, corrections[:, :3] - feet)
-        _add_difference_terms(diag, rhs, terms.in_basis(direction), active * weights.reach / dt, target)
-        corrections = _solve(terms, diag, lower, rhs)
+        # |H - A| ~ distance + n.(e - e_k) = reach, the feet as they are: the pelvis
+        # follows the leg, the lock and the swing stay as solved.
+        goal = problem.reach - distance + dot(direction, corrections[:, :3])
+        pelvis_diag, pelvis_rhs = _reach_terms(terms.in_basis(direction), active * weights.reach / dt, goal)
+        pelvis_diag[:, [0, 1, 2], [0, 1, 2]] += diag[pelvis].T
+        pelvis_rhs += rhs[pelvis].T
+        corrections[:, pelvis] = terms.to_world(solve_block_tridiagonal(pelvis_diag, lower[pelvis].T, pelvis_rhs))
         targets = _targets(problem, corrections, pins)
     else:  # the last solve's stretch is not measured yet
         stretch = _reach_state(problem, corrections, targets[1])[0]
@@ -264,9 +261,8 @@ class _Pins:
     """What :func:`_targets` reads of the labels and the input feet: the same for every
     solve of the reach loop, so worked out once."""
 
-    pairs: np.ndarray  # (2, L, F-1) toe, heel: see _pairs
-    runs: list  # per pair kind and leg, (start, end) of each run of pinned steps start..end-1
-    ease: np.ndarray  # (F, 1) the share of a released correction left, frame by frame (_ease_out)
+    toe_runs: "_Runs"  # the runs of pinned toe steps
+    heel_runs: "_Runs"  # ... of pinned heel steps
     foot: np.ndarray  # (L, F, 1) heel-to-ball length of the input
     turned: np.ndarray  # (L, F, 1) the heel weights, eased out after a release (_released)
     heel_only: np.ndarray  # (L, F, 1) where the heel alone is pinned
@@ -278,26 +274,56 @@ def _pins(problem, pairs, heel_contacts, weights):
     if not (pairs[1] > 0).any():
         return None
     dt = 1.0 / problem.fps
-    frames = problem.contacts.shape[-1]
+    ease = _ease_out(np.arange(problem.contacts.shape[-1]) * dt / weights.release_time)[:, 0]
     return _Pins(
-        pairs=pairs,
-        runs=[_runs(pair) for pair in pairs],
-        ease=_ease_out(np.arange(frames) * dt / weights.release_time),
+        toe_runs=_runs(pairs[0], ease),
+        heel_runs=_runs(pairs[1], ease),
         foot=length(problem.ankles - problem.toes)[..., None],
         turned=_released(heel_contacts, weights.release_time, dt)[..., None],
         heel_only=(heel_contacts * (1.0 - problem.contacts))[..., None],
     )
 
 
-def _runs(pair):
-    """Per row of ``pair`` (L, F-1), the (start, end) of each run of pinned steps start..end-1."""
-    edges = np.diff(np.pad((pair > 0).astype(np.int8), [(0, 0), (1, 1)]), axis=-1)
-    rows, starts = np.nonzero(edges == 1)
-    ends = np.nonzero(edges == -1)[1]  # row by row, as the starts
-    runs = [[] for _ in pair]
-    for row, start, end in zip(rows.tolist(), starts.tolist(), ends.tolist()):
-        runs[row].append((start, end))
-    return runs
+@dataclass
+class _Runs:
+    """The runs of pinned steps of one point of every foot, as :func:`_hold` reads them.
+
+    A run of pinned steps ``start..end-1`` holds its point from frame ``start`` to ``end``;
+    the runs of all legs are listed together, leg by leg."""
+
+    pair: np.ndarray  # (L, F-1) how strongly each step is pinned (_pairs)
+    legs: np.ndarray  # (R,) the leg of each run
+    starts: np.ndarray  # (R,) its first frame
+    ends: np.ndarray  # (R,) its last frame
+    resumed: np.ndarray  # (R, 1) share of the leg's previous correction left at its start (0: none before)
+    last: np.ndarray  # (L, F) per frame, the last run started before it (0 where none: see ``left``)
+    inside: np.ndarray  # (L, F, 1) frames a pinned step of that run reaches
+    left: np.ndarray  # (L, F, 1) elsewhere, the share of that run's correction left (0 before any run)
+
+
+def _runs(pair, ease):
+    """The :class:`_Runs` of ``pair`` (L, F-1); ``ease`` (F,) the share of a released
+    correction left, frame by frame since the release (:func:`_ease_out`)."""
+    pinned = pair > 0
+    edges = np.diff(np.pad(pinned.astype(np.int8), [(0, 0), (1, 1)]), axis=-1)  # (L, F): +1 starts, -1 ends
+    legs, starts = np.nonzero(edges == 1)
+    ends = np.nonzero(edges == -1)[1]  # leg by leg, as the starts
+    after_own = np.ones(len(legs), dtype=bool)  # the run follows one of its own leg
+    after_own[0:1] = False
+    after_own[1:] = legs[1:] == legs[:-1]
+    resumed = np.where(after_own, ease[np.maximum(starts - np.roll(ends, 1), 0)], 0.0)
+    started = np.cumsum(edges == 1, axis=-1)  # runs of the leg started at or before each frame
+    first_run = np.cumsum(started[:, -1]) - started[:, -1]  # each leg's first index in the runs
+    last = np.zeros(edges.shape, dtype=np.intp)
+    last[:, 1:] = started[:, :-1] - 1 + first_run[:, None]
+    any_run = np.zeros(edges.shape, dtype=bool)
+    any_run[:, 1:] = started[:, :-1] > 0
+    last = np.where(any_run, last, 0)
+    inside = np.zeros(edges.shape, dtype=bool)
+    inside[:, 1:] = pinned
+    since = np.arange(edges.shape[-1]) - ends[last] if len(ends) else np.zeros(edges.shape, dtype=np.intp)
+    left = np.where(any_run & ~inside, ease[np.clip(since, 0, len(ease) - 1)], 0.0)
+    return _Runs(pair, legs, starts, ends, resumed[:, None], last, inside[..., None], left[..., None])
 
 
 def _targets(problem, corrections, pins):
@@ -311,14 +337,14 @@ def _targets(problem, corrections, pins):
         return np.stack([toes, heels])
     # Where only the heel is pinned the foot correction already holds it; where the toe is
     # pinned too the foot follows the ball and the heel needs its own correction to stay.
-    heels = _hold(heels, pins.pairs[1], pins.runs[1], pins.ease)
+    heels = _hold(heels, pins.heel_runs)
     # While the heel is planted the ball goes where the foot turned about the held heel
     # puts it (the leg solver's aim lands it there), and holds from there when it lands:
     # a ball lifting and landing again under a planted heel does not pull the heel.
     # A released heel hands the ball back to the foot's own correction over ``release_time``,
     # as its held position eases out: not in one frame.
     about_heel = heels + pins.foot * _unit(toes - heels)
-    toes = _hold(toes + pins.turned * (about_heel - toes), pins.pairs[0], pins.runs[0], pins.ease)
+    toes = _hold(toes + pins.turned * (about_heel - toes), pins.toe_runs)
     # Where the toe is pinned the heel keeps the foot's length from the ball: the foot
     # turns about the ball toward the held heel, and the ball lands on its target even
     # where the labels ask the rigid foot for more (the seed's "Lock the Toe, Not the
@@ -327,30 +353,45 @@ def _targets(problem, corrections, pins):
     heels = about_ball + pins.heel_only * (heels - about_ball)
     # A heel re-planted before its last hold has eased out sits a little off the ball's
     # sphere: held again, it stays put where the ball lifts before it instead of snapping.
-    return np.stack([toes, _hold(heels, pins.pairs[1], pins.runs[1], pins.ease)])
+    return np.stack([toes, _hold(heels, pins.heel_runs)])
 
 
-def _hold(points, pair, runs, ease):
+def _hold(points, runs):
     """Points (L, F, 3) plus their own corrections, so that each holds exactly where it
     was when it was pinned, even where its foot moved as a whole could not hold it (the
     source foot turning while heel and toe are planted). ``runs``: the :func:`_runs` of
-    ``pair``; ``ease`` (F, 1): see :class:`_Pins`.
+    the point's pinned steps.
 
     Causal: a correction builds up only over pinned steps (a pinned step is scaled by
     ``1 - contact``), so a point is never pulled ahead of its pin; once released it eases
     out to nothing over ``release_time`` (zero slope at both ends), so the next pin starts
     from the foot as the correction leaves it, even after a short swing."""
-    cancel = -pair[..., None] * np.diff(points, axis=1)  # (L, F-1, 3)
-    own = np.zeros_like(points)
-    frames = points.shape[1]
-    for leg, leg_runs in enumerate(runs):
-        released, carry = 0, np.zeros(3)  # frame the last run ended, the correction it left
-        for start, end in leg_runs:
-            own[leg, released : start + 1] = carry * ease[: start + 1 - released]
-            own[leg, start + 1 : end + 1] = own[leg, start] + np.cumsum(cancel[leg, start:end], axis=0)
-            released, carry = end, own[leg, end]
-        own[leg, released:] = carry * ease[: frames - released]
+    if not len(runs.legs):
+        return points
+    built = np.zeros_like(points)  # the correction the pinned steps build up from the first frame on
+    np.cumsum(-runs.pair[..., None] * np.diff(points, axis=1), axis=1, out=built[:, 1:])
+    # Each run ends with what it started with (the eased rest of the leg's previous run)
+    # plus what it built up: an affine recurrence over the runs, scanned in log2 steps.
+    gained = built[runs.legs, runs.ends] - built[runs.legs, runs.starts]
+    carried = _scan(runs.resumed, gained)
+    at_start = carried - gained
+    legs = np.arange(len(points))[:, None]
+    own = np.where(runs.inside, at_start[runs.last] + built - built[legs, runs.starts[runs.last]],
+                   carried[runs.last] * runs.left)
     return points + own
+
+
+def _scan(shares, steps):
+    """``x[r] = shares[r] * x[r - 1] + steps[r]`` (``x[-1] = 0``) for every r at once, by
+    recursive doubling: log2(R) vector steps instead of one per row. ``shares`` (R, 1) in
+    0..1, ``steps`` (R, 3)."""
+    shares, x = shares.copy(), steps.copy()
+    shift = 1
+    while shift < len(x):
+        x[shift:] = x[shift:] + shares[shift:] * x[:-shift]
+        shares[shift:] = shares[shift:] * shares[:-shift]
+        shift *= 2
+    return x
 
 
 def _released(weights, release_time, dt):
@@ -382,14 +423,11 @@ def _reach_state(problem, corrections, heels):
 
 class _GroupTerms:
     """The terms that act on one group of three variables alone (the pelvis's correction,
-    a foot's), summed per group and per axis kind (across ``up``, along it) and written into
-    the normal equations' blocks once: a term costs a few vector operations, not several
-    updates of (F, 3, 3) blocks strided inside (F, m, m) ones.
+    a foot's), summed per group and per axis kind (across ``up``, along it).
 
     The normal equations are written in a basis of two axes across ``up`` and ``up`` itself
     (:meth:`in_basis`; for an axis-aligned ``up`` a signed permutation, exact), where these
-    terms are diagonal: the blocks coupling neighbouring frames are diagonal matrices, which
-    the banded solver's first level eliminates by scalings."""
+    terms act on each axis alone: one independent tridiagonal system per group and axis."""
 
     def __init__(self, groups, frames, up):
         self.up = up
@@ -427,11 +465,9 @@ class _GroupTerms:
         return np.einsum("fgi,ij->fgj", x.reshape(frames, -1, 3), self.basis).reshape(frames, -1)
 
     def normal_equations(self):
-        """Blocks (m, m, F), the diagonals of the lower blocks (F, m) and the right-hand
-        side (m, F), in :meth:`in_basis`; m = 3 per group. The blocks and the right-hand side
-        are laid out frame last, so the terms that couple groups (:func:`_add_difference_terms`)
-        are written along whole rows of frames, not 3 x 3 blocks strided inside (F, m, m);
-        :func:`_solve` hands them to the banded solver frame first."""
+        """The diagonal, the couplings of each frame to the one before and the right-hand
+        side, (3G, F) each, in :meth:`in_basis`: one row per group and axis, each an
+        independent tridiagonal system (:func:`.banded.solve_tridiagonal`)."""
         def entries(weights):  # (2, G, n) -> (G, 3, n): the across axes, then up
             return np.stack((weights[0], weights[0], weights[1]), axis=1)
 
@@ -446,15 +482,7 @@ class _GroupTerms:
         rhs = np.zeros((groups, 3, frames))
         rhs[..., 1:] += pulled
         rhs[..., :-1] -= pulled
-        size = 3 * groups
-        diag = np.zeros((size, size, frames))
-        diag[np.arange(size), np.arange(size)] = own.reshape(size, frames)
-        return diag, neighbour.reshape(size, frames).T, rhs.reshape(size, frames)
-
-
-def _solve(terms, diag, lower, rhs):
-    """The corrections (F, 3G), world axes, of the normal equations :meth:`_GroupTerms.normal_equations` gives."""
-    return terms.to_world(solve_block_tridiagonal(np.ascontiguousarray(np.moveaxis(diag, -1, 0)), lower, rhs.T))
+        return own.reshape(-1, frames), neighbour.reshape(-1, frames), rhs.reshape(-1, frames)
 
 
 def _basis_about(up):
@@ -466,21 +494,9 @@ def _basis_about(up):
     return np.stack((across, cross(up, across), up))
 
 
-def _add_difference_terms(diag, rhs, direction, weight, goal):
-    """Terms ``weight * (n . (e - d) - goal)^2`` coupling the pelvis with each toe, the legs
-    as rows (``direction`` (L, F, 3), ``weight`` and ``goal`` (L, F)): written into the four
-    blocks of each leg they touch (frame last, as :meth:`_GroupTerms.normal_equations` lays
-    them out), not as an outer product of whole rows."""
-    w = np.asarray(weight)
-    direction = np.ascontiguousarray(direction.swapaxes(1, 2))  # (L, 3, F)
-    weighted = w[:, None] * direction
-    outer = weighted[:, :, None] * direction[:, None, :]  # (L, 3, 3, F), symmetric
-    pull = (w * goal)[:, None] * direction
-    for leg, (leg_outer, leg_pull) in enumerate(zip(outer, pull)):  # leg by leg, in the order they add up
-        block = slice(3 * (leg + 1), 3 * (leg + 2))
-        diag[:3, :3] += leg_outer
-        diag[block, block] += leg_outer
-        diag[:3, block] -= leg_outer
-        diag[block, :3] -= leg_outer
-        rhs[:3] += leg_pull
-        rhs[block] -= leg_pull
+def _reach_terms(direction, weight, goal):
+    """Blocks (F, 3, 3) and right-hand sides (F, 3) of the terms ``weight * (n . e - goal)^2``
+    on the pelvis's correction ``e``, summed over the legs (``direction`` n (L, F, 3),
+    ``weight`` and ``goal`` (L, F))."""
+    weighted = weight[..., None] * direction
+    return np.einsum("lfi,lfj->fij", weighted, direction), np.einsum("lf,lfi->fi", goal, weighted)

@@ -14,7 +14,7 @@ from clip_scenarios import (
     with_front_legs,
 )
 from foot_lock.solvers import bvh, metrics
-from foot_lock.solvers.banded import BORDERED_BLOCKS, solve_block_tridiagonal, spd_inverse
+from foot_lock.solvers.banded import BORDERED_BLOCKS, solve_block_tridiagonal, solve_tridiagonal, spd_inverse
 from foot_lock.solvers.foot_lock import remove_foot_sliding
 from foot_lock.solvers.kinematics import SolverInputError, forward_kinematics
 from foot_lock.solvers.rig import Leg, Rig
@@ -143,6 +143,24 @@ def test_a_clip_of_a_few_frames_is_solved(frames):
     result = remove_foot_sliding(skeleton, scale_root_motion(skeleton, clip, 1.25), rig, bvh.UP)
     assert result.motion.rot.shape == clip.rot.shape
     assert np.isfinite(result.motion.rot).all() and np.isfinite(result.motion.pos).all()
+
+
+def test_tridiagonal_solver_solves_each_row_of_a_batch_as_numpy_does():
+    """Independent systems of the offline lock's shape: the stiff ones of a lock (weights
+    up to 1e6 beside anchors of 1e-3) and soft ones, odd and even frame counts."""
+    rng = np.random.default_rng(3)
+    for frames in (1, 2, 3, 4, 5, 8, 37, 318):
+        steps = np.geomspace(1e-2, 1e6, 4)[:, None] * rng.random((4, frames))
+        anchors = np.geomspace(1e-3, 1e2, 4)[::-1, None] * rng.random((4, frames))
+        lower = np.zeros((4, frames))
+        lower[:, 1:] = -steps[:, 1:]
+        diag = anchors + steps + np.concatenate((steps[:, 1:], np.zeros((4, 1))), axis=1)
+        rhs = rng.normal(size=(4, frames))
+        x = solve_tridiagonal(diag, lower, rhs)
+        for row in range(4):
+            dense = np.diag(diag[row]) + np.diag(lower[row, 1:], -1) + np.diag(lower[row, 1:], 1)
+            expected = np.linalg.solve(dense, rhs[row])
+            assert np.allclose(x[row], expected, rtol=1e-8, atol=1e-10 * np.abs(expected).max())
 
 
 def test_block_tridiagonal_solver_matches_dense_solve():

@@ -3,7 +3,7 @@ root travels 1.25 times as far as its feet, so every stance slides."""
 
 import numpy as np
 import pytest
-from foot_lock.solvers.offline_lock import OfflineProblem, OfflineWeights, solve_offline_lock
+from foot_lock.solvers.offline_lock import OfflineProblem, OfflineWeights, _scan, solve_offline_lock
 
 PERIOD, STANCE, STRIDE, SLIP = 1.0, 0.6, 1.0, 1.25  # s, share of a period, m per period, root factor
 SECONDS = 4.3  # ends inside a stance, not on a one-frame one
@@ -81,6 +81,13 @@ def test_reach_is_never_exceeded(solved):
     tolerance = OfflineWeights().reach_tolerance * problem.reach
     assert (stretch(problem, solution) <= tolerance + 1e-6).all()
     assert solution.reach_violation <= tolerance.max() + 1e-6
+
+
+def test_the_reach_moves_the_pelvis_not_the_feet(solved):
+    problem, solution = solved
+    free = solve_offline_lock(problem, OfflineWeights(reach_iterations=0))
+    assert np.abs(solution.pelvis - free.pelvis).max() > 0.01
+    assert np.array_equal(solution.toes, free.toes) and np.array_equal(solution.heels, free.heels)
 
 
 def test_swing_keeps_its_source_velocity_and_the_pelvis_stays_close(solved):
@@ -166,3 +173,15 @@ def test_a_released_foot_eases_into_its_swing_and_pays_the_correction_back_in_th
     correction_speed = np.linalg.norm(np.diff(solution.toes - problem.toes, axis=1), axis=-1) * problem.fps
     assert correction_speed[high].mean() > 0.1  # m/s: there is a correction to pay back
     assert correction_speed[landing & low].max() < 0.1 * correction_speed[high].mean()
+
+
+def test_the_scan_of_held_corrections_matches_the_recurrence_row_by_row():
+    rng = np.random.default_rng(4)
+    for rows in (1, 2, 5, 16, 33):
+        shares = rng.random((rows, 1)) * (rng.random((rows, 1)) > 0.2)  # some runs start afresh
+        steps = rng.normal(size=(rows, 3))
+        expected, x = [], np.zeros(3)
+        for share, step in zip(shares, steps):
+            x = share * x + step
+            expected.append(x)
+        assert np.allclose(_scan(shares, steps), expected, atol=1e-12)
