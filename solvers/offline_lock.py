@@ -235,7 +235,7 @@ def _solve_with_reach(problem, weights, pins, terms):
     dt = 1.0 / problem.fps
     diag, lower, rhs = terms.normal_equations()
     corrections = terms.to_world(solve_tridiagonal(diag, lower, rhs).T)
-    targets = _targets(problem, corrections, pins)
+    targets = _targets(problem, corrections, pins)  # the feet's: the reach leaves them as they are
     active = np.zeros(problem.contacts.shape, dtype=bool)
     pelvis = slice(0, 3)  # the pelvis's rows of the normal equations
     for _ in range(weights.reach_iterations):
@@ -250,7 +250,6 @@ def _solve_with_reach(problem, weights, pins, terms):
         pelvis_diag[:, [0, 1, 2], [0, 1, 2]] += diag[pelvis].T
         pelvis_rhs += rhs[pelvis].T
         corrections[:, pelvis] = terms.to_world(solve_block_tridiagonal(pelvis_diag, lower[pelvis].T, pelvis_rhs))
-        targets = _targets(problem, corrections, pins)
     else:  # the last solve's stretch is not measured yet
         stretch = _reach_state(problem, corrections, targets[1])[0]
     return corrections, targets, stretch
@@ -258,8 +257,7 @@ def _solve_with_reach(problem, weights, pins, terms):
 
 @dataclass
 class _Pins:
-    """What :func:`_targets` reads of the labels and the input feet: the same for every
-    solve of the reach loop, so worked out once."""
+    """What :func:`_targets` reads of the labels and the input feet."""
 
     toe_runs: "_Runs"  # the runs of pinned toe steps
     heel_runs: "_Runs"  # ... of pinned heel steps
