@@ -8,8 +8,9 @@ them in one least-squares solve: per frame the unknowns are the pelvis correctio
 ``e`` and each foot's correction ``d``, every term couples a frame only with its
 neighbour, and in a basis about ``up`` every term but the reach acts on one axis of one
 of them alone: the normal equations are independent tridiagonal systems, one per axis of
-the pelvis and of each foot (see :mod:`.banded`). The reach then moves the pelvis alone,
-a block-tridiagonal system of its three axes.
+the pelvis and of each foot (see :mod:`.banded`). Where a leg would overstretch, reach
+terms couple the pelvis with that foot: the system is solved again as a whole,
+block-tridiagonal.
 
 Each foot has two points that can be pinned, as Cascadeur's fulcrum points: the heel
 (the ankle joint) and the toe (the ball). The correction ``d`` moves the whole foot, so
@@ -34,8 +35,7 @@ Terms, all weighted per second of animation so any frame rate gives the same res
 * a weak pull toward the input, so a stance is locked at its middle, where it
   stands -- on a step or a box, not on the clip's lowest floor;
 * reach: where a leg would have to stretch past the longest extension the clip
-  shows, the pelvis follows (an active set, re-linearised a few times); the feet stay
-  where the lock and the swing put them.
+  shows, the pelvis follows (an active set, re-linearised a few times).
 """
 
 from dataclasses import dataclass
@@ -228,28 +228,30 @@ def _lock_residual(points, pair):
 
 
 def _solve_with_reach(problem, weights, pins, terms):
-    """Solve the terms' normal equations, then move the pelvis where a leg stretches too far.
+    """Solve the terms' normal equations, then again with reach terms where a leg
+    stretches too far.
 
     Returns the corrections (F, 3 * (1 + L)), the (toe, heel) targets (2, L, F, 3) and how
     far each leg stretches past its reach to them (L, F)."""
     dt = 1.0 / problem.fps
     diag, lower, rhs = terms.normal_equations()
     corrections = terms.to_world(solve_tridiagonal(diag, lower, rhs).T)
-    targets = _targets(problem, corrections, pins)  # the feet's: the reach leaves them as they are
+    targets = _targets(problem, corrections, pins)
     active = np.zeros(problem.contacts.shape, dtype=bool)
-    pelvis = slice(0, 3)  # the pelvis's rows of the normal equations
     for _ in range(weights.reach_iterations):
         stretch, direction, distance = _reach_state(problem, corrections, targets[1])
         if not (stretch > weights.reach_tolerance * problem.reach).any() or not (stretch[~active] > 0).any():
             break  # within tolerance, or every stretched frame is already constrained
         active |= stretch > 0
-        # |H - A| ~ distance + n.(e - e_k) = reach, the feet as they are: the pelvis
-        # follows the leg, the lock and the swing stay as solved.
-        goal = problem.reach - distance + dot(direction, corrections[:, :3])
-        pelvis_diag, pelvis_rhs = _reach_terms(terms.in_basis(direction), active * weights.reach / dt, goal)
-        pelvis_diag[:, [0, 1, 2], [0, 1, 2]] += diag[pelvis].T
-        pelvis_rhs += rhs[pelvis].T
-        corrections[:, pelvis] = terms.to_world(solve_block_tridiagonal(pelvis_diag, lower[pelvis].T, pelvis_rhs))
+        legs = problem.toes.shape[0]
+        feet = corrections[:, 3:].reshape(len(corrections), legs, 3).swapaxes(0, 1)
+        # |H - A| ~ distance + n.((e - e_k) - (d - d_k)) = reach: the pelvis follows the
+        # leg and the foot yields, as stiff as their other terms make them; a heel's own
+        # correction (_hold) is kept as it is.
+        goal = problem.reach - distance + dot(direction, corrections[:, :3] - feet)
+        blocks, pulls = _coupled(diag, rhs, terms.in_basis(direction), active * weights.reach / dt, goal)
+        corrections = terms.to_world(solve_block_tridiagonal(blocks, lower.T, pulls))
+        targets = _targets(problem, corrections, pins)
     else:  # the last solve's stretch is not measured yet
         stretch = _reach_state(problem, corrections, targets[1])[0]
     return corrections, targets, stretch
@@ -492,9 +494,25 @@ def _basis_about(up):
     return np.stack((across, cross(up, across), up))
 
 
-def _reach_terms(direction, weight, goal):
-    """Blocks (F, 3, 3) and right-hand sides (F, 3) of the terms ``weight * (n . e - goal)^2``
-    on the pelvis's correction ``e``, summed over the legs (``direction`` n (L, F, 3),
-    ``weight`` and ``goal`` (L, F))."""
+def _coupled(diag, rhs, direction, weight, goal):
+    """The normal equations' blocks (F, m, m) and right-hand sides (F, m) with the terms
+    ``weight * (n . (e - d) - goal)^2`` that couple the pelvis's correction ``e`` with each
+    foot's ``d`` (``direction`` n (L, F, 3), ``weight`` and ``goal`` (L, F)) added to the
+    independent ones (``diag`` and ``rhs`` (m, F), see :meth:`_GroupTerms.normal_equations`)."""
+    frames = diag.shape[-1]
+    blocks = np.zeros((frames,) + 2 * diag.shape[:1])
+    blocks[:, np.arange(len(diag)), np.arange(len(diag))] = diag.T
+    pulls = rhs.T.copy()
     weighted = weight[..., None] * direction
-    return np.einsum("lfi,lfj->fij", weighted, direction), np.einsum("lf,lfi->fi", goal, weighted)
+    outer = weighted[..., :, None] * direction[..., None, :]  # (L, F, 3, 3)
+    pull = goal[..., None] * weighted  # (L, F, 3)
+    pelvis = slice(0, 3)
+    for leg, (leg_outer, leg_pull) in enumerate(zip(outer, pull)):
+        foot = slice(3 * (leg + 1), 3 * (leg + 2))
+        blocks[:, pelvis, pelvis] += leg_outer
+        blocks[:, foot, foot] += leg_outer
+        blocks[:, pelvis, foot] -= leg_outer
+        blocks[:, foot, pelvis] -= leg_outer
+        pulls[:, pelvis] += leg_pull
+        pulls[:, foot] -= leg_pull
+    return blocks, pulls

@@ -145,6 +145,20 @@ def test_a_clip_of_a_few_frames_is_solved(frames):
     assert np.isfinite(result.motion.rot).all() and np.isfinite(result.motion.pos).all()
 
 
+def test_a_long_clip_played_back_and_forth_stays_within_reach_with_the_pelvis_close():
+    """Played forward and backward with its root x1.25, the walk's long stances lock the
+    feet far from where the body passes: the reach must plant them nearer (the foot
+    yields as a whole, its lock kept) as well as move the pelvis. The pelvis alone,
+    re-linearised, wandered off by 0.8 m and left legs 5 cm overstretched."""
+    skeleton, motion, rig = load("cmu_01_01")
+    there_and_back = np.resize(np.r_[np.arange(motion.frames), np.arange(motion.frames - 2, 0, -1)], 3000)
+    clip = type(motion)(motion.rot[there_and_back], motion.pos[there_and_back], motion.fps)
+    sliding = scale_root_motion(skeleton, clip, 1.25)
+    result = remove_foot_sliding(skeleton, sliding, rig, bvh.UP)
+    assert result.reach_violation < 0.001 and result.lock_residual < PIN
+    assert np.abs(result.motion.pos[:, rig.pelvis] - sliding.pos[:, rig.pelvis]).max() < 0.15
+
+
 def test_tridiagonal_solver_solves_each_row_of_a_batch_as_numpy_does():
     """Independent systems of the offline lock's shape: the stiff ones of a lock (weights
     up to 1e6 beside anchors of 1e-3) and soft ones, odd and even frame counts."""

@@ -83,13 +83,6 @@ def test_reach_is_never_exceeded(solved):
     assert solution.reach_violation <= tolerance.max() + 1e-6
 
 
-def test_the_reach_moves_the_pelvis_not_the_feet(solved):
-    problem, solution = solved
-    free = solve_offline_lock(problem, OfflineWeights(reach_iterations=0))
-    assert np.abs(solution.pelvis - free.pelvis).max() > 0.01
-    assert np.array_equal(solution.toes, free.toes) and np.array_equal(solution.heels, free.heels)
-
-
 def test_swing_keeps_its_source_velocity_and_the_pelvis_stays_close(solved):
     problem, solution = solved
     swing = (problem.contacts[:, 1:] <= 0.0) & (problem.contacts[:, :-1] <= 0.0)
