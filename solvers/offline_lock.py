@@ -238,12 +238,12 @@ def _solve_with_reach(problem, weights, pins, terms):
     corrections = terms.to_world(solve_tridiagonal(diag, lower, rhs).T)
     targets = _targets(problem, corrections, pins)
     active = np.zeros(problem.contacts.shape, dtype=bool)
+    legs = len(active)
     for _ in range(weights.reach_iterations):
         stretch, direction, distance = _reach_state(problem, corrections, targets[1])
         if not (stretch > weights.reach_tolerance * problem.reach).any() or not (stretch[~active] > 0).any():
             break  # within tolerance, or every stretched frame is already constrained
         active |= stretch > 0
-        legs = problem.toes.shape[0]
         feet = corrections[:, 3:].reshape(len(corrections), legs, 3).swapaxes(0, 1)
         # |H - A| ~ distance + n.((e - e_k) - (d - d_k)) = reach: the pelvis follows the
         # leg and the foot yields, as stiff as their other terms make them; a heel's own
@@ -308,8 +308,7 @@ def _runs(pair, ease):
     edges = np.diff(np.pad(pinned.astype(np.int8), [(0, 0), (1, 1)]), axis=-1)  # (L, F): +1 starts, -1 ends
     legs, starts = np.nonzero(edges == 1)
     ends = np.nonzero(edges == -1)[1]  # leg by leg, as the starts
-    after_own = np.ones(len(legs), dtype=bool)  # the run follows one of its own leg
-    after_own[0:1] = False
+    after_own = np.zeros(len(legs), dtype=bool)  # the run follows an earlier run of its own leg
     after_own[1:] = legs[1:] == legs[:-1]
     resumed = np.where(after_own, ease[np.maximum(starts - np.roll(ends, 1), 0)], 0.0)
     started = np.cumsum(edges == 1, axis=-1)  # runs of the leg started at or before each frame
