@@ -295,6 +295,40 @@ def _check_object_not_animated(obj, table, frames):
                 )
 
 
+def keyed_world(obj, table, frames):
+    """The object's world matrices (F, 4, 4) on ``frames`` as its own transform keys in
+    ``table`` (:func:`~.action_compat.fcurve_table`) put it, nothing else moving it: its
+    parent space (as now) times the ``matrix_basis`` of its channels, keyed where an
+    unmuted F-curve is and as they are elsewhere. Blender builds that matrix from
+    location + delta_location, the delta rotation times the rotation (in the object's
+    rotation mode; an axis-angle object has no delta rotation in Python's reach) and
+    scale times delta_scale."""
+    def channel(path):
+        values = np.repeat(np.array(getattr(obj, path), dtype=float)[:, None], len(frames), axis=1)
+        for index in range(len(values)):
+            fcurve = table.get((path, index))
+            if fcurve is not None and not fcurve.mute:
+                values[index] = compat.read_values(fcurve, frames)
+        return values
+
+    mode = obj.rotation_mode
+    rotation = channels.channel_quat(mode, channel(rotation_channel(mode)[0]))
+    if mode != "AXIS_ANGLE":
+        delta = "delta_rotation_quaternion" if mode == "QUATERNION" else "delta_rotation_euler"
+        rotation = channels.multiply(channels.channel_quat(mode, channel(delta)), rotation)
+    basis = np.zeros((len(frames), 4, 4))
+    basis[:, :3, :3] = quat.to_matrix(rotation.T) * (channel("scale") * channel("delta_scale")).T[:, None, :]
+    basis[:, :3, 3] = (channel("location") + channel("delta_location")).T
+    basis[:, 3, 3] = 1.0
+    return parent_space(obj) @ basis
+
+
+def parent_space(obj):
+    """The object's parent space (4, 4), as now: what its ``matrix_basis`` is multiplied
+    by to put it in the world (its parent, the parent inverse, a bone or vertex parent)."""
+    return np.array(obj.matrix_world, dtype=float) @ matrices.affine_inverse(np.array(obj.matrix_basis, dtype=float))
+
+
 def _uniform_scale(scale, frames):
     """(n, F) uniform scale from (3, n, F) scales, and ``{bone index: why}`` for bones scaled
     non-uniformly or to zero (the solver's joints cannot express them: refused only where
@@ -388,10 +422,14 @@ def _check_armature(obj, frame_start, frame_end):
     return np.arange(frame_start, frame_end + 1)
 
 
-def read_motion(obj, action, frame_start, frame_end, extra_tails=(), only=None):
+def read_motion(obj, action, frame_start, frame_end, extra_tails=(), only=None, object_keys=False):
     """Skeleton, Motion and JointMap of ``obj`` posed by ``action`` over
     ``frame_start..frame_end`` (integers, both included), read from the F-curves alone
     (exact when nothing else moves the object or the bones: see :mod:`.evaluated`).
+
+    With ``object_keys`` the action may key the object's own transform too, and the
+    object travels by those keys (:func:`keyed_world`; the caller knows nothing else moves
+    it: :func:`.sources.keys_are_exact`); without, such keys are refused.
 
     Every pose bone is a joint (parents first), or with ``only`` (bone names) those bones
     and their ancestors: the other bones' keys are still read and refused where they are
@@ -400,26 +438,29 @@ def read_motion(obj, action, frame_start, frame_end, extra_tails=(), only=None):
     Channels without an F-curve keep the pose bone's current value. Motion.fps is the
     scene's frame rate.
     """
-    return _read_keys(obj, action, _check_armature(obj, frame_start, frame_end), extra_tails, only)
+    return _read_keys(obj, action, _check_armature(obj, frame_start, frame_end), extra_tails, only, object_keys)
 
 
-def read_poses(obj, action, frames, extra_tails=()):
+def read_poses(obj, action, frames, extra_tails=(), object_keys=False):
     """Skeleton, Motion and JointMap of every bone of ``obj`` posed by ``action`` on
     ``frames`` alone (integers, e.g. a clip's first and last): the joints and values
     :func:`read_motion` gives on those frames (the JointMap's frame numbers do not apply)."""
     frames = np.asarray(frames, dtype=int)
     _check_armature(obj, frames.min(), frames.max())
-    return _read_keys(obj, action, frames, extra_tails)
+    return _read_keys(obj, action, frames, extra_tails, object_keys=object_keys)
 
 
-def _read_keys(obj, action, frames, extra_tails=(), only=None):
+def _read_keys(obj, action, frames, extra_tails=(), only=None, object_keys=False):
     """:func:`read_motion` on the integer ``frames``."""
     if action is None:
         raise AdapterError(f"armature {obj.name!r} has no action to read")
     count = len(frames)
     table = compat.fcurve_table(compat.channel_bag(obj, action))
-    _check_object_not_animated(obj, table, frames)
-    world = np.array(obj.matrix_world, dtype=float)[None]  # one for every frame
+    if object_keys:
+        world = keyed_world(obj, table, frames)
+    else:
+        _check_object_not_animated(obj, table, frames)
+        world = np.array(obj.matrix_world, dtype=float)[None]  # one for every frame
     layout = _Bones.of(obj, extra_tails, only)
     every = layout.every
     pose_bones = [obj.pose.bones[bone.name] for bone in every]

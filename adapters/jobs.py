@@ -169,14 +169,17 @@ def frame_range(action):
     return round(start), round(end)
 
 
-def read_clip(obj, action, legs_only=False):
+def read_clip(obj, action, legs_only=False, object_keys=False):
     """The action over its frame range, read from its F-curves, with the object's legs as
     solver joints; with ``legs_only`` no other joints than the legs' bones and their
-    ancestors (all a solve reads and writes: the other bones are keyed as they are)."""
+    ancestors (all a solve reads and writes: the other bones are keyed as they are); with
+    ``object_keys`` the object travels by its own transform keys, if the action has any
+    (see :func:`~.armature.read_motion`)."""
     start, end = _motion_frames(action)[[0, -1]]
     settings = obj.foot_lock
     only = _leg_bones(settings) if legs_only else None
-    clip = _clip(obj, *armature.read_motion(obj, action, start, end, extra_tails=_tail_bones(settings), only=only))
+    clip = _clip(obj, *armature.read_motion(obj, action, start, end, extra_tails=_tail_bones(settings), only=only,
+                                            object_keys=object_keys))
     clip.legs_only = legs_only
     return clip
 
@@ -189,7 +192,7 @@ def read_source_clip(obj, scene, source):
     if controls is not None:
         return _control_clip(obj, scene, source, controls), None
     if not source.sampled:
-        return read_clip(obj, source.action, legs_only=True), None
+        return read_clip(obj, source.action, legs_only=True, object_keys=True), None
     _refuse_driven_legs(obj)
     with _playing(obj, source):
         # Only a result baked from the NLA keys every channel from the sampled basis.
@@ -547,7 +550,8 @@ def _is_loop(obj, source, clip):
 def _every_bone_closes(obj, action, clip):
     """Whether the last pose of every bone is its first, not only the legs' (a clip read
     :func:`read_clip` ``legs_only`` that loops there): its first and last frames read whole."""
-    skeleton, motion, joint_map = armature.read_poses(obj, action, clip.frames[[0, -1]], _tail_bones(obj.foot_lock))
+    skeleton, motion, joint_map = armature.read_poses(obj, action, clip.frames[[0, -1]], _tail_bones(obj.foot_lock),
+                                                      object_keys=True)
     return loops.ends_meet(skeleton, motion, _rig(obj, joint_map), UP)
 
 

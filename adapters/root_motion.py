@@ -62,8 +62,7 @@ def _key_object_travel(obj, action, frames, travel, new_action_name):
     """Key the object's location as it is plus ``travel`` (world) on ``frames``."""
     if any(fcurve.data_path == "location" for fcurve in compat.iter_fcurves(obj, action)):
         raise AdapterError(f"object {obj.name!r} already has keyed location: add the travel to the bone instead")
-    parent_space = np.array(obj.matrix_world, dtype=float) @ matrices.affine_inverse(np.array(obj.matrix_basis, dtype=float))
-    local = travel @ matrices.inverse(parent_space[:3, :3]).T  # world steps into the object's parent space
+    local = travel @ matrices.inverse(armature.parent_space(obj)[:3, :3]).T  # world steps into the object's parent space
     values = np.array(obj.location, dtype=float)[None] + local
     target = compat.copy_action(obj, action, new_action_name) if new_action_name else action
     bag = compat.channel_bag(obj, target, create=True)

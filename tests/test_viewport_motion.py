@@ -61,7 +61,9 @@ def test_world_toe_slide_over_planted_frames_after_one_click(travelling):
 def test_the_object_motion_is_left_driving_the_character(travelling):
     t = travelling
     assert t["action"] == "cmu_07_01.footlock" and t["source_unchanged"]
-    assert t["source"] == "evaluated scene"  # the keys alone do not say how it moves
+    # The object's own keys are read as the bones' are; a path, a parent, a constraint or
+    # a driver only the evaluated scene shows.
+    assert t["source"] == ("keys" if t["how"] == "keys" else "evaluated scene")
     assert t["constraints"] == {"path": ["FOLLOW_PATH"], "child_of": ["CHILD_OF"]}.get(t["how"], [])
     assert (t["drivers"] == 2) == (t["how"] == "driver")
     assert (t["parent"] == "Offset") == (t["how"] == "parent")
@@ -91,3 +93,44 @@ def test_hand_keyed_contacts_on_a_travelling_in_place_walk_plant_the_feet_in_the
         assert obj.foot_lock.report.pelvis_shift <= 4.0  # cm: the body keeps its path
     finally:
         foot_lock.unregister()
+
+
+@pytest.mark.parametrize("rotation_mode", ["ZXY", "QUATERNION", "AXIS_ANGLE"])
+def test_an_object_travelling_by_its_own_keys_is_read_from_them_as_blender_evaluates_it(blender, clips_dir,
+                                                                                         rotation_mode):
+    """Keyed location, rotation and scale on the armature object, delta transforms and a
+    still, rotated parent: the direct read puts every joint where stepping the scene does."""
+    from foot_lock.adapters import action_compat, armature, evaluated
+    from foot_lock.solvers.kinematics import forward_kinematics
+
+    bpy = blender
+    obj, start, end = in_place_walk(bpy, clips_dir, "keys")
+    parent = bpy.data.objects.new("Stand", None)
+    bpy.context.scene.collection.objects.link(parent)
+    parent.location, parent.rotation_euler, parent.scale = (0.5, -1.0, 0.2), (0.0, 0.0, 0.6), (2.0, 2.0, 2.0)
+    bpy.context.view_layer.update()
+    obj.parent = parent
+    obj.matrix_parent_inverse = parent.matrix_world.inverted()
+    obj.delta_location, obj.delta_scale = (0.1, 0.0, 0.05), (1.1, 1.1, 1.1)
+    obj.rotation_mode = rotation_mode
+    if rotation_mode == "QUATERNION":
+        obj.delta_rotation_quaternion = (0.96, 0.0, 0.0, 0.28)
+    elif rotation_mode != "AXIS_ANGLE":
+        obj.delta_rotation_euler = (0.0, 0.0, 0.3)
+    middle = (start + end) // 2
+    for frame, turn, size in ((start, 0.0, 1.0), (middle, 0.8, 0.9), (end, 1.5, 1.0)):
+        obj.rotation_euler, obj.rotation_axis_angle = (0.1, 0.0, turn), (turn, 0.0, 0.3, 1.0)
+        obj.rotation_quaternion = (np.cos(turn / 2), 0.0, 0.0, np.sin(turn / 2))
+        obj.scale = (size, size, size)
+        obj.keyframe_insert(armature.rotation_channel(rotation_mode)[0], frame=frame)
+        obj.keyframe_insert("scale", frame=frame)
+    action = obj.animation_data.action
+    assert any(fc.data_path == "scale" for fc in action_compat.iter_fcurves(obj, action))
+
+    bpy.context.view_layer.update()  # as an operator call does: the matrices as now
+    direct = armature.read_motion(obj, action, start, end, object_keys=True)
+    sampled = armature.read_evaluated_motion(obj, evaluated.sample_pose(obj, bpy.context.scene,
+                                                                        np.arange(start, end + 1)))
+    (skeleton, a, _), (_, b, _) = direct, sampled
+    assert np.abs(forward_kinematics(skeleton, a.rot, a.pos)[1] - forward_kinematics(skeleton, b.rot, b.pos)[1]).max() \
+        < 1e-5
