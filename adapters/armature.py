@@ -284,15 +284,13 @@ def _check_finite(values, bones, prop_of_bone, frames):
         )
 
 
-def _check_object_not_animated(obj, table, frames):
+def _moving_object_channel(table, frames):
+    """The (data path, index) of the first unmuted F-curve in ``table`` that changes the
+    object's own transform over ``frames``, or None."""
     for (path, index), fcurve in table.items():
-        if path in _OBJECT_TRANSFORMS and not fcurve.mute:
-            values = compat.read_values(fcurve, frames)
-            if np.ptp(values) > 1e-7:
-                raise AdapterError(
-                    f"the action animates the object {obj.name!r} itself ({path}[{index}]); "
-                    "Foot Lock needs the motion on the bones: bake the object motion into the root bone"
-                )
+        if path in _OBJECT_TRANSFORMS and not fcurve.mute and np.ptp(compat.read_values(fcurve, frames)) > 1e-7:
+            return path, index
+    return None
 
 
 def keyed_world(obj, table, frames):
@@ -456,11 +454,16 @@ def _read_keys(obj, action, frames, extra_tails=(), only=None, object_keys=False
         raise AdapterError(f"armature {obj.name!r} has no action to read")
     count = len(frames)
     table = compat.fcurve_table(compat.channel_bag(obj, action))
-    if object_keys:
+    moving = _moving_object_channel(table, frames)
+    if moving is None:
+        world = np.array(obj.matrix_world, dtype=float)[None]  # one for every frame
+    elif object_keys:
         world = keyed_world(obj, table, frames)
     else:
-        _check_object_not_animated(obj, table, frames)
-        world = np.array(obj.matrix_world, dtype=float)[None]  # one for every frame
+        raise AdapterError(
+            f"the action animates the object {obj.name!r} itself ({moving[0]}[{moving[1]}]); "
+            "Foot Lock needs the motion on the bones: bake the object motion into the root bone"
+        )
     layout = _Bones.of(obj, extra_tails, only)
     every = layout.every
     pose_bones = [obj.pose.bones[bone.name] for bone in every]
