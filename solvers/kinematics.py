@@ -81,7 +81,8 @@ def forward_kinematics(skeleton, rot, pos, joints=None):
     fingers.
     """
     pose = Pose(skeleton, rot, pos, np.empty_like(rot), np.empty_like(pos))
-    pose.update(range(len(skeleton)) if joints is None else skeleton.closure(joints))
+    for level in _levels(skeleton.parents, range(len(skeleton)) if joints is None else skeleton.closure(joints)):
+        pose.update_together(level)
     return pose.grot, pose.gpos
 
 
@@ -98,30 +99,34 @@ class Pose:
     gpos: np.ndarray  # (F, n, 3) global positions
 
     def update(self, joints):
-        """Recompute the globals of ``joints`` (parents first) from their parents' globals.
-
-        The joints at the same depth below the rest (both legs' thighs, both knees ...)
-        are computed together: on a short clip the cost is per numpy call, not per joint."""
+        """Recompute the globals of ``joints`` (parents first) from their parents' globals."""
         parents = self.skeleton.parents
-        # Joint-major views (n, F, ...): a level's joints are gathered as rows of one array,
-        # whose components numpy runs through as fast as one joint's.
+        for j in joints:
+            p = parents[j]
+            if p < 0:
+                self.grot[:, j] = self.rot[:, j]
+                self.gpos[:, j] = self.pos[:, j]
+            else:
+                self.grot[:, j] = quat.multiply(self.grot[:, p], self.rot[:, j])
+                self.gpos[:, j] = self.gpos[:, p] + quat.rotate(self.grot[:, p], self.pos[:, j])
+
+    def update_together(self, joints):
+        """:meth:`update` of ``joints`` none of which is another's ancestor (both legs'
+        thighs, both knees ...), gathered as rows of one array: on a short clip the cost is
+        per numpy call, not per joint, and numpy runs through the rows' components as fast
+        as through one joint's."""
+        parents = self.skeleton.parents
+        roots, children = [j for j in joints if parents[j] < 0], [j for j in joints if parents[j] >= 0]
+        if len(children) < 2:
+            self.update(joints)
+            return
+        self.update(roots)
         rot, pos, grot, gpos = (np.swapaxes(values, 0, 1) for values in (self.rot, self.pos, self.grot, self.gpos))
-        for level in _levels(parents, joints):
-            roots = [j for j in level if parents[j] < 0]
-            if roots:
-                grot[roots], gpos[roots] = rot[roots], pos[roots]
-            children = [j for j in level if parents[j] >= 0]
-            if len(children) == 1:  # by its index: views, not copies
-                j = children[0]
-                p = parents[j]
-                grot[j] = quat.multiply(grot[p], rot[j])
-                gpos[j] = gpos[p] + quat.rotate(grot[p], pos[j])
-            elif children:
-                p = parents[children]
-                parent_rot = grot[p].reshape(-1, 4)
-                grot[children] = quat.multiply(parent_rot, rot[children].reshape(-1, 4)).reshape(len(children), -1, 4)
-                gpos[children] = gpos[p] + quat.rotate(parent_rot, pos[children].reshape(-1, 3)).reshape(
-                    len(children), -1, 3)
+        above = parents[children]
+        parent_rot = grot[above].reshape(-1, 4)
+        grot[children] = quat.multiply(parent_rot, rot[children].reshape(-1, 4)).reshape(len(children), -1, 4)
+        gpos[children] = gpos[above] + quat.rotate(parent_rot, pos[children].reshape(-1, 3)).reshape(
+            len(children), -1, 3)
 
     def turn(self, joint, world_rotation):
         """Turn ``joint`` by ``world_rotation`` (F, 4) about itself, writing its local and
@@ -143,8 +148,8 @@ class Pose:
 
 
 def _levels(parents, joints):
-    """``joints`` (parents first) in groups whose parents are all in earlier groups or not
-    among ``joints``: a joint's group is its depth below the first of its ancestors there."""
+    """``joints`` (parents first) by depth in the tree: groups whose parents are all in earlier
+    groups or not among ``joints``, to update together (:meth:`Pose.update_together`)."""
     depth = {}
     for j in joints:
         depth[j] = depth[parents[j]] + 1 if parents[j] in depth else 0
