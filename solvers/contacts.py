@@ -171,6 +171,18 @@ def window_sum(values, half_width, axis=-1):
     return np.swapaxes(total[2 * half_width + 1 :] - total[:frames], 0, axis)
 
 
+def median(values):
+    """``float(np.median(values))`` of a 1-D array, by one sort: numpy's general version
+    costs more in Python than the work on a clip's few hundred values."""
+    ordered = np.sort(values)
+    middle = len(ordered) // 2
+    if np.isnan(ordered[-1]):  # a NaN sorts last, and makes the median NaN
+        return float("nan")
+    if len(ordered) % 2:
+        return float(ordered[middle])
+    return float((ordered[middle - 1] + ordered[middle]) / 2)
+
+
 def local_slip(point_velocity, root_velocity, cap, half_width, max_slip=1.0):
     """Per-frame share ``a(t)`` (F,) of the root's horizontal velocity the planted points share.
 
@@ -258,7 +270,7 @@ def moving_ground(cues, root, fps, scale, settings):
     # A drift well inside the speed threshold is left alone (a planted toe's own jitter and
     # roll); a larger one is removed down to that margin.
     drifting = ground + shrink(drift, 0.5 * settings.speed_threshold * scale)
-    return np.stack([drifting, ground]), float(np.median(share))
+    return np.stack([drifting, ground]), median(share)
 
 
 def vertically_planted(clearance, vertical_speed, fps, scale, settings, stillness=None):
@@ -416,7 +428,7 @@ def whole_foot(mask, feet):
     each point is a foot of its own."""
     if feet == len(mask):
         return mask
-    return np.tile(mask.reshape(-1, feet, mask.shape[-1]).all(axis=0), (len(mask) // feet, 1))
+    return np.concatenate([mask.reshape(-1, feet, mask.shape[-1]).all(axis=0)] * (len(mask) // feet))  # np.tile's, cheaper
 
 
 def foot_grounds(velocities, planted, feet, half_width):
@@ -429,7 +441,7 @@ def foot_grounds(velocities, planted, feet, half_width):
     total = (velocities * planted[..., None]).reshape(-1, feet, frames, velocities.shape[-1]).sum(axis=0)
     fitted, known = local_quadratic(total / np.maximum(count, 1)[..., None], count > 0, half_width)
     rows = len(planted) // feet
-    return np.tile(fitted, (rows, 1, 1)), np.tile(known, (rows, 1))
+    return np.concatenate([fitted] * rows), np.concatenate([known] * rows)
 
 
 # A weak pull of the fit toward zero (no skate of the foot's own), as a share of the window's
@@ -562,14 +574,13 @@ def gait_tempo(points, up, fps, scale, settings):
     steps = np.diff(frame)[np.diff(row) == 0]
     if len(steps) < MIN_STEPS:
         return 1.0
-    return float(np.clip(REFERENCE_STEP_TIME * fps / np.median(steps), 1.0, MAX_TEMPO))
+    return min(max(REFERENCE_STEP_TIME * fps / median(steps), 1.0), MAX_TEMPO)
 
 
 def lowest_of_the_others(heights):
     """Per row of ``heights`` (L, F), L >= 2, the lowest of the other rows' at each frame."""
-    order = np.argsort(heights, axis=0, kind="stable")[:2]
-    lowest, second = np.take_along_axis(heights, order, axis=0)
-    return np.where(np.arange(len(heights))[:, None] == order[0], second, lowest)
+    lowest, second = np.sort(heights, axis=0)[:2]
+    return np.where(np.arange(len(heights))[:, None] == np.argmin(heights, axis=0), second, lowest)
 
 
 def detect_foot_contacts(heels, toes, root, up, fps, leg_length, settings=None, toe_tips=None,
@@ -611,8 +622,9 @@ def detect_foot_contacts(heels, toes, root, up, fps, leg_length, settings=None, 
     heel, toe, heel_skating, toe_skating = labels[:feet], labels[feet:], skating[:feet], skating[feet:]
     if toe_tips is not None:
         toe, toe_skating = (rows[:feet] | rows[feet:] for rows in (toe, toe_skating))
-    tracks = [ground_track(cues.rows(rows), grounds[0], skating, gait_fps, scale, settings)
-              for rows, skating in ((slice(feet), heel_skating), (slice(feet, 2 * feet), toe_skating))]
+    track = ground_track(cues.rows(slice(2 * feet)), grounds[0], np.concatenate([heel_skating, toe_skating]), gait_fps,
+                         scale, settings)
+    tracks = [tuple(part[rows] for part in track) for rows in (slice(feet), slice(feet, 2 * feet))]
     heel, toe = fill_foot_gaps(heel, toe, int(np.floor(settings.min_swing * gait_fps + 1e-6)), tracks)
     if not foot_edges:
         speeds = length(cues.horizontal_velocity[: 2 * feet])
