@@ -247,7 +247,7 @@ def point_cues(points, up, fps, scale, settings):
     clearance = heights - rolling_min(heights, round(settings.ground_window * fps))
     point_velocity = span_velocity(points, fps, settings.velocity_span)
     vertical_speed = dot(point_velocity, up)
-    horizontal_velocity = point_velocity - vertical_speed[..., None] * up
+    horizontal_velocity = horizontal(point_velocity, up)
     planted = vertically_planted(clearance, vertical_speed, fps, scale, settings)
     return PointCues(points, up, clearance, vertical_speed, horizontal_velocity, planted)
 
