@@ -36,7 +36,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from .jitter import jitter, steadied, steadying_kernel
-from .quaternion import dot, horizontal, length
+from .quaternion import dot, horizontal, length, median
 
 REFERENCE_LEG_LENGTH = 0.85  # hip-to-ankle bone length of a reference adult, metres
 # s from one foot's lift to the other's at a brisk walk (120 steps a minute): the thresholds
@@ -171,18 +171,6 @@ def window_sum(values, half_width, axis=-1):
     return np.swapaxes(total[2 * half_width + 1 :] - total[:frames], 0, axis)
 
 
-def median(values):
-    """``float(np.median(values))`` of a 1-D array, by one sort: numpy's general version
-    costs more in Python than the work on a clip's few hundred values."""
-    ordered = np.sort(values)
-    middle = len(ordered) // 2
-    if np.isnan(ordered[-1]):  # a NaN sorts last, and makes the median NaN
-        return float("nan")
-    if len(ordered) % 2:
-        return float(ordered[middle])
-    return float((ordered[middle - 1] + ordered[middle]) / 2)
-
-
 def local_slip(point_velocity, root_velocity, cap, half_width, max_slip=1.0):
     """Per-frame share ``a(t)`` (F,) of the root's horizontal velocity the planted points share.
 
@@ -270,7 +258,7 @@ def moving_ground(cues, root, fps, scale, settings):
     # A drift well inside the speed threshold is left alone (a planted toe's own jitter and
     # roll); a larger one is removed down to that margin.
     drifting = ground + shrink(drift, 0.5 * settings.speed_threshold * scale)
-    return np.stack([drifting, ground]), median(share)
+    return np.stack([drifting, ground]), float(median(share))
 
 
 def vertically_planted(clearance, vertical_speed, fps, scale, settings, stillness=None):
@@ -574,7 +562,7 @@ def gait_tempo(points, up, fps, scale, settings):
     steps = np.diff(frame)[np.diff(row) == 0]
     if len(steps) < MIN_STEPS:
         return 1.0
-    return min(max(REFERENCE_STEP_TIME * fps / median(steps), 1.0), MAX_TEMPO)
+    return float(min(max(REFERENCE_STEP_TIME * fps / median(steps), 1.0), MAX_TEMPO))
 
 
 def lowest_of_the_others(heights):

@@ -89,6 +89,23 @@ def gradient(values, axis=0):
     return np.swapaxes(out, 0, axis)
 
 
+def median(values, axis=None):
+    """``np.median(values, axis)``'s numbers (the middle value, or the mean of the middle
+    two) from one partition, at a fraction of its cost on the solvers' small arrays, where
+    numpy's general version spends its time in Python."""
+    values = np.asarray(values, dtype=float)
+    if axis is None:
+        values, axis = values.ravel(), 0
+    middle = values.shape[axis] // 2
+    odd = values.shape[axis] % 2
+    part = np.partition(values, [middle] if odd else [middle - 1, middle], axis=axis)
+    out = np.take(part, middle, axis=axis)
+    if not odd:
+        out = (np.take(part, middle - 1, axis=axis) + out) / 2
+    # A NaN makes the median NaN; ``[()]`` gives a scalar where there is one median.
+    return np.where(np.isnan(values).any(axis=axis), np.nan, out)[()]
+
+
 def cross(u, v):
     """Cross products along the last axis; leaner than ``np.cross`` on small trailing axes."""
     ux, uy, uz = u[..., 0], u[..., 1], u[..., 2]
