@@ -56,8 +56,8 @@ def measure_legs(grot, gpos, legs, up, softening_ratio=0.02, comfortable_reach=0
     heights. The legs are measured as rows of one array (on a short clip the cost is per
     numpy call, not per frame); ``bones`` their :func:`~.rig.leg_bone_lengths`, if already
     known."""
-    def joints(role):  # (L, F, 3), gathered in that order: numpy runs through its rows faster than a transposed view's
-        return np.swapaxes(gpos, 0, 1)[[getattr(leg, role) for leg in legs]]
+    def joints(role):  # (L, F, 3)
+        return np.swapaxes(gpos[:, [getattr(leg, role) for leg in legs]], 0, 1)
 
     hip, knee, ankle = joints("hip"), joints("knee"), joints("ankle")
     thigh = quat.length(knee - hip)
@@ -96,7 +96,7 @@ def measure_legs(grot, gpos, legs, up, softening_ratio=0.02, comfortable_reach=0
 def _knee_forwards_local(grot, gpos, legs, up, hip, knee, ankle, thigh):
     """Average direction each leg's knee bends toward, in its hip joint's own frame (L, 3);
     ``hip``, ``knee``, ``ankle`` (L, F, 3) and ``thigh`` (L, F) as :func:`measure_legs` has them."""
-    hip_rot = quat.conjugate(np.swapaxes(grot, 0, 1)[[leg.hip for leg in legs]])
+    hip_rot = quat.conjugate(np.swapaxes(grot[:, [leg.hip for leg in legs]], 0, 1))
     offset = _perpendicular(knee - hip, ankle - hip)  # magnitude grows with the bend
     total = quat.rotate(hip_rot, offset).sum(axis=1)
     forwards = quat.normalize(total)
