@@ -62,8 +62,8 @@ def is_in_place(toes, root, up, fps, leg_length):
     root_velocity = horizontal(gradient(root, axis=0) * fps, up)
     # The three velocities (F, 3) capped and averaged as the columns of one (F, 9) array.
     capped = _capped(np.stack([lower, root_velocity, higher - root_velocity], axis=1), cap)
-    glide_velocity, root_mean, swing = np.swapaxes(_windowed_mean(capped.reshape(len(capped), -1), half).reshape(
-        capped.shape), 0, 1)
+    means = _windowed_mean(capped.reshape(len(capped), -1), half).reshape(capped.shape)  # (F, 3, 3)
+    glide_velocity, root_mean, swing = np.swapaxes(means, 0, 1)
     glide = length(glide_velocity)
     root_speed = length(root_mean)
     stepping = -dot(swing, glide_velocity) > STEPPING_SHARE * glide**2
