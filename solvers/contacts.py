@@ -36,7 +36,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from .jitter import jitter, steadied, steadying_kernel
-from .quaternion import dot, horizontal, length
+from .quaternion import dot, horizontal, length, median
 
 REFERENCE_LEG_LENGTH = 0.85  # hip-to-ankle bone length of a reference adult, metres
 # s from one foot's lift to the other's at a brisk walk (120 steps a minute): the thresholds
@@ -95,21 +95,21 @@ def span_velocity(positions, fps, span, axis=-2):
     """Velocity per second as the difference across ``span`` seconds either side (at least a
     frame): the same stretch of motion at any frame rate, so 120 fps mocap jitter does not
     read as speed where 30 fps would smooth it. Ends use the frames there are."""
-    positions = np.moveaxis(positions, axis, 0)
+    positions = np.swapaxes(positions, axis, 0)  # (swapaxes: a tenth of moveaxis's cost)
     frames = len(positions)
     half = max(1, round(span * fps))
     if frames <= 2 * half:  # a clip shorter than the span: every frame is an end
         index = np.arange(frames)
         ahead, behind = np.minimum(index + half, frames - 1), np.maximum(index - half, 0)
         steps = np.maximum(ahead - behind, 1).reshape((-1,) + (1,) * (positions.ndim - 1))
-        return np.moveaxis((positions[ahead] - positions[behind]) * fps / steps, 0, axis)
+        return np.swapaxes((positions[ahead] - positions[behind]) * fps / steps, 0, axis)
     out = np.empty(positions.shape)
     out[half:-half] = (positions[2 * half :] - positions[: -2 * half]) * fps / (2 * half)
     # The first and last ``half`` frames reach back (or ahead) only to the clip's ends.
     steps = np.arange(half, 2 * half).reshape((-1,) + (1,) * (positions.ndim - 1))
     out[:half] = (positions[half : 2 * half] - positions[0]) * fps / steps
     out[-half:] = (positions[-1] - positions[-2 * half : -half]) * fps / steps[::-1]
-    return np.moveaxis(out, 0, axis)
+    return np.swapaxes(out, 0, axis)
 
 
 def majority_vote(labels, window):
@@ -124,10 +124,22 @@ def majority_vote(labels, window):
 def edge_padded_count(mask, half_width):
     """How many of the ``2 * half_width + 1`` frames around each frame of ``mask`` (..., F)
     are True, its first and last frames repeated beyond the ends: one cumulative sum."""
-    padded = np.pad(mask, [(0, 0)] * (mask.ndim - 1) + [(half_width + 1, half_width)], mode="edge")
+    padded = edge_padded(mask, half_width + 1, half_width)
     padded[..., 0] = False  # the running count starts at zero
     total = np.cumsum(padded, axis=-1, dtype=np.int32)
     return total[..., 2 * half_width + 1 :] - total[..., : -2 * half_width - 1]
+
+
+def edge_padded(values, before, after):
+    """``values`` (..., F) with the first frame repeated ``before`` times before it and the
+    last ``after`` times after it: ``np.pad``'s mode "edge", without its Python overhead (as
+    much as the labeller's work on a short clip)."""
+    frames = values.shape[-1]
+    out = np.empty(values.shape[:-1] + (before + frames + after,), dtype=values.dtype)
+    out[..., :before] = values[..., :1]
+    out[..., before : before + frames] = values
+    out[..., before + frames :] = values[..., -1:]
+    return out
 
 
 def rolling_min(values, half_width):
@@ -139,8 +151,8 @@ def rolling_min(values, half_width):
         return values.copy()
     width, frames = 2 * half_width + 1, values.shape[-1]
     blocks = -(-(frames + 2 * half_width) // width)
-    padded = np.pad(values, [(0, 0)] * (values.ndim - 1) + [(half_width, blocks * width - frames - half_width)],
-                    mode="edge").reshape(values.shape[:-1] + (blocks, width))
+    padded = edge_padded(values, half_width, blocks * width - frames - half_width).reshape(
+        values.shape[:-1] + (blocks, width))
     forward = np.minimum.accumulate(padded, axis=-1).reshape(values.shape[:-1] + (-1,))
     backward = np.minimum.accumulate(padded[..., ::-1], axis=-1)[..., ::-1].reshape(values.shape[:-1] + (-1,))
     return np.minimum(backward[..., :frames], forward[..., width - 1 : width - 1 + frames])
@@ -148,7 +160,7 @@ def rolling_min(values, half_width):
 
 def window_sum(values, half_width, axis=-1):
     """Sum over ``2 * half_width + 1`` frames around each frame (fewer at the clip's ends)."""
-    values = np.moveaxis(values, axis, 0)
+    values = np.swapaxes(values, axis, 0)
     frames = len(values)
     # The running total, its first value (0) repeated before and its last after: each
     # window's sum is then one slice minus another.
@@ -156,7 +168,7 @@ def window_sum(values, half_width, axis=-1):
     total[: half_width + 1] = 0.0
     np.cumsum(values, axis=0, out=total[half_width + 1 : half_width + 1 + frames])
     total[half_width + 1 + frames :] = total[half_width + frames]
-    return np.moveaxis(total[2 * half_width + 1 :] - total[:frames], 0, axis)
+    return np.swapaxes(total[2 * half_width + 1 :] - total[:frames], 0, axis)
 
 
 def local_slip(point_velocity, root_velocity, cap, half_width, max_slip=1.0):
@@ -223,7 +235,7 @@ def point_cues(points, up, fps, scale, settings):
     clearance = heights - rolling_min(heights, round(settings.ground_window * fps))
     point_velocity = span_velocity(points, fps, settings.velocity_span)
     vertical_speed = dot(point_velocity, up)
-    horizontal_velocity = point_velocity - vertical_speed[..., None] * up
+    horizontal_velocity = horizontal(point_velocity, up)
     planted = vertically_planted(clearance, vertical_speed, fps, scale, settings)
     return PointCues(points, up, clearance, vertical_speed, horizontal_velocity, planted)
 
@@ -246,7 +258,7 @@ def moving_ground(cues, root, fps, scale, settings):
     # A drift well inside the speed threshold is left alone (a planted toe's own jitter and
     # roll); a larger one is removed down to that margin.
     drifting = ground + shrink(drift, 0.5 * settings.speed_threshold * scale)
-    return np.stack([drifting, ground]), float(np.median(share))
+    return np.stack([drifting, ground]), float(median(share))
 
 
 def vertically_planted(clearance, vertical_speed, fps, scale, settings, stillness=None):
@@ -288,7 +300,8 @@ def run_ids(mask):
     """A number per frame of ``mask`` (..., F), the same along each run of True frames and
     different between runs (and rows); frames outside runs carry their last run's number."""
     flat = mask.reshape(-1, mask.shape[-1])
-    starts = flat & ~np.pad(flat, [(0, 0), (1, 0)])[:, :-1]
+    starts = flat.copy()
+    starts[:, 1:] &= ~flat[:, :-1]
     ids = np.cumsum(starts, axis=1) + (flat.shape[1] + 1) * np.arange(len(flat))[:, None]
     return ids.reshape(mask.shape)
 
@@ -403,7 +416,7 @@ def whole_foot(mask, feet):
     each point is a foot of its own."""
     if feet == len(mask):
         return mask
-    return np.tile(mask.reshape(-1, feet, mask.shape[-1]).all(axis=0), (len(mask) // feet, 1))
+    return np.concatenate([mask.reshape(-1, feet, mask.shape[-1]).all(axis=0)] * (len(mask) // feet))  # np.tile's, cheaper
 
 
 def foot_grounds(velocities, planted, feet, half_width):
@@ -416,7 +429,7 @@ def foot_grounds(velocities, planted, feet, half_width):
     total = (velocities * planted[..., None]).reshape(-1, feet, frames, velocities.shape[-1]).sum(axis=0)
     fitted, known = local_quadratic(total / np.maximum(count, 1)[..., None], count > 0, half_width)
     rows = len(planted) // feet
-    return np.tile(fitted, (rows, 1, 1)), np.tile(known, (rows, 1))
+    return np.concatenate([fitted] * rows), np.concatenate([known] * rows)
 
 
 # A weak pull of the fit toward zero (no skate of the foot's own), as a share of the window's
@@ -549,14 +562,13 @@ def gait_tempo(points, up, fps, scale, settings):
     steps = np.diff(frame)[np.diff(row) == 0]
     if len(steps) < MIN_STEPS:
         return 1.0
-    return float(np.clip(REFERENCE_STEP_TIME * fps / np.median(steps), 1.0, MAX_TEMPO))
+    return float(min(max(REFERENCE_STEP_TIME * fps / median(steps), 1.0), MAX_TEMPO))
 
 
 def lowest_of_the_others(heights):
     """Per row of ``heights`` (L, F), L >= 2, the lowest of the other rows' at each frame."""
-    order = np.argsort(heights, axis=0, kind="stable")[:2]
-    lowest, second = np.take_along_axis(heights, order, axis=0)
-    return np.where(np.arange(len(heights))[:, None] == order[0], second, lowest)
+    lowest, second = np.sort(heights, axis=0)[:2]
+    return np.where(np.arange(len(heights))[:, None] == np.argmin(heights, axis=0), second, lowest)
 
 
 def detect_foot_contacts(heels, toes, root, up, fps, leg_length, settings=None, toe_tips=None,
@@ -598,8 +610,9 @@ def detect_foot_contacts(heels, toes, root, up, fps, leg_length, settings=None, 
     heel, toe, heel_skating, toe_skating = labels[:feet], labels[feet:], skating[:feet], skating[feet:]
     if toe_tips is not None:
         toe, toe_skating = (rows[:feet] | rows[feet:] for rows in (toe, toe_skating))
-    tracks = [ground_track(cues.rows(rows), grounds[0], skating, gait_fps, scale, settings)
-              for rows, skating in ((slice(feet), heel_skating), (slice(feet, 2 * feet), toe_skating))]
+    track = ground_track(cues.rows(slice(2 * feet)), grounds[0], np.concatenate([heel_skating, toe_skating]), gait_fps,
+                         scale, settings)
+    tracks = [tuple(part[rows] for part in track) for rows in (slice(feet), slice(feet, 2 * feet))]
     heel, toe = fill_foot_gaps(heel, toe, int(np.floor(settings.min_swing * gait_fps + 1e-6)), tracks)
     if not foot_edges:
         speeds = length(cues.horizontal_velocity[: 2 * feet])
@@ -692,7 +705,9 @@ def fill_foot_gaps(heel, toe, max_gap, tracks=None):
 def short_gaps(labels, max_gap):
     """Rows, starts and ends (exclusive) of the breaks of at most ``max_gap`` frames between
     two contacts of ``labels`` (L, F)."""
-    edges = np.diff(np.pad(labels.astype(np.int8), [(0, 0), (1, 1)]), axis=-1)
+    padded = np.zeros((len(labels), labels.shape[-1] + 2), dtype=np.int8)  # no contact before or after the clip
+    padded[:, 1:-1] = labels
+    edges = padded[:, 1:] - padded[:, :-1]
     row, starts = np.nonzero(edges == 1)
     _, ends = np.nonzero(edges == -1)  # run by run, row by row, as the starts
     # A break runs from one contact's end to the next contact's start in the same row.
@@ -751,7 +766,7 @@ def smooth(weights, width):
     """Box-filter a 0/1 signal into a 0..1 ramp ``width`` frames wide."""
     window = max(1, round(width) | 1)
     half = window // 2
-    padded = np.pad(weights, [(0, 0)] * (weights.ndim - 1) + [(half, half)], mode="edge")
+    padded = edge_padded(weights, half, half)
     return sliding_window_view(padded, window, axis=-1).mean(-1)
 
 

@@ -95,7 +95,7 @@ def label_foot_contacts(skeleton, motion, rig, up, settings=None):
 def _label_feet(gpos, rig, root, length, up, fps, settings):
     """Heel and toe labels and the slip factor; ``root`` (F, 3) the joint that carries the
     character (:func:`travel`), ``length`` the leg length."""
-    heels, toes = _points(gpos, rig, "ankle"), _points(gpos, rig, "toe")
+    heels, toes = _points(gpos, rig, "ankle", "toe")
     heel_labels, toe_labels, slip = detect_foot_contacts(heels, toes, root, up, fps, length, settings, foot_edges=False)
     heel_labels = heel_down(heel_labels, heels, up, length, fps, settings)
     heel_labels[[not leg.has_toe_bone for leg in rig.legs]] = 0.0
@@ -133,7 +133,7 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
         root, length = travel(skeleton, gpos, rig, up), float(np.mean(bone_lengths))  # leg_length, from the lengths measured
         with _timed(timings, "contacts"):
             heel_labels, labels, slip = _label_feet(gpos, rig, root, length, up, motion.fps, settings.contacts)
-        if is_in_place(_points(gpos, rig, "toe"), root, up, motion.fps, length):
+        if is_in_place(*_points(gpos, rig, "toe"), root, up, motion.fps, length):
             labels[:] = heel_labels[:] = 0.0  # its feet glide by design: locking them would tear the legs off
             warnings.append(IN_PLACE)
         contacts[missing] = labels[missing]
@@ -215,15 +215,18 @@ def _checked_contacts(contacts, legs, frames):
     return np.clip(contacts, 0.0, 1.0)
 
 
-def _points(gpos, rig, role):
-    """Positions (L, F, 3) of one joint of every leg, ``role`` naming it ("toe", "ankle" ...)."""
-    return np.stack([gpos[:, getattr(leg, role)] for leg in rig.legs])
+def _points(gpos, rig, *roles):
+    """Positions (R, L, F, 3) of one joint of every leg for each of ``roles`` ("toe",
+    "ankle" ...), copied from the globals in one gather."""
+    rows = np.swapaxes(gpos, 0, 1)[[getattr(leg, role) for role in roles for leg in rig.legs]]
+    return rows.reshape(len(roles), len(rig.legs), *rows.shape[1:])
 
 
 def _state(gpos, rig):
     """The positions the metrics and the offline solve read, copied from the globals."""
+    roles = ("hip", "knee", "ankle", "toe")
     return {"pelvis": gpos[:, rig.pelvis].copy(),
-            **{role + "s": _points(gpos, rig, role) for role in ("hip", "knee", "ankle", "toe")}}
+            **{role + "s": points for role, points in zip(roles, _points(gpos, rig, *roles))}}
 
 
 def _frames(state, measured):

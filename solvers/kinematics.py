@@ -81,7 +81,8 @@ def forward_kinematics(skeleton, rot, pos, joints=None):
     fingers.
     """
     pose = Pose(skeleton, rot, pos, np.empty_like(rot), np.empty_like(pos))
-    pose.update(range(len(skeleton)) if joints is None else skeleton.closure(joints))
+    for level in _levels(skeleton.parents, range(len(skeleton)) if joints is None else skeleton.closure(joints)):
+        pose.update_together(level)
     return pose.grot, pose.gpos
 
 
@@ -109,6 +110,24 @@ class Pose:
                 self.grot[:, j] = quat.multiply(self.grot[:, p], self.rot[:, j])
                 self.gpos[:, j] = self.gpos[:, p] + quat.rotate(self.grot[:, p], self.pos[:, j])
 
+    def update_together(self, joints):
+        """:meth:`update` of ``joints`` none of which is another's ancestor (both legs'
+        thighs, both knees ...), gathered as rows of one array: on a short clip the cost is
+        per numpy call, not per joint, and numpy runs through the rows' components as fast
+        as through one joint's."""
+        parents = self.skeleton.parents
+        roots, children = [j for j in joints if parents[j] < 0], [j for j in joints if parents[j] >= 0]
+        if len(children) < 2:
+            self.update(joints)
+            return
+        self.update(roots)
+        rot, pos, grot, gpos = (np.swapaxes(values, 0, 1) for values in (self.rot, self.pos, self.grot, self.gpos))
+        above = parents[children]
+        parent_rot = grot[above].reshape(-1, 4)
+        grot[children] = quat.multiply(parent_rot, rot[children].reshape(-1, 4)).reshape(len(children), -1, 4)
+        gpos[children] = gpos[above] + quat.rotate(parent_rot, pos[children].reshape(-1, 3)).reshape(
+            len(children), -1, 3)
+
     def turn(self, joint, world_rotation):
         """Turn ``joint`` by ``world_rotation`` (F, 4) about itself, writing its local and
         global rotation (its position stays); the joints below it are updated by
@@ -126,6 +145,18 @@ class Pose:
             self.pos[:, joint] = world_positions
         else:
             self.pos[:, joint] = local_position(self.grot[:, parent], self.gpos[:, parent], world_positions)
+
+
+def _levels(parents, joints):
+    """``joints`` (parents first) by depth in the tree: groups whose parents are all in earlier
+    groups or not among ``joints``, to update together (:meth:`Pose.update_together`)."""
+    depth = {}
+    for j in joints:
+        depth[j] = depth[parents[j]] + 1 if parents[j] in depth else 0
+    levels = [[] for _ in range(max(depth.values(), default=-1) + 1)]
+    for j, d in depth.items():
+        levels[d].append(j)
+    return levels
 
 
 def inverse_kinematics_locals(skeleton, grot, gpos):

@@ -156,11 +156,14 @@ def grounded_feet(foot_points, up, fps, size, steadying=None):
     up = np.asarray(up, dtype=float)
     foot_points = steadied(foot_points, steadying, axis=1)
     heights = dot(foot_points, up)
-    lowest = np.argmin(heights, axis=-1)[..., None]
+    lowest = np.argmin(heights, axis=-1)
+    # The lowest point of each foot and frame as a row of the (L F P) points, taken by one
+    # flat index (np.take_along_axis builds an index per axis, several times the cost).
+    rows = lowest.ravel() + heights.shape[-1] * np.arange(lowest.size)
     # Each point's own velocity, then the lowest one's: a switch from ankle to toe is no step.
     point_velocity = gradient(foot_points, axis=1) * fps
-    velocity = np.take_along_axis(point_velocity, lowest[..., None], axis=2)[:, :, 0]
-    height = np.take_along_axis(heights, lowest, axis=2)[..., 0]
+    velocity = np.take(point_velocity.reshape(-1, 3), rows, axis=0).reshape(lowest.shape + (3,))
+    height = np.take(heights, rows).reshape(lowest.shape)
     clearance = height - rolling_min(height, round(GROUND_WINDOW * fps))
     on_ground = (clearance < GROUND_HEIGHT * size) & (np.abs(dot(velocity, up)) < GROUND_VERTICAL_SPEED * size)
     return long_runs(on_ground, round(GROUND_TIME * fps)), horizontal(velocity, up)

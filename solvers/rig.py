@@ -61,7 +61,7 @@ def leg_bone_lengths(gpos, legs):
 def _median_length(thigh, shin, axis=None):
     """The median over frames of the thigh's plus the shin's length, from their vectors
     (F, 3), or (F, L, 3) with ``axis`` 0 for one per leg."""
-    return np.median(np.linalg.norm(thigh, axis=-1) + np.linalg.norm(shin, axis=-1), axis=axis)
+    return quat.median(quat.length(thigh) + quat.length(shin), axis=axis)
 
 
 def leg_length(gpos, rig):

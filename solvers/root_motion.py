@@ -14,7 +14,7 @@ played) so the travel's speed loops and the travel repeats with its per-cycle of
 
 import numpy as np
 
-from .contacts import REFERENCE_LEG_LENGTH, detect_contacts
+from .contacts import REFERENCE_LEG_LENGTH, detect_contacts, window_sum
 from .kinematics import forward_kinematics, local_position
 from .quaternion import dot, gradient, horizontal, length
 from .rig import leg_length
@@ -59,27 +59,28 @@ def is_in_place(toes, root, up, fps, leg_length):
     half = max(1, round(0.5 * WINDOW * fps))
     cap = MAX_SPEED * scale
     lower, higher = _lower_and_higher_velocities(toes, up, fps)
-    glide_velocity = _windowed_mean(_capped(lower, cap), half)
-    glide = length(glide_velocity)
     root_velocity = horizontal(gradient(root, axis=0) * fps, up)
-    root_speed = length(_windowed_mean(_capped(root_velocity, cap), half))
-    swing = _windowed_mean(_capped(higher - root_velocity, cap), half)
+    # The three velocities (F, 3) capped and averaged as the columns of one (F, 9) array.
+    capped = _capped(np.stack([lower, root_velocity, higher - root_velocity], axis=1), cap)
+    means = _windowed_mean(capped.reshape(len(capped), -1), half).reshape(capped.shape)  # (F, 3, 3)
+    glide_velocity, root_mean, swing = np.swapaxes(means, 0, 1)
+    glide = length(glide_velocity)
+    root_speed = length(root_mean)
     stepping = -dot(swing, glide_velocity) > STEPPING_SHARE * glide**2
     gliding = (glide > GLIDING_FOOT_SPEED * scale) & (root_speed < STILL_ROOT_SHARE * glide) & stepping
     return bool(gliding.mean() >= GLIDING_SHARE)
 
 
 def _capped(velocity, cap):
-    speed = length(velocity)[:, None]
+    speed = length(velocity)[..., None]
     return velocity * np.minimum(1.0, cap / np.maximum(speed, 1e-12))
 
 
 def _windowed_mean(values, half):
     """Mean of (F, k) values over the frames within ``half`` of each (fewer at the ends)."""
-    total = np.concatenate([np.zeros((1, values.shape[1])), np.cumsum(values, axis=0)])
     index = np.arange(len(values))
-    upper, lower = np.minimum(index + half + 1, len(values)), np.maximum(index - half, 0)
-    return (total[upper] - total[lower]) / (upper - lower)[:, None]
+    count = np.minimum(index + half + 1, len(values)) - np.maximum(index - half, 0)
+    return window_sum(values, half, axis=0) / count[:, None]
 
 
 def feet_travel(toes, up, fps, leg_length, settings=None, looped=False):
