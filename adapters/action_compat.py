@@ -187,14 +187,21 @@ def remembered_keys():
         _remembered = outer
 
 
-def _curve_key(fcurve):
-    return fcurve.id_data.session_uid, fcurve.as_pointer()
+def _curve_key(fcurve, uid=None):
+    """What ``fcurve``'s keys are remembered under; ``uid``, its action's session id, when
+    the caller read it once for many curves of the action."""
+    return fcurve.id_data.session_uid if uid is None else uid, fcurve.as_pointer()
 
 
-def _remember(fcurve, co):
+def _action_uid(fcurves):
+    """The session id of the action of ``fcurves`` (curves of one action; None without any)."""
+    return fcurves[0].id_data.session_uid if len(fcurves) else None
+
+
+def _remember(fcurve, co, uid=None):
     if _remembered is not None:
         co.flags.writeable = False  # shared by every later reader
-        _remembered[_curve_key(fcurve)] = co
+        _remembered[_curve_key(fcurve, uid)] = co
 
 
 def _forget(fcurve):
@@ -222,13 +229,15 @@ def _curve_keys(bag):
 # --- keys in bulk -----------------------------------------------------------------------
 
 
-def _key_arrays(fcurve, into=None):
+def _key_arrays(fcurve, into=None, uid=None, points=None):
     """The keys (count, 2) of ``fcurve`` as frame, value (float32, as Blender stores them);
     read-only when remembered. With ``into`` (count, 2) float32 they are read (or copied,
-    when remembered) there: one buffer for many curves spares an allocation and a copy each."""
-    points = fcurve.keyframe_points
+    when remembered) there: one buffer for many curves spares an allocation and a copy each.
+    ``uid`` (see :func:`_curve_key`) and ``points``, the curve's keyframe points, spare
+    reading them again where the caller has them."""
+    points = fcurve.keyframe_points if points is None else points
     count = len(points)
-    key = _curve_key(fcurve)
+    key = _curve_key(fcurve, uid)
     co = _remembered.get(key) if _remembered is not None else None
     if co is not None and len(co) == count:
         if into is None:
@@ -326,8 +335,9 @@ def _needs_update(frames, interpolation):
     return interpolation == "BEZIER" or bool(np.any(np.diff(frames) <= 0))
 
 
-def _add_keys(fcurve, co, mode, update):
-    """Add keys (count, 2) float32 ``co`` with interpolation codes ``mode`` to ``fcurve``."""
+def _add_keys(fcurve, co, mode, update, uid=None):
+    """Add keys (count, 2) float32 ``co`` with interpolation codes ``mode`` to ``fcurve``
+    (``uid``: see :func:`_curve_key`)."""
     points = fcurve.keyframe_points
     points.add(len(co))
     points.foreach_set("co_ui", co.ravel())  # moves each new key's handles with it ("co" leaves them at 0, 0)
@@ -336,13 +346,13 @@ def _add_keys(fcurve, co, mode, update):
         fcurve.update()
         _forget(fcurve)
     else:
-        _remember(fcurve, co)
+        _remember(fcurve, co, uid)
 
 
 def write_curves(fcurves, frames, rows, interpolation="LINEAR", keep_outside=False):
-    """:func:`write_keys` of each of ``fcurves`` with its row of ``rows`` (len(fcurves), F)
-    on the same ``frames``: what does not depend on the curve is done once (on a short
-    clip that is most of the cost of a key write in Python)."""
+    """:func:`write_keys` of each of ``fcurves`` (curves of one action) with its row of
+    ``rows`` (len(fcurves), F) on the same ``frames``: what does not depend on the curve is
+    done once (on a short clip that is most of the cost of a key write in Python)."""
     frames = np.asarray(frames, dtype=np.float64).ravel()
     rows = np.asarray(rows, dtype=np.float64).reshape(len(fcurves), len(frames))
     if not len(frames):
@@ -352,24 +362,40 @@ def write_curves(fcurves, frames, rows, interpolation="LINEAR", keep_outside=Fal
     co[..., 0], co[..., 1] = frames, rows
     mode = np.full(len(frames), _INTERPOLATION[interpolation], dtype=_ENUM)
     update = _needs_update(frames, interpolation)
+    uid = _action_uid(fcurves)
     for fcurve, values, new_co in zip(fcurves, rows, co):
         points = fcurve.keyframe_points
         if keep_outside and len(points) and _keys_outside(fcurve, span):
             write_keys(fcurve, frames, values, interpolation, keep_outside=True)
             continue
         points.clear()
-        _add_keys(fcurve, new_co, mode, update)
+        _add_keys(fcurve, new_co, mode, update, uid)
 
 
 def keys_digest(fcurve):
     """A short digest of the curve's keys (frames, values, interpolation): changes when
     anyone edits a key."""
-    points = fcurve.keyframe_points
-    count = len(points)
-    modes = _key_enums(points, "interpolation", count).astype(np.int32)  # the digests stored so far hashed int32
-    digest = hashlib.sha1(np.ascontiguousarray(_key_arrays(fcurve)))  # hashed in place, not copied to bytes first
-    digest.update(modes)
-    return digest.hexdigest()[:16]
+    return keys_digests([fcurve])[0]
+
+
+def keys_digests(fcurves):
+    """:func:`keys_digest` of each of ``fcurves`` (curves of one action): the action's
+    session id read once, one interpolation buffer for every curve of a key count."""
+    uid = _action_uid(fcurves)
+    modes_of = {}  # key count -> buffer
+    digests = []
+    for fcurve in fcurves:
+        points = fcurve.keyframe_points
+        count = len(points)
+        modes = modes_of.get(count)
+        if modes is None:
+            modes = modes_of[count] = np.empty(count, dtype=_ENUM)
+        points.foreach_get("interpolation", modes)
+        # Hashed in place, not copied to bytes first; the digests stored so far hashed int32 modes.
+        digest = hashlib.sha1(np.ascontiguousarray(_key_arrays(fcurve, uid=uid, points=points)))
+        digest.update(modes.astype(np.int32))
+        digests.append(digest.hexdigest()[:16])
+    return digests
 
 
 def read_values(fcurve, frames):
@@ -400,20 +426,21 @@ def read_values(fcurve, frames):
 
 
 def read_curves(fcurves, frames):
-    """Values (len(fcurves), F) of each F-curve at integer ``frames``, as :func:`read_values`
-    gives them. The curves keyed on exactly ``frames`` (mocap: one key per frame) are
-    read into one buffer and matched in one pass: what costs a click on a short clip is
-    the work per curve."""
+    """Values (len(fcurves), F) of each of ``fcurves`` (curves of one action) at integer
+    ``frames``, as :func:`read_values` gives them. The curves keyed on exactly ``frames``
+    (mocap: one key per frame) are read into one buffer and matched in one pass: what
+    costs a click on a short clip is the work per curve."""
     frames = np.asarray(frames)
     count = len(frames)
     values = np.empty((len(fcurves), count))
-    whole = [row for row, fcurve in enumerate(fcurves)
-             if len(fcurve.keyframe_points) == count and not len(fcurve.modifiers)]
+    points = [fcurve.keyframe_points for fcurve in fcurves]
+    whole = [row for row, fcurve in enumerate(fcurves) if len(points[row]) == count and not len(fcurve.modifiers)]
     rest = np.ones(len(fcurves), dtype=bool)
     if whole:
         co = np.empty((len(whole), count, 2), dtype=np.float32)
+        uid = _action_uid(fcurves)
         for row, keys in zip(whole, co):
-            _key_arrays(fcurves[row], keys)
+            _key_arrays(fcurves[row], keys, uid, points[row])
         on_frames = (co[..., 0] == frames).all(axis=1)
         matched = np.asarray(whole)[on_frames]
         values[matched] = co[on_frames, :, 1]

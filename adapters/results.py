@@ -24,11 +24,11 @@ _CONTACT_PATHS = tuple(f'["{prop}"]' for prop in (CONTACT_PROPERTY, HEEL_CONTACT
 
 def _motion_digest(obj, action):
     """A digest of every key of ``action`` for ``obj`` but the contact curves'."""
+    motion = [(fcurve, path) for fcurve in compat.iter_fcurves(obj, action)
+              if not (path := fcurve.data_path).endswith(_CONTACT_PATHS)]
     digest = hashlib.sha1()
-    for fcurve in compat.iter_fcurves(obj, action):
-        path = fcurve.data_path
-        if not path.endswith(_CONTACT_PATHS):
-            digest.update(f"{path}[{fcurve.array_index}]{compat.keys_digest(fcurve)}".encode())
+    for (fcurve, path), keys in zip(motion, compat.keys_digests([fcurve for fcurve, _ in motion])):
+        digest.update(f"{path}[{fcurve.array_index}]{keys}".encode())
     return digest.hexdigest()[:16]
 
 

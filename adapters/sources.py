@@ -138,7 +138,7 @@ def _constrained(obj):
 
 def _animates_transform(obj, fcurve):
     """An unmuted F-curve that changes one of the object's own transform channels."""
-    if fcurve.mute or not fcurve.data_path.startswith(_TRANSFORM_PATHS):
+    if not fcurve.data_path.startswith(_TRANSFORM_PATHS) or fcurve.mute:  # most curves are the bones': no mute read
         return False
     first, last = fcurve.range()
     values = compat.read_values(fcurve, np.arange(int(first), int(last) + 1))

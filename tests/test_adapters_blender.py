@@ -4,6 +4,7 @@ The reference for every pose is Blender's own evaluation (``scene.frame_set`` th
 ``matrix_world @ pose_bone.matrix``), never our own math.
 """
 
+import hashlib
 import math
 
 import numpy as np
@@ -554,6 +555,30 @@ def test_curves_read_together_give_what_each_curve_gives():
         np.testing.assert_array_equal(values, compat.read_values(curve, frames))
         np.testing.assert_allclose(values, [curve.evaluate(f) for f in frames], atol=1e-6)
     assert compat.read_curves([], frames).shape == (0, 20)
+
+
+def test_digests_of_many_curves_are_each_curves_own():
+    """``keys_digests`` gives each curve the digest ``keys_digest`` gives it alone, the one
+    stored in saved files (SHA-1 of the float32 frames and values, then the int32
+    interpolation codes), whatever curves of other lengths and codes come before it."""
+    *_, bag = _empty_with_action()
+    curves = [compat.new_fcurve(bag, "location", i) for i in range(3)] + [compat.new_fcurve(bag, "scale", 0)]
+    compat.write_keys(curves[0], [1, 2, 3], [0.0, 1.0, 0.5], "LINEAR")
+    compat.write_keys(curves[1], [1, 2], [4.0, -1.0], "CONSTANT")
+    compat.write_keys(curves[2], [1, 2, 3], [0.0, 1.0, 0.5], "BEZIER")
+    compat.write_keys(curves[3], [1, 2, 3], [0.0, 1.0, 0.5], "LINEAR")
+    curves[3].keyframe_points[1].interpolation = "CONSTANT"
+    expected = []
+    for curve in curves:
+        keys = curve.keyframe_points
+        co = np.array([tuple(key.co) for key in keys], dtype=np.float32)
+        modes = np.array([key.bl_rna.properties["interpolation"].enum_items[key.interpolation].value
+                          for key in keys], dtype=np.int32)
+        expected.append(hashlib.sha1(co.tobytes() + modes.tobytes()).hexdigest()[:16])
+    assert len(set(expected)) == len(curves)
+    assert compat.keys_digests(curves) == [compat.keys_digest(curve) for curve in curves] == expected
+    with compat.remembered_keys():
+        assert compat.keys_digests(curves) == compat.keys_digests(curves) == expected
 
 
 def _keys(fcurve, prop):
