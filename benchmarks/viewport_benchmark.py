@@ -7,14 +7,14 @@ Issue 10's target: the whole click takes at most a tenth of what Bake Action
 (``bpy_extras.anim_utils.bake_action``: every bone, every frame, visual keying) takes on
 the same clip and frame range. Both are timed in this process, on the same scene, in a
 fresh file each, alternately (bake, click, bake, click ...) so a load spike on the machine
-hits both; the table gives the best and the median of each and their ratios. Two paths:
+hits both; the table gives the best and the median of each and their ratios. Three paths:
 
 - **keys**: the CMU walk as imported; Foot Lock reads the bones' F-curves directly;
 - **object keys**: the same walk whose armature object also travels by its own keyed
   location; Foot Lock reads those keys directly too;
 - **evaluated**: the same walk carried 2 m along a Follow Path, so the keys alone do not
   say how it moves and Foot Lock steps the scene, as Bake Action does. Stepping alone
-  costs about 0.4 of Bake Action: this path cannot meet the target; its figures are
+  costs about a third of Bake Action: this path cannot meet the target; its figures are
   printed all the same.
 
 Beside them: the read alone (the direct F-curve read or the evaluated read) and the numpy

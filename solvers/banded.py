@@ -1,10 +1,10 @@
 """Tridiagonal and block-tridiagonal linear systems, solved by cyclic reduction.
 
 numpy has no banded solver and Blender ships no scipy. The offline foot lock's
-normal equations couple each frame only with its neighbours: most of them are
-independent scalar chains (:func:`solve_tridiagonal`, a batch of them at once), the
-pelvis under its reach constraints a symmetric block-tridiagonal system
-(:func:`solve_block_tridiagonal`). Cyclic reduction eliminates every other frame per
+normal equations couple each frame only with its neighbours: without reach terms they
+are independent scalar chains (:func:`solve_tridiagonal`, a batch of them at once), with
+them, where the reach couples the pelvis with a foot, one symmetric block-tridiagonal
+system (:func:`solve_block_tridiagonal`). Cyclic reduction eliminates every other frame per
 level, so the work is vectorized over frames and needs only log2(frames) Python-level
 steps; on symmetric positive definite systems it is as stable as Cholesky (it is
 Cholesky of the rows reordered odd after even).
