@@ -2,9 +2,10 @@
 
 numpy has no banded solver and Blender ships no scipy. The offline foot lock's
 normal equations couple each frame only with its neighbours: without reach terms they
-are independent scalar chains (:func:`solve_tridiagonal`, a batch of them at once), with
-them, where the reach couples the pelvis with a foot, one symmetric block-tridiagonal
-system (:func:`solve_block_tridiagonal`). Cyclic reduction eliminates every other frame per
+are independent scalar chains (:func:`solve_tridiagonal`, a batch of them at once); with
+them, the frames where the reach couples the pelvis with a foot have dense blocks, and
+:func:`solve_mostly_separable` eliminates the chains between those frames before it
+solves a symmetric block-tridiagonal system on them alone (:func:`solve_block_tridiagonal`). Cyclic reduction eliminates every other frame per
 level, so the work is vectorized over frames and needs only log2(frames) Python-level
 steps; on symmetric positive definite systems it is as stable as Cholesky (it is
 Cholesky of the rows reordered odd after even).
@@ -77,6 +78,82 @@ def solve_block_tridiagonal(diag, lower, rhs):
         x = _reduce(diag, rows)
     x = np.swapaxes(x, -1, -2)
     return x[..., 0] if rhs.ndim == 2 else x
+
+
+def solve_mostly_separable(diag, lower, rhs, frames, blocks, pulls):
+    """Solve a symmetric positive definite block-tridiagonal system whose blocks are
+    diagonal but at a few ``frames``: independent scalar chains (``diag``, ``lower``,
+    ``rhs`` (m, n), as :func:`solve_tridiagonal` takes them, one row per chain) plus the
+    dense terms ``blocks`` (k, m, m) and ``pulls`` (k, m) added to the diagonal blocks and
+    right-hand sides of the sorted ``frames`` (k,). Returns x (n, m).
+
+    Exact, at a cost that follows the dense frames rather than the chains' length: the
+    frames between them (``outside``) are eliminated first. Outside, the system is the
+    chains cut at every dense frame, solved for the right-hand side and for a unit pull from
+    the dense frame on each side of each stretch (one :func:`solve_tridiagonal` of 3m rows);
+    what is left is a block-tridiagonal system on the dense frames alone, coupled through
+    diagonal blocks (:func:`solve_block_tridiagonal`)."""
+    m, n = diag.shape
+    dense = np.zeros(n, dtype=bool)
+    dense[frames] = True
+    outside = np.flatnonzero(~dense)
+    x = np.empty((m, n))
+    if len(outside):
+        # The chains cut at the dense frames: a frame outside whose previous frame is dense
+        # (or before the clip) starts a stretch and couples to nothing before it.
+        starts = np.ones(len(outside), dtype=bool)
+        starts[1:] = np.diff(outside) != 1
+        cut_lower = np.where(starts, 0.0, lower[:, outside])
+        # A stretch's first frame is pulled by the dense frame before it (A[o, o - 1]), its
+        # last by the dense frame after it (A[o + 1, o]); 0 where there is none.
+        before = outside - 1
+        after = np.minimum(outside + 1, n - 1)
+        from_before = np.where((before >= 0) & dense[np.maximum(before, 0)], lower[:, outside], 0.0)
+        from_after = np.where((outside + 1 < n) & dense[after], lower[:, after], 0.0)
+        solved = solve_tridiagonal(np.tile(diag[:, outside], (3, 1)), np.tile(cut_lower, (3, 1)),
+                                   np.concatenate((rhs[:, outside], from_before, from_after)))
+        free, by_before, by_after = np.split(solved, 3)  # A_oo^-1 of each: x outside = free - by_before x_b - by_after x_a
+    else:
+        free = by_before = by_after = np.zeros((m, 0))
+    place = np.cumsum(~dense) - 1  # each frame outside: its column in ``free``
+    # The dense frames' system: each loses what its neighbours outside pass back to it.
+    reduced_diag, reduced_rhs = diag[:, frames].copy(), rhs[:, frames].copy()
+    right = frames + 1 < n
+    right_out = right & ~dense[np.minimum(frames + 1, n - 1)]
+    left_out = (frames > 0) & ~dense[np.maximum(frames - 1, 0)]
+    _pass_back(reduced_diag, reduced_rhs, right_out, lower, frames + 1, place[np.minimum(frames + 1, n - 1)],
+               by_before, free)
+    _pass_back(reduced_diag, reduced_rhs, left_out, lower, frames, place[np.maximum(frames - 1, 0)], by_after, free)
+    # Two dense frames in a row couple as before; with a stretch between them, through it.
+    reduced_lower = lower[:, frames].copy()
+    apart = np.ones(len(frames), dtype=bool)
+    apart[1:] = np.diff(frames) != 1
+    apart[0] = False
+    reduced_lower[:, apart] = -lower[:, frames[apart]] * by_before[:, place[frames[apart] - 1]]
+    system = np.zeros((len(frames), m, m))
+    system[:, np.arange(m), np.arange(m)] = reduced_diag.T
+    system += blocks
+    at_dense = solve_block_tridiagonal(system, reduced_lower.T, reduced_rhs.T + pulls)  # (k, m)
+    x[:, frames] = at_dense.T
+    if len(outside):
+        index = np.cumsum(dense) - 1  # each frame: the last dense frame at or before it (-1: none)
+        last = np.maximum(index[outside], 0)  # no dense frame before: by_before is 0 there
+        following = np.minimum(index[outside] + 1, len(frames) - 1)  # none after: by_after is 0
+        x[:, outside] = free - by_before * at_dense[last].T - by_after * at_dense[following].T
+    return x.T
+
+
+def _pass_back(diag, rhs, where, lower, coupled, place, response, free):
+    """Subtract from the dense frames' ``diag`` and ``rhs`` (m, k), ``where`` they have a
+    neighbour outside, what that neighbour passes back through their coupling
+    ``lower[:, coupled]``: its ``response`` to a unit pull from them and its ``free``
+    solution, at its column ``place`` (:func:`solve_mostly_separable`)."""
+    if not where.any():
+        return
+    coupling = lower[:, coupled[where]]
+    columns = place[where]
+    diag[:, where] -= coupling * response[:, columns]
+    rhs[:, where] -= coupling * free[:, columns]
 
 
 def _reduce_diagonal_coupling(diag, lower, rhs):

@@ -9,8 +9,8 @@ them in one least-squares solve: per frame the unknowns are the pelvis correctio
 neighbour, and in a basis about ``up`` every term but the reach acts on one axis of one
 of them alone: the normal equations are independent tridiagonal systems, one per axis of
 the pelvis and of each foot (see :mod:`.banded`). Where a leg would overstretch, reach
-terms couple the pelvis with that foot: the system is solved again as a whole,
-block-tridiagonal.
+terms couple the pelvis with that foot on those frames: the system is solved again with
+dense blocks there, at a cost that follows those frames rather than the clip's length.
 
 Each foot has two points that can be pinned, as Cascadeur's fulcrum points: the heel
 (the ankle joint) and the toe (the ball). The correction ``d`` moves the whole foot, so
@@ -42,7 +42,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .banded import solve_block_tridiagonal, solve_tridiagonal
+from .banded import solve_mostly_separable, solve_tridiagonal
 from .contacts import REFERENCE_LEG_LENGTH
 from .quaternion import cross, dot, length
 
@@ -116,7 +116,7 @@ def solve_offline_lock(problem, weights=None):
     standing = np.maximum(problem.contacts, heel_contacts)
     # The foot moves as one: on its ground while either point is.
     heights = dot(np.stack((problem.toes, problem.ankles)), up)  # (2, L, F): toes, heels
-    clearance = np.min(_clearance(heights, np.broadcast_to(standing, heights.shape), problem, weights), axis=0)
+    clearance = np.min(_clearance(heights, standing, problem, weights), axis=0)
     easing = _swing_ease(standing, problem.fps, weights.swing_ease)
     feet = slice(1, None)  # every foot's group: the legs are rows of one array
     # correction step + contact * source step = 0  <=>  point step = (1 - contact) * source step
@@ -166,17 +166,19 @@ def _step_weight(pair, weights):
 
 
 def _clearance(heights, standing, problem, weights):
-    """How high each point (..., F) is above the height it stood at in its last or next
-    contact (the lower: a step down or up), in ``air_clearance`` (scaled to the leg) and
-    clipped to 0..1; 1 throughout on a leg that never stands. ``heights`` (..., F),
-    ``standing`` (..., F) the foot's contact weights."""
+    """How high each point (..., L, F) is above the height it stood at in its foot's last
+    or next contact (the lower: a step down or up), in ``air_clearance`` (scaled to the
+    leg) and clipped to 0..1; 1 throughout on a leg that never stands. ``heights`` (..., L,
+    F), ``standing`` (L, F) the feet's contact weights."""
     size = float(np.mean(problem.reach)) / REFERENCE_LEG_LENGTH
-    frames = np.arange(heights.shape[-1])
+    legs, frames = standing.shape
+    index = np.arange(frames)
     on = standing > 0
-    last = np.maximum.accumulate(np.where(on, frames, 0), axis=-1)
-    following = np.minimum.accumulate(np.where(on, frames, frames[-1])[..., ::-1], axis=-1)[..., ::-1]
-    stood = np.minimum(*(np.where(np.take_along_axis(on, i, -1), np.take_along_axis(heights, i, -1), np.inf)
-                         for i in (last, following)))
+    last = np.maximum.accumulate(np.where(on, index, 0), axis=-1)
+    following = np.minimum.accumulate(np.where(on, index, frames - 1)[:, ::-1], axis=-1)[:, ::-1]
+    rows = (np.arange(legs) * frames)[:, None]  # the frames as indices into (L F) rows: one gather each
+    flat_on, flat_heights = on.ravel(), heights.reshape(heights.shape[:-2] + (-1,))
+    stood = np.minimum(*(np.where(flat_on[i], flat_heights[..., i], np.inf) for i in (rows + last, rows + following)))
     clearance = np.clip((heights - stood) / (weights.air_clearance * size), 0.0, 1.0)
     return np.where(np.isfinite(stood), clearance, 1.0)
 
@@ -214,17 +216,18 @@ def _ground_stiffening(clearance, weights, samples=8):
     Steps in a row yield like springs in series, so a step's weight is the harmonic mean
     of the weight along it, its clearance interpolated between its frames: a toe that
     leaves the ground within one frame at 30 fps yields as it does over two at 60."""
-    t = (np.arange(samples) + 0.5) / samples
-    along = clearance[..., :-1, None] + (clearance[..., 1:, None] - clearance[..., :-1, None]) * t
+    t = ((np.arange(samples) + 0.5) / samples)[:, None, None]
+    start = clearance[..., :-1]
+    along = start + (clearance[..., 1:] - start) * t  # (samples, L, F-1): the samples lead, each a whole row
     weight = 1.0 + (weights.grounded_velocity - 1.0) * (1.0 - _airborne(along))
-    return 1.0 / np.mean(1.0 / weight, axis=-1) - 1.0
+    return samples / np.add.reduce(1.0 / weight, axis=0) - 1.0
 
 
 def _lock_residual(points, pair):
     locked = pair >= 1.0
     if not locked.any():
         return 0.0
-    return float(length(np.diff(points, axis=1))[locked].max())
+    return float(length(points[:, 1:][locked] - points[:, :-1][locked]).max())
 
 
 def _solve_with_reach(problem, weights, pins, terms):
@@ -240,17 +243,19 @@ def _solve_with_reach(problem, weights, pins, terms):
     active = np.zeros(problem.contacts.shape, dtype=bool)
     legs = len(active)
     for _ in range(weights.reach_iterations):
-        stretch, direction, distance = _reach_state(problem, corrections, targets[1])
+        stretch, offset, distance = _reach_state(problem, corrections, targets[1])
         if not (stretch > weights.reach_tolerance * problem.reach).any() or not (stretch[~active] > 0).any():
             break  # within tolerance, or every stretched frame is already constrained
         active |= stretch > 0
-        feet = corrections[:, 3:].reshape(len(corrections), legs, 3).swapaxes(0, 1)
+        direction = _unit(offset, distance)
+        feet = _feet(corrections, legs)
         # |H - A| ~ distance + n.((e - e_k) - (d - d_k)) = reach: the pelvis follows the
         # leg and the foot yields, as stiff as their other terms make them; a heel's own
         # correction (_hold) is kept as it is.
         goal = problem.reach - distance + dot(direction, corrections[:, :3] - feet)
-        blocks, pulls = _coupled(diag, rhs, terms.in_basis(direction), active * weights.reach / dt, goal)
-        corrections = terms.to_world(solve_block_tridiagonal(blocks, lower.T, pulls))
+        frames = np.flatnonzero(active.any(axis=0))
+        blocks, pulls = _reach_terms(terms.in_basis(direction), active * weights.reach / dt, goal, frames, len(diag))
+        corrections = terms.to_world(solve_mostly_separable(diag, lower, rhs, frames, blocks, pulls))
         targets = _targets(problem, corrections, pins)
     else:  # the last solve's stretch is not measured yet
         stretch = _reach_state(problem, corrections, targets[1])[0]
@@ -291,12 +296,13 @@ class _Runs:
     A run of pinned steps ``start..end-1`` holds its point from frame ``start`` to ``end``;
     the runs of all legs are listed together, leg by leg."""
 
-    pair: np.ndarray  # (L, F-1) how strongly each step is pinned (_pairs)
+    pair: np.ndarray  # (L, F-1, 1) how strongly each step is pinned (_pairs)
     legs: np.ndarray  # (R,) the leg of each run
     starts: np.ndarray  # (R,) its first frame
     ends: np.ndarray  # (R,) its last frame
     resumed: np.ndarray  # (R, 1) share of the leg's previous correction left at its start (0: none before)
     last: np.ndarray  # (L, F) per frame, the last run started before it (0 where none: see ``left``)
+    last_start: np.ndarray  # (L F,) per frame, the first frame of that run, as an index into (L F) rows
     inside: np.ndarray  # (L, F, 1) frames a pinned step of that run reaches
     left: np.ndarray  # (L, F, 1) elsewhere, the share of that run's correction left (0 before any run)
 
@@ -305,12 +311,18 @@ def _runs(pair, ease):
     """The :class:`_Runs` of ``pair`` (L, F-1); ``ease`` (F,) the share of a released
     correction left, frame by frame since the release (:func:`_ease_out`)."""
     pinned = pair > 0
-    edges = np.diff(np.pad(pinned.astype(np.int8), [(0, 0), (1, 1)]), axis=-1)  # (L, F): +1 starts, -1 ends
+    legs_count, frames = pinned.shape[0], pinned.shape[-1] + 1
+    # (L, F): +1 where a run starts, -1 where one ends (no pinned step before or after the clip)
+    edges = np.zeros((legs_count, frames), dtype=np.int8)
+    edges[:, :-1] = pinned
+    edges[:, 1:] -= pinned
     legs, starts = np.nonzero(edges == 1)
     ends = np.nonzero(edges == -1)[1]  # leg by leg, as the starts
     after_own = np.zeros(len(legs), dtype=bool)  # the run follows an earlier run of its own leg
     after_own[1:] = legs[1:] == legs[:-1]
-    resumed = np.where(after_own, ease[np.maximum(starts - np.roll(ends, 1), 0)], 0.0)
+    gaps = np.zeros(len(legs), dtype=np.intp)  # frames since the run before (of any leg)
+    gaps[1:] = starts[1:] - ends[:-1]
+    resumed = np.where(after_own, ease[np.maximum(gaps, 0)], 0.0)
     started = np.cumsum(edges == 1, axis=-1)  # runs of the leg started at or before each frame
     first_run = np.cumsum(started[:, -1]) - started[:, -1]  # each leg's first index in the runs
     last = np.zeros(edges.shape, dtype=np.intp)
@@ -320,17 +332,18 @@ def _runs(pair, ease):
     last = np.where(any_run, last, 0)
     inside = np.zeros(edges.shape, dtype=bool)
     inside[:, 1:] = pinned
-    since = np.arange(edges.shape[-1]) - ends[last] if len(ends) else np.zeros(edges.shape, dtype=np.intp)
+    since = np.arange(frames) - ends[last] if len(ends) else np.zeros(edges.shape, dtype=np.intp)
     left = np.where(any_run & ~inside, ease[np.clip(since, 0, len(ease) - 1)], 0.0)
-    return _Runs(pair, legs, starts, ends, resumed[:, None], last, inside[..., None], left[..., None])
+    last_start = (np.arange(legs_count)[:, None] * frames + starts[last]).ravel() if len(starts) else None
+    return _Runs(pair[..., None], legs, starts, ends, resumed[:, None], last, last_start, inside[..., None],
+                 left[..., None])
 
 
 def _targets(problem, corrections, pins):
     """Toe and heel targets (2, L, F, 3): each foot moved by its correction, then, where
     heel and toe are both pinned, the foot turned about the ball so the heel holds too
     (``pins``: :func:`_pins`)."""
-    legs = problem.toes.shape[0]
-    feet = np.stack([corrections[:, 3 * (i + 1) : 3 * (i + 2)] for i in range(legs)])
+    feet = _feet(corrections, problem.toes.shape[0])
     toes, heels = problem.toes + feet, problem.ankles + feet
     if pins is None:  # no heel pinned: every foot moves as a whole
         return np.stack([toes, heels])
@@ -355,6 +368,11 @@ def _targets(problem, corrections, pins):
     return np.stack([toes, _hold(heels, pins.heel_runs)])
 
 
+def _feet(corrections, legs):
+    """Each foot's correction (L, F, 3), a view of the corrections (F, 3 * (1 + L))."""
+    return corrections[:, 3:].reshape(len(corrections), legs, 3).swapaxes(0, 1)
+
+
 def _hold(points, runs):
     """Points (L, F, 3) plus their own corrections, so that each holds exactly where it
     was when it was pinned, even where its foot moved as a whole could not hold it (the
@@ -367,16 +385,19 @@ def _hold(points, runs):
     from the foot as the correction leaves it, even after a short swing."""
     if not len(runs.legs):
         return points
-    built = np.zeros_like(points)  # the correction the pinned steps build up from the first frame on
-    np.cumsum(-runs.pair[..., None] * np.diff(points, axis=1), axis=1, out=built[:, 1:])
+    # The correction the pinned steps build up from the first frame on: each pinned step undone.
+    steps = points[:, :-1] - points[:, 1:]
+    steps *= runs.pair
+    built = np.empty_like(points)
+    built[:, 0] = 0.0
+    np.cumsum(steps, axis=1, out=built[:, 1:])
     # Each run ends with what it started with (the eased rest of the leg's previous run)
     # plus what it built up: an affine recurrence over the runs, scanned in log2 steps.
     gained = built[runs.legs, runs.ends] - built[runs.legs, runs.starts]
     carried = _scan(runs.resumed, gained)
     at_start = carried - gained
-    legs = np.arange(len(points))[:, None]
-    own = np.where(runs.inside, at_start[runs.last] + built - built[legs, runs.starts[runs.last]],
-                   carried[runs.last] * runs.left)
+    built_at_start = built.reshape(-1, 3)[runs.last_start].reshape(built.shape)
+    own = np.where(runs.inside, at_start[runs.last] + built - built_at_start, carried[runs.last] * runs.left)
     return points + own
 
 
@@ -398,7 +419,7 @@ def _released(weights, release_time, dt):
     ``release_time`` instead of dropping (as :func:`_hold` eases a point's correction out)."""
     frames = np.arange(weights.shape[-1])
     last = np.maximum.accumulate(np.where(weights > 0, frames, -1), axis=-1)
-    held = np.take_along_axis(weights, np.maximum(last, 0), axis=-1) * (last >= 0)
+    held = weights[np.arange(len(weights))[:, None], np.maximum(last, 0)] * (last >= 0)
     return np.maximum(weights, held * _ease_out((frames - last).ravel() * dt / release_time).reshape(last.shape))
 
 
@@ -408,16 +429,17 @@ def _ease_out(x):
     return 1.0 - x * x * (3.0 - 2.0 * x)
 
 
-def _unit(v):
-    return v / np.maximum(length(v), 1e-12)[..., None]
+def _unit(v, lengths=None):
+    """``v`` (..., 3) over its ``lengths`` (..., if already known); zero stays zero."""
+    return v / np.maximum(length(v) if lengths is None else lengths, 1e-12)[..., None]
 
 
 def _reach_state(problem, corrections, heels):
-    """How far each leg stretches past its reach, to the heel targets (L, F, 3), with the
-    pelvis correction in ``corrections``."""
+    """How far each leg stretches past its reach (L, F), to the heel targets (L, F, 3), with
+    the pelvis correction in ``corrections``; then the hip-to-heel offsets and their lengths."""
     offset = problem.hips + corrections[None, :, :3] - heels
     distance = length(offset)
-    return distance - problem.reach, _unit(offset), distance
+    return distance - problem.reach, offset, distance
 
 
 class _GroupTerms:
@@ -493,25 +515,23 @@ def _basis_about(up):
     return np.stack((across, cross(up, across), up))
 
 
-def _coupled(diag, rhs, direction, weight, goal):
-    """The normal equations' blocks (F, m, m) and right-hand sides (F, m) with the terms
-    ``weight * (n . (e - d) - goal)^2`` that couple the pelvis's correction ``e`` with each
-    foot's ``d`` (``direction`` n (L, F, 3), ``weight`` and ``goal`` (L, F)) added to the
-    independent ones (``diag`` and ``rhs`` (m, F), see :meth:`_GroupTerms.normal_equations`)."""
-    frames = diag.shape[-1]
-    blocks = np.zeros((frames,) + 2 * diag.shape[:1])
-    blocks[:, np.arange(len(diag)), np.arange(len(diag))] = diag.T
-    pulls = rhs.T.copy()
+def _reach_terms(direction, weight, goal, frames, size):
+    """The normal equations' dense terms ``weight * (n . (e - d) - goal)^2`` coupling the
+    pelvis's correction ``e`` with each foot's ``d`` on ``frames`` (k,): blocks (k, size,
+    size) and right-hand sides (k, size) to add to the independent terms there
+    (``direction`` n (L, F, 3), ``weight`` and ``goal`` (L, F), in the equations' basis)."""
+    direction, weight, goal = direction[:, frames], weight[:, frames], goal[:, frames]
+    blocks = np.zeros((len(frames), size, size))
+    pulls = np.zeros((len(frames), size))
     weighted = weight[..., None] * direction
-    outer = weighted[..., :, None] * direction[..., None, :]  # (L, F, 3, 3)
-    pull = goal[..., None] * weighted  # (L, F, 3)
+    outer = weighted[..., :, None] * direction[..., None, :]  # (L, k, 3, 3)
+    pull = goal[..., None] * weighted  # (L, k, 3)
     pelvis = slice(0, 3)
+    blocks[:, pelvis, pelvis] = outer.sum(axis=0)
+    pulls[:, pelvis] = pull.sum(axis=0)
     for leg, (leg_outer, leg_pull) in enumerate(zip(outer, pull)):
         foot = slice(3 * (leg + 1), 3 * (leg + 2))
-        blocks[:, pelvis, pelvis] += leg_outer
-        blocks[:, foot, foot] += leg_outer
-        blocks[:, pelvis, foot] -= leg_outer
-        blocks[:, foot, pelvis] -= leg_outer
-        pulls[:, pelvis] += leg_pull
-        pulls[:, foot] -= leg_pull
+        blocks[:, foot, foot] = leg_outer
+        blocks[:, pelvis, foot] = blocks[:, foot, pelvis] = -leg_outer
+        pulls[:, foot] = -leg_pull
     return blocks, pulls

@@ -14,7 +14,13 @@ from clip_scenarios import (
     with_front_legs,
 )
 from foot_lock.solvers import bvh, metrics
-from foot_lock.solvers.banded import BORDERED_BLOCKS, solve_block_tridiagonal, solve_tridiagonal, spd_inverse
+from foot_lock.solvers.banded import (
+    BORDERED_BLOCKS,
+    solve_block_tridiagonal,
+    solve_mostly_separable,
+    solve_tridiagonal,
+    spd_inverse,
+)
 from foot_lock.solvers.foot_lock import remove_foot_sliding
 from foot_lock.solvers.kinematics import SolverInputError, forward_kinematics
 from foot_lock.solvers.rig import Leg, Rig
@@ -216,6 +222,38 @@ def test_block_tridiagonal_solver_with_diagonal_coupling_blocks_matches_dense_so
         x = solve_block_tridiagonal(diag, lower, rhs)
         assert np.allclose(dense @ x.reshape(-1, 2), rhs.reshape(-1, 2), atol=1e-9)
         assert np.allclose(solve_block_tridiagonal(diag, lower, rhs[..., 0]), x[..., 0], atol=1e-12)
+
+
+def test_mostly_separable_solver_matches_dense_solve_wherever_the_dense_frames_are():
+    """Independent stiff and soft chains plus dense terms on a few frames, as the reach adds
+    them: at either end, in runs, alone, on every frame, on one frame; one stretch between
+    dense frames as short as one frame."""
+    rng = np.random.default_rng(4)
+    m, frames = 9, 23
+    for dense_frames in ([0], [22], [5], [0, 1, 2], [20, 21, 22], [3, 5, 6, 7, 15, 17], list(range(frames)),
+                         [0, 22], sorted(rng.choice(frames, 9, replace=False))):
+        dense_frames = np.asarray(dense_frames)
+        steps = np.geomspace(1e-2, 1e6, m)[:, None] * rng.random((m, frames))
+        lower = np.zeros((m, frames))
+        lower[:, 1:] = -steps[:, 1:]
+        diag = 1e-3 + steps + np.concatenate((steps[:, 1:], np.zeros((m, 1))), axis=1)
+        rhs = rng.normal(size=(m, frames))
+        vectors = rng.normal(size=(len(dense_frames), m, 2))
+        blocks = 1e4 * vectors @ np.swapaxes(vectors, -1, -2)  # rank 2, as two legs' reach
+        pulls = rng.normal(size=(len(dense_frames), m))
+        dense = np.zeros((frames * m, frames * m))
+        for i in range(frames):
+            dense[i * m:(i + 1) * m, i * m:(i + 1) * m] = np.diag(diag[:, i])
+            if i:
+                dense[i * m:(i + 1) * m, (i - 1) * m:i * m] = np.diag(lower[:, i])
+                dense[(i - 1) * m:i * m, i * m:(i + 1) * m] = np.diag(lower[:, i])
+        full_rhs = rhs.T.copy()
+        for block, pull, i in zip(blocks, pulls, dense_frames):
+            dense[i * m:(i + 1) * m, i * m:(i + 1) * m] += block
+            full_rhs[i] += pull
+        expected = np.linalg.solve(dense, full_rhs.ravel()).reshape(frames, m)
+        x = solve_mostly_separable(diag, lower, rhs, dense_frames, blocks, pulls)
+        assert np.allclose(x, expected, rtol=1e-8, atol=1e-10 * np.abs(expected).max())
 
 
 def test_spd_inverse_of_few_and_of_many_blocks_matches_numpy():
