@@ -97,7 +97,7 @@ def _knee_forwards_local(grot, gpos, legs, up, hip, knee, ankle, thigh):
     """Average direction each leg's knee bends toward, in its hip joint's own frame (L, 3);
     ``hip``, ``knee``, ``ankle`` (L, F, 3) and ``thigh`` (L, F) as :func:`measure_legs` has them."""
     hip_rot = quat.conjugate(np.swapaxes(grot[:, [leg.hip for leg in legs]], 0, 1))
-    offset = _perpendicular(knee - hip, ankle - hip)  # magnitude grows with the bend
+    offset = _perpendicular(knee - hip, quat.normalize(ankle - hip))  # magnitude grows with the bend
     total = quat.rotate_components(hip_rot, offset).sum(axis=1)
     forwards = quat.normalize(total)
     for row, (leg, bend, size) in enumerate(zip(legs, quat.length(total), thigh.mean(axis=1))):
@@ -108,17 +108,29 @@ def _knee_forwards_local(grot, gpos, legs, up, hip, knee, ankle, thigh):
     return forwards
 
 
-def _perpendicular(v, axis):
-    """Component of ``v`` perpendicular to ``axis`` (both (..., 3))."""
-    unit = quat.normalize(axis)
-    return v - quat.dot(v, unit)[..., None] * unit
+def _perpendicular(v, unit):
+    """Component of ``v`` perpendicular to the unit vectors ``unit`` (both (..., 3)), a
+    component at a time (see :mod:`.quaternion`'s docstring)."""
+    along = quat.dot(v, unit)
+    out = np.empty(np.shape(v))
+    for i in range(3):
+        np.subtract(v[..., i], along * unit[..., i], out=out[..., i])
+    return out
 
 
 def _raise_to(points, min_height, up):
     """Lift points along ``up`` so none is below ``min_height``."""
     up = np.asarray(up, dtype=float)
     lift = np.maximum(min_height - quat.dot(points, up), 0.0)
-    return points + lift[..., None] * up
+    return _along_up(points, lift, up)
+
+
+def _along_up(points, distance, up):
+    """``points`` (..., 3) moved ``distance`` (...) along ``up``, a component at a time."""
+    out = np.empty(np.shape(points))
+    for i in range(3):
+        np.add(points[..., i], distance * up[i], out=out[..., i])
+    return out
 
 
 def _lift_tip(origin, tip, min_height, up):
@@ -131,11 +143,14 @@ def _lift_tip(origin, tip, min_height, up):
     offset = tip - origin
     length = quat.length(offset)
     rise = np.clip(min_height - quat.dot(origin, up), -length, length)
-    lifted_rise = np.maximum(quat.dot(offset, up), rise)
-    flat = quat.horizontal(offset, up)
+    height = quat.dot(offset, up)
+    lifted_rise = np.maximum(height, rise)
+    heading = quat.normalize(_along_up(offset, -height, up))  # the offset's horizontal part
     flat_length = np.sqrt(np.maximum(length**2 - lifted_rise**2, 0.0))
-    heading = quat.normalize(flat)
-    return origin + heading * flat_length[:, None] + lifted_rise[:, None] * up
+    out = np.empty(np.shape(tip))
+    for i in range(3):
+        out[..., i] = origin[..., i] + heading[..., i] * flat_length + lifted_rise * up[i]
+    return out
 
 
 def soft_clamp_length(length, max_extension, softening):
@@ -160,15 +175,17 @@ def solve_two_bone(pose, leg, limits, heel_target, chain):
     a, b, c = gpos[:, leg.hip], gpos[:, leg.knee], gpos[:, leg.ankle]
     to_target = heel_target - a
     clamped = soft_clamp_length(quat.length(to_target), limits.max_extension, limits.softening)
-    thigh = quat.length(b - a)
-    shin = quat.length(c - b)
-    leg_axis = quat.normalize(c - a)
-    bend = quat.normalize(_perpendicular(_knee_bend_direction(pose.grot, a, b, c, leg, limits, thigh), leg_axis))
+    thigh_vector, shin_vector, axis_vector = b - a, c - b, c - a
+    thigh = quat.length(thigh_vector)
+    shin = quat.length(shin_vector)
+    leg_axis = quat.normalize(axis_vector)
+    bend_direction = _knee_bend_direction(pose.grot[:, leg.hip], thigh_vector, leg_axis, limits, thigh)
+    bend = quat.normalize(_perpendicular(bend_direction, leg_axis))
     hinge = quat.normalize(quat.cross(bend, leg_axis))  # thigh x shin for a bent leg
 
-    knee_now = _angle(a - b, c - b)
+    knee_now = _angle(a - b, shin_vector)
     knee_wanted = np.arccos(np.clip((thigh**2 + shin**2 - clamped**2) / (2.0 * thigh * shin), -1.0, 1.0))
-    hip_now = _angle(b - a, c - a)
+    hip_now = _angle(thigh_vector, axis_vector)
     hip_wanted = np.arccos(
         np.clip((thigh**2 + clamped**2 - shin**2) / (2.0 * thigh * np.maximum(clamped, 1e-12)), -1.0, 1.0)
     )
@@ -176,7 +193,7 @@ def solve_two_bone(pose, leg, limits, heel_target, chain):
     pose.turn(leg.knee, knee_turn)
     # The ankle swings about the knee with it: where it goes is all the hip's aim reads (its
     # globals, and those between, are recomputed once the hip has turned too).
-    ankle = b + quat.rotate_components(knee_turn, c - b)
+    ankle = b + quat.rotate_components(knee_turn, shin_vector)
     hip_bend = quat.from_axis_angle(hinge, hip_now - hip_wanted)
     ankle_ray = quat.rotate_components(hip_bend, ankle - a)
     pose.turn(leg.hip, quat.multiply_pairs(quat.between(ankle_ray, to_target), hip_bend))
@@ -188,14 +205,20 @@ def _angle(u, v):
     return np.arctan2(quat.length(quat.cross(u, v)), quat.dot(u, v))
 
 
-def _knee_bend_direction(grot, a, b, c, leg, limits, thigh):
-    """The knee's current bend direction, or the calibrated forward where the leg is straight."""
-    current = _perpendicular(b - a, c - a)
-    strength = quat.length(current) / thigh
-    weight = np.clip(strength / STRAIGHT_KNEE_SINE, 0.0, 1.0)
+def _knee_bend_direction(hip_rot, thigh_vector, leg_axis, limits, thigh):
+    """The knee's current bend direction, or the calibrated forward where the leg is straight;
+    ``hip_rot`` the hip joint's global rotations, ``leg_axis`` the unit hip-to-ankle vectors."""
+    current = _perpendicular(thigh_vector, leg_axis)
+    size = quat.length(current)
+    weight = np.clip(size / thigh / STRAIGHT_KNEE_SINE, 0.0, 1.0)
     weight = weight * weight * (3.0 - 2.0 * weight)
-    reference = quat.rotate_components(grot[:, leg.hip], limits.knee_forward_local)
-    return weight[:, None] * quat.normalize(current) + (1.0 - weight[:, None]) * reference
+    reference = quat.rotate_components(hip_rot, limits.knee_forward_local)
+    # The blend of the unit current direction and the reference, a component at a time.
+    current_weight, reference_weight = weight / np.maximum(size, 1e-12), 1.0 - weight
+    out = np.empty(np.shape(current))
+    for i in range(3):
+        out[..., i] = current_weight * current[..., i] + reference_weight * reference[..., i]
+    return out
 
 
 def look_at(pose, joint, child, target, chain, child_at=None):
