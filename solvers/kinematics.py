@@ -107,7 +107,7 @@ class Pose:
                 self.grot[:, j] = self.rot[:, j]
                 self.gpos[:, j] = self.pos[:, j]
             else:
-                self.grot[:, j] = quat.multiply(self.grot[:, p], self.rot[:, j])
+                self.grot[:, j] = quat.multiply_pairs(self.grot[:, p], self.rot[:, j])
                 self.gpos[:, j] = self.gpos[:, p] + quat.rotate_components(self.grot[:, p], self.pos[:, j])
 
     def update_together(self, joints):

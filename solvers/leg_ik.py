@@ -292,7 +292,10 @@ def _solve_stacked(pose, legs, limits, toe_targets, heel_targets, leg, up, optio
     columns = [_consecutive(chain) for chain in joints]  # each leg's joints in the whole pose
 
     def cut(values):  # (F, n, k) -> (G F, m, k); np.take per leg, a tenth of a fancy index's time on long clips
-        rows = np.empty((count, frames, size, values.shape[-1]))
+        # Laid out a component at a time (each joint's x of every row side by side, ...):
+        # the solve reads and writes whole components, which numpy then runs through
+        # contiguously.
+        rows = np.empty((size, values.shape[-1], count, frames)).transpose(2, 3, 0, 1)
         for each, chain in zip(rows, columns):
             if isinstance(chain, slice):
                 each[...] = values[:, chain]
