@@ -291,11 +291,15 @@ def _solve_stacked(pose, legs, limits, toe_targets, heel_targets, leg, up, optio
     frames = pose.rot.shape[0]
     columns = [_consecutive(chain) for chain in joints]  # each leg's joints in the whole pose
 
-    def cut(values):  # (F, n, k) -> (G F, m, k); np.take per leg, a tenth of a fancy index's time on long clips
-        # Laid out a component at a time (each joint's x of every row side by side, ...):
-        # the solve reads and writes whole components, which numpy then runs through
-        # contiguously.
-        rows = np.empty((size, values.shape[-1], count, frames)).transpose(2, 3, 0, 1)
+    def cut(values, by_component=False):
+        """(F, n, k) -> (G F, m, k); np.take per leg, a tenth of a fancy index's time on long clips.
+        Positions are laid out by component (each joint's x of every row side by side, ...):
+        the solve reads and writes them a component at a time, which numpy then runs
+        through contiguously. Rotations stay as they are, for complex pairs to view."""
+        if by_component:
+            rows = np.empty((size, values.shape[-1], count, frames)).transpose(2, 3, 0, 1)
+        else:
+            rows = np.empty((count, frames, size, values.shape[-1]))
         for each, chain in zip(rows, columns):
             if isinstance(chain, slice):
                 each[...] = values[:, chain]
@@ -304,7 +308,7 @@ def _solve_stacked(pose, legs, limits, toe_targets, heel_targets, leg, up, optio
         return rows.reshape(count * frames, size, -1)
 
     rows = Pose(Skeleton([f"joint {k}" for k in range(size)], np.arange(-1, size - 1)),
-                cut(pose.rot), cut(pose.pos), cut(pose.grot), cut(pose.gpos))
+                cut(pose.rot), cut(pose.pos, by_component=True), cut(pose.grot), cut(pose.gpos, by_component=True))
     rows.rot[:, 0], rows.pos[:, 0] = rows.grot[:, 0], rows.gpos[:, 0]  # the hip's parent: a root where it is
 
     def per_row(field):  # one value per leg, or per leg and frame -> (G F, ...)
@@ -328,4 +332,5 @@ def _solve_stacked(pose, legs, limits, toe_targets, heel_targets, leg, up, optio
 def _consecutive(joints):
     """``joints`` as a slice where they follow each other (a chain as BVH files and Blender's
     armatures list it): copied as a slice several times faster than by their indices."""
-    return slice(joints[0], joints[-1] + 1) if (np.diff(joints) == 1).all() else joints
+    first, last = int(joints[0]), int(joints[-1])
+    return slice(first, last + 1) if list(joints) == list(range(first, last + 1)) else joints
