@@ -253,8 +253,8 @@ def solve_leg(pose, leg, limits, toe_target, up, options=None, heel_target=None)
     below_ankle = chain[chain.index(leg.ankle) + 1 :]
     if options.heel_look_at:
         # The foot turns before anything past the ball is read: only the ball is placed to aim it.
-        ball = gpos[:, leg.ankle] + quat.rotate_components(pose.grot[:, leg.ankle],
-                                                offset_below(pose.skeleton, pose.rot, pose.pos, leg.ankle, leg.toe))
+        offset = offset_below(pose.skeleton, pose.rot, pose.pos, leg.ankle, leg.toe)
+        ball = gpos[:, leg.ankle] + quat.rotate_components(pose.grot[:, leg.ankle], offset)
         look_at(pose, leg.ankle, leg.toe, toe_target, chain, child_at=ball)
     else:
         pose.update(below_ankle)
