@@ -107,8 +107,8 @@ class Pose:
                 self.grot[:, j] = self.rot[:, j]
                 self.gpos[:, j] = self.pos[:, j]
             else:
-                self.grot[:, j] = quat.multiply(self.grot[:, p], self.rot[:, j])
-                self.gpos[:, j] = self.gpos[:, p] + quat.rotate(self.grot[:, p], self.pos[:, j])
+                self.grot[:, j] = quat.multiply_pairs(self.grot[:, p], self.rot[:, j])
+                self.gpos[:, j] = self.gpos[:, p] + quat.rotate_components(self.grot[:, p], self.pos[:, j])
 
     def update_together(self, joints):
         """:meth:`update` of ``joints`` none of which is another's ancestor (both legs'
@@ -125,14 +125,14 @@ class Pose:
         above = parents[children]
         parent_rot = grot[above].reshape(-1, 4)
         grot[children] = quat.multiply(parent_rot, rot[children].reshape(-1, 4)).reshape(len(children), -1, 4)
-        gpos[children] = gpos[above] + quat.rotate(parent_rot, pos[children].reshape(-1, 3)).reshape(
+        gpos[children] = gpos[above] + quat.rotate_components(parent_rot, pos[children].reshape(-1, 3)).reshape(
             len(children), -1, 3)
 
     def turn(self, joint, world_rotation):
         """Turn ``joint`` by ``world_rotation`` (F, 4) about itself, writing its local and
         global rotation (its position stays); the joints below it are updated by
         :meth:`update`."""
-        new_global = quat.multiply(world_rotation, self.grot[:, joint])
+        new_global = quat.multiply_pairs(world_rotation, self.grot[:, joint])
         parent = self.skeleton.parents[joint]
         self.rot[:, joint] = local_rotation(self.grot[:, parent], new_global) if parent >= 0 else new_global
         self.grot[:, joint] = new_global
@@ -172,12 +172,12 @@ def inverse_kinematics_locals(skeleton, grot, gpos):
 
 def local_rotation(parent_global_rot, global_rot):
     """Local rotation that gives ``global_rot`` under a parent with ``parent_global_rot``."""
-    return quat.multiply(quat.conjugate(parent_global_rot), global_rot)
+    return quat.multiply_pairs(parent_global_rot, global_rot, conjugate_a=True)
 
 
 def local_position(parent_global_rot, parent_global_pos, global_pos):
     """Local translation that puts a joint at ``global_pos`` under the given parent."""
-    return quat.rotate(quat.conjugate(parent_global_rot), global_pos - parent_global_pos)
+    return quat.rotate_components(quat.conjugate(parent_global_rot), global_pos - parent_global_pos)
 
 
 def scale_root_motion(skeleton, motion, factor, up):

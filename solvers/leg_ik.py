@@ -97,28 +97,40 @@ def _knee_forwards_local(grot, gpos, legs, up, hip, knee, ankle, thigh):
     """Average direction each leg's knee bends toward, in its hip joint's own frame (L, 3);
     ``hip``, ``knee``, ``ankle`` (L, F, 3) and ``thigh`` (L, F) as :func:`measure_legs` has them."""
     hip_rot = quat.conjugate(np.swapaxes(grot[:, [leg.hip for leg in legs]], 0, 1))
-    offset = _perpendicular(knee - hip, ankle - hip)  # magnitude grows with the bend
-    total = quat.rotate(hip_rot, offset).sum(axis=1)
+    offset = _perpendicular(knee - hip, quat.normalize(ankle - hip))  # magnitude grows with the bend
+    total = quat.rotate_components(hip_rot, offset).sum(axis=1)
     forwards = quat.normalize(total)
     for row, (leg, bend, size) in enumerate(zip(legs, quat.length(total), thigh.mean(axis=1))):
         if not bend > 1e-3 * size:
             # A leg that never bends: bow the knee toward where the foot points.
             forward = quat.horizontal(gpos[:, leg.toe] - gpos[:, leg.ankle], up)
-            forwards[row] = quat.normalize(quat.rotate(hip_rot[row], forward).mean(axis=0))
+            forwards[row] = quat.normalize(quat.rotate_components(hip_rot[row], forward).mean(axis=0))
     return forwards
 
 
-def _perpendicular(v, axis):
-    """Component of ``v`` perpendicular to ``axis`` (both (..., 3))."""
-    unit = quat.normalize(axis)
-    return v - quat.dot(v, unit)[..., None] * unit
+def _perpendicular(v, unit):
+    """Component of ``v`` perpendicular to the unit vectors ``unit`` (both (..., 3)), a
+    component at a time (see :mod:`.quaternion`'s docstring)."""
+    along = quat.dot(v, unit)
+    out = np.empty(np.shape(v))
+    for i in range(3):
+        np.subtract(v[..., i], along * unit[..., i], out=out[..., i])
+    return out
 
 
 def _raise_to(points, min_height, up):
     """Lift points along ``up`` so none is below ``min_height``."""
     up = np.asarray(up, dtype=float)
     lift = np.maximum(min_height - quat.dot(points, up), 0.0)
-    return points + lift[..., None] * up
+    return _along_up(points, lift, up)
+
+
+def _along_up(points, distance, up):
+    """``points`` (..., 3) moved ``distance`` (...) along ``up``, a component at a time."""
+    out = np.empty(np.shape(points))
+    for i in range(3):
+        np.add(points[..., i], distance * up[i], out=out[..., i])
+    return out
 
 
 def _lift_tip(origin, tip, min_height, up):
@@ -131,11 +143,14 @@ def _lift_tip(origin, tip, min_height, up):
     offset = tip - origin
     length = quat.length(offset)
     rise = np.clip(min_height - quat.dot(origin, up), -length, length)
-    lifted_rise = np.maximum(quat.dot(offset, up), rise)
-    flat = quat.horizontal(offset, up)
+    height = quat.dot(offset, up)
+    lifted_rise = np.maximum(height, rise)
+    heading = quat.normalize(_along_up(offset, -height, up))  # the offset's horizontal part
     flat_length = np.sqrt(np.maximum(length**2 - lifted_rise**2, 0.0))
-    heading = quat.normalize(flat)
-    return origin + heading * flat_length[:, None] + lifted_rise[:, None] * up
+    out = np.empty(np.shape(tip))
+    for i in range(3):
+        out[..., i] = origin[..., i] + heading[..., i] * flat_length + lifted_rise * up[i]
+    return out
 
 
 def soft_clamp_length(length, max_extension, softening):
@@ -160,15 +175,17 @@ def solve_two_bone(pose, leg, limits, heel_target, chain):
     a, b, c = gpos[:, leg.hip], gpos[:, leg.knee], gpos[:, leg.ankle]
     to_target = heel_target - a
     clamped = soft_clamp_length(quat.length(to_target), limits.max_extension, limits.softening)
-    thigh = quat.length(b - a)
-    shin = quat.length(c - b)
-    leg_axis = quat.normalize(c - a)
-    bend = quat.normalize(_perpendicular(_knee_bend_direction(pose.grot, a, b, c, leg, limits, thigh), leg_axis))
+    thigh_vector, shin_vector, axis_vector = b - a, c - b, c - a
+    thigh = quat.length(thigh_vector)
+    shin = quat.length(shin_vector)
+    leg_axis = quat.normalize(axis_vector)
+    bend_direction = _knee_bend_direction(pose.grot[:, leg.hip], thigh_vector, leg_axis, limits, thigh)
+    bend = quat.normalize(_perpendicular(bend_direction, leg_axis))
     hinge = quat.normalize(quat.cross(bend, leg_axis))  # thigh x shin for a bent leg
 
-    knee_now = _angle(a - b, c - b)
+    knee_now = _angle(a - b, shin_vector)
     knee_wanted = np.arccos(np.clip((thigh**2 + shin**2 - clamped**2) / (2.0 * thigh * shin), -1.0, 1.0))
-    hip_now = _angle(b - a, c - a)
+    hip_now = _angle(thigh_vector, axis_vector)
     hip_wanted = np.arccos(
         np.clip((thigh**2 + clamped**2 - shin**2) / (2.0 * thigh * np.maximum(clamped, 1e-12)), -1.0, 1.0)
     )
@@ -176,10 +193,10 @@ def solve_two_bone(pose, leg, limits, heel_target, chain):
     pose.turn(leg.knee, knee_turn)
     # The ankle swings about the knee with it: where it goes is all the hip's aim reads (its
     # globals, and those between, are recomputed once the hip has turned too).
-    ankle = b + quat.rotate(knee_turn, c - b)
+    ankle = b + quat.rotate_components(knee_turn, shin_vector)
     hip_bend = quat.from_axis_angle(hinge, hip_now - hip_wanted)
-    ankle_ray = quat.rotate(hip_bend, ankle - a)
-    pose.turn(leg.hip, quat.multiply(quat.between(ankle_ray, to_target), hip_bend))
+    ankle_ray = quat.rotate_components(hip_bend, ankle - a)
+    pose.turn(leg.hip, quat.multiply_pairs(quat.between(ankle_ray, to_target), hip_bend))
     pose.update(chain[1 : chain.index(leg.ankle) + 1])
 
 
@@ -188,14 +205,20 @@ def _angle(u, v):
     return np.arctan2(quat.length(quat.cross(u, v)), quat.dot(u, v))
 
 
-def _knee_bend_direction(grot, a, b, c, leg, limits, thigh):
-    """The knee's current bend direction, or the calibrated forward where the leg is straight."""
-    current = _perpendicular(b - a, c - a)
-    strength = quat.length(current) / thigh
-    weight = np.clip(strength / STRAIGHT_KNEE_SINE, 0.0, 1.0)
+def _knee_bend_direction(hip_rot, thigh_vector, leg_axis, limits, thigh):
+    """The knee's current bend direction, or the calibrated forward where the leg is straight;
+    ``hip_rot`` the hip joint's global rotations, ``leg_axis`` the unit hip-to-ankle vectors."""
+    current = _perpendicular(thigh_vector, leg_axis)
+    size = quat.length(current)
+    weight = np.clip(size / thigh / STRAIGHT_KNEE_SINE, 0.0, 1.0)
     weight = weight * weight * (3.0 - 2.0 * weight)
-    reference = quat.rotate(grot[:, leg.hip], limits.knee_forward_local)
-    return weight[:, None] * quat.normalize(current) + (1.0 - weight[:, None]) * reference
+    reference = quat.rotate_components(hip_rot, limits.knee_forward_local)
+    # The blend of the unit current direction and the reference, a component at a time.
+    current_weight, reference_weight = weight / np.maximum(size, 1e-12), 1.0 - weight
+    out = np.empty(np.shape(current))
+    for i in range(3):
+        out[..., i] = current_weight * current[..., i] + reference_weight * reference[..., i]
+    return out
 
 
 def look_at(pose, joint, child, target, chain, child_at=None):
@@ -230,8 +253,8 @@ def solve_leg(pose, leg, limits, toe_target, up, options=None, heel_target=None)
     below_ankle = chain[chain.index(leg.ankle) + 1 :]
     if options.heel_look_at:
         # The foot turns before anything past the ball is read: only the ball is placed to aim it.
-        ball = gpos[:, leg.ankle] + quat.rotate(pose.grot[:, leg.ankle],
-                                                offset_below(pose.skeleton, pose.rot, pose.pos, leg.ankle, leg.toe))
+        offset = offset_below(pose.skeleton, pose.rot, pose.pos, leg.ankle, leg.toe)
+        ball = gpos[:, leg.ankle] + quat.rotate_components(pose.grot[:, leg.ankle], offset)
         look_at(pose, leg.ankle, leg.toe, toe_target, chain, child_at=ball)
     else:
         pose.update(below_ankle)
@@ -268,8 +291,15 @@ def _solve_stacked(pose, legs, limits, toe_targets, heel_targets, leg, up, optio
     frames = pose.rot.shape[0]
     columns = [_consecutive(chain) for chain in joints]  # each leg's joints in the whole pose
 
-    def cut(values):  # (F, n, k) -> (G F, m, k); np.take per leg, a tenth of a fancy index's time on long clips
-        rows = np.empty((count, frames, size, values.shape[-1]))
+    def cut(values, by_component=False):
+        """(F, n, k) -> (G F, m, k); np.take per leg, a tenth of a fancy index's time on long clips.
+        Positions are laid out by component (each joint's x of every row side by side, ...):
+        the solve reads and writes them a component at a time, which numpy then runs
+        through contiguously. Rotations stay as they are, for complex pairs to view."""
+        if by_component:
+            rows = np.empty((size, values.shape[-1], count, frames)).transpose(2, 3, 0, 1)
+        else:
+            rows = np.empty((count, frames, size, values.shape[-1]))
         for each, chain in zip(rows, columns):
             if isinstance(chain, slice):
                 each[...] = values[:, chain]
@@ -278,7 +308,7 @@ def _solve_stacked(pose, legs, limits, toe_targets, heel_targets, leg, up, optio
         return rows.reshape(count * frames, size, -1)
 
     rows = Pose(Skeleton([f"joint {k}" for k in range(size)], np.arange(-1, size - 1)),
-                cut(pose.rot), cut(pose.pos), cut(pose.grot), cut(pose.gpos))
+                cut(pose.rot), cut(pose.pos, by_component=True), cut(pose.grot), cut(pose.gpos, by_component=True))
     rows.rot[:, 0], rows.pos[:, 0] = rows.grot[:, 0], rows.gpos[:, 0]  # the hip's parent: a root where it is
 
     def per_row(field):  # one value per leg, or per leg and frame -> (G F, ...)
@@ -302,4 +332,5 @@ def _solve_stacked(pose, legs, limits, toe_targets, heel_targets, leg, up, optio
 def _consecutive(joints):
     """``joints`` as a slice where they follow each other (a chain as BVH files and Blender's
     armatures list it): copied as a slice several times faster than by their indices."""
-    return slice(joints[0], joints[-1] + 1) if (np.diff(joints) == 1).all() else joints
+    first, last = int(joints[0]), int(joints[-1])
+    return slice(first, last + 1) if list(joints) == list(range(first, last + 1)) else joints

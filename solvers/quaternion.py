@@ -186,3 +186,43 @@ def from_matrix(m):
     q = normalize(q)
     return np.where(q[..., :1] < 0, -q, q)
 
+
+
+def rotate_components(q, v):
+    """:func:`rotate`'s numbers, bit for bit, a component at a time: about half its cost on
+    the leg solver's (F, 3) rows, where :func:`rotate` broadcasts the real part over rows of
+    3 (see the module's docstring)."""
+    v = np.asarray(v, dtype=float)
+    w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
+    vx, vy, vz = v[..., 0], v[..., 1], v[..., 2]
+    tx, ty, tz = 2.0 * (y * vz - z * vy), 2.0 * (z * vx - x * vz), 2.0 * (x * vy - y * vx)
+    out = np.empty(_common_shape(q[..., 1:], v))
+    out[..., 0] = vx + w * tx + (y * tz - z * ty)
+    out[..., 1] = vy + w * ty + (z * tx - x * tz)
+    out[..., 2] = vz + w * tz + (x * ty - y * tx)
+    return out
+
+
+def multiply_pairs(a, b, conjugate_a=False):
+    """:func:`multiply` (or, with ``conjugate_a``, ``multiply(conjugate(a), b)``) to round-off,
+    with a third of its numpy calls: each quaternion read as two complex numbers,
+    ``(w + x i) + (y + z i) j``, so that a Hamilton product is four complex ones."""
+    a1, a2 = _complex_pair(a)
+    b1, b2 = _complex_pair(b)
+    if conjugate_a:  # conj((a1, a2)) = (conj(a1), -a2)
+        a1, a2 = a1.conj(), -a2
+    out = np.empty(_common_shape(a, b))
+    pairs = out.view(np.complex128)
+    np.subtract(a1 * b1, a2 * b2.conj(), out=pairs[..., 0])
+    np.add(a1 * b2, a2 * b1.conj(), out=pairs[..., 1])
+    return out
+
+
+def _complex_pair(q):
+    """Quaternions (..., 4) as their complex parts ``w + x i`` and ``y + z i`` (views where
+    the components lie side by side in memory)."""
+    q = np.asarray(q, dtype=float)
+    if q.strides[-1] != q.itemsize:
+        q = np.ascontiguousarray(q)
+    pairs = q.view(np.complex128)
+    return pairs[..., 0], pairs[..., 1]
