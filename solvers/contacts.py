@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from .jitter import jitter, steadied, steadying_kernel
+from .jitter import jitter, steadied, steadying_kernel, steadying_kernel_for
 from .quaternion import dot, horizontal, length, median
 
 REFERENCE_LEG_LENGTH = 0.85  # hip-to-ankle bone length of a reference adult, metres
@@ -527,13 +527,15 @@ def detect_contacts(points, root, up, fps, leg_length, settings=None):
     return to_weights(labels, fps, settings), slip
 
 
-def steadied_points(point_sets, measured, fps, scale, settings):
+def steadied_points(point_sets, measured, fps, scale, settings, noise=None):
     """Each of ``point_sets`` ((..., F, 3) each) smoothed alike, as far as the jitter of
     ``measured`` (L, F, 3) needs for the labeller's cues at ``fps`` (see :mod:`jitter`);
     unchanged where it needs none. The sets share one kernel: the root and the feet keep
-    their timing against each other."""
-    kernel = steadying_kernel(jitter(measured), fps, max(1, round(settings.velocity_span * fps)),
-                              settings.jitter_speed * scale, settings.max_steadying * fps)
+    their timing against each other. ``noise``: that jitter, if already measured (then
+    ``measured`` is not read)."""
+    steadying = (fps, max(1, round(settings.velocity_span * fps)), settings.jitter_speed * scale,
+                 settings.max_steadying * fps)
+    kernel = steadying_kernel_for(measured, *steadying) if noise is None else steadying_kernel(noise, *steadying)
     return [None if points is None else steadied(points, kernel) for points in point_sets]
 
 
@@ -572,7 +574,7 @@ def lowest_of_the_others(heights):
 
 
 def detect_foot_contacts(heels, toes, root, up, fps, leg_length, settings=None, toe_tips=None,
-                         foot_edges=True):
+                         foot_edges=True, noise=None):
     """Separate heel and toe contact weights, each (L, F), of L feet, and the slip.
 
     ``heels``: (L, F, 3) heel points (the ankle joint or the foot bone's head on a rig, the
@@ -593,12 +595,14 @@ def detect_foot_contacts(heels, toes, root, up, fps, leg_length, settings=None, 
     as curves and to pin each point while its weight is 1. A foot off the ground for less
     than ``settings.min_swing`` between two contacts did not leave it (:func:`fill_foot_gaps`).
     Times and speeds are the gait's own (:func:`gait_tempo`, from the heels: they lift highest).
+    ``noise``: the :func:`~.jitter.jitter` of the heels and toes together, if already measured.
     """
     settings = settings or ContactSettings()
     scale = leg_length / REFERENCE_LEG_LENGTH
     gait_fps = fps / gait_tempo(heels, up, fps, scale, settings)  # the heels lift highest
-    heels, toes, toe_tips, root = steadied_points(
-        [heels, toes, toe_tips, root], np.concatenate([heels, toes]), gait_fps, scale, settings)
+    if noise is None:
+        noise = jitter(np.concatenate([heels, toes]))
+    heels, toes, toe_tips, root = steadied_points([heels, toes, toe_tips, root], None, gait_fps, scale, settings, noise)
     feet = len(heels)
     toe_points = toes if toe_tips is None else np.concatenate([toes, toe_tips])
     # Rows: the heels, the toes, the toe tips; the moving ground is the toe points' alone.
