@@ -213,6 +213,7 @@ class PointCues:
 
     points: np.ndarray  # (L, F, 3)
     up: np.ndarray  # (3,) unit
+    heights: np.ndarray  # (L, F) along ``up``
     # (L, F) above the local ground: the lowest they go within ``ground_window`` (a step, a box,
     # a stair is ground too)
     clearance: np.ndarray
@@ -222,7 +223,7 @@ class PointCues:
 
     def rows(self, selection):
         """The cues of the points ``selection`` (a slice of the rows)."""
-        return PointCues(self.points[selection], self.up, self.clearance[selection],
+        return PointCues(self.points[selection], self.up, self.heights[selection], self.clearance[selection],
                          self.vertical_speed[selection], self.horizontal_velocity[selection],
                          self.planted[selection])
 
@@ -235,9 +236,9 @@ def point_cues(points, up, fps, scale, settings):
     clearance = heights - rolling_min(heights, round(settings.ground_window * fps))
     point_velocity = span_velocity(points, fps, settings.velocity_span)
     vertical_speed = dot(point_velocity, up)
-    horizontal_velocity = horizontal(point_velocity, up)
+    horizontal_velocity = horizontal(point_velocity, up, vertical_speed)
     planted = vertically_planted(clearance, vertical_speed, fps, scale, settings)
-    return PointCues(points, up, clearance, vertical_speed, horizontal_velocity, planted)
+    return PointCues(points, up, heights, clearance, vertical_speed, horizontal_velocity, planted)
 
 
 def moving_ground(cues, root, fps, scale, settings):
@@ -475,7 +476,7 @@ def kernel_sums(rows, kernels):
 def bottomed_out(cues, fps, settings):
     """Frames (L, F) where points go no lower over the next ``velocity_span``: a landing
     point has reached the ground it lands on."""
-    heights = dot(cues.points, cues.up)
+    heights = cues.heights
     ahead = max(1, round(settings.velocity_span * fps))
     later = np.concatenate([heights[:, ahead:], np.repeat(heights[:, -1:], min(ahead, heights.shape[1]), axis=1)],
                            axis=1)
@@ -554,14 +555,14 @@ def gait_tempo(points, up, fps, scale, settings):
     above = heights - lowest_of_the_others(heights)
     band = settings.planted_height * scale
     side = np.where(above > band, 1, np.where(above < -band, -1, 0))
-    # Hysteresis: between the bands a point keeps the side it was last on.
-    index = np.broadcast_to(np.arange(side.shape[1]), side.shape)
-    last = np.maximum.accumulate(np.where(side != 0, index, 0), axis=1)
-    side = np.take_along_axis(side, last, axis=1)
+    # Hysteresis: between the bands a point keeps the side it was last on (taken by flat index).
+    frames = side.shape[1]
+    last = np.maximum.accumulate(np.where(side != 0, np.arange(frames), 0), axis=1)
+    side = np.take(side, last + frames * np.arange(len(side))[:, None])
     # A step ends where a point changes side; the steps are the frames between such changes.
-    changes = (np.diff(side, axis=1) != 0) & (side[:, 1:] != 0) & (side[:, :-1] != 0)
+    changes = (side[:, 1:] != side[:, :-1]) & (side[:, 1:] != 0) & (side[:, :-1] != 0)
     row, frame = np.nonzero(changes)
-    steps = np.diff(frame)[np.diff(row) == 0]
+    steps = (frame[1:] - frame[:-1])[row[1:] == row[:-1]]
     if len(steps) < MIN_STEPS:
         return 1.0
     return float(min(max(REFERENCE_STEP_TIME * fps / median(steps), 1.0), MAX_TEMPO))
@@ -569,6 +570,8 @@ def gait_tempo(points, up, fps, scale, settings):
 
 def lowest_of_the_others(heights):
     """Per row of ``heights`` (L, F), L >= 2, the lowest of the other rows' at each frame."""
+    if len(heights) == 2:  # (two feet: each one's other)
+        return heights[::-1]
     lowest, second = np.sort(heights, axis=0)[:2]
     return np.where(np.arange(len(heights))[:, None] == np.argmin(heights, axis=0), second, lowest)
 
@@ -658,8 +661,10 @@ def heel_down(heel_labels, heels, up, leg_length, fps, settings=None):
     # The labelled frames row by row: each run's frames follow one another, so each run's
     # lowest is one reduction from its first frame.
     ids = run_ids(on)[on]
-    starts = np.flatnonzero(np.diff(ids, prepend=-1))
-    lowest = np.repeat(np.minimum.reduceat(heights, starts), np.diff(starts, append=len(ids)))
+    first = np.empty(len(ids), dtype=bool)  # each run's first frame
+    first[0] = True
+    np.not_equal(ids[1:], ids[:-1], out=first[1:])
+    lowest = np.minimum.reduceat(heights, np.flatnonzero(first))[np.cumsum(first) - 1]
     out[on] = np.where(heights <= lowest + lift, out[on], 0.0)
     return out
 
@@ -672,7 +677,7 @@ def ground_track(cues, ground, skating, fps, scale, settings):
     where the motion ``skating`` (L, F) skates (:func:`skating_motion`)."""
     low = cues.clearance < settings.height_threshold * scale
     speed = np.where(skating, settings.skate_speed, settings.speed_threshold) * scale
-    return horizontal(cues.points, cues.up) - np.cumsum(ground, axis=0)[None] / fps, low, speed / fps
+    return horizontal(cues.points, cues.up, cues.heights) - np.cumsum(ground, axis=0)[None] / fps, low, speed / fps
 
 
 def stays_down(track, row, start, end):
