@@ -31,6 +31,7 @@ Labels work on any point set (L, F, 3): toes, heels, ball-of-foot markers.
 """
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
@@ -161,14 +162,19 @@ def rolling_min(values, half_width):
 def window_sum(values, half_width, axis=-1):
     """Sum over ``2 * half_width + 1`` frames around each frame (fewer at the clip's ends)."""
     values = np.swapaxes(values, axis, 0)
-    frames = len(values)
-    # The running total, its first value (0) repeated before and its last after: each
-    # window's sum is then one slice minus another.
-    total = np.empty((frames + 1 + 2 * half_width,) + values.shape[1:])
-    total[: half_width + 1] = 0.0
-    np.cumsum(values, axis=0, out=total[half_width + 1 : half_width + 1 + frames])
-    total[half_width + 1 + frames :] = total[half_width + frames]
-    return np.swapaxes(total[2 * half_width + 1 :] - total[:frames], 0, axis)
+    frames, half = len(values), half_width
+    # Each window's sum is the running total at its last frame (the clip's last, past the end)
+    # less the total before its first -- nothing where that is before the clip (the same
+    # numbers as less a zero). Regions of frames, each a slice or two.
+    total = np.cumsum(values, axis=0, dtype=float)
+    out = np.empty(total.shape)
+    starting, inside = min(half + 1, frames), max(frames - half, 0)  # first frames; last with a full reach ahead
+    out[: min(starting, inside)] = total[half : half + min(starting, inside)]
+    out[inside:starting] = total[-1]
+    if starting < inside:
+        out[starting:inside] = total[starting + half : inside + half] - total[: inside - starting]
+    out[max(starting, inside) :] = total[-1] - total[max(starting, inside) - half - 1 : frames - half - 1]
+    return np.swapaxes(out, 0, axis)
 
 
 def local_slip(point_velocity, root_velocity, cap, half_width, max_slip=1.0):
@@ -178,13 +184,12 @@ def local_slip(point_velocity, root_velocity, cap, half_width, max_slip=1.0):
     airborne frames do not pull) is summed over a window; each frame takes the best
     candidate of its window, refined between grid points by a parabola.
     """
-    candidates = np.linspace(-max_slip, max_slip, 81)
+    candidates, twice, squares = _slip_candidates(max_slip)
     # |v - a r|^2 = |v|^2 - 2 a v.r + a^2 |r|^2, so no (points, frames, candidates, 3) array
     # is built: one (frames, candidates) buffer, the slower point kept as each point comes.
     # The last term is the same for every point, and rounding is monotonic: it is added once,
     # after the minimum, with the values of adding it to each point first.
     vv, vr, rr = dot(point_velocity, point_velocity), dot(point_velocity, root_velocity), dot(root_velocity, root_velocity)
-    twice = 2.0 * candidates
     slowest = squared = np.empty((len(rr), len(candidates)))
     for row, (point_vv, point_vr) in enumerate(zip(vv, vr)):
         np.multiply(point_vr[:, None], twice, out=squared)
@@ -193,8 +198,9 @@ def local_slip(point_velocity, root_velocity, cap, half_width, max_slip=1.0):
             slowest, squared = squared, np.empty_like(squared)
         else:
             np.minimum(slowest, squared, out=slowest)
-    slowest += rr[:, None] * candidates**2
-    np.clip(slowest, 0.0, cap * cap, out=slowest)
+    slowest += rr[:, None] * squares
+    np.maximum(slowest, 0.0, out=slowest)  # (np.clip's numbers, without its overhead)
+    np.minimum(slowest, cap * cap, out=slowest)
     np.sqrt(slowest, out=slowest)  # (F, C)
     cost = window_sum(slowest, half_width, axis=0)
     best = np.clip(np.argmin(cost, axis=1), 1, len(candidates) - 2)
@@ -203,6 +209,17 @@ def local_slip(point_velocity, root_velocity, cap, half_width, max_slip=1.0):
     curvature = left - 2.0 * middle + right
     shift = np.where(curvature > 0, 0.5 * (left - right) / np.where(curvature > 0, curvature, 1.0), 0.0)
     return candidates[best] + np.clip(shift, -1.0, 1.0) * (candidates[1] - candidates[0])
+
+
+@lru_cache(maxsize=4)
+def _slip_candidates(max_slip):
+    """The shares :func:`local_slip` tries, twice them and their squares (read-only: shared
+    by every call with the same ``max_slip``)."""
+    candidates = np.linspace(-max_slip, max_slip, 81)
+    arrays = (candidates, 2.0 * candidates, candidates**2)
+    for array in arrays:
+        array.flags.writeable = False
+    return arrays
 
 
 @dataclass
