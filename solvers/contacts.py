@@ -297,9 +297,12 @@ def planted_drift(residual, planted, half_width):
     slowest = np.argmin(speed, axis=0)
     frames = np.arange(speed.shape[1])
     any_planted = planted.any(axis=0)
-    # One window sum for the planted frames and their residuals together.
-    sums = window_sum(np.column_stack([any_planted, np.where(any_planted[:, None], residual[slowest, frames], 0.0)]),
-                      half_width, axis=0)
+    # One window sum for the planted frames and their residuals together, as columns.
+    columns = np.empty((len(frames), 1 + residual.shape[-1]))
+    columns[:, 0] = any_planted
+    columns[:, 1:] = 0.0
+    np.copyto(columns[:, 1:], residual[slowest, frames], where=any_planted[:, None])
+    sums = window_sum(columns, half_width, axis=0)
     weight, total = sums[:, 0], sums[:, 1:]
     known = weight > 0
     if not known.any():

@@ -9,7 +9,7 @@ import numpy as np
 
 from .contacts import REFERENCE_LEG_LENGTH, long_runs, rolling_min
 from .jitter import jitter, steadied, steadying_kernel
-from .quaternion import dot, gradient, horizontal, length
+from .quaternion import dot, horizontal, length
 
 SKATE_HEIGHT = 0.05  # m: a foot this close to the ground should not move fast ...
 SKATE_SPEED = 0.5  # m/s: ... faster than this is a skate
@@ -163,11 +163,17 @@ def grounded_feet(foot_points, up, fps, size, steadying=None):
     lowest = np.argmin(heights, axis=-1)
     # The lowest point of each foot and frame as a row of the (L F P) points, taken by one
     # flat index (np.take_along_axis builds an index per axis, several times the cost).
-    rows = lowest.ravel() + heights.shape[-1] * np.arange(lowest.size)
-    # Each point's own velocity, then the lowest one's: a switch from ankle to toe is no step.
-    point_velocity = gradient(foot_points, axis=1) * fps
-    velocity = np.take(point_velocity.reshape(-1, 3), rows, axis=0).reshape(lowest.shape + (3,))
-    height = np.take(heights, rows).reshape(lowest.shape)
+    points, frames = heights.shape[-1], heights.shape[1]
+    rows = lowest + points * np.arange(lowest.size).reshape(lowest.shape)
+    # That point's own velocity (np.gradient's central differences of its track, one-sided at
+    # the clip's ends), from the frames either side of it alone: a switch from ankle to toe is
+    # no step.
+    ahead, behind, spacing = np.full(frames, points), np.full(frames, points), np.full(frames, 2.0)
+    ahead[-1] = behind[0] = 0
+    spacing[[0, -1]] = 1.0
+    flat = foot_points.reshape(-1, 3)
+    velocity = (np.take(flat, rows + ahead, axis=0) - np.take(flat, rows - behind, axis=0)) / spacing[:, None] * fps
+    height = np.take(heights, rows)
     clearance = height - rolling_min(height, round(GROUND_WINDOW * fps))
     vertical = dot(velocity, up)
     on_ground = (clearance < GROUND_HEIGHT * size) & (np.abs(vertical) < GROUND_VERTICAL_SPEED * size)
