@@ -31,11 +31,12 @@ Labels work on any point set (L, F, 3): toes, heels, ball-of-foot markers.
 """
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from .jitter import jitter, steadied, steadying_kernel
+from .jitter import jitter, steadied, steadying_kernel, steadying_kernel_for
 from .quaternion import dot, horizontal, length, median
 
 REFERENCE_LEG_LENGTH = 0.85  # hip-to-ankle bone length of a reference adult, metres
@@ -161,14 +162,19 @@ def rolling_min(values, half_width):
 def window_sum(values, half_width, axis=-1):
     """Sum over ``2 * half_width + 1`` frames around each frame (fewer at the clip's ends)."""
     values = np.swapaxes(values, axis, 0)
-    frames = len(values)
-    # The running total, its first value (0) repeated before and its last after: each
-    # window's sum is then one slice minus another.
-    total = np.empty((frames + 1 + 2 * half_width,) + values.shape[1:])
-    total[: half_width + 1] = 0.0
-    np.cumsum(values, axis=0, out=total[half_width + 1 : half_width + 1 + frames])
-    total[half_width + 1 + frames :] = total[half_width + frames]
-    return np.swapaxes(total[2 * half_width + 1 :] - total[:frames], 0, axis)
+    frames, half = len(values), half_width
+    # Each window's sum is the running total at its last frame (the clip's last, past the end)
+    # less the total before its first -- nothing where that is before the clip (the same
+    # numbers as less a zero). Regions of frames, each a slice or two.
+    total = np.cumsum(values, axis=0, dtype=float)
+    out = np.empty(total.shape)
+    starting, inside = min(half + 1, frames), max(frames - half, 0)  # first frames; last with a full reach ahead
+    out[: min(starting, inside)] = total[half : half + min(starting, inside)]
+    out[inside:starting] = total[-1]
+    if starting < inside:
+        out[starting:inside] = total[starting + half : inside + half] - total[: inside - starting]
+    out[max(starting, inside) :] = total[-1] - total[max(starting, inside) - half - 1 : frames - half - 1]
+    return np.swapaxes(out, 0, axis)
 
 
 def local_slip(point_velocity, root_velocity, cap, half_width, max_slip=1.0):
@@ -178,13 +184,12 @@ def local_slip(point_velocity, root_velocity, cap, half_width, max_slip=1.0):
     airborne frames do not pull) is summed over a window; each frame takes the best
     candidate of its window, refined between grid points by a parabola.
     """
-    candidates = np.linspace(-max_slip, max_slip, 81)
+    candidates, twice, squares = _slip_candidates(max_slip)
     # |v - a r|^2 = |v|^2 - 2 a v.r + a^2 |r|^2, so no (points, frames, candidates, 3) array
     # is built: one (frames, candidates) buffer, the slower point kept as each point comes.
     # The last term is the same for every point, and rounding is monotonic: it is added once,
     # after the minimum, with the values of adding it to each point first.
     vv, vr, rr = dot(point_velocity, point_velocity), dot(point_velocity, root_velocity), dot(root_velocity, root_velocity)
-    twice = 2.0 * candidates
     slowest = squared = np.empty((len(rr), len(candidates)))
     for row, (point_vv, point_vr) in enumerate(zip(vv, vr)):
         np.multiply(point_vr[:, None], twice, out=squared)
@@ -193,8 +198,9 @@ def local_slip(point_velocity, root_velocity, cap, half_width, max_slip=1.0):
             slowest, squared = squared, np.empty_like(squared)
         else:
             np.minimum(slowest, squared, out=slowest)
-    slowest += rr[:, None] * candidates**2
-    np.clip(slowest, 0.0, cap * cap, out=slowest)
+    slowest += rr[:, None] * squares
+    np.maximum(slowest, 0.0, out=slowest)  # (np.clip's numbers, without its overhead)
+    np.minimum(slowest, cap * cap, out=slowest)
     np.sqrt(slowest, out=slowest)  # (F, C)
     cost = window_sum(slowest, half_width, axis=0)
     best = np.clip(np.argmin(cost, axis=1), 1, len(candidates) - 2)
@@ -205,6 +211,17 @@ def local_slip(point_velocity, root_velocity, cap, half_width, max_slip=1.0):
     return candidates[best] + np.clip(shift, -1.0, 1.0) * (candidates[1] - candidates[0])
 
 
+@lru_cache(maxsize=4)
+def _slip_candidates(max_slip):
+    """The shares :func:`local_slip` tries, twice them and their squares (read-only: shared
+    by every call with the same ``max_slip``)."""
+    candidates = np.linspace(-max_slip, max_slip, 81)
+    arrays = (candidates, 2.0 * candidates, candidates**2)
+    for array in arrays:
+        array.flags.writeable = False
+    return arrays
+
+
 @dataclass
 class PointCues:
     """What the labeller reads of points (L, F, 3), measured once and shared by its stages
@@ -213,6 +230,7 @@ class PointCues:
 
     points: np.ndarray  # (L, F, 3)
     up: np.ndarray  # (3,) unit
+    heights: np.ndarray  # (L, F) along ``up``
     # (L, F) above the local ground: the lowest they go within ``ground_window`` (a step, a box,
     # a stair is ground too)
     clearance: np.ndarray
@@ -222,7 +240,7 @@ class PointCues:
 
     def rows(self, selection):
         """The cues of the points ``selection`` (a slice of the rows)."""
-        return PointCues(self.points[selection], self.up, self.clearance[selection],
+        return PointCues(self.points[selection], self.up, self.heights[selection], self.clearance[selection],
                          self.vertical_speed[selection], self.horizontal_velocity[selection],
                          self.planted[selection])
 
@@ -235,9 +253,9 @@ def point_cues(points, up, fps, scale, settings):
     clearance = heights - rolling_min(heights, round(settings.ground_window * fps))
     point_velocity = span_velocity(points, fps, settings.velocity_span)
     vertical_speed = dot(point_velocity, up)
-    horizontal_velocity = horizontal(point_velocity, up)
+    horizontal_velocity = horizontal(point_velocity, up, vertical_speed)
     planted = vertically_planted(clearance, vertical_speed, fps, scale, settings)
-    return PointCues(points, up, clearance, vertical_speed, horizontal_velocity, planted)
+    return PointCues(points, up, heights, clearance, vertical_speed, horizontal_velocity, planted)
 
 
 def moving_ground(cues, root, fps, scale, settings):
@@ -279,9 +297,12 @@ def planted_drift(residual, planted, half_width):
     slowest = np.argmin(speed, axis=0)
     frames = np.arange(speed.shape[1])
     any_planted = planted.any(axis=0)
-    # One window sum for the planted frames and their residuals together.
-    sums = window_sum(np.column_stack([any_planted, np.where(any_planted[:, None], residual[slowest, frames], 0.0)]),
-                      half_width, axis=0)
+    # One window sum for the planted frames and their residuals together, as columns.
+    columns = np.empty((len(frames), 1 + residual.shape[-1]))
+    columns[:, 0] = any_planted
+    columns[:, 1:] = 0.0
+    np.copyto(columns[:, 1:], residual[slowest, frames], where=any_planted[:, None])
+    sums = window_sum(columns, half_width, axis=0)
     weight, total = sums[:, 0], sums[:, 1:]
     known = weight > 0
     if not known.any():
@@ -475,7 +496,7 @@ def kernel_sums(rows, kernels):
 def bottomed_out(cues, fps, settings):
     """Frames (L, F) where points go no lower over the next ``velocity_span``: a landing
     point has reached the ground it lands on."""
-    heights = dot(cues.points, cues.up)
+    heights = cues.heights
     ahead = max(1, round(settings.velocity_span * fps))
     later = np.concatenate([heights[:, ahead:], np.repeat(heights[:, -1:], min(ahead, heights.shape[1]), axis=1)],
                            axis=1)
@@ -527,13 +548,15 @@ def detect_contacts(points, root, up, fps, leg_length, settings=None):
     return to_weights(labels, fps, settings), slip
 
 
-def steadied_points(point_sets, measured, fps, scale, settings):
+def steadied_points(point_sets, measured, fps, scale, settings, noise=None):
     """Each of ``point_sets`` ((..., F, 3) each) smoothed alike, as far as the jitter of
     ``measured`` (L, F, 3) needs for the labeller's cues at ``fps`` (see :mod:`jitter`);
     unchanged where it needs none. The sets share one kernel: the root and the feet keep
-    their timing against each other."""
-    kernel = steadying_kernel(jitter(measured), fps, max(1, round(settings.velocity_span * fps)),
-                              settings.jitter_speed * scale, settings.max_steadying * fps)
+    their timing against each other. ``noise``: that jitter, if already measured (then
+    ``measured`` is not read)."""
+    steadying = (fps, max(1, round(settings.velocity_span * fps)), settings.jitter_speed * scale,
+                 settings.max_steadying * fps)
+    kernel = steadying_kernel_for(measured, *steadying) if noise is None else steadying_kernel(noise, *steadying)
     return [None if points is None else steadied(points, kernel) for points in point_sets]
 
 
@@ -552,14 +575,14 @@ def gait_tempo(points, up, fps, scale, settings):
     above = heights - lowest_of_the_others(heights)
     band = settings.planted_height * scale
     side = np.where(above > band, 1, np.where(above < -band, -1, 0))
-    # Hysteresis: between the bands a point keeps the side it was last on.
-    index = np.broadcast_to(np.arange(side.shape[1]), side.shape)
-    last = np.maximum.accumulate(np.where(side != 0, index, 0), axis=1)
-    side = np.take_along_axis(side, last, axis=1)
+    # Hysteresis: between the bands a point keeps the side it was last on (taken by flat index).
+    frames = side.shape[1]
+    last = np.maximum.accumulate(np.where(side != 0, np.arange(frames), 0), axis=1)
+    side = np.take(side, last + frames * np.arange(len(side))[:, None])
     # A step ends where a point changes side; the steps are the frames between such changes.
-    changes = (np.diff(side, axis=1) != 0) & (side[:, 1:] != 0) & (side[:, :-1] != 0)
+    changes = (side[:, 1:] != side[:, :-1]) & (side[:, 1:] != 0) & (side[:, :-1] != 0)
     row, frame = np.nonzero(changes)
-    steps = np.diff(frame)[np.diff(row) == 0]
+    steps = (frame[1:] - frame[:-1])[row[1:] == row[:-1]]
     if len(steps) < MIN_STEPS:
         return 1.0
     return float(min(max(REFERENCE_STEP_TIME * fps / median(steps), 1.0), MAX_TEMPO))
@@ -567,12 +590,14 @@ def gait_tempo(points, up, fps, scale, settings):
 
 def lowest_of_the_others(heights):
     """Per row of ``heights`` (L, F), L >= 2, the lowest of the other rows' at each frame."""
+    if len(heights) == 2:  # (two feet: each one's other)
+        return heights[::-1]
     lowest, second = np.sort(heights, axis=0)[:2]
     return np.where(np.arange(len(heights))[:, None] == np.argmin(heights, axis=0), second, lowest)
 
 
 def detect_foot_contacts(heels, toes, root, up, fps, leg_length, settings=None, toe_tips=None,
-                         foot_edges=True):
+                         foot_edges=True, noise=None):
     """Separate heel and toe contact weights, each (L, F), of L feet, and the slip.
 
     ``heels``: (L, F, 3) heel points (the ankle joint or the foot bone's head on a rig, the
@@ -593,12 +618,14 @@ def detect_foot_contacts(heels, toes, root, up, fps, leg_length, settings=None, 
     as curves and to pin each point while its weight is 1. A foot off the ground for less
     than ``settings.min_swing`` between two contacts did not leave it (:func:`fill_foot_gaps`).
     Times and speeds are the gait's own (:func:`gait_tempo`, from the heels: they lift highest).
+    ``noise``: the :func:`~.jitter.jitter` of the heels and toes together, if already measured.
     """
     settings = settings or ContactSettings()
     scale = leg_length / REFERENCE_LEG_LENGTH
     gait_fps = fps / gait_tempo(heels, up, fps, scale, settings)  # the heels lift highest
-    heels, toes, toe_tips, root = steadied_points(
-        [heels, toes, toe_tips, root], np.concatenate([heels, toes]), gait_fps, scale, settings)
+    if noise is None:
+        noise = jitter(np.concatenate([heels, toes]))
+    heels, toes, toe_tips, root = steadied_points([heels, toes, toe_tips, root], None, gait_fps, scale, settings, noise)
     feet = len(heels)
     toe_points = toes if toe_tips is None else np.concatenate([toes, toe_tips])
     # Rows: the heels, the toes, the toe tips; the moving ground is the toe points' alone.
@@ -654,8 +681,10 @@ def heel_down(heel_labels, heels, up, leg_length, fps, settings=None):
     # The labelled frames row by row: each run's frames follow one another, so each run's
     # lowest is one reduction from its first frame.
     ids = run_ids(on)[on]
-    starts = np.flatnonzero(np.diff(ids, prepend=-1))
-    lowest = np.repeat(np.minimum.reduceat(heights, starts), np.diff(starts, append=len(ids)))
+    first = np.empty(len(ids), dtype=bool)  # each run's first frame
+    first[0] = True
+    np.not_equal(ids[1:], ids[:-1], out=first[1:])
+    lowest = np.minimum.reduceat(heights, np.flatnonzero(first))[np.cumsum(first) - 1]
     out[on] = np.where(heights <= lowest + lift, out[on], 0.0)
     return out
 
@@ -668,7 +697,7 @@ def ground_track(cues, ground, skating, fps, scale, settings):
     where the motion ``skating`` (L, F) skates (:func:`skating_motion`)."""
     low = cues.clearance < settings.height_threshold * scale
     speed = np.where(skating, settings.skate_speed, settings.speed_threshold) * scale
-    return horizontal(cues.points, cues.up) - np.cumsum(ground, axis=0)[None] / fps, low, speed / fps
+    return horizontal(cues.points, cues.up, cues.heights) - np.cumsum(ground, axis=0)[None] / fps, low, speed / fps
 
 
 def stays_down(track, row, start, end):

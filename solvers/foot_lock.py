@@ -69,10 +69,12 @@ def travel(skeleton, gpos, rig, up):
     def distance(joint):
         return np.linalg.norm(quat.horizontal(np.diff(gpos[:, joint], axis=0), up), axis=-1).sum()
 
-    pelvis_travel = distance(rig.pelvis)
-    for joint in skeleton.closure([rig.pelvis])[:-1]:  # the pelvis's ancestors, topmost first
-        if distance(joint) >= 0.5 * pelvis_travel:
-            return gpos[:, joint]
+    ancestors = skeleton.closure([rig.pelvis])[:-1]  # topmost first
+    if ancestors:  # (a BVH's pelvis is its root: nothing to compare)
+        pelvis_travel = distance(rig.pelvis)
+        for joint in ancestors:
+            if distance(joint) >= 0.5 * pelvis_travel:
+                return gpos[:, joint]
     return gpos[:, rig.pelvis]
 
 
@@ -89,14 +91,17 @@ def label_foot_contacts(skeleton, motion, rig, up, settings=None):
     heel row is 0."""
     check_motion(skeleton, motion)
     _, gpos = forward_kinematics(skeleton, motion.rot, motion.pos, _solved_joints(rig))
-    return _label_feet(gpos, rig, travel(skeleton, gpos, rig, up), leg_length(gpos, rig), up, motion.fps, settings)
-
-
-def _label_feet(gpos, rig, root, length, up, fps, settings):
-    """Heel and toe labels and the slip factor; ``root`` (F, 3) the joint that carries the
-    character (:func:`travel`), ``length`` the leg length."""
     heels, toes = _points(gpos, rig, "ankle", "toe")
-    heel_labels, toe_labels, slip = detect_foot_contacts(heels, toes, root, up, fps, length, settings, foot_edges=False)
+    return _label_feet(heels, toes, rig, travel(skeleton, gpos, rig, up), leg_length(gpos, rig), up, motion.fps,
+                       settings)
+
+
+def _label_feet(heels, toes, rig, root, length, up, fps, settings, noise=None):
+    """Heel and toe labels and the slip factor of the legs' heels and toes (L, F, 3); ``root``
+    (F, 3) the joint that carries the character (:func:`travel`), ``length`` the leg length,
+    ``noise`` the heels' and toes' :func:`metrics.foot_jitter`, if already measured."""
+    heel_labels, toe_labels, slip = detect_foot_contacts(heels, toes, root, up, fps, length, settings, foot_edges=False,
+                                                         noise=noise)
     heel_labels = heel_down(heel_labels, heels, up, length, fps, settings)
     heel_labels[[not leg.has_toe_bone for leg in rig.legs]] = 0.0
     return heel_labels, toe_labels, slip
@@ -129,11 +134,17 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
     contacts = _checked_contacts(contacts, len(rig.legs), motion.frames)
     heel_contacts = _checked_contacts(heel_contacts, len(rig.legs), motion.frames)
     missing, heel_missing = np.isnan(contacts).all(axis=1), np.isnan(heel_contacts).all(axis=1)
+    # The input's and the result's positions, as rows of one array (see :func:`_state`).
+    states = np.empty((2, 1 + 3 * len(rig.legs), motion.frames, 3))
+    before = _state(gpos, rig, states[0])
+    noise = None  # the input feet's jitter over the whole clip, once something reads it
     if missing.any() or heel_missing.any():
         root, length = travel(skeleton, gpos, rig, up), float(np.mean(bone_lengths))  # leg_length, from the lengths measured
+        noise = metrics.foot_jitter(before["ankles"], before["toes"])
         with _timed(timings, "contacts"):
-            heel_labels, labels, slip = _label_feet(gpos, rig, root, length, up, motion.fps, settings.contacts)
-        if is_in_place(*_points(gpos, rig, "toe"), root, up, motion.fps, length):
+            heel_labels, labels, slip = _label_feet(before["ankles"], before["toes"], rig, root, length, up, motion.fps,
+                                                    settings.contacts, noise)
+        if is_in_place(before["toes"], root, up, motion.fps, length):
             labels[:] = heel_labels[:] = 0.0  # its feet glide by design: locking them would tear the legs off
             warnings.append(IN_PLACE)
         contacts[missing] = labels[missing]
@@ -142,7 +153,6 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
     if not (contacts > 0).any() and not (heel_contacts > 0).any() and IN_PLACE not in warnings:
         warnings.append("no foot contacts: nothing to lock")
 
-    before = _state(gpos, rig)
     with _timed(timings, "offline_solve"):
         solution = solve_offline_lock(
             OfflineProblem(
@@ -157,23 +167,21 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
         pose = Pose(skeleton, motion.rot.copy(), motion.pos.copy(), grot, gpos)
         _move_pelvis(pose, rig, solution.pelvis)
         solve_legs(pose, rig.legs, limits, solution.toes, up, settings.leg_options, heel_targets=solution.heels)
-    after = _state(gpos, rig)
+    _state(gpos, rig, states[1])
 
     size = metrics.character_size(bone_lengths)
-    noise = metrics.foot_jitter(before["ankles"][:, measured], before["toes"][:, measured])
-    figures = {
-        "contacts": contacts[:, measured], "up": up, "fps": motion.fps, "unit_scale": unit_scale,
-        "floors": np.array([lim.toe_min_height for lim in limits]),
-        "bone_lengths": bone_lengths,
-        "reference_pelvis": before["pelvis"][measured],
-        "steadying": metrics.ground_steadying(noise, motion.fps, size),
-    }
-    (before_figures, after_figures), (grounded, _) = _metrics([_frames(before, measured), _frames(after, measured)],
-                                                              **figures)
+    whole = range(motion.frames)[measured] == range(motion.frames)
+    if noise is None or not whole:
+        noise = metrics.foot_jitter(before["ankles"][:, measured], before["toes"][:, measured])
+    steadying = metrics.ground_steadying(noise, motion.fps, size)
+    (before_figures, after_figures), (grounded, _) = _metrics(
+        states[:, :, measured], len(rig.legs), contacts[:, measured], up, motion.fps, unit_scale,
+        np.array([lim.toe_min_height for lim in limits]), bone_lengths, before["pelvis"][measured], steadying,
+    )
     if IN_PLACE not in warnings:  # an in-place walk is left unlocked on purpose: its labels are not the news
-        if range(motion.frames)[measured] != range(motion.frames):  # the input's figures are not of the whole clip
+        if not whole:  # the input's figures are not of the whole clip
             grounded = metrics.ground_slide(metrics.foot_points(before["ankles"], before["toes"]), up, motion.fps,
-                                            size, steadying=figures["steadying"])[1]
+                                            size, steadying=steadying)[1]
         warnings += metrics.implausible_contacts(contacts, grounded, [leg.name for leg in rig.legs])
     return FootLockResult(
         motion=type(motion)(pose.rot, pose.pos, motion.fps, dict(motion.meta)),
@@ -222,26 +230,34 @@ def _points(gpos, rig, *roles):
     return rows.reshape(len(roles), len(rig.legs), *rows.shape[1:])
 
 
-def _state(gpos, rig):
-    """The positions the metrics and the offline solve read, copied from the globals."""
-    roles = ("hip", "knee", "ankle", "toe")
-    return {"pelvis": gpos[:, rig.pelvis].copy(),
-            **{role + "s": points for role, points in zip(roles, _points(gpos, rig, *roles))}}
+def _state(gpos, rig, out):
+    """The positions the offline solve and the metrics read, copied from the globals into
+    ``out`` (1 + 3 L, F, 3) in one gather: the pelvis, then every leg's hip, then ankle, then
+    toe; returns them by name (see :func:`_parts`)."""
+    joints = [rig.pelvis] + [getattr(leg, role) for role in ("hip", "ankle", "toe") for leg in rig.legs]
+    # Each row of ``out`` a joint's frames: by flat index into the (F n) positions, which copies
+    # a position at a time (a gather along the joint axis copies a value at a time, several
+    # times the cost). Mode "clip" (the indices are valid anyway) writes to ``out`` unbuffered.
+    frames, count = gpos.shape[:2]
+    index = np.arange(0, frames * count, count) + np.array(joints)[:, None]
+    np.take(gpos.reshape(-1, 3), index, axis=0, out=out, mode="clip")
+    return _parts(out, len(rig.legs))
 
 
-def _frames(state, measured):
-    """The state over the ``measured`` frames (the pelvis is (F, 3), the rest (L, F, 3))."""
-    return {key: values[measured] if key == "pelvis" else values[:, measured] for key, values in state.items()}
+def _parts(rows, legs):
+    """The pelvis (..., F, 3) and the hips, ankles and toes (..., L, F, 3) of positions
+    gathered by :func:`_state` (..., 1 + 3 L, F, 3), as views of them."""
+    return {"pelvis": rows[..., 0, :, :], "hips": rows[..., 1 : 1 + legs, :, :],
+            "ankles": rows[..., 1 + legs : 1 + 2 * legs, :, :], "toes": rows[..., 1 + 2 * legs :, :, :]}
 
 
-def _metrics(states, contacts, up, fps, unit_scale, floors, bone_lengths, reference_pelvis, steadying):
-    """The figures of each state (a before and an after), measured together, and the share of
-    the frames each foot is on the ground (S, L)."""
-    def stacked(key):
-        return np.stack([state[key] for state in states])
-
+def _metrics(states, legs, contacts, up, fps, unit_scale, floors, bone_lengths, reference_pelvis, steadying):
+    """The figures of each state (a before and an after: positions gathered by :func:`_state`,
+    (S, 1 + 3 L, F, 3)), measured together, and the share of the frames each foot is on the
+    ground (S, L)."""
+    parts = _parts(states, legs)
     return metrics.motion_metrics(
-        stacked("toes"), stacked("hips"), stacked("ankles"), stacked("pelvis"), contacts, up, fps,
+        parts["toes"], parts["hips"], parts["ankles"], parts["pelvis"], contacts, up, fps,
         floors, bone_lengths, reference_pelvis, unit_scale, steadying,
     )
 

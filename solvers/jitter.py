@@ -12,6 +12,7 @@ import numpy as np
 
 LOWER_QUARTILE_OF_NORMAL = 0.3186  # of |z| for a standard normal z
 THIRD_DIFFERENCE_GAIN = np.sqrt(20.0)  # std of white noise's third difference, per unit of its std
+QUARTILE_PER_STD = LOWER_QUARTILE_OF_NORMAL * THIRD_DIFFERENCE_GAIN  # of |third difference|, for white noise
 WIDTH_STEP = 0.25  # frames between the Gaussian widths tried
 
 
@@ -23,11 +24,25 @@ def jitter(points):
     foot is not turning sharply; their lower quartile, over every coordinate and frame, is
     then noise's, scaled as white noise's would be. Held frames (a keyed hold) count as the
     noiseless frames they are, so hand-keyed animation reads as clean."""
-    third = np.abs(np.diff(points, n=3, axis=-2)).ravel()
+    return _jitter_of(_third_differences(points))
+
+
+def _third_differences(points):
+    """The magnitudes of the third differences of points (..., F, 3) along frames, flat."""
+    return np.abs(np.diff(points, n=3, axis=-2)).ravel()
+
+
+def _quartile(third):
+    """Which of the ascending ``third`` differences is their lower quartile."""
+    return (third.size - 1) // 4
+
+
+def _jitter_of(third):
+    """:func:`jitter` from the points' :func:`_third_differences`."""
     if third.size == 0:
         return 0.0
-    quartile = (third.size - 1) // 4  # a partition, not np.quantile's sort-and-interpolate: 3x cheaper
-    return float(np.partition(third, quartile)[quartile]) / (LOWER_QUARTILE_OF_NORMAL * THIRD_DIFFERENCE_GAIN)
+    quartile = _quartile(third)  # a partition, not np.quantile's sort-and-interpolate: 3x cheaper
+    return float(np.partition(third, quartile)[quartile]) / QUARTILE_PER_STD
 
 
 def gaussian(width):
@@ -46,12 +61,18 @@ def speed_noise_gain(kernel, half, fps):
     return float(np.linalg.norm(combined)) * fps / (2 * half)
 
 
+def raw_speed_noise_gain(half, fps):
+    """:func:`speed_noise_gain` of points not smoothed (``half`` >= 1): the difference of two
+    independent samples has sqrt(2) times their std (the same number, without the arrays)."""
+    return float(np.sqrt(2.0)) * fps / (2 * half)
+
+
 def steadying_kernel(noise, fps, half, limit, longest):
     """The narrowest Gaussian (its taps) under which noise of std ``noise`` reads as a speed
     of at most ``limit`` across ``half`` frames either side; None where the raw points already
     do. Never wider than ``longest`` frames (std): a run's stance lasts a few frames, and the
     labels may not blur past it."""
-    if noise * speed_noise_gain(np.ones(1), half, fps) <= limit:
+    if noise * raw_speed_noise_gain(half, fps) <= limit:
         return None
     widths = np.arange(WIDTH_STEP, max(longest, WIDTH_STEP) + 1e-9, WIDTH_STEP)
     for width in widths:
@@ -83,3 +104,18 @@ def steadied(points, kernel, axis=-2):
     for shift, tap in enumerate(taps[1:], start=1):
         smoothed += tap * padded[..., shift : shift + frames]
     return np.moveaxis(smoothed, -1, axis)
+
+
+def steadying_kernel_for(points, fps, half, limit, longest):
+    """:func:`steadying_kernel` of the :func:`jitter` of ``points`` (..., F, 3), whose quartile
+    is only found where it could need smoothing: clean capture (the usual case) needs none, and
+    counting the third differences within the largest quartile the limit allows tells so at a
+    fraction of a partition's cost."""
+    third = _third_differences(points)
+    gain = raw_speed_noise_gain(half, fps)
+    bound = limit / gain * QUARTILE_PER_STD * (1.0 - 1e-9)  # a margin for the rounding of the way back
+    # Rounding is monotonic: a quartile within the bound reads, as :func:`jitter` computes it, as
+    # at most the bound does.
+    if bound / QUARTILE_PER_STD * gain <= limit and np.count_nonzero(third <= bound) > _quartile(third):
+        return None
+    return steadying_kernel(_jitter_of(third), fps, half, limit, longest)

@@ -9,7 +9,7 @@ import numpy as np
 
 from .contacts import REFERENCE_LEG_LENGTH, long_runs, rolling_min
 from .jitter import jitter, steadied, steadying_kernel
-from .quaternion import dot, gradient, horizontal, length
+from .quaternion import dot, horizontal, length
 
 SKATE_HEIGHT = 0.05  # m: a foot this close to the ground should not move fast ...
 SKATE_SPEED = 0.5  # m/s: ... faster than this is a skate
@@ -51,7 +51,8 @@ def _toe_slides(speeds, contacts):
     both = contacts[:, 1:] & contacts[:, :-1]
     if not both.any():
         return np.zeros(len(speeds))
-    return np.ascontiguousarray(speeds[:, both]).mean(axis=-1)  # each state's steps in a row, summed as one state's are
+    steps = np.ascontiguousarray(speeds[:, both])  # each state's steps in a row, summed as one state's are
+    return steps.sum(axis=-1) / steps.shape[-1]  # (a mean's numbers)
 
 
 def skate_ratio(toes, up, fps, ground, unit_scale=1.0, window=1, speeds=None):
@@ -61,12 +62,13 @@ def skate_ratio(toes, up, fps, ground, unit_scale=1.0, window=1, speeds=None):
     variant of the motion-synthesis literature); ``speeds`` as for :func:`toe_slide`.
     """
     speed = toe_speeds(toes, up, fps, unit_scale) if speeds is None else speeds
-    return float(_skate_ratios(_near_ground(toes[None], up, ground, unit_scale), speed[None], window)[0])
+    heights = dot(toes, np.asarray(up, dtype=float))
+    return float(_skate_ratios(_near_ground(heights[None], ground, unit_scale), speed[None], window)[0])
 
 
-def _near_ground(toes, up, ground, unit_scale):
-    """Where the toes (S, L, F, 3) are near the ground on the second frame of each step (S, L, F-1)."""
-    return (dot(toes[:, :, 1:], np.asarray(up, dtype=float)) - ground) * unit_scale < SKATE_HEIGHT
+def _near_ground(heights, ground, unit_scale):
+    """Where toes at ``heights`` (S, L, F) are near the ground on the second frame of each step (S, L, F-1)."""
+    return (heights[:, :, 1:] - ground) * unit_scale < SKATE_HEIGHT
 
 
 def _skate_ratios(near, speeds, window=1):
@@ -76,18 +78,18 @@ def _skate_ratios(near, speeds, window=1):
         kernel = np.ones(window) / window
         speeds = np.stack([np.convolve(s, kernel, mode="same") for s in speeds.reshape(-1, speeds.shape[-1])])
         speeds = speeds.reshape(near.shape)
-    return (near & (speeds > SKATE_SPEED)).any(axis=1).mean(axis=-1)
+    return (near & (speeds > SKATE_SPEED)).any(axis=1).sum(axis=-1) / near.shape[-1]  # (a mean's numbers)
 
 
 def penetration(points, up, floor_heights, unit_scale=1.0):
     """Deepest point (m) below its floor height; points (L, F, 3), floors (L,)."""
-    return float(_penetrations(points[None], up, floor_heights, unit_scale)[0])
+    return float(_penetrations(dot(points[None], np.asarray(up, dtype=float)), floor_heights, unit_scale)[0])
 
 
-def _penetrations(points, up, floor_heights, unit_scale):
-    """:func:`penetration` of S states of the points (S, L, F, 3) at once."""
-    depth = np.asarray(floor_heights)[:, None] - dot(points, np.asarray(up, dtype=float))
-    return np.maximum(depth.reshape(len(points), -1).max(axis=1), 0.0) * unit_scale
+def _penetrations(heights, floor_heights, unit_scale):
+    """:func:`penetration` of S states of points at ``heights`` (S, L, F) at once."""
+    depth = np.asarray(floor_heights)[:, None] - heights
+    return np.maximum(depth.reshape(len(heights), -1).max(axis=1), 0.0) * unit_scale
 
 
 def pelvis_deviation(pelvis, reference, unit_scale=1.0):
@@ -108,7 +110,8 @@ def full_extension_share(hips, ankles, bone_lengths):
 def _full_extension_shares(hips, ankles, bone_lengths):
     """:func:`full_extension_share` of S states of the legs (S, L, F, 3) at once."""
     extension = length(ankles - hips) / np.asarray(bone_lengths)[:, None]
-    return (extension >= FULL_EXTENSION).reshape(len(hips), -1).mean(axis=1)
+    straight = (extension >= FULL_EXTENSION).reshape(len(hips), -1)
+    return straight.sum(axis=1) / straight.shape[1]  # (a mean's numbers)
 
 
 def ankle_accelerations(ankles, fps, unit_scale=1.0, percentile=99.0):
@@ -116,7 +119,8 @@ def ankle_accelerations(ankles, fps, unit_scale=1.0, percentile=99.0):
     the ankles (S, L, F, 3), measured at once: a (percentile, peak) pair per state."""
     if ankles.shape[2] < 3:
         return [(0.0, 0.0)] * len(ankles)
-    accel = (length(np.diff(ankles, n=2, axis=2)) * fps * fps * unit_scale).reshape(len(ankles), -1)
+    step = ankles[:, :, 1:] - ankles[:, :, :-1]  # np.diff's second difference, without its overhead
+    accel = (length(step[:, :, 1:] - step[:, :, :-1]) * fps * fps * unit_scale).reshape(len(ankles), -1)
     return list(zip(_percentile(accel, percentile).tolist(), accel.max(axis=1).tolist()))
 
 
@@ -159,14 +163,21 @@ def grounded_feet(foot_points, up, fps, size, steadying=None):
     lowest = np.argmin(heights, axis=-1)
     # The lowest point of each foot and frame as a row of the (L F P) points, taken by one
     # flat index (np.take_along_axis builds an index per axis, several times the cost).
-    rows = lowest.ravel() + heights.shape[-1] * np.arange(lowest.size)
-    # Each point's own velocity, then the lowest one's: a switch from ankle to toe is no step.
-    point_velocity = gradient(foot_points, axis=1) * fps
-    velocity = np.take(point_velocity.reshape(-1, 3), rows, axis=0).reshape(lowest.shape + (3,))
-    height = np.take(heights, rows).reshape(lowest.shape)
+    points, frames = heights.shape[-1], heights.shape[1]
+    rows = lowest + points * np.arange(lowest.size).reshape(lowest.shape)
+    # That point's own velocity (np.gradient's central differences of its track, one-sided at
+    # the clip's ends), from the frames either side of it alone: a switch from ankle to toe is
+    # no step.
+    ahead, behind, spacing = np.full(frames, points), np.full(frames, points), np.full(frames, 2.0)
+    ahead[-1] = behind[0] = 0
+    spacing[[0, -1]] = 1.0
+    flat = foot_points.reshape(-1, 3)
+    velocity = (np.take(flat, rows + ahead, axis=0) - np.take(flat, rows - behind, axis=0)) / spacing[:, None] * fps
+    height = np.take(heights, rows)
     clearance = height - rolling_min(height, round(GROUND_WINDOW * fps))
-    on_ground = (clearance < GROUND_HEIGHT * size) & (np.abs(dot(velocity, up)) < GROUND_VERTICAL_SPEED * size)
-    return long_runs(on_ground, round(GROUND_TIME * fps)), horizontal(velocity, up)
+    vertical = dot(velocity, up)
+    on_ground = (clearance < GROUND_HEIGHT * size) & (np.abs(vertical) < GROUND_VERTICAL_SPEED * size)
+    return long_runs(on_ground, round(GROUND_TIME * fps)), horizontal(velocity, up, vertical)
 
 
 def ground_slide(foot_points, up, fps, size, unit_scale=1.0, steadying=None):
@@ -184,8 +195,9 @@ def _ground_slides(foot_points, up, fps, size, unit_scale, steadying):
     on_ground = on_ground.reshape(states, -1, on_ground.shape[-1])
     speed = length(velocity).reshape(on_ground.shape) * unit_scale
     sliding = on_ground & (speed < POP_SPEED * size * unit_scale)
-    slides = [float(s[m].mean()) if m.any() else 0.0 for s, m in zip(speed, sliding)]
-    return slides, on_ground.mean(axis=-1)
+    slides = [float(np.add.reduce(s[m]) / count) if count else 0.0  # (a mean's numbers)
+              for s, m, count in zip(speed, sliding, sliding.sum(axis=(1, 2)).tolist())]
+    return slides, on_ground.sum(axis=-1) / on_ground.shape[-1]
 
 
 def implausible_contacts(contacts, grounded_share, leg_names):
@@ -229,21 +241,22 @@ def motion_metrics(toes, hips, ankles, pelvis, contacts, up, fps, floors, bone_l
     ``pelvis`` (S, F, 3). ``steadying`` the input's :func:`ground_steadying`, for the ground
     figures. The filters that run along frames take every state's legs as rows of one
     array: on a short clip their cost is per numpy call, not per frame."""
-    states, legs, frames = toes.shape[:3]
-    ground = float(np.min(floors))
-    # Shared by the toe slide and both skate ratios.
-    speeds = toe_speeds(toes.reshape(states * legs, frames, 3), up, fps, unit_scale).reshape(states, legs, -1)
+    states = len(toes)
+    ground = np.asarray(floors).min()
+    # Shared by the toe slide and both skate ratios (the :func:`toe_speeds` of every state's toes).
+    speeds = length(horizontal(np.diff(toes, axis=2), up)) * fps * unit_scale
+    toe_heights = dot(toes, np.asarray(up, dtype=float))  # shared by the skate ratios and the penetration
     accelerations = ankle_accelerations(ankles, fps, unit_scale)
     slides, grounded_shares = _ground_slides(foot_points(ankles, toes, axis=3), up, fps,
                                              character_size(bone_lengths), unit_scale, steadying)
-    near = _near_ground(toes, up, ground, unit_scale)
+    near = _near_ground(toe_heights, ground, unit_scale)
     columns = {
         "ground_slide_cm_s": 100.0 * np.array(slides),
-        "grounded_share": grounded_shares.mean(axis=-1),
+        "grounded_share": grounded_shares.sum(axis=-1) / grounded_shares.shape[-1],  # (a mean's numbers)
         "toe_slide_cm_s": 100.0 * _toe_slides(speeds, contacts),
         "skate_ratio": _skate_ratios(near, speeds),
         "skate_ratio_5f": _skate_ratios(near, speeds, SKATE_WINDOW),
-        "toe_penetration_cm": 100.0 * _penetrations(toes, up, floors, unit_scale),
+        "toe_penetration_cm": 100.0 * _penetrations(toe_heights, floors, unit_scale),
         "pelvis_deviation_cm": 100.0 * _pelvis_deviations(pelvis, reference_pelvis, unit_scale),
         "full_extension_share": _full_extension_shares(hips, ankles, bone_lengths),
         "ankle_accel_p99": [p99 for p99, _ in accelerations],

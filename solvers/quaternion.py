@@ -64,12 +64,14 @@ def conjugate(q):
     return q * np.array([1.0, -1.0, -1.0, -1.0])
 
 
-def horizontal(v, up):
-    """The part of vectors ``v`` (..., 3) across the unit ``up`` axis. The height by
-    :func:`dot`, not ``v @ up``: OpenBLAS runs a matrix-vector product of a few thousand
-    rows on several threads, whose spinning afterwards takes a core from the click."""
+def horizontal(v, up, height=None):
+    """The part of vectors ``v`` (..., 3) across the unit ``up`` axis; ``height`` their
+    :func:`dot` with it, where already known. The height by :func:`dot`, not ``v @ up``:
+    OpenBLAS runs a matrix-vector product of a few thousand rows on several threads, whose
+    spinning afterwards takes a core from the click."""
     v, up = np.asarray(v, dtype=float), np.asarray(up, dtype=float)
-    height = dot(v, up)
+    if height is None:
+        height = dot(v, up)
     out = np.empty(np.shape(v))
     for i in range(3):  # a component at a time (see the module's docstring)
         np.subtract(v[..., i], height * up[i], out=out[..., i])

@@ -51,10 +51,8 @@ def leg_bone_lengths(gpos, legs):
     frames, so a glitchy frame of stretchy mocap does not set it. The one definition of a
     leg's length, for its reach and for every threshold scaled to the character. The legs
     are measured as rows of one array."""
-    def joints(role):
-        return gpos[:, [getattr(leg, role) for leg in legs]]
-
-    hip, knee, ankle = joints("hip"), joints("knee"), joints("ankle")  # (F, L, 3)
+    joints = gpos[:, [getattr(leg, role) for role in ("hip", "knee", "ankle") for leg in legs]]  # one gather
+    hip, knee, ankle = (joints[:, i * len(legs) : (i + 1) * len(legs)] for i in range(3))  # (F, L, 3)
     return _median_length(knee - hip, ankle - knee, axis=0)
 
 

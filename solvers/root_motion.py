@@ -40,9 +40,19 @@ def lower_foot_velocity(toes, up, fps):
 def _lower_and_higher_velocities(toes, up, fps):
     """(F, 3) horizontal velocities of the toe nearest its own lowest height and of the one
     farthest above it (a swinging foot)."""
+    return _lower_and_higher(toes, _horizontal_velocities(toes, up, fps), up)
+
+
+def _horizontal_velocities(points, up, fps):
+    """Horizontal velocities (L, F, 3) of points (L, F, 3), by central differences."""
+    return horizontal(gradient(points, axis=1) * fps, up)
+
+
+def _lower_and_higher(toes, velocity, up):
+    """Of the toes' horizontal velocities (L, F, 3), those of the toe nearest its own lowest
+    height and of the one farthest above it, (F, 3) each."""
     heights = dot(toes, np.asarray(up, dtype=float))
     above = heights - heights.min(axis=1, keepdims=True)
-    velocity = horizontal(gradient(toes, axis=1) * fps, up)
     frames = np.arange(toes.shape[1])
     return velocity[np.argmin(above, axis=0), frames], velocity[np.argmax(above, axis=0), frames]
 
@@ -58,8 +68,10 @@ def is_in_place(toes, root, up, fps, leg_length):
     scale = leg_length / REFERENCE_LEG_LENGTH
     half = max(1, round(0.5 * WINDOW * fps))
     cap = MAX_SPEED * scale
-    lower, higher = _lower_and_higher_velocities(toes, up, fps)
-    root_velocity = horizontal(gradient(root, axis=0) * fps, up)
+    # The toes' and the root's velocities as rows of one array.
+    velocity = _horizontal_velocities(np.concatenate([toes, root[None]]), up, fps)
+    lower, higher = _lower_and_higher(toes, velocity[:-1], up)
+    root_velocity = velocity[-1]
     # The three velocities (F, 3) capped and averaged as the columns of one (F, 9) array.
     capped = _capped(np.stack([lower, root_velocity, higher - root_velocity], axis=1), cap)
     means = _windowed_mean(capped.reshape(len(capped), -1), half).reshape(capped.shape)  # (F, 3, 3)
