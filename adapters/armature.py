@@ -195,7 +195,7 @@ def _channel_values(obj, layout, pose_bones, modes, table, frames):
     if not (np.isfinite(keyed).all() and np.isfinite(current).all()):  # rare: say where
         _check_channels_finite(_laid_out(current, rows, columns, keyed), every, modes, frames)
     joint_of = np.full(len(every), -1)
-    joint_of[layout.members()] = np.arange(len(layout.bones))
+    joint_of[layout.members] = np.arange(len(layout.bones))
     joints = joint_of[columns]
     kept = joints >= 0
     values = _laid_out(current[:, joint_of >= 0], np.asarray(rows, dtype=int)[kept], joints[kept], keyed[kept])
@@ -246,7 +246,8 @@ def _current_channels(obj, bones, pose_bones, modes):
     rows 0-2) and scale, as :func:`_channel_values` lays them out, read in bulk; a
     connected bone's location 0 (Blender ignores it)."""
     collection = obj.pose.bones
-    order = np.array([collection.find(pose_bone.name) for pose_bone in pose_bones], dtype=int)
+    index_of = {pose_bone.name: i for i, pose_bone in enumerate(collection)}  # one pass, not a find per bone
+    order = np.array([index_of[pose_bone.name] for pose_bone in pose_bones], dtype=int)
     current = np.zeros((10, len(bones)))
     for prop, rows in (("location", slice(0, 3)), ("scale", slice(7, 10))):
         current[rows] = _pose_bone_values(collection, prop, 3)[order].T
@@ -353,14 +354,13 @@ def _unsupported_reason(bone, parent_pose_scale):
     return None
 
 
-def _rest_offsets(armature, bones, parents):
-    """Each bone's rest frame in its parent's rest frame (roots: armature space), for all
-    bones at once (``parents`` index into ``bones``)."""
+def _rest_offsets(armature, members, parents):
+    """Each bone's rest frame in its parent's rest frame (roots: armature space), for the
+    bones at ``members`` of the armature's bones, all at once (``parents`` index into
+    ``members``)."""
     flat = np.empty(len(armature.bones) * 16, dtype=np.float32)  # Blender stores them as floats
     armature.bones.foreach_get("matrix_local", flat)
-    index_of = {bone.name: i for i, bone in enumerate(armature.bones)}
-    order = [index_of[bone.name] for bone in bones]
-    local = flat.astype(float).reshape(-1, 4, 4).transpose(0, 2, 1)[order]  # row-major, in ``bones`` order
+    local = flat.astype(float).reshape(-1, 4, 4).transpose(0, 2, 1)[members]  # row-major, in ``members`` order
     rest = local.copy()
     child = np.flatnonzero(parents >= 0)
     if child.size:
@@ -377,6 +377,7 @@ class _Bones:
     parents: np.ndarray  # (bones + tails,)
     tails: list  # bone names that get a ".tail" joint
     every: list
+    members: list  # index in ``every`` (the armature's bone order) of each joint bone
 
     @classmethod
     def of(cls, obj, extra_tails, only=None):
@@ -386,20 +387,16 @@ class _Bones:
         missing = [name for name in [*tails, *(only or ())] if name not in obj.data.bones]
         if missing:
             raise AdapterError(f"armature {obj.name!r} has no bone {missing[0]!r}")
-        bones = every
+        members = list(range(len(every)))
         if only is not None:
             kept = {ancestor.name for name in [*tails, *only] for ancestor in _chain(obj.data.bones[name])}
-            bones = [bone for bone in every if bone.name in kept]  # still parents first
+            members = [i for i, bone in enumerate(every) if bone.name in kept]  # still parents first
+        bones = [every[i] for i in members]
         index_of = {bone.name: i for i, bone in enumerate(bones)}
         parents = np.array(
             [index_of[b.parent.name] if b.parent else -1 for b in bones] + [index_of[t] for t in tails]
         )
-        return cls(bones, parents, tails, every)
-
-    def members(self):
-        """Index in ``every`` of each joint bone."""
-        index_of = {bone.name: i for i, bone in enumerate(self.every)}
-        return [index_of[bone.name] for bone in self.bones]
+        return cls(bones, parents, tails, every, members)
 
 
 def _chain(bone):
@@ -473,7 +470,7 @@ def _read_keys(obj, action, frames, extra_tails=(), only=None, object_keys=False
     bones = layout.bones
     nb = len(bones)
     if nb < len(every):  # only the joints' channels are converted
-        modes = [modes[i] for i in layout.members()]
+        modes = [modes[i] for i in layout.members]
 
     # matrix_basis as rotation + translation + uniform scale, all bones and frames at once.
     basis = np.empty((4, nb, count))
@@ -485,7 +482,7 @@ def _read_keys(obj, action, frames, extra_tails=(), only=None, object_keys=False
         bone_scale, uneven = np.ones((nb, count)), {}
     else:
         bone_scale, uneven = _uniform_scale(scale, frames)
-    rest = _rest_offsets(obj.data, bones, layout.parents[:nb])
+    rest = _rest_offsets(obj.data, layout.members, layout.parents[:nb])
     rest_q = rest[0].T[:, :, None]  # (4, bones, 1)
     rot_c = channels.multiply(rest_q, basis)
     pos_c = np.empty((3, nb, count))
@@ -516,7 +513,7 @@ def read_evaluated_motion(obj, sampled, extra_tails=()):
     safe = np.where(scales > 0.0, scales, 1.0)
     rot_c = quat.from_matrix(linear / safe[..., None, :]).transpose(2, 1, 0)
     modes = [obj.pose.bones[bone.name].rotation_mode for bone in bones]
-    rest = _rest_offsets(obj.data, bones, layout.parents[:nb])
+    rest = _rest_offsets(obj.data, layout.members, layout.parents[:nb])
     return _assemble(obj, layout, rest, rot_c, pos_c, bone_scale, uneven, sampled.world, frames, modes)
 
 

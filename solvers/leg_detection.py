@@ -13,6 +13,8 @@ world space (the armature object's transform applied).
 
 import re
 from dataclasses import dataclass, replace
+from itertools import pairwise
+from typing import NamedTuple
 
 import numpy as np
 
@@ -38,9 +40,9 @@ class LegGuess:
     legs: list[LegBones]  # front to back, left before right
 
 
-@dataclass(frozen=True)
-class BoneName:
-    """What a bone name says once prefix, namespace, side and segment number are removed."""
+class BoneName(NamedTuple):
+    """What a bone name says once prefix, namespace, side and segment number are removed
+    (a named tuple: every bone's name is parsed, and a frozen dataclass is slow to make)."""
 
     core: str  # lower case, separators removed: "upleg" for "mixamorig:LeftUpLeg"
     side: str | None  # "left", "right" or None
@@ -168,11 +170,13 @@ class _RestRig:
 
     def __init__(self, names, parents, heads, tails, up):
         self.names = list(names)
-        self.parents = np.asarray(parents, dtype=int)
         self.heads = np.asarray(heads, dtype=float)
         self.tails = np.asarray(tails, dtype=float)
         self.up = np.asarray(up, dtype=float)
-        self._check()
+        parents = np.asarray(parents, dtype=int)
+        self._check(parents)
+        # Python lists from here on: the walks through the hierarchy read them bone by bone.
+        self.parents = parents.tolist()
         self.up = self.up / np.linalg.norm(self.up)
         count = len(self.names)
         self.children = [[] for _ in range(count)]
@@ -186,23 +190,24 @@ class _RestRig:
         self.ground = heights.min()
         self.extent = heights.max() - self.ground
         # Heights above the lowest point and parsed names, per bone, once for every test below.
-        self.head_level, self.tail_level = np.split(heights - self.ground, 2)
+        levels = (heights - self.ground).tolist()
+        self.head_level, self.tail_level = levels[:count], levels[count:]
         self.parsed = [parse_bone_name(name) for name in self.names]
         # The rig's height sets the scale (far-off props beside it do not); bone lengths
         # stand in for a rig lying flat.
         self.size = max(self.extent, np.median(self.lengths))
         self.leaves_under = self._leaves_under()
 
-    def _check(self):
+    def _check(self, parents):
         count = len(self.names)
         if count == 0:
             raise LegDetectionError("the armature has no bones")
-        if self.parents.shape != (count,) or self.heads.shape != (count, 3) or self.tails.shape != (count, 3):
+        if parents.shape != (count,) or self.heads.shape != (count, 3) or self.tails.shape != (count, 3):
             raise LegDetectionError(
                 f"expected {count} parents and ({count}, 3) heads and tails for {count} bone names, got "
-                f"{self.parents.shape}, {self.heads.shape} and {self.tails.shape}"
+                f"{parents.shape}, {self.heads.shape} and {self.tails.shape}"
             )
-        if ((self.parents < -1) | (self.parents >= count)).any():
+        if ((parents < -1) | (parents >= count)).any():
             raise LegDetectionError("a parent index is out of range (use -1 for a root bone)")
         if not (np.isfinite(self.heads).all() and np.isfinite(self.tails).all()):
             raise LegDetectionError("bone heads or tails contain values that are not numbers")
@@ -258,7 +263,7 @@ class _RestRig:
 
 
 def _depths(parents):
-    depth = np.full(len(parents), -1)
+    depth = [-1] * len(parents)
     for bone in range(len(parents)):
         climb = []
         while bone >= 0 and depth[bone] < 0:
@@ -413,11 +418,12 @@ def _leg_from_path(rig, path):
     top = rig.head_level[path[0]]
     if len(bones) < 3 or top < max(_MIN_LEG_HEIGHT * rig.extent, _TINY * rig.size):
         return None
-    drops = rig.head_level[bones] - rig.tail_level[bones]
-    pairs = drops[:-2] + drops[1:-1]  # thigh + shin, with at least a foot after them
-    if pairs.max() < _MIN_THIGH_SHIN_DROP * top:
+    drops = [rig.head_level[bone] - rig.tail_level[bone] for bone in bones]
+    pairs = [thigh + shin for thigh, shin in pairwise(drops[:-1])]  # with at least a foot after them
+    largest = max(pairs)
+    if largest < _MIN_THIGH_SHIN_DROP * top:
         return None
-    first = int(np.argmax(pairs >= _PAIR_DROP_SHARE * pairs.max()))
+    first = next(k for k, pair in enumerate(pairs) if pair >= _PAIR_DROP_SHARE * largest)
     thigh, shin, foot = bones[first : first + 3]
     after = bones[first + 3 : first + 4]
     toe = after[0] if after and _looks_like_toe(rig, thigh, foot, after[0]) else None
