@@ -108,7 +108,7 @@ class Pose:
                 self.gpos[:, j] = self.pos[:, j]
             else:
                 self.grot[:, j] = quat.multiply_pairs(self.grot[:, p], self.rot[:, j])
-                self.gpos[:, j] = self.gpos[:, p] + quat.rotate_components(self.grot[:, p], self.pos[:, j])
+                self.gpos[:, j] = self.gpos[:, p] + quat.rotate(self.grot[:, p], self.pos[:, j])
 
     def update_together(self, joints):
         """:meth:`update` of ``joints`` none of which is another's ancestor (both legs'
@@ -125,7 +125,7 @@ class Pose:
         above = parents[children]
         parent_rot = grot[above].reshape(-1, 4)
         grot[children] = quat.multiply(parent_rot, rot[children].reshape(-1, 4)).reshape(len(children), -1, 4)
-        gpos[children] = gpos[above] + quat.rotate_components(parent_rot, pos[children].reshape(-1, 3)).reshape(
+        gpos[children] = gpos[above] + quat.rotate(parent_rot, pos[children].reshape(-1, 3)).reshape(
             len(children), -1, 3)
 
     def turn(self, joint, world_rotation):
@@ -177,7 +177,7 @@ def local_rotation(parent_global_rot, global_rot):
 
 def local_position(parent_global_rot, parent_global_pos, global_pos):
     """Local translation that puts a joint at ``global_pos`` under the given parent."""
-    return quat.rotate_components(quat.conjugate(parent_global_rot), global_pos - parent_global_pos)
+    return quat.rotate(quat.conjugate(parent_global_rot), global_pos - parent_global_pos)
 
 
 def scale_root_motion(skeleton, motion, factor, up):

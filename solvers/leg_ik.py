@@ -98,13 +98,13 @@ def _knee_forwards_local(grot, gpos, legs, up, hip, knee, ankle, thigh):
     ``hip``, ``knee``, ``ankle`` (L, F, 3) and ``thigh`` (L, F) as :func:`measure_legs` has them."""
     hip_rot = quat.conjugate(np.swapaxes(grot[:, [leg.hip for leg in legs]], 0, 1))
     offset = _perpendicular(knee - hip, quat.normalize(ankle - hip))  # magnitude grows with the bend
-    total = quat.rotate_components(hip_rot, offset).sum(axis=1)
+    total = quat.rotate(hip_rot, offset).sum(axis=1)
     forwards = quat.normalize(total)
     for row, (leg, bend, size) in enumerate(zip(legs, quat.length(total), thigh.mean(axis=1))):
         if not bend > 1e-3 * size:
             # A leg that never bends: bow the knee toward where the foot points.
             forward = quat.horizontal(gpos[:, leg.toe] - gpos[:, leg.ankle], up)
-            forwards[row] = quat.normalize(quat.rotate_components(hip_rot[row], forward).mean(axis=0))
+            forwards[row] = quat.normalize(quat.rotate(hip_rot[row], forward).mean(axis=0))
     return forwards
 
 
@@ -193,9 +193,9 @@ def solve_two_bone(pose, leg, limits, heel_target, chain):
     pose.turn(leg.knee, knee_turn)
     # The ankle swings about the knee with it: where it goes is all the hip's aim reads (its
     # globals, and those between, are recomputed once the hip has turned too).
-    ankle = b + quat.rotate_components(knee_turn, shin_vector)
+    ankle = b + quat.rotate(knee_turn, shin_vector)
     hip_bend = quat.from_axis_angle(hinge, hip_now - hip_wanted)
-    ankle_ray = quat.rotate_components(hip_bend, ankle - a)
+    ankle_ray = quat.rotate(hip_bend, ankle - a)
     pose.turn(leg.hip, quat.multiply_pairs(quat.between(ankle_ray, to_target), hip_bend))
     pose.update(chain[1 : chain.index(leg.ankle) + 1])
 
@@ -212,7 +212,7 @@ def _knee_bend_direction(hip_rot, thigh_vector, leg_axis, limits, thigh):
     size = quat.length(current)
     weight = np.clip(size / thigh / STRAIGHT_KNEE_SINE, 0.0, 1.0)
     weight = weight * weight * (3.0 - 2.0 * weight)
-    reference = quat.rotate_components(hip_rot, limits.knee_forward_local)
+    reference = quat.rotate(hip_rot, limits.knee_forward_local)
     # The blend of the unit current direction and the reference, a component at a time.
     current_weight, reference_weight = weight / np.maximum(size, 1e-12), 1.0 - weight
     out = np.empty(np.shape(current))
@@ -254,7 +254,7 @@ def solve_leg(pose, leg, limits, toe_target, up, options=None, heel_target=None)
     if options.heel_look_at:
         # The foot turns before anything past the ball is read: only the ball is placed to aim it.
         offset = offset_below(pose.skeleton, pose.rot, pose.pos, leg.ankle, leg.toe)
-        ball = gpos[:, leg.ankle] + quat.rotate_components(pose.grot[:, leg.ankle], offset)
+        ball = gpos[:, leg.ankle] + quat.rotate(pose.grot[:, leg.ankle], offset)
         look_at(pose, leg.ankle, leg.toe, toe_target, chain, child_at=ball)
     else:
         pose.update(below_ankle)
