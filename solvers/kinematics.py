@@ -107,7 +107,7 @@ class Pose:
                 self.grot[:, j] = self.rot[:, j]
                 self.gpos[:, j] = self.pos[:, j]
             else:
-                self.grot[:, j] = quat.multiply_pairs(self.grot[:, p], self.rot[:, j])
+                self.grot[:, j] = quat.multiply(self.grot[:, p], self.rot[:, j])
                 self.gpos[:, j] = self.gpos[:, p] + quat.rotate(self.grot[:, p], self.pos[:, j])
 
     def update_together(self, joints):
@@ -132,7 +132,7 @@ class Pose:
         """Turn ``joint`` by ``world_rotation`` (F, 4) about itself, writing its local and
         global rotation (its position stays); the joints below it are updated by
         :meth:`update`."""
-        new_global = quat.multiply_pairs(world_rotation, self.grot[:, joint])
+        new_global = quat.multiply(world_rotation, self.grot[:, joint])
         parent = self.skeleton.parents[joint]
         self.rot[:, joint] = local_rotation(self.grot[:, parent], new_global) if parent >= 0 else new_global
         self.grot[:, joint] = new_global
@@ -172,7 +172,7 @@ def inverse_kinematics_locals(skeleton, grot, gpos):
 
 def local_rotation(parent_global_rot, global_rot):
     """Local rotation that gives ``global_rot`` under a parent with ``parent_global_rot``."""
-    return quat.multiply_pairs(parent_global_rot, global_rot, conjugate_a=True)
+    return quat.multiply(quat.conjugate(parent_global_rot), global_rot)
 
 
 def local_position(parent_global_rot, parent_global_pos, global_pos):

@@ -196,7 +196,7 @@ def solve_two_bone(pose, leg, limits, heel_target, chain):
     ankle = b + quat.rotate(knee_turn, shin_vector)
     hip_bend = quat.from_axis_angle(hinge, hip_now - hip_wanted)
     ankle_ray = quat.rotate(hip_bend, ankle - a)
-    pose.turn(leg.hip, quat.multiply_pairs(quat.between(ankle_ray, to_target), hip_bend))
+    pose.turn(leg.hip, quat.multiply(quat.between(ankle_ray, to_target), hip_bend))
     pose.update(chain[1 : chain.index(leg.ankle) + 1])
 
 
@@ -295,7 +295,7 @@ def _solve_stacked(pose, legs, limits, toe_targets, heel_targets, leg, up, optio
         """(F, n, k) -> (G F, m, k); np.take per leg, a tenth of a fancy index's time on long clips.
         Positions are laid out by component (each joint's x of every row side by side, ...):
         the solve reads and writes them a component at a time, which numpy then runs
-        through contiguously. Rotations stay as they are, for complex pairs to view."""
+        through contiguously. Rotations stay as they are: quaternion products read them whole."""
         if by_component:
             rows = np.empty((size, values.shape[-1], count, frames)).transpose(2, 3, 0, 1)
         else:

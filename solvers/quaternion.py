@@ -192,28 +192,3 @@ def from_matrix(m):
     q = np.take_along_axis(candidates, best[..., None, None], axis=-2)[..., 0, :]
     q = normalize(q)
     return np.where(q[..., :1] < 0, -q, q)
-
-
-def multiply_pairs(a, b, conjugate_a=False):
-    """:func:`multiply` (or, with ``conjugate_a``, ``multiply(conjugate(a), b)``) to round-off,
-    with a third of its numpy calls: each quaternion read as two complex numbers,
-    ``(w + x i) + (y + z i) j``, so that a Hamilton product is four complex ones."""
-    a1, a2 = _complex_pair(a)
-    b1, b2 = _complex_pair(b)
-    if conjugate_a:  # conj((a1, a2)) = (conj(a1), -a2)
-        a1, a2 = a1.conj(), -a2
-    out = np.empty(_common_shape(a, b))
-    pairs = out.view(np.complex128)
-    np.subtract(a1 * b1, a2 * b2.conj(), out=pairs[..., 0])
-    np.add(a1 * b2, a2 * b1.conj(), out=pairs[..., 1])
-    return out
-
-
-def _complex_pair(q):
-    """Quaternions (..., 4) as their complex parts ``w + x i`` and ``y + z i`` (views where
-    the components lie side by side in memory)."""
-    q = np.asarray(q, dtype=float)
-    if q.strides[-1] != q.itemsize:
-        q = np.ascontiguousarray(q)
-    pairs = q.view(np.complex128)
-    return pairs[..., 0], pairs[..., 1]
