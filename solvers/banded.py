@@ -5,9 +5,10 @@ normal equations couple each frame only with its neighbours: without reach terms
 are independent scalar chains (:func:`solve_tridiagonal`, a batch of them at once); with
 them, the frames where the reach couples the pelvis with a foot have dense blocks, and
 :func:`solve_mostly_separable` eliminates the chains between those frames before it
-solves a symmetric block-tridiagonal system on them alone (:func:`solve_block_tridiagonal`). Cyclic reduction eliminates every other frame per
-level, so the work is vectorized over frames and needs only log2(frames) Python-level
-steps; on symmetric positive definite systems it is as stable as Cholesky (it is
+solves a symmetric block-tridiagonal system on them alone (:func:`solve_block_tridiagonal`).
+
+Cyclic reduction eliminates every other frame per level, so the work is vectorized over
+frames and needs only log2(frames) Python-level steps; on symmetric positive definite systems it is as stable as Cholesky (it is
 Cholesky of the rows reordered odd after even).
 
 On the clips of a click the cost is numpy's per-call and per-row overhead, not

@@ -145,7 +145,7 @@ def _lift_tip(origin, tip, min_height, up):
     rise = np.clip(min_height - quat.dot(origin, up), -length, length)
     height = quat.dot(offset, up)
     lifted_rise = np.maximum(height, rise)
-    heading = quat.normalize(_along_up(offset, -height, up))  # the offset's horizontal part
+    heading = quat.normalize(quat.horizontal(offset, up, height))
     flat_length = np.sqrt(np.maximum(length**2 - lifted_rise**2, 0.0))
     out = np.empty(np.shape(tip))
     for i in range(3):

@@ -34,8 +34,9 @@ IMPLAUSIBLE_SHARE = 1.0 / 3.0  # a walking foot has contacts on more of its fram
 
 
 def toe_speeds(toes, up, fps, unit_scale=1.0):
-    """Horizontal toe speed (m/s) of each step between frames (L, F-1)."""
-    return length(horizontal(np.diff(toes, axis=1), up)) * fps * unit_scale
+    """Horizontal toe speed (m/s) of each step between frames: (..., F-1) of toes (..., F, 3),
+    e.g. (L, F-1) of one state's legs."""
+    return length(horizontal(np.diff(toes, axis=-2), up)) * fps * unit_scale
 
 
 def toe_slide(toes, contacts, up, fps, unit_scale=1.0, speeds=None):
@@ -243,8 +244,7 @@ def motion_metrics(toes, hips, ankles, pelvis, contacts, up, fps, floors, bone_l
     array: on a short clip their cost is per numpy call, not per frame."""
     states = len(toes)
     ground = np.asarray(floors).min()
-    # Shared by the toe slide and both skate ratios (the :func:`toe_speeds` of every state's toes).
-    speeds = length(horizontal(np.diff(toes, axis=2), up)) * fps * unit_scale
+    speeds = toe_speeds(toes, up, fps, unit_scale)  # shared by the toe slide and both skate ratios
     toe_heights = dot(toes, np.asarray(up, dtype=float))  # shared by the skate ratios and the penetration
     accelerations = ankle_accelerations(ankles, fps, unit_scale)
     slides, grounded_shares = _ground_slides(foot_points(ankles, toes, axis=3), up, fps,
