@@ -9,7 +9,9 @@ there are none), the character carried up and down by the ground. Nothing is key
 The runtime lock is simulated over the action's whole frame range once, when Preview
 starts and again when something it depends on changes (the action, the legs, the
 settings, the armature's placement, a ground mesh, its transform or keys, which meshes
-are ground); the pose of every frame is kept, as pose-channel values. On a frame change the handler only writes the
+are ground); the pose of every frame is kept, as pose-channel values. An armature that
+travels by its own transform keys is simulated in the world they move it through; one
+carried from frame to frame by anything else (a path, a parent) is refused. On a frame change the handler only writes the
 kept values of the current frame into the bones the preview changes there (or changed
 on the frame shown before), so playing costs a few property writes a frame, and
 scrubbing or jumping shows exactly what playing from the start shows. What each preview
@@ -44,7 +46,7 @@ from ..solvers.foot_lock import label_contacts
 from ..solvers.kinematics import Motion
 from ..solvers.runtime_pose import TerrainFootLock, play_clip, preview_joints, runtime_clip
 from . import action_compat as compat
-from . import armature, jobs, overlay, terrain
+from . import armature, jobs, overlay, sources, terrain
 from .errors import AdapterError
 from .properties import FOOT_LOCK_PG_settings, contact_settings, runtime_settings, solver_settings
 
@@ -87,6 +89,7 @@ class _Preview:
     shown: _Channels  # the channels of ``joints`` as shown
     authored: _Channels  # ... and as the clip has them
     keys: int = 0  # _keys_signature of the action it was simulated from
+    frame: int = 0  # the scene frame it was simulated on
     ground: tuple = ()  # names of the meshes that were ground
     surface: int | None = None  # their terrain.still_signature (None: ground that may move)
     drives: bool | None = None  # whether it muted its channels' F-curves and poses them before evaluation
@@ -111,17 +114,54 @@ _OPTIONS = ("lock_distance", "unlock_distance", "blend_time", "max_correction", 
             "height_threshold", "vote_window", "min_gap", "smoothing", "compensate_slip", "pelvis")
 
 
+_PLACEMENT = 3  # where the object stands, in a key
+
+
 def _key(obj, scene):
     """Everything the simulation reads, cheap to compare from frame to frame."""
     settings = obj.foot_lock
     action = jobs.active_action(obj)
     collection = settings.ground_collection
     legs = tuple((leg.name, leg.thigh, leg.shin, leg.foot, leg.toe) for leg in settings.legs)
-    placement = tuple(value for row in obj.matrix_world for value in row)
     fps = scene.render.fps / scene.render.fps_base
     options = tuple(getattr(settings, name) for name in _OPTIONS)
-    return (action.name, jobs.frame_range(action), legs, placement, fps, options,
+    return (action.name, jobs.frame_range(action), legs, _placement(obj, action), fps, options,
             collection.name if collection else None, _edits["action"], _edits["ground"])
+
+
+_OBJECT_CHANNELS = ("location", "rotation_euler", "rotation_quaternion", "rotation_axis_angle", "scale",
+                    "delta_location", "delta_rotation_euler", "delta_rotation_quaternion", "delta_scale")
+_keyed_channels = {}  # object name -> ((action name, action edits), {(path, index) its action keys})
+
+
+def _placement(obj, action):
+    """What puts the object where the simulation has it: its world matrix; for one that
+    travels by its own transform keys (whose world matrix changes every frame), what
+    those keys start from: its parent space and the channels they leave as they are."""
+    keyed = _object_keys(obj, action)
+    if not keyed:
+        return _flat(obj.matrix_world)
+    parent = obj.parent
+    unkeyed = tuple(value for path in _OBJECT_CHANNELS for index, value in enumerate(getattr(obj, path))
+                    if (path, index) not in keyed)
+    return (parent.name if parent else None, obj.parent_type, obj.parent_bone,
+            _flat(parent.matrix_world) if parent else None, _flat(obj.matrix_parent_inverse), unkeyed)
+
+
+def _object_keys(obj, action):
+    """The (path, index) of the object's own transform channels that ``action`` keys
+    (unmuted), found again only after an action was edited."""
+    version = (action.name, _edits["action"])
+    known = _keyed_channels.get(obj.name)
+    if known is None or known[0] != version:
+        keyed = {(fcurve.data_path, fcurve.array_index) for fcurve in compat.iter_fcurves(obj, action)
+                 if fcurve.data_path in _OBJECT_CHANNELS and not fcurve.mute}
+        known = _keyed_channels[obj.name] = (version, keyed)
+    return known[1]
+
+
+def _flat(matrix):
+    return tuple(value for row in matrix for value in row)
 
 
 # --- simulating the whole clip ----------------------------------------------------------
@@ -142,7 +182,7 @@ def _simulate(obj, scene, depsgraph, key, names, surface):
     still signature is ``surface``): a new :class:`_Preview`."""
     settings = jobs.ensure_legs(obj)
     action = jobs.active_action(obj)
-    clip = jobs.read_clip(obj, action)
+    clip = jobs.read_clip(obj, action, object_keys=True)
     joint_map = clip.joint_map
     joints = np.array([j for j in preview_joints(clip.skeleton, clip.rig) if not joint_map.is_tail[j]])
     joint_map.require_exact(joint_map.joint_bone[j] for j in joints)
@@ -156,7 +196,8 @@ def _simulate(obj, scene, depsgraph, key, names, surface):
                        np.abs(played.pos[:, joints] - motion.pos[:, joints]).max(axis=-1)) > UNCHANGED
     return _Preview(key, clip, joints, played, runtime.leg_length, moved,
                     _pose_channels(obj, clip, joints, played.rot, played.pos),
-                    _pose_channels(obj, clip, joints, motion.rot, motion.pos), _keys_signature(obj), names, surface)
+                    _pose_channels(obj, clip, joints, motion.rot, motion.pos), _keys_signature(obj), scene.frame_current,
+                    names, surface)
 
 
 _ROTATION_CHANNELS = {"QUATERNION": "rotation_quaternion", "AXIS_ANGLE": "rotation_axis_angle"}  # else Euler
@@ -196,9 +237,29 @@ def _preview_of(obj, scene, depsgraph):
             preview.key = key  # (Edit Mode entered or left: the same surface, nothing to simulate)
             return preview
         if preview is not None:
+            _refuse_carried(obj, scene, preview, key)
+        if preview is not None:
             _give_back(obj, preview)  # its curves unmuted: the action is read as it is
         preview = _previews[obj.name] = _simulate(obj, scene, depsgraph, key, names, surface)
     return preview
+
+
+def _refuse_carried(obj, scene, preview, key):
+    """Refuse an object whose placement alone changed with the frame while something besides
+    its keys moves it (a path, a parent): simulated again on every frame, the preview would
+    show each frame from where the object stood on it, as if it stood still there."""
+    carrier = sources.moved_by(obj)
+    if (carrier is not None and scene.frame_current != preview.frame
+            and _without(key, _PLACEMENT) == _without(preview.key, _PLACEMENT)):
+        raise AdapterError(
+            f"{obj.name!r} is carried from frame to frame by {carrier}, which the Preview does not follow "
+            "(it simulates an armature standing still or travelling by its own keys); "
+            "Remove Foot Sliding reads the motion as the viewport shows it"
+        )
+
+
+def _without(key, index):
+    return key[:index] + key[index + 1 :]
 
 
 def _only_ground_updated(preview, key, names, surface):
@@ -325,6 +386,7 @@ def _stop(obj, error):
 def _release(name):
     """Drop an armature's preview, giving its bones back the clip's pose."""
     preview = _previews.pop(name, None)
+    _keyed_channels.pop(name, None)
     obj = bpy.data.objects.get(name)
     if preview is not None and obj is not None:
         _give_back(obj, preview)
@@ -513,6 +575,7 @@ def _refresh():
 def _on_data_replaced(*_args):
     """A file was loaded, or undo or redo put other data in place: what was read may be stale."""
     _previews.clear()
+    _keyed_channels.clear()
     sync_handlers()
 
 

@@ -117,10 +117,21 @@ def _nla_frames(tracks, action, action_frames):
 def keys_are_exact(obj, action):
     """Whether the action's F-curves alone (the bones', the object's own transform) determine
     the armature's world motion."""
+    return moved_by(obj) is None
+
+
+def moved_by(obj):
+    """What besides its action's F-curves may move the armature ``obj`` (words for a
+    message), or None: its keys alone determine its world motion."""
     anim = obj.animation_data
-    if anim.drivers or anim.action_influence < 1.0 or anim.action_blend_type != "REPLACE":
-        return False
-    return not _constrained(obj) and not any(_moves_itself(ancestor) for ancestor in _ancestors(obj.parent))
+    if anim is not None and anim.drivers:
+        return "drivers"
+    if anim is not None and (anim.action_influence < 1.0 or anim.action_blend_type != "REPLACE"):
+        return "its action's influence or blending"
+    if _constrained(obj):
+        return f"its constraint {next(c.name for c in obj.constraints if _active(c))!r}"
+    moving = next((ancestor for ancestor in _ancestors(obj.parent) if _moves_itself(ancestor)), None)
+    return None if moving is None else f"its parent {moving.name!r}"
 
 
 def nla_moves_object(obj, source):
@@ -133,7 +144,11 @@ def nla_moves_object(obj, source):
 
 
 def _constrained(obj):
-    return any(not c.mute and c.influence > 0.0 for c in obj.constraints)
+    return any(_active(c) for c in obj.constraints)
+
+
+def _active(constraint):
+    return not constraint.mute and constraint.influence > 0.0
 
 
 def _animates_transform(obj, fcurve):
@@ -167,7 +182,7 @@ def check_evaluated(obj):
     as if absent)."""
     for item in _ancestors(obj):
         for constraint in item.constraints:
-            if not constraint.mute and constraint.influence > 0.0 and not _valid(constraint):
+            if _active(constraint) and not _valid(constraint):
                 raise AdapterError(
                     f"constraint {constraint.name!r} on {item.name!r} is not valid (its target was deleted?): "
                     "fix or remove it first; nothing was changed"

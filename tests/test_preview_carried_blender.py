@@ -1,0 +1,111 @@
+"""Preview of an armature that does not stand still: carried by its own transform keys
+(the preview follows it and plants the feet in the world), by a path (it stops, saying
+why, instead of simulating again on every frame), or held in place by a constraint (it
+previews as usual)."""
+
+import math
+
+import numpy as np
+import pytest
+from blender_scenes import import_clip, leg_bones, reference_labels_by_leg, slide_cm_s, world_joints
+from clip_scenarios import in_place, settled, smoothed_travel
+from foot_lock.solvers import bvh
+from foot_lock.solvers.kinematics import Motion
+from test_preview_blender import CLIP, frames_of, play, scene_fps
+
+pytestmark = pytest.mark.blender
+
+TRAVEL = 2.0  # m a path carries the armature over the clip
+FACTOR = 1.25  # the object travels this much faster than the walk: its feet slide
+
+
+def _walk(bpy, path):
+    obj = import_clip(bpy, path)
+    bpy.ops.foot_lock.detect_legs()
+    return obj
+
+
+def _in_place_copy(source, target):
+    """The BVH walking in place: its root's smoothed travel taken away (a game clip whose
+    travel is root motion)."""
+    parsed = bvh.read(source)
+    skeleton, motion = bvh.to_motion(parsed)
+    bvh.write(target, parsed, in_place(motion), 1.0, location_joints=np.flatnonzero(skeleton.parents < 0))
+    return target
+
+
+def _carried_walk(bpy, clips_dir, folder):
+    """The walk in place, its object keyed to travel as the walk did, ``FACTOR`` times as far."""
+    pelvis = world_joints(_walk(bpy, clips_dir / f"{CLIP}.bvh"), ["Hips"])  # (F, 1, 3)
+    travel = smoothed_travel(Motion(np.zeros((len(pelvis), 1, 4)), pelvis, scene_fps(bpy)), up=(0.0, 0.0, 1.0))
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    obj = _walk(bpy, _in_place_copy(clips_dir / f"{CLIP}.bvh", folder / "in_place.bvh"))
+    for frame, offset in zip(frames_of(obj), FACTOR * (travel - travel[0])):
+        obj.location = offset
+        obj.keyframe_insert("location", frame=int(frame))
+    return obj
+
+
+def _toe_slide(bpy, obj, clips_dir, shown):
+    """cm/s the ``shown`` toes (F, L, 3) slide over the clip's reference contacts, after
+    each contact's inertialized catch-up."""
+    reference = reference_labels_by_leg(clips_dir / f"{CLIP}.bvh")
+    contacts = np.array([reference[leg.name] for leg in obj.foot_lock.legs]) > 0.5
+    stance = settled(contacts, math.ceil(obj.foot_lock.blend_time * scene_fps(bpy)))
+    return slide_cm_s(shown, stance, scene_fps(bpy))
+
+
+def test_an_armature_travelling_by_its_own_keys_has_its_feet_planted_in_the_world(addon, clips_dir, tmp_path):
+    """As planted as where the bones carry the same sliding walk (the preview's own test),
+    and baked as shown."""
+    from foot_lock.adapters import preview
+
+    obj = _carried_walk(addon, clips_dir, tmp_path)
+    frames, toes = frames_of(obj), leg_bones(obj, "toe")
+    sliding = _toe_slide(addon, obj, clips_dir, play(addon, obj, frames, toes))
+    obj.foot_lock.preview = True
+    simulated = preview._previews[obj.name]
+    shown = play(addon, obj, frames, toes)
+    assert obj.foot_lock.preview and obj.foot_lock.preview_error == ""
+    assert preview._previews[obj.name] is simulated  # simulated once, not again on every frame
+    assert sliding > 10.0
+    assert _toe_slide(addon, obj, clips_dir, shown) <= 1.0
+    assert addon.ops.foot_lock.bake_preview() == {"FINISHED"}
+    assert np.abs(play(addon, obj, frames, toes) - shown).max() < 1e-4
+
+
+def test_an_armature_carried_by_a_path_stops_its_preview_saying_why(addon, clips_dir):
+    obj = _walk(addon, clips_dir / f"{CLIP}.bvh")
+    curve = addon.data.curves.new("Path", "CURVE")
+    curve.splines.new("POLY").points.add(1)
+    curve.splines[0].points[1].co = (TRAVEL, 0.0, 0.0, 1.0)
+    path = addon.data.objects.new("Path", curve)
+    addon.context.scene.collection.objects.link(path)
+    obj.constraints.new("FOLLOW_PATH").target = path
+    curve.use_path = True
+    frames = frames_of(obj)
+    curve.path_duration = len(frames)
+    curve.eval_time = 0.0
+    curve.keyframe_insert("eval_time", frame=int(frames[0]))
+    curve.eval_time = float(len(frames))
+    curve.keyframe_insert("eval_time", frame=int(frames[-1]))
+    obj.foot_lock.preview = True
+    play(addon, obj, frames[:5], [])
+    assert not obj.foot_lock.preview
+    assert "constraint 'Follow Path'" in obj.foot_lock.preview_error
+    assert "Remove Foot Sliding" in obj.foot_lock.preview_error
+
+
+def test_an_armature_held_in_place_by_a_constraint_previews_as_usual(addon, clips_dir):
+    from foot_lock.adapters import preview
+
+    obj = _walk(addon, clips_dir / f"{CLIP}.bvh")
+    anchor = addon.data.objects.new("Anchor", None)
+    anchor.location = (1.0, 0.5, 0.0)
+    addon.context.scene.collection.objects.link(anchor)
+    obj.constraints.new("CHILD_OF").target = anchor
+    obj.foot_lock.preview = True
+    simulated = preview._previews[obj.name]
+    play(addon, obj, frames_of(obj)[:30], [])
+    assert obj.foot_lock.preview and obj.foot_lock.preview_error == ""
+    assert preview._previews[obj.name] is simulated
