@@ -182,6 +182,9 @@ def _simulate(obj, scene, depsgraph, key, names, surface):
     still signature is ``surface``): a new :class:`_Preview`."""
     settings = jobs.ensure_legs(obj)
     action = jobs.active_action(obj)
+    carrier = sources.moved_by(obj)
+    if carrier is not None and _object_keys(obj, action):  # its keys alone do not say where it goes
+        raise _carried(obj, carrier)
     clip = jobs.read_clip(obj, action, object_keys=True)
     joint_map = clip.joint_map
     joints = np.array([j for j in preview_joints(clip.skeleton, clip.rig) if not joint_map.is_tail[j]])
@@ -251,11 +254,15 @@ def _refuse_carried(obj, scene, preview, key):
     carrier = sources.moved_by(obj)
     if (carrier is not None and scene.frame_current != preview.frame
             and _without(key, _PLACEMENT) == _without(preview.key, _PLACEMENT)):
-        raise AdapterError(
-            f"{obj.name!r} is carried from frame to frame by {carrier}, which the Preview does not follow "
-            "(it simulates an armature standing still or travelling by its own keys); "
-            "Remove Foot Sliding reads the motion as the viewport shows it"
-        )
+        raise _carried(obj, carrier)
+
+
+def _carried(obj, carrier):
+    return AdapterError(
+        f"{obj.name!r} is carried from frame to frame by {carrier}, which the Preview does not follow "
+        "(it simulates an armature standing still or travelling by its own keys); "
+        "Remove Foot Sliding reads the motion as the viewport shows it"
+    )
 
 
 def _without(key, index):

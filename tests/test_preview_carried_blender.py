@@ -109,3 +109,13 @@ def test_an_armature_held_in_place_by_a_constraint_previews_as_usual(addon, clip
     play(addon, obj, frames_of(obj)[:30], [])
     assert obj.foot_lock.preview and obj.foot_lock.preview_error == ""
     assert preview._previews[obj.name] is simulated
+
+
+def test_an_armature_travelling_by_its_keys_and_a_constraint_is_refused_saying_why(addon, clips_dir, tmp_path):
+    obj = _carried_walk(addon, clips_dir, tmp_path)
+    anchor = addon.data.objects.new("Anchor", None)
+    addon.context.scene.collection.objects.link(anchor)
+    obj.constraints.new("CHILD_OF").target = anchor
+    obj.foot_lock.preview = True
+    assert not obj.foot_lock.preview
+    assert "constraint 'Child Of'" in obj.foot_lock.preview_error
