@@ -268,13 +268,14 @@ def moving_ground(cues, root, fps, scale, settings):
     cap = 2.0 * settings.speed_threshold * scale
     root_velocity = horizontal(span_velocity(root, fps, settings.velocity_span, axis=0), cues.up)
     share = local_slip(cues.horizontal_velocity, root_velocity, cap, half_width, settings.max_slip)
-    ground = share[:, None] * root_velocity
+    grounds = np.empty((2, frames, 3))  # the drifting ground, then the root's share alone
+    ground = np.multiply(share[:, None], root_velocity, out=grounds[1])
     drift = planted_drift(cues.horizontal_velocity - ground[None], cues.planted,
                           max(1, round(settings.drift_window * fps)))
     # A drift well inside the speed threshold is left alone (a planted toe's own jitter and
     # roll); a larger one is removed down to that margin.
-    drifting = ground + shrink(drift, 0.5 * settings.speed_threshold * scale)
-    return np.stack([drifting, ground]), float(median(share))
+    np.add(ground, shrink(drift, 0.5 * settings.speed_threshold * scale), out=grounds[0])
+    return grounds, float(median(share))
 
 
 def vertically_planted(clearance, vertical_speed, fps, scale, settings, stillness=None):
@@ -306,7 +307,10 @@ def planted_drift(residual, planted, half_width):
     if not known.any():
         return np.zeros_like(total)
     drift = total[known] / weight[known, None]
-    return np.stack([np.interp(frames, frames[known], drift[:, axis]) for axis in range(drift.shape[1])], axis=1)
+    out = np.empty(total.shape)
+    for axis in range(drift.shape[1]):  # (into columns: np.stack costs as much as the interpolations)
+        out[:, axis] = np.interp(frames, frames[known], drift[:, axis])
+    return out
 
 
 def shrink(vectors, margin):
@@ -519,7 +523,10 @@ def skating_motion(planted, moving, half_width):
     part). There planted frames are contacts although they move (up to ``skate_speed``: a
     swing toe skimming the floor stays out); elsewhere the planted-but-moving frames are a
     clip's own small slides at stance edges, not contacts."""
-    planted_frames, sliding_frames = window_sum(np.stack([planted, planted & moving]).astype(float), half_width)
+    counted = np.empty((2,) + planted.shape, dtype=bool)  # (np.stack's rows, without its overhead)
+    counted[0] = planted
+    np.logical_and(planted, moving, out=counted[1])
+    planted_frames, sliding_frames = window_sum(counted, half_width)
     return sliding_frames > 0.5 * np.maximum(planted_frames, 1.0)
 
 
