@@ -164,17 +164,13 @@ def window_sum(values, half_width, axis=-1):
     values = np.swapaxes(values, axis, 0)
     frames, half = len(values), half_width
     # Each window's sum is the running total at its last frame (the clip's last, past the end)
-    # less the total before its first -- nothing where that is before the clip (the same
-    # numbers as less a zero). Regions of frames, each a slice or two.
-    total = np.cumsum(values, axis=0, dtype=float)
-    out = np.empty(total.shape)
-    starting, inside = min(half + 1, frames), max(frames - half, 0)  # first frames; last with a full reach ahead
-    out[: min(starting, inside)] = total[half : half + min(starting, inside)]
-    out[inside:starting] = total[-1]
-    if starting < inside:
-        out[starting:inside] = total[starting + half : inside + half] - total[: inside - starting]
-    out[max(starting, inside) :] = total[-1] - total[max(starting, inside) - half - 1 : frames - half - 1]
-    return np.swapaxes(out, 0, axis)
+    # less the total before its first: one difference of the running total padded with zeros
+    # before the clip (less a zero: the same numbers as nothing taken) and its last value after.
+    total = np.empty((frames + 2 * half + 1,) + values.shape[1:])
+    total[: half + 1] = 0.0
+    np.cumsum(values, axis=0, dtype=float, out=total[half + 1 : half + 1 + frames])
+    total[half + 1 + frames :] = total[half + frames]
+    return np.swapaxes(total[2 * half + 1 :] - total[:frames], 0, axis)
 
 
 def local_slip(point_velocity, root_velocity, cap, half_width, max_slip=1.0):
@@ -186,29 +182,31 @@ def local_slip(point_velocity, root_velocity, cap, half_width, max_slip=1.0):
     """
     candidates, twice, squares = _slip_candidates(max_slip)
     # |v - a r|^2 = |v|^2 - 2 a v.r + a^2 |r|^2, so no (points, frames, candidates, 3) array
-    # is built: one (frames, candidates) buffer, the slower point kept as each point comes.
-    # The last term is the same for every point, and rounding is monotonic: it is added once,
-    # after the minimum, with the values of adding it to each point first.
+    # is built, only (points, frames, candidates) values. The last term is the same for every
+    # point, and rounding is monotonic: it is added once, after the minimum, with the values of
+    # adding it to each point first.
     vv, vr, rr = dot(point_velocity, point_velocity), dot(point_velocity, root_velocity), dot(root_velocity, root_velocity)
-    slowest = squared = np.empty((len(rr), len(candidates)))
-    for row, (point_vv, point_vr) in enumerate(zip(vv, vr)):
-        np.multiply(point_vr[:, None], twice, out=squared)
-        np.subtract(point_vv[:, None], squared, out=squared)
-        if row == 0:
-            slowest, squared = squared, np.empty_like(squared)
-        else:
-            np.minimum(slowest, squared, out=slowest)
+    squared = vr[..., None] * twice  # (points, frames, candidates), every point at once
+    np.subtract(vv[..., None], squared, out=squared)
+    slowest = squared[0]  # (F, C): the slower point kept row by row (np.minimum.reduce: 4 times the cost)
+    for row in squared[1:]:
+        np.minimum(slowest, row, out=slowest)
     slowest += rr[:, None] * squares
     np.maximum(slowest, 0.0, out=slowest)  # (np.clip's numbers, without its overhead)
     np.minimum(slowest, cap * cap, out=slowest)
-    np.sqrt(slowest, out=slowest)  # (F, C)
+    np.sqrt(slowest, out=slowest)
     cost = window_sum(slowest, half_width, axis=0)
-    best = np.clip(np.argmin(cost, axis=1), 1, len(candidates) - 2)
-    frames = np.arange(len(cost))
-    left, middle, right = cost[frames, best - 1], cost[frames, best], cost[frames, best + 1]
+    # Each frame's best candidate, kept off the grid's ends, with its two neighbours.
+    best = np.minimum(np.maximum(cost.argmin(axis=1), 1), len(candidates) - 2)
+    # (By flat index: one take, cheaper than indexing by frame and candidate.)
+    left, middle, right = np.take(cost, (best + np.arange(0, cost.size, cost.shape[1]))[:, None] + _NEIGHBOURS).T
     curvature = left - 2.0 * middle + right
-    shift = np.where(curvature > 0, 0.5 * (left - right) / np.where(curvature > 0, curvature, 1.0), 0.0)
-    return candidates[best] + np.clip(shift, -1.0, 1.0) * (candidates[1] - candidates[0])
+    curved = curvature > 0
+    shift = np.where(curved, 0.5 * (left - right) / np.where(curved, curvature, 1.0), 0.0)
+    return candidates[best] + np.minimum(np.maximum(shift, -1.0), 1.0) * (candidates[1] - candidates[0])
+
+
+_NEIGHBOURS = np.array([-1, 0, 1])
 
 
 @lru_cache(maxsize=4)
@@ -270,13 +268,14 @@ def moving_ground(cues, root, fps, scale, settings):
     cap = 2.0 * settings.speed_threshold * scale
     root_velocity = horizontal(span_velocity(root, fps, settings.velocity_span, axis=0), cues.up)
     share = local_slip(cues.horizontal_velocity, root_velocity, cap, half_width, settings.max_slip)
-    ground = share[:, None] * root_velocity
+    grounds = np.empty((2, frames, 3))  # the drifting ground, then the root's share alone
+    ground = np.multiply(share[:, None], root_velocity, out=grounds[1])
     drift = planted_drift(cues.horizontal_velocity - ground[None], cues.planted,
                           max(1, round(settings.drift_window * fps)))
     # A drift well inside the speed threshold is left alone (a planted toe's own jitter and
     # roll); a larger one is removed down to that margin.
-    drifting = ground + shrink(drift, 0.5 * settings.speed_threshold * scale)
-    return np.stack([drifting, ground]), float(median(share))
+    np.add(ground, shrink(drift, 0.5 * settings.speed_threshold * scale), out=grounds[0])
+    return grounds, float(median(share))
 
 
 def vertically_planted(clearance, vertical_speed, fps, scale, settings, stillness=None):
@@ -308,7 +307,10 @@ def planted_drift(residual, planted, half_width):
     if not known.any():
         return np.zeros_like(total)
     drift = total[known] / weight[known, None]
-    return np.stack([np.interp(frames, frames[known], drift[:, axis]) for axis in range(drift.shape[1])], axis=1)
+    out = np.empty(total.shape)
+    for axis in range(drift.shape[1]):  # (into columns: np.stack costs as much as the interpolations)
+        out[:, axis] = np.interp(frames, frames[known], drift[:, axis])
+    return out
 
 
 def shrink(vectors, margin):
@@ -521,7 +523,10 @@ def skating_motion(planted, moving, half_width):
     part). There planted frames are contacts although they move (up to ``skate_speed``: a
     swing toe skimming the floor stays out); elsewhere the planted-but-moving frames are a
     clip's own small slides at stance edges, not contacts."""
-    planted_frames, sliding_frames = window_sum(np.stack([planted, planted & moving]).astype(float), half_width)
+    counted = np.empty((2,) + planted.shape, dtype=bool)  # (np.stack's rows, without its overhead)
+    counted[0] = planted
+    np.logical_and(planted, moving, out=counted[1])
+    planted_frames, sliding_frames = window_sum(counted, half_width)
     return sliding_frames > 0.5 * np.maximum(planted_frames, 1.0)
 
 

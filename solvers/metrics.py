@@ -154,22 +154,23 @@ def grounded_feet(foot_points, up, fps, size, steadying=None):
     """Which frames (L, F) each foot is on the ground, and its lowest point's horizontal
     velocity (L, F, 3) in world units per second.
 
-    ``foot_points`` (L, F, P, 3): the points of each foot (ankle, toe, ...); ``size``: the
-    character's leg length over a reference adult's, for the adult-scaled thresholds;
-    ``steadying``: the :func:`ground_steadying` of the input's feet.
+    ``foot_points`` (P, L, F, 3): the points of each foot (ankle, toe, ...; see
+    :func:`foot_points`); ``size``: the character's leg length over a reference adult's,
+    for the adult-scaled thresholds; ``steadying``: the :func:`ground_steadying` of the
+    input's feet.
     """
     up = np.asarray(up, dtype=float)
-    foot_points = steadied(foot_points, steadying, axis=1)
-    heights = dot(foot_points, up)
-    lowest = np.argmin(heights, axis=-1)
-    # The lowest point of each foot and frame as a row of the (L F P) points, taken by one
+    foot_points = steadied(foot_points, steadying)
+    heights = dot(foot_points, up)  # (P, L, F)
+    lowest = _lowest(heights)
+    # The lowest point of each foot and frame as a row of the (P L F) points, taken by one
     # flat index (np.take_along_axis builds an index per axis, several times the cost).
-    points, frames = heights.shape[-1], heights.shape[1]
-    rows = lowest + points * np.arange(lowest.size).reshape(lowest.shape)
+    frames = heights.shape[-1]
+    rows = lowest * lowest.size + np.arange(lowest.size).reshape(lowest.shape)
     # That point's own velocity (np.gradient's central differences of its track, one-sided at
     # the clip's ends), from the frames either side of it alone: a switch from ankle to toe is
     # no step.
-    ahead, behind, spacing = np.full(frames, points), np.full(frames, points), np.full(frames, 2.0)
+    ahead, behind, spacing = np.ones(frames, dtype=int), np.ones(frames, dtype=int), np.full(frames, 2.0)
     ahead[-1] = behind[0] = 0
     spacing[[0, -1]] = 1.0
     flat = foot_points.reshape(-1, 3)
@@ -181,18 +182,30 @@ def grounded_feet(foot_points, up, fps, size, steadying=None):
     return long_runs(on_ground, round(GROUND_TIME * fps)), horizontal(velocity, up, vertical)
 
 
+def _lowest(heights):
+    """``np.argmin(heights, axis=0)``'s indices of rows of heights (P, ...); of two (an ankle
+    and a toe) by comparison, NaN counting as the lowest as there: numpy's argmin along a
+    leading axis copies the array to put it last, at several times the cost."""
+    if len(heights) != 2:
+        return np.argmin(heights, axis=0)
+    first, second = heights
+    return ((second < first) | (np.isnan(second) & ~np.isnan(first))).astype(np.intp)
+
+
 def ground_slide(foot_points, up, fps, size, unit_scale=1.0, steadying=None):
     """Mean horizontal speed (m/s) of the feet's lowest points while on the ground, and the
-    share of frames each foot (L,) is on the ground (``steadying``: see :func:`grounded_feet`)."""
-    (slide,), (grounded_share,) = _ground_slides(foot_points[None], up, fps, size, unit_scale, steadying)
+    share of frames each foot (L,) is on the ground (``foot_points`` and ``steadying``: see
+    :func:`grounded_feet`)."""
+    (slide,), (grounded_share,) = _ground_slides(foot_points[:, None], up, fps, size, unit_scale, steadying)
     return slide, grounded_share
 
 
 def _ground_slides(foot_points, up, fps, size, unit_scale, steadying):
-    """:func:`ground_slide` of S states of the feet at once, ``foot_points`` (S, L, F, P, 3):
+    """:func:`ground_slide` of S states of the feet at once, ``foot_points`` (P, S, L, F, 3):
     their legs are rows of one array. Returns the S slides and the (S, L) shares."""
-    states = foot_points.shape[0]
-    on_ground, velocity = grounded_feet(foot_points.reshape((-1,) + foot_points.shape[2:]), up, fps, size, steadying)
+    states = foot_points.shape[1]
+    on_ground, velocity = grounded_feet(foot_points.reshape((len(foot_points), -1) + foot_points.shape[-2:]), up, fps,
+                                        size, steadying)
     on_ground = on_ground.reshape(states, -1, on_ground.shape[-1])
     speed = length(velocity).reshape(on_ground.shape) * unit_scale
     sliding = on_ground & (speed < POP_SPEED * size * unit_scale)
@@ -214,10 +227,10 @@ def implausible_contacts(contacts, grounded_share, leg_names):
     ]
 
 
-def foot_points(ankles, toes, axis=2):
-    """(L, F, 2, 3): the points of each foot the ground figures look at (``axis`` 3 for
-    (S, L, F, 3) states)."""
-    return np.stack([ankles, toes], axis=axis)
+def foot_points(ankles, toes):
+    """(2, ..., L, F, 3): the points of each foot the ground figures look at, of the ankles
+    and toes (..., L, F, 3) (of a state, or of S states: (S, L, F, 3)), each a row of points."""
+    return np.stack([ankles, toes])
 
 
 def foot_jitter(ankles, toes):
@@ -247,7 +260,7 @@ def motion_metrics(toes, hips, ankles, pelvis, contacts, up, fps, floors, bone_l
     speeds = toe_speeds(toes, up, fps, unit_scale)  # shared by the toe slide and both skate ratios
     toe_heights = dot(toes, np.asarray(up, dtype=float))  # shared by the skate ratios and the penetration
     accelerations = ankle_accelerations(ankles, fps, unit_scale)
-    slides, grounded_shares = _ground_slides(foot_points(ankles, toes, axis=3), up, fps,
+    slides, grounded_shares = _ground_slides(foot_points(ankles, toes), up, fps,
                                              character_size(bone_lengths), unit_scale, steadying)
     near = _near_ground(toe_heights, ground, unit_scale)
     columns = {
