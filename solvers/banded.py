@@ -25,32 +25,50 @@ import numpy as np
 def solve_tridiagonal(diag, lower, rhs):
     """Solve a batch of symmetric positive definite tridiagonal systems, one per row:
     ``diag`` (c, n) their diagonals, ``lower`` (c, n) ``A[i, i - 1]`` (``lower[:, 0]`` is
-    ignored; ``A[i - 1, i]`` is the same), ``rhs`` (c, n). Returns x (c, n)."""
-    n = diag.shape[-1]
-    if n == 1:
+    ignored; ``A[i - 1, i]`` is the same), ``rhs`` (c, n). Returns x (c, n).
+
+    The rows are padded to a power of two with rows that couple to nothing (their x is 0,
+    and every term they add to a real row is an exact zero) and laid end to end as one
+    chain: every level then keeps the even rows of every system at once, through 1-D
+    slices, which numpy runs several times faster than the same slices of 2-D rows."""
+    chains, n = diag.shape
+    size = 1 << (n - 1).bit_length()
+    padded = np.zeros((3, chains, size))
+    padded[0, :, n:] = 1.0
+    padded[0, :, :n] = diag
+    padded[1, :, 1:n] = lower[:, 1:]  # no coupling between one system and the next
+    padded[2, :, :n] = rhs
+    return _reduce_chains(*padded.reshape(3, -1), size).reshape(chains, size)[:, :n]
+
+
+def _reduce_chains(diag, lower, rhs, length):
+    """:func:`solve_tridiagonal` of systems ``length`` rows long (a power of two) laid end
+    to end in ``diag``, ``lower`` and ``rhs`` (1-D), each one's first ``lower`` zero."""
+    if length == 1:
         return rhs / diag
-    inverse = 1.0 / diag[:, 1::2]  # the dropped (odd) rows' pivots
-    to_previous, to_next = lower[:, 1::2], lower[:, 2::2]  # their couplings; the last of an even n has no next
-    dropped, inner = inverse.shape[-1], to_next.shape[-1]
+    inverse = 1.0 / diag[1::2]  # the dropped (odd) rows' pivots
+    to_previous, to_next = lower[1::2], lower[2::2]  # their couplings; the last has no next
     # Kept row k between dropped rows p = k - 1 and q = k + 1: its diagonal loses
     # A[k, p]^2 / A[p, p] and A[k, q]^2 / A[q, q], it couples to k - 2 through
     # -A[k, p] A[p, k - 2] / A[p, p], and its right-hand side loses A[k, p] b_p / A[p, p] ...
-    before = to_next * inverse[:, :inner]  # kept rows 1..: A[k, p] / A[p, p]
-    after = to_previous * inverse  # kept rows ..dropped - 1: A[k, q] / A[q, q]
-    kept_diag = diag[:, 0::2].copy()
-    kept_diag[:, 1:] -= before * to_next
-    kept_diag[:, :dropped] -= after * to_previous
-    kept_lower = np.zeros_like(kept_diag)
-    kept_lower[:, 1:] = -before * to_previous[:, :inner]
-    kept_rhs = rhs[:, 0::2].copy()
-    kept_rhs[:, 1:] -= before * rhs[:, 1::2][:, :inner]
-    kept_rhs[:, :dropped] -= after * rhs[:, 1::2]
-    kept = solve_tridiagonal(kept_diag, kept_lower, kept_rhs)
+    before = to_next * inverse[:-1]  # kept rows 1..: A[k, p] / A[p, p]
+    after = to_previous * inverse  # A[k, q] / A[q, q]
+    kept_diag = diag[0::2].copy()
+    kept_diag[1:] -= before * to_next
+    kept_diag -= after * to_previous
+    kept_lower = np.empty_like(kept_diag)
+    kept_lower[0] = 0.0
+    np.multiply(-before, to_previous[:-1], out=kept_lower[1:])
+    dropped_rhs = rhs[1::2]
+    kept_rhs = rhs[0::2].copy()
+    kept_rhs[1:] -= before * dropped_rhs[:-1]
+    kept_rhs -= after * dropped_rhs
+    kept = _reduce_chains(kept_diag, kept_lower, kept_rhs, length // 2)
     x = np.empty_like(rhs)
-    x[:, 0::2] = kept
-    pull = to_previous * kept[:, :dropped]
-    pull[:, :inner] += to_next * kept[:, 1:]
-    x[:, 1::2] = (rhs[:, 1::2] - pull) * inverse
+    x[0::2] = kept
+    pull = to_previous * kept
+    pull[:-1] += to_next * kept[1:]
+    x[1::2] = (dropped_rhs - pull) * inverse
     return x
 
 
