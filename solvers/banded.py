@@ -25,32 +25,50 @@ import numpy as np
 def solve_tridiagonal(diag, lower, rhs):
     """Solve a batch of symmetric positive definite tridiagonal systems, one per row:
     ``diag`` (c, n) their diagonals, ``lower`` (c, n) ``A[i, i - 1]`` (``lower[:, 0]`` is
-    ignored; ``A[i - 1, i]`` is the same), ``rhs`` (c, n). Returns x (c, n)."""
-    n = diag.shape[-1]
-    if n == 1:
+    ignored; ``A[i - 1, i]`` is the same), ``rhs`` (c, n). Returns x (c, n).
+
+    The rows are padded to a power of two with rows that couple to nothing (their x is 0,
+    and every term they add to a real row is an exact zero) and laid end to end as one
+    chain: every level then keeps the even rows of every system at once, through 1-D
+    slices, which numpy runs several times faster than the same slices of 2-D rows."""
+    chains, n = diag.shape
+    size = 1 << (n - 1).bit_length()
+    padded = np.zeros((3, chains, size))
+    padded[0, :, n:] = 1.0
+    padded[0, :, :n] = diag
+    padded[1, :, 1:n] = lower[:, 1:]  # no coupling between one system and the next
+    padded[2, :, :n] = rhs
+    return _reduce_chains(*padded.reshape(3, -1), size).reshape(chains, size)[:, :n]
+
+
+def _reduce_chains(diag, lower, rhs, length):
+    """:func:`solve_tridiagonal` of systems ``length`` rows long (a power of two) laid end
+    to end in ``diag``, ``lower`` and ``rhs`` (1-D), each one's first ``lower`` zero."""
+    if length == 1:
         return rhs / diag
-    inverse = 1.0 / diag[:, 1::2]  # the dropped (odd) rows' pivots
-    to_previous, to_next = lower[:, 1::2], lower[:, 2::2]  # their couplings; the last of an even n has no next
-    dropped, inner = inverse.shape[-1], to_next.shape[-1]
+    inverse = 1.0 / diag[1::2]  # the dropped (odd) rows' pivots
+    to_previous, to_next = lower[1::2], lower[2::2]  # their couplings; the last has no next
     # Kept row k between dropped rows p = k - 1 and q = k + 1: its diagonal loses
     # A[k, p]^2 / A[p, p] and A[k, q]^2 / A[q, q], it couples to k - 2 through
     # -A[k, p] A[p, k - 2] / A[p, p], and its right-hand side loses A[k, p] b_p / A[p, p] ...
-    before = to_next * inverse[:, :inner]  # kept rows 1..: A[k, p] / A[p, p]
-    after = to_previous * inverse  # kept rows ..dropped - 1: A[k, q] / A[q, q]
-    kept_diag = diag[:, 0::2].copy()
-    kept_diag[:, 1:] -= before * to_next
-    kept_diag[:, :dropped] -= after * to_previous
-    kept_lower = np.zeros_like(kept_diag)
-    kept_lower[:, 1:] = -before * to_previous[:, :inner]
-    kept_rhs = rhs[:, 0::2].copy()
-    kept_rhs[:, 1:] -= before * rhs[:, 1::2][:, :inner]
-    kept_rhs[:, :dropped] -= after * rhs[:, 1::2]
-    kept = solve_tridiagonal(kept_diag, kept_lower, kept_rhs)
+    before = to_next * inverse[:-1]  # kept rows 1..: A[k, p] / A[p, p]
+    after = to_previous * inverse  # A[k, q] / A[q, q]
+    kept_diag = diag[0::2].copy()
+    kept_diag[1:] -= before * to_next
+    kept_diag -= after * to_previous
+    kept_lower = np.empty_like(kept_diag)
+    kept_lower[0] = 0.0
+    np.multiply(-before, to_previous[:-1], out=kept_lower[1:])
+    dropped_rhs = rhs[1::2]
+    kept_rhs = rhs[0::2].copy()
+    kept_rhs[1:] -= before * dropped_rhs[:-1]
+    kept_rhs -= after * dropped_rhs
+    kept = _reduce_chains(kept_diag, kept_lower, kept_rhs, length // 2)
     x = np.empty_like(rhs)
-    x[:, 0::2] = kept
-    pull = to_previous * kept[:, :dropped]
-    pull[:, :inner] += to_next * kept[:, 1:]
-    x[:, 1::2] = (rhs[:, 1::2] - pull) * inverse
+    x[0::2] = kept
+    pull = to_previous * kept
+    pull[:-1] += to_next * kept[1:]
+    x[1::2] = (dropped_rhs - pull) * inverse
     return x
 
 
@@ -64,7 +82,7 @@ def solve_block_tridiagonal(diag, lower, rhs):
     ``rhs``   (n, m), or (n, m, r) for ``r`` right-hand sides at once.
     """
     rhs = np.asarray(rhs, dtype=float)
-    columns = np.swapaxes(rhs[..., None] if rhs.ndim == 2 else rhs, -1, -2)
+    columns = (rhs[..., None] if rhs.ndim == 2 else rhs).swapaxes(-1, -2)
     n, m = diag.shape[:2]
     if lower.ndim == 2 and n > 2:
         x = _reduce_diagonal_coupling(diag, lower, columns)
@@ -73,11 +91,11 @@ def solve_block_tridiagonal(diag, lower, rhs):
             lower = lower[:, :, None] * np.eye(m)
         rows = np.empty((n, 2 * m + columns.shape[1], m))
         rows[0, :m] = rows[-1, m : 2 * m] = 0.0  # the ends have no neighbour there
-        rows[1:, :m] = np.swapaxes(lower[1:], -1, -2)  # A[i, i - 1]^T
+        rows[1:, :m] = lower[1:].swapaxes(-1, -2)  # A[i, i - 1]^T
         rows[:-1, m : 2 * m] = lower[1:]  # A[i, i + 1]^T
         rows[:, 2 * m :] = columns
         x = _reduce(diag, rows)
-    x = np.swapaxes(x, -1, -2)
+    x = x.swapaxes(-1, -2)
     return x[..., 0] if rhs.ndim == 2 else x
 
 
@@ -111,12 +129,13 @@ def solve_mostly_separable(diag, lower, rhs, frames, blocks, pulls):
         after = np.minimum(outside + 1, n - 1)
         from_before = np.where((before >= 0) & dense[np.maximum(before, 0)], lower[:, outside], 0.0)
         from_after = np.where((outside + 1 < n) & dense[after], lower[:, after], 0.0)
-        solved = solve_tridiagonal(np.tile(diag[:, outside], (3, 1)), np.tile(cut_lower, (3, 1)),
+        outside_diag = diag[:, outside]
+        solved = solve_tridiagonal(np.concatenate((outside_diag,) * 3), np.concatenate((cut_lower,) * 3),
                                    np.concatenate((rhs[:, outside], from_before, from_after)))
-        free, by_before, by_after = np.split(solved, 3)  # A_oo^-1 of each: x outside = free - by_before x_b - by_after x_a
+        free, by_before, by_after = solved[:m], solved[m : 2 * m], solved[2 * m :]  # A_oo^-1 of each: x outside = free - by_before x_b - by_after x_a
     else:
         free = by_before = by_after = np.zeros((m, 0))
-    place = np.cumsum(~dense) - 1  # each frame outside: its column in ``free``
+    place = (~dense).cumsum() - 1  # each frame outside: its column in ``free``
     # The dense frames' system: each loses what its neighbours outside pass back to it.
     reduced_diag, reduced_rhs = diag[:, frames].copy(), rhs[:, frames].copy()
     right = frames + 1 < n
@@ -137,7 +156,7 @@ def solve_mostly_separable(diag, lower, rhs, frames, blocks, pulls):
     at_dense = solve_block_tridiagonal(system, reduced_lower.T, reduced_rhs.T + pulls)  # (k, m)
     x[:, frames] = at_dense.T
     if len(outside):
-        index = np.cumsum(dense) - 1  # each frame: the last dense frame at or before it (-1: none)
+        index = dense.cumsum() - 1  # each frame: the last dense frame at or before it (-1: none)
         last = np.maximum(index[outside], 0)  # no dense frame before: by_before is 0 there
         following = np.minimum(index[outside] + 1, len(frames) - 1)  # none after: by_after is 0
         x[:, outside] = free - by_before * at_dense[last].T - by_after * at_dense[following].T
@@ -255,13 +274,13 @@ def spd_inverse(blocks):
     low = np.linalg.cholesky(blocks)
     m = blocks.shape[-1]
     inv_low = np.zeros_like(low)
-    reciprocal = 1.0 / np.diagonal(low, axis1=-2, axis2=-1)
+    reciprocal = 1.0 / low.diagonal(axis1=-2, axis2=-1)
     inv_low[:, np.arange(m), np.arange(m)] = reciprocal
     # Row i of L^-1 left of the diagonal: -(L[i, :i] / L[i, i]) @ L^-1[:i, :i].
     scaled = low * -reciprocal[:, :, None]
     for i in range(1, m):
         np.matmul(scaled[:, i : i + 1, :i], inv_low[:, :i, :i], out=inv_low[:, i : i + 1, :i])
-    return np.swapaxes(inv_low, -1, -2) @ inv_low
+    return inv_low.swapaxes(-1, -2) @ inv_low
 
 
 def _bordered_inverse(blocks):
@@ -276,7 +295,7 @@ def _bordered_inverse(blocks):
     flat[:, 2 * m * m :: 2 * m + 1] = 1.0  # the lower-left identity
     flat[:, 2 * m * m + m :: 2 * m + 1] = BORDER
     inverse_transposed = np.linalg.cholesky(bordered)[:, m:, :m]  # L^-T
-    return inverse_transposed @ np.swapaxes(inverse_transposed, -1, -2)
+    return inverse_transposed @ inverse_transposed.swapaxes(-1, -2)
 
 
 def _solve_dense(diag, rows):

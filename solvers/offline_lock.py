@@ -116,7 +116,7 @@ def solve_offline_lock(problem, weights=None):
     standing = np.maximum(problem.contacts, heel_contacts)
     # The foot moves as one: on its ground while either point is.
     heights = dot(np.stack((problem.toes, problem.ankles)), up)  # (2, L, F): toes, heels
-    clearance = np.min(_clearance(heights, standing, problem, weights), axis=0)
+    clearance = _clearance(heights, standing, problem, weights).min(axis=0)
     easing = _swing_ease(standing, problem.fps, weights.swing_ease)
     feet = slice(1, None)  # every foot's group: the legs are rows of one array
     # correction step + contact * source step = 0  <=>  point step = (1 - contact) * source step
@@ -323,8 +323,8 @@ def _runs(pair, ease):
     gaps = np.zeros(len(legs), dtype=np.intp)  # frames since the run before (of any leg)
     gaps[1:] = starts[1:] - ends[:-1]
     resumed = np.where(after_own, ease[np.maximum(gaps, 0)], 0.0)
-    started = np.cumsum(edges == 1, axis=-1)  # runs of the leg started at or before each frame
-    first_run = np.cumsum(started[:, -1]) - started[:, -1]  # each leg's first index in the runs
+    started = (edges == 1).cumsum(axis=-1)  # runs of the leg started at or before each frame
+    first_run = started[:, -1].cumsum() - started[:, -1]  # each leg's first index in the runs
     last = np.zeros(edges.shape, dtype=np.intp)
     last[:, 1:] = started[:, :-1] - 1 + first_run[:, None]
     any_run = np.zeros(edges.shape, dtype=bool)
@@ -390,7 +390,7 @@ def _hold(points, runs):
     steps *= runs.pair
     built = np.empty_like(points)
     built[:, 0] = 0.0
-    np.cumsum(steps, axis=1, out=built[:, 1:])
+    steps.cumsum(axis=1, out=built[:, 1:])
     # Each run ends with what it started with (the eased rest of the leg's previous run)
     # plus what it built up: an affine recurrence over the runs, scanned in log2 steps.
     gained = built[runs.legs, runs.ends] - built[runs.legs, runs.starts]
