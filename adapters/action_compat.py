@@ -169,9 +169,12 @@ def copy_action(obj, action, name):
 # Reading a curve's keys costs about 50 ns a key (``co`` has accessor functions, so
 # foreach_get goes through RNA key by key): a click on a long clip reads its source's
 # curves, copies them into a result, rewrites some and digests the result (see
-# :mod:`.results`). Within ``remembered_keys()`` the keys read or written are kept, and a
-# copy's curves share their source's, so the digest reads none of them back.
-_remembered = None  # {(action session_uid, F-curve address): (count, 2) float32 keys}, or None outside
+# :mod:`.results`). Within ``remembered_keys()`` the keys read or written are kept (and the
+# interpolation of those written), and a copy's curves share their source's, so the digest
+# reads none of them back.
+# {(action session_uid, F-curve address): ((count, 2) float32 keys, (count,) interpolation
+# codes or None where only the keys were read)}, or None outside
+_remembered = None
 
 
 @contextmanager
@@ -198,10 +201,19 @@ def _action_uid(fcurves):
     return fcurves[0].id_data.session_uid if len(fcurves) else None
 
 
-def _remember(fcurve, co, uid=None):
+def _remember(fcurve, co, uid=None, modes=None):
     if _remembered is not None:
         co.flags.writeable = False  # shared by every later reader
-        _remembered[_curve_key(fcurve, uid)] = co
+        if modes is not None:
+            modes.flags.writeable = False
+        _remembered[_curve_key(fcurve, uid)] = co, modes
+
+
+def _known(key, count):
+    """What is remembered of the curve under ``key`` (see :func:`_curve_key`) while it still
+    has ``count`` keys: (keys, interpolation codes or None), or None."""
+    known = _remembered.get(key) if _remembered is not None else None
+    return known if known is not None and len(known[0]) == count else None
 
 
 def _forget(fcurve):
@@ -215,9 +227,9 @@ def _remember_copies(source_bag, copy_bag):
     if _remembered is None or source_bag is None or copy_bag is None:
         return
     for key, copy_key in zip(_curve_keys(source_bag), _curve_keys(copy_bag)):
-        co = _remembered.get(key)
-        if co is not None:
-            _remembered[copy_key] = co
+        known = _remembered.get(key)
+        if known is not None:
+            _remembered[copy_key] = known
 
 
 def _curve_keys(bag):
@@ -238,17 +250,17 @@ def _key_arrays(fcurve, into=None, uid=None, points=None):
     points = fcurve.keyframe_points if points is None else points
     count = len(points)
     key = _curve_key(fcurve, uid)
-    co = _remembered.get(key) if _remembered is not None else None
-    if co is not None and len(co) == count:
+    known = _known(key, count)
+    if known is not None:
         if into is None:
-            return co
-        into[:] = co
+            return known[0]
+        into[:] = known[0]
         return into
     co = np.empty((count, 2), dtype=np.float32) if into is None else into
     points.foreach_get("co", co.reshape(-1))
     if _remembered is not None:
         co.flags.writeable = False  # shared by every later reader
-        _remembered[key] = co
+        _remembered[key] = co, None
     return co
 
 
@@ -346,7 +358,7 @@ def _add_keys(fcurve, co, mode, update, uid=None):
         fcurve.update()
         _forget(fcurve)
     else:
-        _remember(fcurve, co, uid)
+        _remember(fcurve, co, uid, mode)
 
 
 def write_curves(fcurves, frames, rows, interpolation="LINEAR", keep_outside=False):
@@ -380,19 +392,22 @@ def keys_digest(fcurve):
 
 def keys_digests(fcurves):
     """:func:`keys_digest` of each of ``fcurves`` (curves of one action): the action's
-    session id read once, one interpolation buffer for every curve of a key count."""
+    session id read once, one interpolation buffer for every curve of a key count, no
+    interpolation read where it was just written (see :func:`remembered_keys`)."""
     uid = _action_uid(fcurves)
     modes_of = {}  # key count -> buffer
     digests = []
     for fcurve in fcurves:
         points = fcurve.keyframe_points
         count = len(points)
-        modes = modes_of.get(count)
+        co, modes = _known(_curve_key(fcurve, uid), count) or (_key_arrays(fcurve, uid=uid, points=points), None)
         if modes is None:
-            modes = modes_of[count] = np.empty(count, dtype=_ENUM)
-        points.foreach_get("interpolation", modes)
+            modes = modes_of.get(count)
+            if modes is None:
+                modes = modes_of[count] = np.empty(count, dtype=_ENUM)
+            points.foreach_get("interpolation", modes)
         # Hashed in place, not copied to bytes first; the digests stored so far hashed int32 modes.
-        digest = hashlib.sha1(np.ascontiguousarray(_key_arrays(fcurve, uid=uid, points=points)))
+        digest = hashlib.sha1(np.ascontiguousarray(co))
         digest.update(modes.astype(np.int32))
         digests.append(digest.hexdigest()[:16])
     return digests
