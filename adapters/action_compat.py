@@ -316,7 +316,8 @@ def write_keys(fcurve, frames, values, interpolation="LINEAR", keep_outside=Fals
     if keep_outside and count and len(frames) and _keys_outside(fcurve, (first, last)):
         kept = _kept_keys(fcurve, first, last)
     points.clear()
-    new_co = np.stack((frames, values), axis=-1).astype(np.float32)
+    new_co = np.empty((len(frames), 2), dtype=np.float32)
+    new_co[:, 0], new_co[:, 1] = frames, values
     mode = np.full(len(frames), _INTERPOLATION[interpolation], dtype=_ENUM)
     if kept is None:
         _add_keys(fcurve, new_co, mode, _needs_update(frames, interpolation))
@@ -344,7 +345,7 @@ def _needs_update(frames, interpolation):
     """Whether new keys on ``frames`` need ``fcurve.update()``: not, as in Blender's own
     Bake Action, when they are in order, one per frame, and linear or constant (such keys
     do not use their handles)."""
-    return interpolation == "BEZIER" or bool(np.any(np.diff(frames) <= 0))
+    return interpolation == "BEZIER" or bool((frames[1:] <= frames[:-1]).any())  # np.diff's cost is its wrapper
 
 
 def _add_keys(fcurve, co, mode, update, uid=None):

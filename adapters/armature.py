@@ -833,10 +833,14 @@ def _bake_object(obj, bag, table, frames, basis):
 _WRITTEN_PROPERTY = "foot_lock_contacts"
 
 
-def _stamp(action, bone_name, prop, fcurve):
+def _stamp(action, curves, fcurves):
+    """Mark ``fcurves``, the contact curves ``curves`` ((bone name, property) each), as
+    Foot Lock's own as they stand now."""
     if _WRITTEN_PROPERTY not in action:
         action[_WRITTEN_PROPERTY] = {}
-    action[_WRITTEN_PROPERTY][contact_data_path(bone_name, prop)] = compat.keys_digest(fcurve)
+    stamps = action[_WRITTEN_PROPERTY]
+    for (bone_name, prop), digest in zip(curves, compat.keys_digests(fcurves)):
+        stamps[contact_data_path(bone_name, prop)] = digest
 
 
 def contact_curve_is_tool_written(obj, action, bone_name, prop=CONTACT_PROPERTY):
@@ -880,17 +884,59 @@ def write_contact_curve(obj, action, bone_name, frames, values01, prop=CONTACT_P
     its 0..1 limits when missing. With ``stamp`` the curve is marked as Foot Lock's own
     (see :func:`contact_curve_is_tool_written`); without, it counts as the animator's.
     """
-    pose_bone = obj.pose.bones.get(bone_name)
-    if pose_bone is None:
-        raise AdapterError(f"armature {obj.name!r} has no bone {bone_name!r}")
+    return write_contact_curves(obj, action, [(bone_name, prop)], frames, [values01], stamp)[0]
+
+
+def write_contact_curves(obj, action, curves, frames, rows, stamp=True):
+    """:func:`write_contact_curve` of each ``(bone name, property)`` of ``curves`` with its
+    row of ``rows`` (len(curves), F) on the same ``frames``, every one checked before the
+    first is written; what does not depend on the curve is done once. Returns the F-curves."""
+    if not curves:
+        return []
+    pose_bones = [obj.pose.bones.get(bone_name) for bone_name, _ in curves]
+    missing = next((bone_name for (bone_name, _), pose_bone in zip(curves, pose_bones) if pose_bone is None), None)
+    if missing is not None:
+        raise AdapterError(f"armature {obj.name!r} has no bone {missing!r}")
     frames = np.asarray(frames)
-    values = np.clip(np.asarray(values01, dtype=float).ravel(), 0.0, 1.0)
-    if frames.shape != values.shape or not len(frames):
+    values = np.asarray(rows, dtype=float)
+    if frames.ndim != 1 or not len(frames) or values.size != len(curves) * len(frames):
         raise AdapterError("contact frames and values must be non-empty and equally long")
-    if not np.all(np.isfinite(values)):
-        raise AdapterError(f"contact values of {bone_name!r} contain NaN")
+    values = np.clip(values.reshape(len(curves), len(frames)), 0.0, 1.0)
+    finite = np.isfinite(values).all(axis=1)
+    if not finite.all():
+        raise AdapterError(f"contact values of {curves[np.argmin(finite)][0]!r} contain NaN")
+    bag = compat.channel_bag(obj, action, create=True)
+    changes = np.ones(values.shape, dtype=bool)
+    changes[:, 1:] = values[:, 1:] != values[:, :-1]
+    span = (frames.min(), frames.max())  # every old key in here goes, even after the last change
+    after = int(span[1]) + 1  # keeps its old value
+    last = np.argmax(frames)
+    fcurves = []
+    for (bone_name, prop), pose_bone, row, keyed in zip(curves, pose_bones, values, changes):
+        _ensure_contact_property(obj, pose_bone, prop, row[0])
+        path = contact_data_path(bone_name, prop)
+        fcurve = compat.find_fcurve(bag, path, 0)
+        key_frames, key_values, keyed_span = frames[keyed], row[keyed], span
+        if fcurve is None:
+            fcurve = compat.new_fcurve(bag, path, 0, group=bone_name)
+        else:
+            old = compat.read_values(fcurve, [after])[0]
+            if old != row[last]:
+                key_frames = np.append(key_frames, after)
+                key_values = np.append(key_values, old)
+                keyed_span = (span[0], after)
+        compat.write_keys(fcurve, key_frames, key_values, "CONSTANT", keep_outside=True, span=keyed_span)
+        fcurves.append(fcurve)
+    if stamp:
+        _stamp(action, curves, fcurves)
+    return fcurves
+
+
+def _ensure_contact_property(obj, pose_bone, prop, first):
+    """The pose bone's contact property ``prop`` with its 0..1 limits, made with the value
+    ``first`` when missing."""
     if not isinstance(pose_bone.get(prop), float):
-        pose_bone[prop] = float(values[0])
+        pose_bone[prop] = float(first)
         obj.update_tag()  # else the evaluated copy lacks the new property and ignores the curve
     pose_bone.id_properties_ui(prop).update(
         min=0.0,
@@ -899,23 +945,3 @@ def write_contact_curve(obj, action, bone_name, frames, values01, prop=CONTACT_P
         soft_max=1.0,
         description=_CONTACT_DESCRIPTIONS[prop],
     )
-    bag = compat.channel_bag(obj, action, create=True)
-    fcurve = compat.find_fcurve(bag, contact_data_path(bone_name, prop), 0)
-    changes = np.ones(len(values), dtype=bool)
-    changes[1:] = values[1:] != values[:-1]
-    key_frames, key_values = frames[changes], values[changes]
-    span = (frames.min(), frames.max())  # every old key in here goes, even after the last change
-    if fcurve is None:
-        fcurve = compat.new_fcurve(bag, contact_data_path(bone_name, prop), 0, group=bone_name)
-    else:
-        # The frame after the range keeps its old value.
-        after = int(frames.max()) + 1
-        old = compat.read_values(fcurve, [after])[0]
-        if old != values[np.argmax(frames)]:
-            key_frames = np.append(key_frames, after)
-            key_values = np.append(key_values, old)
-            span = (span[0], after)
-    compat.write_keys(fcurve, key_frames, key_values, "CONSTANT", keep_outside=True, span=span)
-    if stamp:
-        _stamp(action, bone_name, prop, fcurve)
-    return fcurve

@@ -444,16 +444,17 @@ def detect_contacts(obj, scene=None, overwrite=False):
         results.stamp(obj, action)
     else:
         action = source.action
-    written, kept = [], []
+    curves, rows, kept = [], [], []
     for (bone, prop), values in zip(_curves(obj, clip), labels):
         if bone is None:
             continue
         if armature.animator_contact_curve(obj, action, bone, prop) and not overwrite:
             kept.append(bone)
             continue
-        armature.write_contact_curve(obj, action, bone, clip.frames, values, prop)
-        written.append(bone)
-    return ContactsOutcome(action, written, kept, baking)
+        curves.append((bone, prop))
+        rows.append(values)
+    armature.write_contact_curves(obj, action, curves, clip.frames, rows)
+    return ContactsOutcome(action, [bone for bone, _ in curves], kept, baking)
 
 
 # --- remove foot sliding ----------------------------------------------------------------
@@ -515,12 +516,12 @@ def remove_sliding(obj, scene, progress=lambda fraction: None):
         )
         result.warnings.extend(keyed.warnings)
         result.after["control_residual_mm"] = keyed.residual_mm  # in the command line's report too
-    written = []
-    locked = np.concatenate([result.contacts, result.heel_contacts])
-    for (bone, prop), miss, values in zip(_curves(obj, clip), missing, locked):
-        if miss and bone is not None:  # the animator sees (and can edit) what was locked, on the result
-            armature.write_contact_curve(obj, target, bone, clip.frames, values, prop)
-            written.append(bone)
+    # The animator sees (and can edit) what was locked, on the result.
+    curves = _curves(obj, clip)
+    new = [row for row, (bone, _) in enumerate(curves) if missing[row] and bone is not None]
+    locked = np.concatenate([result.contacts, result.heel_contacts])[new]
+    armature.write_contact_curves(obj, target, [curves[row] for row in new], clip.frames, locked)
+    written = [curves[row][0] for row in new]
     if looped:  # curves the fix created loop like the rest
         cycles.keep_looping(obj, target, list(dict.fromkeys(rotation_bones + location_bones)))
     if source.tracks:
@@ -593,10 +594,10 @@ def _first_strip_action(tracks):
 def _replace(obj, result, fresh, clip):
     """``fresh`` takes the place of the earlier ``result``: its name, its users and the
     contact curves an animator edited on it."""
-    for bone, prop in _curves(obj, clip):
-        if bone is not None and armature.animator_contact_curve(obj, result, bone, prop):
-            values = armature.read_contact_curve(obj, result, bone, clip.frames, prop)
-            armature.write_contact_curve(obj, fresh, bone, clip.frames, values, prop, stamp=False)
+    edited = [(bone, prop) for bone, prop in _curves(obj, clip)
+              if bone is not None and armature.animator_contact_curve(obj, result, bone, prop)]
+    rows = [armature.read_contact_curve(obj, result, bone, clip.frames, prop) for bone, prop in edited]
+    armature.write_contact_curves(obj, fresh, edited, clip.frames, rows, stamp=False)
     name = result.name
     result.user_remap(fresh)
     bpy.data.actions.remove(result)
