@@ -152,6 +152,10 @@ def _topological_bones(armature):
 def _object_transforms(name, world, frames):
     """Rotations (F, 4) wxyz, translations (F, 3) and uniform scales (F,) of the object's
     world matrices (F, 4, 4), refusing the frames the solver cannot express."""
+    if _unturned(world):  # most armatures: the same numbers as below, without their cost
+        rotation = np.empty((len(world), 4))
+        rotation[:] = quat.IDENTITY
+        return rotation, world[:, :3, 3].copy(), np.ones(len(world))
     linear = world[:, :3, :3]
     scales = _column_lengths(linear)
     scale = scales.mean(axis=1)
@@ -168,6 +172,12 @@ def _object_transforms(name, world, frames):
     _refuse_first(sheared, frames,
                   f"object {name!r} is sheared (by a parent's scale) at frame {{}}: apply the transforms first")
     return quat.from_matrix(rotation), world[:, :3, 3].copy(), scale
+
+
+def _unturned(world):
+    """Whether world matrices (F, 4, 4) neither turn nor scale the object, their
+    translations all numbers."""
+    return bool((world[:, :3, :3] == np.eye(3)).all() and np.isfinite(world[:, :3, 3]).all())
 
 
 def _column_lengths(linear):

@@ -267,6 +267,23 @@ def test_read_refuses_non_uniform_object_scale(clips_dir):
         armature.read_motion(obj, action, first, last)
 
 
+def test_an_object_that_neither_turns_nor_scales_reads_as_any_other(monkeypatch):
+    """The short cut for world matrices without rotation or scale gives the general
+    path's rotations, translations and scales bit for bit, and still refuses a non-number."""
+    frames = np.arange(3)
+    world = np.tile(np.eye(4), (3, 1, 1))
+    world[:, :3, 3] = [[0.0, 0.0, 0.0], [2.5, -1e-3, 7.0], [-0.0, 1e300, 3.0]]
+    short = armature._object_transforms("rig", world, frames)
+    monkeypatch.setattr(armature, "_unturned", lambda world: False)
+    general = armature._object_transforms("rig", world, frames)
+    monkeypatch.undo()
+    for got, expected in zip(short, general):
+        assert got.dtype == expected.dtype and got.shape == expected.shape and got.tobytes() == expected.tobytes()
+    world[1, 0, 3] = np.nan
+    with pytest.raises(AdapterError, match="not a number\\) at frame 1"):
+        armature._object_transforms("rig", world, frames)
+
+
 def test_read_names_bone_channel_and_frame_of_nan(clips_dir):
     _reset()
     obj, action, first, last = _import_bvh(clips_dir, "cmu_07_01.bvh")
