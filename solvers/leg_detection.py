@@ -11,12 +11,15 @@ own size, so any unit scale and orientation works as long as heads and tails are
 world space (the armature object's transform applied).
 """
 
+import math
 import re
 from dataclasses import dataclass, replace
 from itertools import pairwise
 from typing import NamedTuple
 
 import numpy as np
+
+from .quaternion import cross
 
 
 class LegDetectionError(ValueError):
@@ -184,18 +187,19 @@ class _RestRig:
             if parent >= 0:
                 self.children[parent].append(bone)
         self.depth = _depths(self.parents)
-        self.lengths = np.linalg.norm(self.tails - self.heads, axis=1)
+        # Python floats from here on too (the same numbers): the tests below compare them one at a time.
+        self.lengths = np.linalg.norm(self.tails - self.heads, axis=1).tolist()
         points = np.concatenate([self.heads, self.tails])
         heights = points @ self.up
-        self.ground = heights.min()
-        self.extent = heights.max() - self.ground
+        self.ground = float(heights.min())
+        self.extent = float(heights.max()) - self.ground
         # Heights above the lowest point and parsed names, per bone, once for every test below.
         levels = (heights - self.ground).tolist()
         self.head_level, self.tail_level = levels[:count], levels[count:]
         self.parsed = [parse_bone_name(name) for name in self.names]
         # The rig's height sets the scale (far-off props beside it do not); bone lengths
         # stand in for a rig lying flat.
-        self.size = max(self.extent, np.median(self.lengths))
+        self.size = max(self.extent, float(np.median(self.lengths)))
         self.leaves_under = self._leaves_under()
 
     def _check(self, parents):
@@ -482,7 +486,7 @@ def _pelvis(rig, legs):
 def _labelled(rig, pelvis, legs):
     """Legs with their final side labels, front to back and left before right."""
     forward = _forward(rig, legs)
-    left = np.cross(rig.up, forward)  # right-handed axes: Blender's -Y-facing character has its left at +X
+    left = cross(rig.up, forward)  # right-handed axes: Blender's -Y-facing character has its left at +X
     sides = [leg.side or _side_by_position(rig, pelvis, leg, left) for leg in legs]
     if len(legs) == 1 and sides[0]:
         return [replace(legs[0], side=sides[0])]
@@ -502,15 +506,22 @@ def _forward(rig, legs):
     for leg in legs:
         ball = rig.heads[leg.toe] if leg.toe is not None else rig.tails[leg.foot]
         step = rig.horizontal(ball - rig.heads[leg.foot])
-        if np.linalg.norm(step) > _TINY * rig.size:
-            total += step / np.linalg.norm(step)
-    if np.linalg.norm(total) > 0.5 * len(legs):
-        return total / np.linalg.norm(total)
+        length = _length(step)
+        if length > _TINY * rig.size:
+            total += step / length
+    length = _length(total)
+    if length > 0.5 * len(legs):
+        return total / length
     # Feet pointing down or disagreeing: Blender characters face -Y; Y-up data faces +Z.
     guess = rig.horizontal(np.array([0.0, -1.0, 0.0]))
-    if np.linalg.norm(guess) < 0.5:
+    if _length(guess) < 0.5:
         guess = rig.horizontal(np.array([0.0, 0.0, 1.0]))
-    return guess / np.linalg.norm(guess)
+    return guess / _length(guess)
+
+
+def _length(vector):
+    """``np.linalg.norm`` of one vector, the same number without its wrapper's cost."""
+    return math.sqrt(vector.dot(vector))
 
 
 def _side_by_position(rig, pelvis, leg, left):
