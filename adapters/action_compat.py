@@ -393,24 +393,34 @@ def keys_digest(fcurve):
 
 def keys_digests(fcurves):
     """:func:`keys_digest` of each of ``fcurves`` (curves of one action): the action's
-    session id read once, one interpolation buffer for every curve of a key count, no
-    interpolation read where it was just written (see :func:`remembered_keys`)."""
+    session id read once, every curve's interpolation codes read into one buffer and made
+    int32 in one pass, none read where they were just written (see :func:`remembered_keys`)."""
     uid = _action_uid(fcurves)
-    modes_of = {}  # key count -> buffer
-    digests = []
+    keys, ends = [], []
+    end = 0
     for fcurve in fcurves:
         points = fcurve.keyframe_points
         count = len(points)
-        co, modes = _known(_curve_key(fcurve, uid), count) or (_key_arrays(fcurve, uid=uid, points=points), None)
-        if modes is None:
-            modes = modes_of.get(count)
-            if modes is None:
-                modes = modes_of[count] = np.empty(count, dtype=_ENUM)
-            points.foreach_get("interpolation", modes)
-        # Hashed in place, not copied to bytes first; the digests stored so far hashed int32 modes.
-        digest = hashlib.sha1(np.ascontiguousarray(co))
-        digest.update(modes.astype(np.int32))
+        known = _known(_curve_key(fcurve, uid), count) or (_key_arrays(fcurve, uid=uid, points=points), None)
+        keys.append((points, *known))
+        end += count
+        ends.append(end)
+    modes = np.empty(end, dtype=_ENUM)
+    start = 0
+    for (points, _, written), end in zip(keys, ends):
+        if written is None:
+            points.foreach_get("interpolation", modes[start:end])
+        else:
+            modes[start:end] = written
+        start = end
+    codes = modes.astype(np.int32)  # the digests stored so far hashed int32 codes
+    digests = []
+    start = 0
+    for (_, co, _), end in zip(keys, ends):
+        digest = hashlib.sha1(np.ascontiguousarray(co))  # hashed in place, not copied to bytes first
+        digest.update(codes[start:end])
         digests.append(digest.hexdigest()[:16])
+        start = end
     return digests
 
 
