@@ -28,6 +28,7 @@ _INTERPOLATION = {
 # uint8 buffer is copied straight through by foreach_get / foreach_set, any other integer
 # type goes key by key through RNA, about ten times slower.
 _ENUM = np.uint8
+_AS_POINTER = bpy.types.bpy_struct.as_pointer  # mapped over many curves: no method lookup per curve
 
 
 # --- slots and bags ---------------------------------------------------------------------
@@ -226,16 +227,16 @@ def _remember_copies(source_bag, copy_bag):
     one in the same place (Blender copies a bag's curves in their order)."""
     if _remembered is None or source_bag is None or copy_bag is None:
         return
-    for key, copy_key in zip(_curve_keys(source_bag), _curve_keys(copy_bag)):
-        known = _remembered.get(key)
+    uid, copy_uid = source_bag.id_data.session_uid, copy_bag.id_data.session_uid
+    for pointer, copy_pointer in zip(_addresses(source_bag), _addresses(copy_bag)):
+        known = _remembered.get((uid, pointer))
         if known is not None:
-            _remembered[copy_key] = known
+            _remembered[copy_uid, copy_pointer] = known
 
 
-def _curve_keys(bag):
-    """:func:`_curve_key` of every curve of ``bag`` (they share one action)."""
-    uid = bag.id_data.session_uid
-    return [(uid, fcurve.as_pointer()) for fcurve in bag.fcurves]
+def _addresses(bag):
+    """The address of every curve of ``bag`` (see :func:`_curve_key`)."""
+    return map(_AS_POINTER, bag.fcurves)
 
 
 # --- keys in bulk -----------------------------------------------------------------------
