@@ -392,19 +392,25 @@ class _Bones:
     @classmethod
     def of(cls, obj, extra_tails, only=None):
         """Every bone a joint, or with ``only`` (bone names) those and their ancestors."""
+        armature_bones = obj.data.bones
         every = _topological_bones(obj.data)
         tails = list(dict.fromkeys(extra_tails))
-        missing = [name for name in [*tails, *(only or ())] if name not in obj.data.bones]
+        missing = [name for name in [*tails, *(only or ())] if name not in armature_bones]
         if missing:
             raise AdapterError(f"armature {obj.name!r} has no bone {missing[0]!r}")
         members = list(range(len(every)))
         if only is not None:
-            kept = {ancestor.name for name in [*tails, *only] for ancestor in _chain(obj.data.bones[name])}
+            kept = set()  # holds the ancestors of every bone in it: a chain stops at the first kept bone
+            for name in [*tails, *only]:
+                for ancestor in _chain(armature_bones[name]):
+                    if ancestor.name in kept:
+                        break
+                    kept.add(ancestor.name)
             members = [i for i, bone in enumerate(every) if bone.name in kept]  # still parents first
         bones = [every[i] for i in members]
         index_of = {bone.name: i for i, bone in enumerate(bones)}
         parents = np.array(
-            [index_of[b.parent.name] if b.parent else -1 for b in bones] + [index_of[t] for t in tails]
+            [index_of[parent.name] if (parent := b.parent) else -1 for b in bones] + [index_of[t] for t in tails]
         )
         return cls(bones, parents, tails, every, members)
 

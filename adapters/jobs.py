@@ -73,7 +73,7 @@ def detect_leg_bones(obj):
     heads, tails = (_bone_points(bones, prop) @ world[:3, :3].T + world[:3, 3] for prop in ("head_local", "tail_local"))
     names = [bone.name for bone in bones]
     index = {name: i for i, name in enumerate(names)}
-    parents = [index[bone.parent.name] if bone.parent else -1 for bone in bones]
+    parents = [index[parent.name] if (parent := bone.parent) else -1 for bone in bones]
     guess = detect_legs(names, parents, heads, tails, up=UP)
     legs = [
         LegBoneNames(
