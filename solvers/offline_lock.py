@@ -532,7 +532,7 @@ def _reach_terms(direction, weight, goal, frames, size):
     pelvis's correction ``e`` with each foot's ``d`` on ``frames`` (k,): blocks (k, size,
     size) and right-hand sides (k, size) to add to the independent terms there
     (``direction`` n (L, F, 3), ``weight`` and ``goal`` (L, F), in the equations' basis)."""
-    direction, weight, goal = direction[:, frames], weight[:, frames], goal[:, frames]
+    direction, weight, goal = (values.take(frames, axis=1) for values in (direction, weight, goal))
     blocks = np.zeros((len(frames), size, size))
     pulls = np.zeros((len(frames), size))
     weighted = weight[..., None] * direction
