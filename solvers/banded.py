@@ -122,22 +122,24 @@ def solve_mostly_separable(diag, lower, rhs, frames, blocks, pulls):
         # (or before the clip) starts a stretch and couples to nothing before it.
         starts = np.ones(len(outside), dtype=bool)
         starts[1:] = np.diff(outside) != 1
-        cut_lower = np.where(starts, 0.0, lower[:, outside])
+        # (Columns gathered by take: a fancy index behind a slice costs several times as much.)
+        outside_lower = lower.take(outside, axis=1)
+        cut_lower = np.where(starts, 0.0, outside_lower)
         # A stretch's first frame is pulled by the dense frame before it (A[o, o - 1]), its
         # last by the dense frame after it (A[o + 1, o]); 0 where there is none.
         before = outside - 1
         after = np.minimum(outside + 1, n - 1)
-        from_before = np.where((before >= 0) & dense[np.maximum(before, 0)], lower[:, outside], 0.0)
-        from_after = np.where((outside + 1 < n) & dense[after], lower[:, after], 0.0)
-        outside_diag = diag[:, outside]
+        from_before = np.where((before >= 0) & dense[np.maximum(before, 0)], outside_lower, 0.0)
+        from_after = np.where((outside + 1 < n) & dense[after], lower.take(after, axis=1), 0.0)
+        outside_diag = diag.take(outside, axis=1)
         solved = solve_tridiagonal(np.concatenate((outside_diag,) * 3), np.concatenate((cut_lower,) * 3),
-                                   np.concatenate((rhs[:, outside], from_before, from_after)))
+                                   np.concatenate((rhs.take(outside, axis=1), from_before, from_after)))
         free, by_before, by_after = solved[:m], solved[m : 2 * m], solved[2 * m :]  # A_oo^-1 of each: x outside = free - by_before x_b - by_after x_a
     else:
         free = by_before = by_after = np.zeros((m, 0))
     place = (~dense).cumsum() - 1  # each frame outside: its column in ``free``
     # The dense frames' system: each loses what its neighbours outside pass back to it.
-    reduced_diag, reduced_rhs = diag[:, frames].copy(), rhs[:, frames].copy()
+    reduced_diag, reduced_rhs = diag.take(frames, axis=1), rhs.take(frames, axis=1)
     right = frames + 1 < n
     right_out = right & ~dense[np.minimum(frames + 1, n - 1)]
     left_out = (frames > 0) & ~dense[np.maximum(frames - 1, 0)]
@@ -145,11 +147,11 @@ def solve_mostly_separable(diag, lower, rhs, frames, blocks, pulls):
                by_before, free)
     _pass_back(reduced_diag, reduced_rhs, left_out, lower, frames, place[np.maximum(frames - 1, 0)], by_after, free)
     # Two dense frames in a row couple as before; with a stretch between them, through it.
-    reduced_lower = lower[:, frames].copy()
+    reduced_lower = lower.take(frames, axis=1)
     apart = np.ones(len(frames), dtype=bool)
     apart[1:] = np.diff(frames) != 1
     apart[0] = False
-    reduced_lower[:, apart] = -lower[:, frames[apart]] * by_before[:, place[frames[apart] - 1]]
+    reduced_lower[:, apart] = -lower.take(frames[apart], axis=1) * by_before.take(place[frames[apart] - 1], axis=1)
     system = np.zeros((len(frames), m, m))
     system[:, np.arange(m), np.arange(m)] = reduced_diag.T
     system += blocks
@@ -170,10 +172,10 @@ def _pass_back(diag, rhs, where, lower, coupled, place, response, free):
     solution, at its column ``place`` (:func:`solve_mostly_separable`)."""
     if not where.any():
         return
-    coupling = lower[:, coupled[where]]
+    coupling = lower.take(coupled[where], axis=1)
     columns = place[where]
-    diag[:, where] -= coupling * response[:, columns]
-    rhs[:, where] -= coupling * free[:, columns]
+    diag[:, where] -= coupling * response.take(columns, axis=1)
+    rhs[:, where] -= coupling * free.take(columns, axis=1)
 
 
 def _reduce_diagonal_coupling(diag, lower, rhs):

@@ -114,19 +114,21 @@ class Pose:
         """:meth:`update` of ``joints`` none of which is another's ancestor (both legs'
         thighs, both knees ...), gathered as rows of one array: on a short clip the cost is
         per numpy call, not per joint, and numpy runs through the rows' components as fast
-        as through one joint's."""
+        as through one joint's. The rows are gathered frame by frame, (F, joints), by
+        np.take: several times faster than a fancy index across the frames."""
         parents = self.skeleton.parents
         roots, children = [j for j in joints if parents[j] < 0], [j for j in joints if parents[j] >= 0]
         if len(children) < 2:
             self.update(joints)
             return
         self.update(roots)
-        rot, pos, grot, gpos = (np.swapaxes(values, 0, 1) for values in (self.rot, self.pos, self.grot, self.gpos))
         above = parents[children]
-        parent_rot = grot[above].reshape(-1, 4)
-        grot[children] = quat.multiply(parent_rot, rot[children].reshape(-1, 4)).reshape(len(children), -1, 4)
-        gpos[children] = gpos[above] + quat.rotate(parent_rot, pos[children].reshape(-1, 3)).reshape(
-            len(children), -1, 3)
+        parent_rot = self.grot.take(above, axis=1).reshape(-1, 4)
+        grot = quat.multiply(parent_rot, self.rot.take(children, axis=1).reshape(-1, 4)).reshape(len(self.rot), -1, 4)
+        gpos = self.gpos.take(above, axis=1) + quat.rotate(
+            parent_rot, self.pos.take(children, axis=1).reshape(-1, 3)).reshape(len(self.pos), -1, 3)
+        for row, joint in enumerate(children):
+            self.grot[:, joint], self.gpos[:, joint] = grot[:, row], gpos[:, row]
 
     def turn(self, joint, world_rotation):
         """Turn ``joint`` by ``world_rotation`` (F, 4) about itself, writing its local and

@@ -112,7 +112,7 @@ def _perpendicular(v, unit):
     """Component of ``v`` perpendicular to the unit vectors ``unit`` (both (..., 3)), a
     component at a time (see :mod:`.quaternion`'s docstring)."""
     along = quat.dot(v, unit)
-    out = np.empty(np.shape(v))
+    out = quat.empty_as(v)
     for i in range(3):
         np.subtract(v[..., i], along * unit[..., i], out=out[..., i])
     return out
@@ -127,7 +127,7 @@ def _raise_to(points, min_height, up):
 
 def _along_up(points, distance, up):
     """``points`` (..., 3) moved ``distance`` (...) along ``up``, a component at a time."""
-    out = np.empty(np.shape(points))
+    out = quat.empty_as(points)
     for i in range(3):
         np.add(points[..., i], distance * up[i], out=out[..., i])
     return out
@@ -147,7 +147,7 @@ def _lift_tip(origin, tip, min_height, up):
     lifted_rise = np.maximum(height, rise)
     heading = quat.normalize(quat.horizontal(offset, up, height))
     flat_length = np.sqrt(np.maximum(length**2 - lifted_rise**2, 0.0))
-    out = np.empty(np.shape(tip))
+    out = quat.empty_as(tip)
     for i in range(3):
         out[..., i] = origin[..., i] + heading[..., i] * flat_length + lifted_rise * up[i]
     return out
@@ -215,7 +215,7 @@ def _knee_bend_direction(hip_rot, thigh_vector, leg_axis, limits, thigh):
     reference = quat.rotate(hip_rot, limits.knee_forward_local)
     # The blend of the unit current direction and the reference, a component at a time.
     current_weight, reference_weight = weight / np.maximum(size, 1e-12), 1.0 - weight
-    out = np.empty(np.shape(current))
+    out = quat.empty_as(current)
     for i in range(3):
         out[..., i] = current_weight * current[..., i] + reference_weight * reference[..., i]
     return out
@@ -291,15 +291,12 @@ def _solve_stacked(pose, legs, limits, toe_targets, heel_targets, leg, up, optio
     frames = pose.rot.shape[0]
     columns = [_consecutive(chain) for chain in joints]  # each leg's joints in the whole pose
 
-    def cut(values, by_component=False):
+    def cut(values):
         """(F, n, k) -> (G F, m, k); np.take per leg, a tenth of a fancy index's time on long clips.
-        Positions are laid out by component (each joint's x of every row side by side, ...):
-        the solve reads and writes them a component at a time, which numpy then runs
-        through contiguously. Rotations stay as they are: quaternion products read them whole."""
-        if by_component:
-            rows = np.empty((size, values.shape[-1], count, frames)).transpose(2, 3, 0, 1)
-        else:
-            rows = np.empty((count, frames, size, values.shape[-1]))
+        Laid out by component (each joint's x of every row side by side, ...): the solve reads
+        and writes positions and rotations a component at a time, which numpy then runs
+        through contiguously (:func:`.quaternion.empty_as` keeps its results that way)."""
+        rows = np.empty((size, values.shape[-1], count, frames)).transpose(2, 3, 0, 1)
         for each, chain in zip(rows, columns):
             if isinstance(chain, slice):
                 each[...] = values[:, chain]
@@ -308,7 +305,7 @@ def _solve_stacked(pose, legs, limits, toe_targets, heel_targets, leg, up, optio
         return rows.reshape(count * frames, size, -1)
 
     rows = Pose(Skeleton([f"joint {k}" for k in range(size)], np.arange(-1, size - 1)),
-                cut(pose.rot), cut(pose.pos, by_component=True), cut(pose.grot), cut(pose.gpos, by_component=True))
+                cut(pose.rot), cut(pose.pos), cut(pose.grot), cut(pose.gpos))
     rows.rot[:, 0], rows.pos[:, 0] = rows.grot[:, 0], rows.gpos[:, 0]  # the hip's parent: a root where it is
 
     def per_row(field):  # one value per leg, or per leg and frame -> (G F, ...)

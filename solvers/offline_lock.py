@@ -268,9 +268,9 @@ class _Pins:
 
     toe_runs: "_Runs"  # the runs of pinned toe steps
     heel_runs: "_Runs"  # ... of pinned heel steps
-    foot: np.ndarray  # (L, F, 1) heel-to-ball length of the input
-    turned: np.ndarray  # (L, F, 1) the heel weights, eased out after a release (_released)
-    heel_only: np.ndarray  # (L, F, 1) where the heel alone is pinned
+    foot: np.ndarray  # (L, F) heel-to-ball length of the input
+    turned: np.ndarray  # (L, F) the heel weights, eased out after a release (_released)
+    heel_only: np.ndarray  # (L, F) where the heel alone is pinned
 
 
 def _pins(problem, pairs, heel_contacts, weights):
@@ -283,9 +283,9 @@ def _pins(problem, pairs, heel_contacts, weights):
     return _Pins(
         toe_runs=_runs(pairs[0], ease),
         heel_runs=_runs(pairs[1], ease),
-        foot=length(problem.ankles - problem.toes)[..., None],
-        turned=_released(heel_contacts, weights.release_time, dt)[..., None],
-        heel_only=(heel_contacts * (1.0 - problem.contacts))[..., None],
+        foot=length(problem.ankles - problem.toes),
+        turned=_released(heel_contacts, weights.release_time, dt),
+        heel_only=heel_contacts * (1.0 - problem.contacts),
     )
 
 
@@ -296,15 +296,15 @@ class _Runs:
     A run of pinned steps ``start..end-1`` holds its point from frame ``start`` to ``end``;
     the runs of all legs are listed together, leg by leg."""
 
-    pair: np.ndarray  # (L, F-1, 1) how strongly each step is pinned (_pairs)
+    pair: np.ndarray  # (L, F-1) how strongly each step is pinned (_pairs)
     legs: np.ndarray  # (R,) the leg of each run
-    starts: np.ndarray  # (R,) its first frame
-    ends: np.ndarray  # (R,) its last frame
+    flat_starts: np.ndarray  # (R,) its first frame, as an index into (L F) rows
+    flat_ends: np.ndarray  # (R,) its last frame, as an index into (L F) rows
     resumed: np.ndarray  # (R, 1) share of the leg's previous correction left at its start (0: none before)
     last: np.ndarray  # (L, F) per frame, the last run started before it (0 where none: see ``left``)
     last_start: np.ndarray  # (L F,) per frame, the first frame of that run, as an index into (L F) rows
-    inside: np.ndarray  # (L, F, 1) frames a pinned step of that run reaches
-    left: np.ndarray  # (L, F, 1) elsewhere, the share of that run's correction left (0 before any run)
+    inside: np.ndarray  # (L, F) frames a pinned step of that run reaches
+    left: np.ndarray  # (L, F) elsewhere, the share of that run's correction left (0 before any run)
 
 
 def _runs(pair, ease):
@@ -335,8 +335,8 @@ def _runs(pair, ease):
     since = np.arange(frames) - ends[last] if len(ends) else np.zeros(edges.shape, dtype=np.intp)
     left = np.where(any_run & ~inside, ease[np.clip(since, 0, len(ease) - 1)], 0.0)
     last_start = (np.arange(legs_count)[:, None] * frames + starts[last]).ravel() if len(starts) else None
-    return _Runs(pair[..., None], legs, starts, ends, resumed[:, None], last, last_start, inside[..., None],
-                 left[..., None])
+    return _Runs(pair, legs, legs * frames + starts, legs * frames + ends, resumed[:, None], last, last_start, inside,
+                 left)
 
 
 def _targets(problem, corrections, pins):
@@ -344,9 +344,13 @@ def _targets(problem, corrections, pins):
     heel and toe are both pinned, the foot turned about the ball so the heel holds too
     (``pins``: :func:`_pins`)."""
     feet = _feet(corrections, problem.toes.shape[0])
-    toes, heels = problem.toes + feet, problem.ankles + feet
     if pins is None:  # no heel pinned: every foot moves as a whole
-        return np.stack([toes, heels])
+        return np.stack([problem.toes + feet, problem.ankles + feet])
+    # The points a component at a time (3, L, F): the per-frame weights (L, F) then scale
+    # whole rows of frames, where on (L, F, 3) points they would scale three values at a time.
+    feet = np.moveaxis(feet, -1, 0)
+    toes, heels = (np.add(np.moveaxis(points, -1, 0), feet, out=np.empty(feet.shape))
+                   for points in (problem.toes, problem.ankles))
     # Where only the heel is pinned the foot correction already holds it; where the toe is
     # pinned too the foot follows the ball and the heel needs its own correction to stay.
     heels = _hold(heels, pins.heel_runs)
@@ -355,17 +359,17 @@ def _targets(problem, corrections, pins):
     # a ball lifting and landing again under a planted heel does not pull the heel.
     # A released heel hands the ball back to the foot's own correction over ``release_time``,
     # as its held position eases out: not in one frame.
-    about_heel = heels + pins.foot * _unit(toes - heels)
+    about_heel = heels + pins.foot * _unit_components(toes - heels)
     toes = _hold(toes + pins.turned * (about_heel - toes), pins.toe_runs)
     # Where the toe is pinned the heel keeps the foot's length from the ball: the foot
     # turns about the ball toward the held heel, and the ball lands on its target even
     # where the labels ask the rigid foot for more (the seed's "Lock the Toe, Not the
     # Heel"). A released heel rejoins the source foot over ``release_time``.
-    about_ball = toes + pins.foot * _unit(heels - toes)
+    about_ball = toes + pins.foot * _unit_components(heels - toes)
     heels = about_ball + pins.heel_only * (heels - about_ball)
     # A heel re-planted before its last hold has eased out sits a little off the ball's
     # sphere: held again, it stays put where the ball lifts before it instead of snapping.
-    return np.stack([toes, _hold(heels, pins.heel_runs)])
+    return np.stack([np.moveaxis(toes, 0, -1), np.moveaxis(_hold(heels, pins.heel_runs), 0, -1)])
 
 
 def _feet(corrections, legs):
@@ -374,10 +378,10 @@ def _feet(corrections, legs):
 
 
 def _hold(points, runs):
-    """Points (L, F, 3) plus their own corrections, so that each holds exactly where it
-    was when it was pinned, even where its foot moved as a whole could not hold it (the
-    source foot turning while heel and toe are planted). ``runs``: the :func:`_runs` of
-    the point's pinned steps.
+    """Points (3, L, F), a component at a time, plus their own corrections, so that each
+    holds exactly where it was when it was pinned, even where its foot moved as a whole
+    could not hold it (the source foot turning while heel and toe are planted). ``runs``:
+    the :func:`_runs` of the point's pinned steps.
 
     Causal: a correction builds up only over pinned steps (a pinned step is scaled by
     ``1 - contact``), so a point is never pulled ahead of its pin; once released it eases
@@ -386,18 +390,21 @@ def _hold(points, runs):
     if not len(runs.legs):
         return points
     # The correction the pinned steps build up from the first frame on: each pinned step undone.
-    steps = points[:, :-1] - points[:, 1:]
+    steps = points[..., :-1] - points[..., 1:]
     steps *= runs.pair
     built = np.empty_like(points)
-    built[:, 0] = 0.0
-    steps.cumsum(axis=1, out=built[:, 1:])
+    built[..., 0] = 0.0
+    steps.cumsum(axis=-1, out=built[..., 1:])
     # Each run ends with what it started with (the eased rest of the leg's previous run)
     # plus what it built up: an affine recurrence over the runs, scanned in log2 steps.
-    gained = built[runs.legs, runs.ends] - built[runs.legs, runs.starts]
-    carried = _scan(runs.resumed, gained)
+    # Gathers along the flat (L F) frames by np.take: a fancy index behind a slice is several times slower.
+    flat = built.reshape(len(built), -1)
+    gained = flat.take(runs.flat_ends, axis=1) - flat.take(runs.flat_starts, axis=1)
+    carried = _scan(runs.resumed, gained.T).T
     at_start = carried - gained
-    built_at_start = built.reshape(-1, 3)[runs.last_start].reshape(built.shape)
-    own = np.where(runs.inside, at_start[runs.last] + built - built_at_start, carried[runs.last] * runs.left)
+    built_at_start = flat.take(runs.last_start, axis=1).reshape(built.shape)
+    own = np.where(runs.inside, at_start.take(runs.last, axis=1) + built - built_at_start,
+                   carried.take(runs.last, axis=1) * runs.left)
     return points + own
 
 
@@ -432,6 +439,11 @@ def _ease_out(x):
 def _unit(v, lengths=None):
     """``v`` (..., 3) over its ``lengths`` (..., if already known); zero stays zero."""
     return v / np.maximum(length(v) if lengths is None else lengths, 1e-12)[..., None]
+
+
+def _unit_components(v):
+    """:func:`_unit` of vectors stored a component at a time, (3, ...)."""
+    return _unit(v.T).T
 
 
 def _reach_state(problem, corrections, heels):
@@ -520,7 +532,7 @@ def _reach_terms(direction, weight, goal, frames, size):
     pelvis's correction ``e`` with each foot's ``d`` on ``frames`` (k,): blocks (k, size,
     size) and right-hand sides (k, size) to add to the independent terms there
     (``direction`` n (L, F, 3), ``weight`` and ``goal`` (L, F), in the equations' basis)."""
-    direction, weight, goal = direction[:, frames], weight[:, frames], goal[:, frames]
+    direction, weight, goal = (values.take(frames, axis=1) for values in (direction, weight, goal))
     blocks = np.zeros((len(frames), size, size))
     pulls = np.zeros((len(frames), size))
     weighted = weight[..., None] * direction

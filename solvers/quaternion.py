@@ -8,11 +8,28 @@ Where a vector's components each take one value of a row (normalizing, removing 
 height), the functions go a component at a time: the same numbers as broadcasting the
 row's value over a short last axis, which numpy does in inner loops of 3 or 4 values, one
 per row, at twice the cost or more.
+
+Results are laid out as the rows they are computed from (:func:`empty_as`; a rotation's as
+its vectors): rows stored a component at a time, as the leg solver stores its rows, give
+results stored that way too, so every component is read and written contiguously (numpy
+runs a strided component a value at a time, several times slower); any other layout gives
+a C array.
 """
 
 import numpy as np
 
 IDENTITY = np.array([1.0, 0.0, 0.0, 0.0])
+
+
+def empty_as(like, shape=None):
+    """An uninitialized float array of ``shape`` (``like``'s where None) laid out as
+    ``like``: a component at a time (the last axis outermost in memory) where ``like`` is
+    stored that way and has the same leading shape, else in C order."""
+    shape = np.shape(like) if shape is None else tuple(shape)
+    strides = getattr(like, "strides", ())
+    if len(strides) >= 2 and strides[-1] > abs(strides[-2]) and np.shape(like)[:-1] == shape[:-1]:
+        return np.moveaxis(np.empty(shape[-1:] + shape[:-1]), 0, -1)
+    return np.empty(shape)
 
 
 def dot(u, v):
@@ -34,7 +51,7 @@ def normalize(v, eps=1e-12):
     """Unit vectors (or quaternions) along the last axis; zero stays zero."""
     v = np.asarray(v, dtype=float)
     lengths = np.maximum(length(v), eps)
-    out = np.empty(np.shape(v))
+    out = empty_as(v)
     for i in range(out.shape[-1]):  # a component at a time (see the module's docstring)
         np.divide(v[..., i], lengths, out=out[..., i])
     return out
@@ -51,7 +68,7 @@ def multiply(a, b):
     """Hamilton product ``a * b`` (apply ``b`` first, then ``a``)."""
     aw, ax, ay, az = a[..., 0], a[..., 1], a[..., 2], a[..., 3]
     bw, bx, by, bz = b[..., 0], b[..., 1], b[..., 2], b[..., 3]
-    out = np.empty(_common_shape(a, b))
+    out = empty_as(a, _common_shape(a, b))
     out[..., 0] = aw * bw - ax * bx - ay * by - az * bz
     out[..., 1] = aw * bx + ax * bw + ay * bz - az * by
     out[..., 2] = aw * by - ax * bz + ay * bw + az * bx
@@ -72,7 +89,7 @@ def horizontal(v, up, height=None):
     v, up = np.asarray(v, dtype=float), np.asarray(up, dtype=float)
     if height is None:
         height = dot(v, up)
-    out = np.empty(np.shape(v))
+    out = empty_as(v)
     for i in range(3):  # a component at a time (see the module's docstring)
         np.subtract(v[..., i], height * up[i], out=out[..., i])
     return out
@@ -112,7 +129,7 @@ def cross(u, v):
     """Cross products along the last axis; leaner than ``np.cross`` on small trailing axes."""
     ux, uy, uz = u[..., 0], u[..., 1], u[..., 2]
     vx, vy, vz = v[..., 0], v[..., 1], v[..., 2]
-    out = np.empty(_common_shape(u, v))
+    out = empty_as(u, _common_shape(u, v))
     out[..., 0] = uy * vz - uz * vy
     out[..., 1] = uz * vx - ux * vz
     out[..., 2] = ux * vy - uy * vx
@@ -126,7 +143,7 @@ def rotate(q, v):
     w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
     vx, vy, vz = v[..., 0], v[..., 1], v[..., 2]
     tx, ty, tz = 2.0 * (y * vz - z * vy), 2.0 * (z * vx - x * vz), 2.0 * (x * vy - y * vx)
-    out = np.empty(_common_shape(q[..., 1:], v))
+    out = empty_as(v, _common_shape(q[..., 1:], v))
     out[..., 0] = vx + w * tx + (y * tz - z * ty)
     out[..., 1] = vy + w * ty + (z * tx - x * tz)
     out[..., 2] = vz + w * tz + (x * ty - y * tx)
@@ -142,22 +159,28 @@ def between(p, q):
     p = np.asarray(p, dtype=float)
     q = np.asarray(q, dtype=float)
     p_squared = dot(p, p)
-    w = np.sqrt(p_squared * dot(q, q)) + dot(p, q)
-    out = np.concatenate((w[..., None], cross(p, q)), axis=-1)
+    out = empty_as(p, _common_shape(p, q)[:-1] + (4,))
+    out[..., 0] = np.sqrt(p_squared * dot(q, q)) + dot(p, q)
+    out[..., 1:] = cross(p, q)
     degenerate = length(out) < 1e-8 * np.maximum(p_squared, 1e-30)
     if np.any(degenerate):
         axis = np.cross(p, [1.0, 0.0, 0.0])
         small = np.linalg.norm(axis, axis=-1) < 1e-6 * np.linalg.norm(p, axis=-1)
         axis = np.where(small[..., None], np.cross(p, [0.0, 1.0, 0.0]), axis)
-        half_turn = np.concatenate((np.zeros_like(w)[..., None], normalize(axis)), axis=-1)
+        half_turn = np.concatenate((np.zeros(out.shape[:-1] + (1,)), normalize(axis)), axis=-1)
         out = np.where(degenerate[..., None], half_turn, out)
     return normalize(out)
 
 
 def from_axis_angle(axis, angle):
     """Unit quaternions from unit axes (..., 3) and angles (...) in radians."""
-    half = 0.5 * np.asarray(angle)[..., None]
-    return np.concatenate((np.cos(half), np.sin(half) * axis), axis=-1)
+    axis, half = np.asarray(axis, dtype=float), 0.5 * np.asarray(angle)
+    out = empty_as(axis, _common_shape(axis[..., 0], half) + (4,))
+    out[..., 0] = np.cos(half)
+    sine = np.sin(half)
+    for i in range(3):  # a component at a time (see the module's docstring)
+        np.multiply(sine, axis[..., i], out=out[..., i + 1])
+    return out
 
 
 def to_matrix(q):
