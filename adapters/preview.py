@@ -120,13 +120,25 @@ _PLACEMENT = 3  # where the object stands, in a key
 def _key(obj, scene):
     """Everything the simulation reads, cheap to compare from frame to frame."""
     settings = obj.foot_lock
-    action = jobs.active_action(obj)
+    action = _played_action(obj)
     collection = settings.ground_collection
     legs = tuple((leg.name, leg.thigh, leg.shin, leg.foot, leg.toe) for leg in settings.legs)
     fps = scene.render.fps / scene.render.fps_base
     options = tuple(getattr(settings, name) for name in _OPTIONS)
     return (action.name, jobs.frame_range(action), legs, _placement(obj, action), fps, options,
             collection.name if collection else None, _edits["action"], _edits["ground"])
+
+
+def _played_action(obj):
+    """The active action, which the preview plays; an armature playing NLA strips without
+    one is refused saying what to do (the NLA's mix of strips has no keys to lock)."""
+    anim = obj.animation_data
+    if anim is not None and anim.action is None and sources.playing_tracks(anim):
+        raise AdapterError(
+            f"{obj.name!r} plays NLA strips and no action, which the Preview does not follow (it plays the "
+            "active action); Remove Foot Sliding bakes the strips into a new action that the Preview then plays"
+        )
+    return jobs.active_action(obj)
 
 
 _OBJECT_CHANNELS = ("location", "rotation_euler", "rotation_quaternion", "rotation_axis_angle", "scale",

@@ -584,6 +584,26 @@ def test_an_error_in_the_handler_turns_preview_off_without_raising(addon, clips_
     assert not settings.preview and settings.preview_error == "a bug in the preview"
 
 
+def test_an_armature_playing_only_nla_strips_is_refused_with_advice_that_works(addon, clips_dir):
+    """The Preview plays the active action; for strips alone it says so, and what it
+    advises (Remove Foot Sliding, which bakes them) gives it an action to play."""
+    obj = import_clip(addon, clips_dir / f"{CLIP}.bvh")
+    anim = obj.animation_data
+    action = anim.action
+    anim.nla_tracks.new().strips.new("walk", int(action.frame_range[0]), action)
+    anim.action = None
+    settings = obj.foot_lock
+    settings.preview = True
+    assert not settings.preview
+    assert "NLA strips and no action" in settings.preview_error
+    assert "Remove Foot Sliding" in settings.preview_error
+
+    assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
+    settings.preview = True
+    assert settings.preview and settings.preview_error == ""
+    settings.preview = False
+
+
 def test_bake_preview_writes_a_new_action_and_keeps_the_original(addon, clips_dir):
     obj = import_clip(addon, clips_dir / f"{CLIP}.bvh")
     addon.ops.foot_lock.detect_contacts()
