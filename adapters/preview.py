@@ -141,8 +141,6 @@ def _played_action(obj):
     return jobs.active_action(obj)
 
 
-_OBJECT_CHANNELS = ("location", "rotation_euler", "rotation_quaternion", "rotation_axis_angle", "scale",
-                    "delta_location", "delta_rotation_euler", "delta_rotation_quaternion", "delta_scale")
 _keyed_channels = {}  # object name -> ((action name, action edits), {(path, index) its action keys})
 
 
@@ -154,7 +152,7 @@ def _placement(obj, action):
     if not keyed:
         return _flat(obj.matrix_world)
     parent = obj.parent
-    unkeyed = tuple(value for path in _OBJECT_CHANNELS for index, value in enumerate(getattr(obj, path))
+    unkeyed = tuple(value for path in armature.OBJECT_TRANSFORMS for index, value in enumerate(getattr(obj, path))
                     if (path, index) not in keyed)
     return (parent.name if parent else None, obj.parent_type, obj.parent_bone,
             _flat(parent.matrix_world) if parent else None, _flat(obj.matrix_parent_inverse), unkeyed)
@@ -167,7 +165,7 @@ def _object_keys(obj, action):
     known = _keyed_channels.get(obj.name)
     if known is None or known[0] != version:
         keyed = {(fcurve.data_path, fcurve.array_index) for fcurve in compat.iter_fcurves(obj, action)
-                 if fcurve.data_path in _OBJECT_CHANNELS and not fcurve.mute}
+                 if fcurve.data_path in armature.OBJECT_TRANSFORMS and not fcurve.mute}
         known = _keyed_channels[obj.name] = (version, keyed)
     return known[1]
 
@@ -253,7 +251,6 @@ def _preview_of(obj, scene, depsgraph):
             return preview
         if preview is not None:
             _refuse_carried(obj, scene, preview, key)
-        if preview is not None:
             _give_back(obj, preview)  # its curves unmuted: the action is read as it is
         preview = _previews[obj.name] = _simulate(obj, scene, depsgraph, key, names, surface)
     return preview
