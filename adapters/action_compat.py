@@ -202,12 +202,13 @@ def _action_uid(fcurves):
     return fcurves[0].id_data.session_uid if len(fcurves) else None
 
 
-def _remember(fcurve, co, uid=None, modes=None):
+def _remember(key, co, modes=None):
+    """Remember keys ``co`` (and interpolation codes ``modes``) under ``key`` (see :func:`_curve_key`)."""
     if _remembered is not None:
         co.flags.writeable = False  # shared by every later reader
         if modes is not None:
             modes.flags.writeable = False
-        _remembered[_curve_key(fcurve, uid)] = co, modes
+        _remembered[key] = co, modes
 
 
 def _known(key, count):
@@ -271,8 +272,11 @@ def _key_enums(points, name, count):
     return values
 
 
-def _keys_outside(fcurve, span):
-    first, last = fcurve.range()  # of the keys, cheap
+def _keys_outside(fcurve, span, known=None):
+    """Whether ``fcurve`` has keys outside ``span``; ``known``, what is remembered of it (see
+    :func:`_known`), spares asking Blender."""
+    # The frames of the first and last key, as FCurve.range() gives them (sorted or not).
+    first, last = fcurve.range() if known is None else (float(known[0][0, 0]), float(known[0][-1, 0]))
     return first < span[0] - 0.5 or last > span[1] + 0.5
 
 
@@ -349,9 +353,9 @@ def _needs_update(frames, interpolation):
     return interpolation == "BEZIER" or bool((frames[1:] <= frames[:-1]).any())  # np.diff's cost is its wrapper
 
 
-def _add_keys(fcurve, co, mode, update, uid=None):
+def _add_keys(fcurve, co, mode, update, key=None):
     """Add keys (count, 2) float32 ``co`` with interpolation codes ``mode`` to ``fcurve``
-    (``uid``: see :func:`_curve_key`)."""
+    (``key``, what the curve is remembered under, where the caller has it: see :func:`_curve_key`)."""
     points = fcurve.keyframe_points
     points.add(len(co))
     points.foreach_set("co_ui", co.ravel())  # moves each new key's handles with it ("co" leaves them at 0, 0)
@@ -360,7 +364,7 @@ def _add_keys(fcurve, co, mode, update, uid=None):
         fcurve.update()
         _forget(fcurve)
     else:
-        _remember(fcurve, co, uid, mode)
+        _remember(_curve_key(fcurve) if key is None else key, co, mode)
 
 
 def write_curves(fcurves, frames, rows, interpolation="LINEAR", keep_outside=False):
@@ -377,13 +381,14 @@ def write_curves(fcurves, frames, rows, interpolation="LINEAR", keep_outside=Fal
     mode = np.full(len(frames), _INTERPOLATION[interpolation], dtype=_ENUM)
     update = _needs_update(frames, interpolation)
     uid = _action_uid(fcurves)
-    for fcurve, values, new_co in zip(fcurves, rows, co):
+    for fcurve, values, new_co, pointer in zip(fcurves, rows, co, map(_AS_POINTER, fcurves)):
         points = fcurve.keyframe_points
-        if keep_outside and len(points) and _keys_outside(fcurve, span):
+        count = len(points)
+        if keep_outside and count and _keys_outside(fcurve, span, _known((uid, pointer), count)):
             write_keys(fcurve, frames, values, interpolation, keep_outside=True)
             continue
         points.clear()
-        _add_keys(fcurve, new_co, mode, update, uid)
+        _add_keys(fcurve, new_co, mode, update, (uid, pointer))
 
 
 def keys_digest(fcurve):
@@ -397,27 +402,25 @@ def keys_digests(fcurves):
     session id read once, every curve's interpolation codes read into one buffer and made
     int32 in one pass, none read where they were just written (see :func:`remembered_keys`)."""
     uid = _action_uid(fcurves)
-    keys, ends = [], []
-    end = 0
-    for fcurve in fcurves:
-        points = fcurve.keyframe_points
-        count = len(points)
-        known = _known(_curve_key(fcurve, uid), count) or (_key_arrays(fcurve, uid=uid, points=points), None)
-        keys.append((points, *known))
-        end += count
-        ends.append(end)
-    modes = np.empty(end, dtype=_ENUM)
+    points = [fcurve.keyframe_points for fcurve in fcurves]
+    counts = [len(fcurve_points) for fcurve_points in points]
+    modes = np.empty(sum(counts), dtype=_ENUM)
+    keys = []
     start = 0
-    for (points, _, written), end in zip(keys, ends):
+    for fcurve, fcurve_points, count, pointer in zip(fcurves, points, counts, map(_AS_POINTER, fcurves)):
+        co, written = _known((uid, pointer), count) or (_key_arrays(fcurve, uid=uid, points=fcurve_points), None)
+        end = start + count
         if written is None:
-            points.foreach_get("interpolation", modes[start:end])
+            fcurve_points.foreach_get("interpolation", modes[start:end])
         else:
             modes[start:end] = written
+        keys.append(co)
         start = end
     codes = modes.astype(np.int32)  # the digests stored so far hashed int32 codes
     digests = []
     start = 0
-    for (_, co, _), end in zip(keys, ends):
+    for co, count in zip(keys, counts):
+        end = start + count
         digest = hashlib.sha1(np.ascontiguousarray(co))  # hashed in place, not copied to bytes first
         digest.update(codes[start:end])
         digests.append(digest.hexdigest()[:16])
@@ -465,13 +468,34 @@ def read_curves(fcurves, frames):
     rest = np.ones(len(fcurves), dtype=bool)
     if whole:
         co = np.empty((len(whole), count, 2), dtype=np.float32)
-        uid = _action_uid(fcurves)
-        for row, keys in zip(whole, co):
-            _key_arrays(fcurves[row], keys, uid, points[row])
+        _read_rows([fcurves[row] for row in whole], [points[row] for row in whole], co)
         on_frames = (co[..., 0] == frames).all(axis=1)
+        if len(whole) == len(fcurves) and on_frames.all():  # the usual clip: no fancy indices
+            values[:] = co[..., 1]
+            return values
         matched = np.asarray(whole)[on_frames]
         values[matched] = co[on_frames, :, 1]
         rest[matched] = False
     for row in np.flatnonzero(rest):
         values[row] = read_values(fcurves[row], frames)
     return values
+
+
+def _read_rows(fcurves, points, co):
+    """The keys of ``fcurves`` (curves of one action, ``points`` their keyframe points)
+    into the rows of ``co`` (len(fcurves), count, 2) float32, each curve with ``count``
+    keys: copied where remembered, else read and remembered (``co`` is read-only after)."""
+    uid = _action_uid(fcurves)
+    count = co.shape[1]
+    read = []
+    for row, (fcurve_points, keys, pointer) in enumerate(zip(points, co.reshape(len(co), -1), map(_AS_POINTER, fcurves))):
+        known = _known((uid, pointer), count)
+        if known is None:
+            fcurve_points.foreach_get("co", keys)
+            read.append((row, pointer))
+        else:
+            keys[:] = known[0].reshape(-1)
+    if _remembered is not None:
+        co.flags.writeable = False  # its rows are shared by every later reader
+        for row, pointer in read:
+            _remembered[uid, pointer] = co[row], None
