@@ -109,6 +109,10 @@ class JointMap:
     def require_exact(self, bone_names):
         """Raise :class:`AdapterError` when the pose of one of ``bone_names`` does not follow
         from the channels by plain forward kinematics (see ``unsupported``)."""
+        if not self.unsupported:  # the usual rig: only the bones' names to check
+            for bone in bone_names:
+                self.joint(bone)
+            return
         for bone in bone_names:
             for name in self.ancestors(bone):
                 if name in self.unsupported:
@@ -184,15 +188,16 @@ def _refuse_first(bad, frames, message):
         raise AdapterError(message.format(int(frames[np.argmax(bad)])))
 
 
-def _channel_values(obj, layout, pose_bones, modes, table, frames):
+def _channel_values(obj, layout, order, modes, table, frames):
     """Location (3, J, F), rotation (4, J, F; Euler rows 0-2) and scale (3, J, F) channel
     values of the joint bones on ``frames``: keyed values where an unmuted F-curve is (all
     read together, :func:`~.action_compat.read_curves`), the pose bone's current value
     elsewhere. Laid out (component, bone, frame): each F-curve fills one contiguous row.
-    Every bone's keys are read (and refused where they are not numbers), not only the joints'."""
+    Every bone's keys are read (and refused where they are not numbers), not only the joints'.
+    ``order``: each bone's index in the pose bones (see :func:`_pose_bones`)."""
     every = layout.every
-    current = _current_channels(obj, every, pose_bones, modes)  # (10, B): rows as below
-    rows, columns, curves = _keyed_channels(every, pose_bones, modes, table)
+    current = _current_channels(obj, every, order, modes)  # (10, B): rows as below
+    rows, columns, curves = _keyed_channels(every, modes, table)
     keyed = compat.read_curves(curves, frames)
     if not (np.isfinite(keyed).all() and np.isfinite(current).all()):  # rare: say where
         _check_channels_finite(_laid_out(current, rows, columns, keyed), every, modes, frames)
@@ -213,13 +218,13 @@ def _laid_out(current, rows, columns, keyed):
     return values
 
 
-def _keyed_channels(bones, pose_bones, modes, table):
+def _keyed_channels(bones, modes, table):
     """Row (see :func:`_laid_out`), bone index and F-curve of each unmuted F-curve of the
     bones' channels in ``table``: each bone's rotation in its mode, its scale, and its
     location unless connected (Blender ignores a connected bone's location)."""
     channels_of = {}  # data path -> (bone, first row, width)
-    for b, (bone, pose_bone, mode) in enumerate(zip(bones, pose_bones, modes)):
-        path = bone_data_path(pose_bone.name)
+    for b, (bone, mode) in enumerate(zip(bones, modes)):
+        path = bone_data_path(bone.name)
         prop, width = rotation_channel(mode)
         channels_of[f"{path}.{prop}"] = (b, 3, width)
         channels_of[f"{path}.scale"] = (b, 7, 3)
@@ -243,13 +248,11 @@ def _check_channels_finite(values, bones, modes, frames):
     _check_finite(values[7:], bones, lambda b: "scale", frames)
 
 
-def _current_channels(obj, bones, pose_bones, modes):
-    """(10, B) the pose bones' current location, rotation (in their rotation mode; Euler
-    rows 0-2) and scale, as :func:`_channel_values` lays them out, read in bulk; a
-    connected bone's location 0 (Blender ignores it)."""
+def _current_channels(obj, bones, order, modes):
+    """(10, B) the current location, rotation (in their rotation mode; Euler rows 0-2) and
+    scale of the pose bones at ``order``, as :func:`_channel_values` lays them out, read in
+    bulk; a connected bone's location 0 (Blender ignores it)."""
     collection = obj.pose.bones
-    index_of = {pose_bone.name: i for i, pose_bone in enumerate(collection)}  # one pass, not a find per bone
-    order = np.array([index_of[pose_bone.name] for pose_bone in pose_bones], dtype=int)
     current = np.zeros((10, len(bones)))
     for prop, rows in (("location", slice(0, 3)), ("scale", slice(7, 10))):
         current[rows] = _pose_bone_values(collection, prop, 3)[order].T
@@ -259,6 +262,15 @@ def _current_channels(obj, bones, pose_bones, modes):
         members = [b for b, m in enumerate(modes) if m == mode]
         current[3 : 3 + width, members] = _pose_bone_values(collection, prop, width)[order[members]].T
     return current
+
+
+def _pose_bones(obj, bones):
+    """The pose bones of ``bones`` and their indices (B,) in ``obj.pose.bones``, from one
+    pass over the pose bones, not a lookup by name per bone."""
+    listed = list(obj.pose.bones)
+    index_of = {pose_bone.name: i for i, pose_bone in enumerate(listed)}
+    order = [index_of[bone.name] for bone in bones]
+    return [listed[i] for i in order], np.array(order, dtype=int)
 
 
 def _pose_bone_values(collection, prop, width):
@@ -471,10 +483,10 @@ def _read_keys(obj, action, frames, extra_tails=(), only=None, object_keys=False
         )
     layout = _Bones.of(obj, extra_tails, only)
     every = layout.every
-    pose_bones = [obj.pose.bones[bone.name] for bone in every]
+    pose_bones, order = _pose_bones(obj, every)
     modes = [pose_bone.rotation_mode for pose_bone in pose_bones]
 
-    location, rotation, scale = _channel_values(obj, layout, pose_bones, modes, table, frames)
+    location, rotation, scale = _channel_values(obj, layout, order, modes, table, frames)
     bones = layout.bones
     nb = len(bones)
     if nb < len(every):  # only the joints' channels are converted
@@ -674,7 +686,7 @@ def basis_rotations(joint_map, rot, bone_names, frame_start=None):
     jm = joint_map
     joints = np.array([jm.joint(name) for name in bone_names], dtype=int)
     # (4, F, bones): the bones taken from (F, n, 4) first, whole quaternions at a time.
-    solved = np.ascontiguousarray(np.moveaxis(rot[:, joints], -1, 0))
+    solved = np.ascontiguousarray(rot.take(joints, axis=1).transpose(2, 0, 1))
     roots = jm.parents[joints] < 0
     if roots.any():
         world_rot, _, _ = _world_rows(jm, jm.frame_start if frame_start is None else frame_start, len(rot))
@@ -718,8 +730,10 @@ def check_writable(joint_map, motion, frame_start, rotation_bones, location_bone
         (rotation_bones, "rotation", motion.rot),
         (location_bones, "location", motion.pos),
     ):
-        joints = [jm.joint(name) for name in names]
-        bad = ~np.isfinite(array[:, joints]).all(axis=-1)
+        values = array.take([jm.joint(name) for name in names], axis=1)
+        if np.isfinite(values).all():  # the usual solve: no mask of bad values to build
+            continue
+        bad = ~np.isfinite(values).all(axis=-1)
         if bad.any():
             frame, which = np.argwhere(bad)[0]
             raise AdapterError(

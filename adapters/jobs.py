@@ -15,6 +15,7 @@ import bpy
 import numpy as np
 
 from ..solvers import loops
+from ..solvers import quaternion as quat
 from ..solvers.foot_lock import label_foot_contacts, remove_foot_sliding
 from ..solvers.kinematics import forward_kinematics
 from ..solvers.leg_detection import detect_legs
@@ -374,8 +375,12 @@ def _animator_contacts(obj, actions, clip, overwrite):
 def cut_frames(clip):
     """Indices of the frames where the pelvis jumps instead of moving (an NLA repeat starting
     again, a cut between strips): no contact spans them."""
-    _, gpos = forward_kinematics(clip.skeleton, clip.motion.rot, clip.motion.pos, [clip.rig.pelvis])
-    step = np.linalg.norm(np.diff(gpos[:, clip.rig.pelvis], axis=0), axis=-1)
+    pelvis = clip.rig.pelvis
+    if clip.skeleton.parents[pelvis] < 0:  # the usual rig: its position is its world position
+        path = clip.motion.pos[:, pelvis]
+    else:
+        path = forward_kinematics(clip.skeleton, clip.motion.rot, clip.motion.pos, [pelvis])[1][:, pelvis]
+    step = quat.length(path[1:] - path[:-1])
     size = leg_length_from_locals(clip.skeleton, clip.motion.rot, clip.motion.pos, clip.rig)
     return np.flatnonzero(step * clip.motion.fps > CUT_SPEED * size) + 1
 
