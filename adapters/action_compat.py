@@ -93,9 +93,26 @@ def iter_fcurves(obj, action):
 
 def fcurve_table(bag):
     """``{(data_path, array_index): fcurve}`` of a bag (one pass instead of many finds)."""
+    return {channel: fcurve for fcurve, channel in fcurve_channels(bag)}
+
+
+def fcurve_channels(bag):
+    """``(fcurve, (data_path, array_index))`` of every curve of a bag (or None: none), in
+    order. Within :func:`remembered_keys` each curve's channel is read once, and a copy's
+    curves have their source's (see :func:`_remember_copies`)."""
     if bag is None:
-        return {}
-    return {(fcurve.data_path, fcurve.array_index): fcurve for fcurve in bag.fcurves}
+        return []
+    if _channels is None:
+        return [(fcurve, (fcurve.data_path, fcurve.array_index)) for fcurve in bag.fcurves]
+    uid = bag.id_data.session_uid
+    listed = []
+    for fcurve in bag.fcurves:
+        key = uid, _AS_POINTER(fcurve)
+        channel = _channels.get(key)
+        if channel is None:
+            channel = _channels[key] = fcurve.data_path, fcurve.array_index
+        listed.append((fcurve, channel))
+    return listed
 
 
 def find_fcurve(bag, data_path, index=0):
@@ -176,19 +193,23 @@ def copy_action(obj, action, name):
 # {(action session_uid, F-curve address): ((count, 2) float32 keys, (count,) interpolation
 # codes or None where only the keys were read)}, or None outside
 _remembered = None
+# The channels of the curves listed in there, the same way: {(action session_uid, F-curve
+# address): (data_path, array_index)}, or None outside (see :func:`fcurve_channels`)
+_channels = None
 
 
 @contextmanager
 def remembered_keys():
-    """Keys read or written in here are not read again in here (one job: outside it,
-    anyone may edit any curve). Usable as a decorator."""
-    global _remembered
-    outer = _remembered
-    _remembered = {} if outer is None else outer
+    """Keys (and channels) read or written in here are not read again in here (one job:
+    outside it, anyone may edit any curve). Usable as a decorator."""
+    global _remembered, _channels
+    outer = _remembered, _channels
+    if _remembered is None:
+        _remembered, _channels = {}, {}
     try:
         yield
     finally:
-        _remembered = outer
+        _remembered, _channels = outer
 
 
 def _curve_key(fcurve, uid=None):
@@ -224,8 +245,8 @@ def _forget(fcurve):
 
 
 def _remember_copies(source_bag, copy_bag):
-    """The curves of ``copy_bag`` hold the keys of ``source_bag``'s of the same channel: the
-    one in the same place (Blender copies a bag's curves in their order)."""
+    """The curves of ``copy_bag`` hold the keys and channels of ``source_bag``'s: the one in
+    the same place (Blender copies a bag's curves in their order)."""
     if _remembered is None or source_bag is None or copy_bag is None:
         return
     uid, copy_uid = source_bag.id_data.session_uid, copy_bag.id_data.session_uid
@@ -233,6 +254,9 @@ def _remember_copies(source_bag, copy_bag):
         known = _remembered.get((uid, pointer))
         if known is not None:
             _remembered[copy_uid, copy_pointer] = known
+        channel = _channels.get((uid, pointer))
+        if channel is not None:
+            _channels[copy_uid, copy_pointer] = channel
 
 
 def _addresses(bag):

@@ -24,11 +24,11 @@ _CONTACT_PATHS = tuple(f'["{prop}"]' for prop in (CONTACT_PROPERTY, HEEL_CONTACT
 
 def _motion_digest(obj, action):
     """A digest of every key of ``action`` for ``obj`` but the contact curves'."""
-    motion = [(fcurve, path) for fcurve in compat.iter_fcurves(obj, action)
-              if not (path := fcurve.data_path).endswith(_CONTACT_PATHS)]
+    motion = [(fcurve, channel) for fcurve, channel in compat.fcurve_channels(compat.channel_bag(obj, action))
+              if not channel[0].endswith(_CONTACT_PATHS)]
     entries = zip(motion, compat.keys_digests([fcurve for fcurve, _ in motion]))
     # One update of all the entries hashes what one update per entry would.
-    text = "".join(f"{path}[{fcurve.array_index}]{keys}" for (fcurve, path), keys in entries)
+    text = "".join(f"{path}[{index}]{keys}" for (_, (path, index)), keys in entries)
     return hashlib.sha1(text.encode()).hexdigest()[:16]
 
 
