@@ -267,22 +267,18 @@ def _addresses(bag):
 # --- keys in bulk -----------------------------------------------------------------------
 
 
-def _key_arrays(fcurve, into=None, uid=None, points=None):
+def _key_arrays(fcurve, uid=None, points=None):
     """The keys (count, 2) of ``fcurve`` as frame, value (float32, as Blender stores them);
-    read-only when remembered. With ``into`` (count, 2) float32 they are read (or copied,
-    when remembered) there: one buffer for many curves spares an allocation and a copy each.
-    ``uid`` (see :func:`_curve_key`) and ``points``, the curve's keyframe points, spare
-    reading them again where the caller has them."""
+    read-only when remembered. ``uid`` (see :func:`_curve_key`) and ``points``, the curve's
+    keyframe points, spare reading them again where the caller has them (to read many
+    curves into one buffer, see :func:`_read_rows`)."""
     points = fcurve.keyframe_points if points is None else points
     count = len(points)
     key = _curve_key(fcurve, uid)
     known = _known(key, count)
     if known is not None:
-        if into is None:
-            return known[0]
-        into[:] = known[0]
-        return into
-    co = np.empty((count, 2), dtype=np.float32) if into is None else into
+        return known[0]
+    co = np.empty((count, 2), dtype=np.float32)
     points.foreach_get("co", co.reshape(-1))
     if _remembered is not None:
         co.flags.writeable = False  # shared by every later reader
