@@ -34,13 +34,11 @@ def empty_as(like, shape=None):
 
 
 def dot(u, v):
-    """Dot products along a short last axis (3 or 4), component by component: the same
-    numbers as ``np.sum(u * v, -1)`` at a fraction of the cost (numpy reduces a short
-    axis slowly, and the solvers take thousands of these on a click)."""
-    out = u[..., 0] * v[..., 0]
-    for i in range(1, np.shape(u)[-1]):
-        out = out + u[..., i] * v[..., i]
-    return out
+    """Dot products along a short last axis (3 or 4) in one einsum: ``np.sum(u * v, -1)``'s
+    numbers to round-off at a fraction of the cost (numpy reduces a short axis slowly, a
+    product and a sum per component cost a call each, and the solvers take thousands of
+    these on a click). Rows stored a component at a time are summed component by component."""
+    return np.einsum("...i,...i->...", u, v)
 
 
 def length(v):
