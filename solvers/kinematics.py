@@ -123,10 +123,11 @@ class Pose:
             return
         self.update(roots)
         above = parents[children]
-        parent_rot = self.grot.take(above, axis=1).reshape(-1, 4)
-        grot = quat.multiply(parent_rot, self.rot.take(children, axis=1).reshape(-1, 4)).reshape(len(self.rot), -1, 4)
-        gpos = self.gpos.take(above, axis=1) + quat.rotate(
-            parent_rot, self.pos.take(children, axis=1).reshape(-1, 3)).reshape(len(self.pos), -1, 3)
+        parent_rot = _gather(self.grot, above)
+        grot = quat.multiply(parent_rot, _gather(self.rot, children)).reshape(len(self.rot), -1, 4)
+        gpos = quat.rotate(parent_rot, _gather(self.pos, children))
+        gpos += _gather(self.gpos, above)
+        gpos = gpos.reshape(len(self.pos), -1, 3)
         for row, joint in enumerate(children):
             self.grot[:, joint], self.gpos[:, joint] = grot[:, row], gpos[:, row]
 
@@ -147,6 +148,16 @@ class Pose:
             self.pos[:, joint] = world_positions
         else:
             self.pos[:, joint] = local_position(self.grot[:, parent], self.gpos[:, parent], world_positions)
+
+
+def _gather(values, joints):
+    """The rows (F len(joints), k) of ``joints`` in ``values`` (F, n, k), gathered frame by
+    frame by np.take and laid out a component at a time, as the quaternion helpers run
+    fastest (see :mod:`.quaternion`'s docstring)."""
+    frames, _, size = values.shape
+    out = np.empty((size, frames, len(joints))).transpose(1, 2, 0)
+    out[...] = values.take(joints, axis=1)
+    return out.reshape(-1, size)
 
 
 def _levels(parents, joints):
