@@ -68,10 +68,26 @@ def multiply(a, b):
     aw, ax, ay, az = a[..., 0], a[..., 1], a[..., 2], a[..., 3]
     bw, bx, by, bz = b[..., 0], b[..., 1], b[..., 2], b[..., 3]
     out = empty_as(a, _common_shape(a, b))
-    out[..., 0] = aw * bw - ax * bx - ay * by - az * bz
-    out[..., 1] = aw * bx + ax * bw + ay * bz - az * by
-    out[..., 2] = aw * by - ax * bz + ay * bw + az * bx
-    out[..., 3] = aw * bz + ax * by - ay * bx + az * bw
+    # Each component summed in its place in ``out``, left to right: the numbers of the plain
+    # expressions without a temporary per sum and a copy into ``out`` (on the solvers' short
+    # arrays every numpy call costs about as much as its arithmetic).
+    w, x, y, z = out[..., 0], out[..., 1], out[..., 2], out[..., 3]
+    np.multiply(aw, bw, out=w)
+    w -= ax * bx
+    w -= ay * by
+    w -= az * bz
+    np.multiply(aw, bx, out=x)
+    x += ax * bw
+    x += ay * bz
+    x -= az * by
+    np.multiply(aw, by, out=y)
+    y -= ax * bz
+    y += ay * bw
+    y += az * bx
+    np.multiply(aw, bz, out=z)
+    z += ax * by
+    z -= ay * bx
+    z += az * bw
     return out
 
 
@@ -141,12 +157,34 @@ def rotate(q, v):
     v = np.asarray(v, dtype=float)
     w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
     vx, vy, vz = v[..., 0], v[..., 1], v[..., 2]
-    tx, ty, tz = 2.0 * (y * vz - z * vy), 2.0 * (z * vx - x * vz), 2.0 * (x * vy - y * vx)
+    # Each sum computed in its place, left to right, as in :func:`multiply`.
+    tx = y * vz
+    tx -= z * vy
+    tx *= 2.0
+    ty = z * vx
+    ty -= x * vz
+    ty *= 2.0
+    tz = x * vy
+    tz -= y * vx
+    tz *= 2.0
     out = empty_as(v, _common_shape(q[..., 1:], v))
-    out[..., 0] = vx + w * tx + (y * tz - z * ty)
-    out[..., 1] = vy + w * ty + (z * tx - x * tz)
-    out[..., 2] = vz + w * tz + (x * ty - y * tx)
+    ox, oy, oz = out[..., 0], out[..., 1], out[..., 2]
+    np.multiply(w, tx, out=ox)
+    ox += vx
+    ox += _difference(y * tz, z * ty)
+    np.multiply(w, ty, out=oy)
+    oy += vy
+    oy += _difference(z * tx, x * tz)
+    np.multiply(w, tz, out=oz)
+    oz += vz
+    oz += _difference(x * ty, y * tx)
     return out
+
+
+def _difference(a, b):
+    """``a - b`` in ``a``'s place: one temporary fewer."""
+    a -= b
+    return a
 
 
 def between(p, q):
