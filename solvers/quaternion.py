@@ -49,7 +49,13 @@ def length(v):
 def normalize(v, eps=1e-12):
     """Unit vectors (or quaternions) along the last axis; zero stays zero."""
     v = np.asarray(v, dtype=float)
-    lengths = np.maximum(length(v), eps)
+    return _divided(v, length(v), eps)
+
+
+def _divided(v, lengths, eps=1e-12):
+    """``v`` (..., k) divided by its ``lengths`` (...), at least ``eps``: :func:`normalize`
+    where the lengths are known."""
+    lengths = np.maximum(lengths, eps)
     out = empty_as(v)
     for i in range(out.shape[-1]):  # a component at a time (see the module's docstring)
         np.divide(v[..., i], lengths, out=out[..., i])
@@ -140,14 +146,20 @@ def median(values, axis=None):
     return np.where(np.isnan(values).any(axis=axis), np.nan, out)[()]
 
 
-def cross(u, v):
-    """Cross products along the last axis; leaner than ``np.cross`` on small trailing axes."""
+def cross(u, v, out=None):
+    """Cross products along the last axis; leaner than ``np.cross`` on small trailing axes.
+    Written to ``out`` where given."""
     ux, uy, uz = u[..., 0], u[..., 1], u[..., 2]
     vx, vy, vz = v[..., 0], v[..., 1], v[..., 2]
-    out = empty_as(u, _common_shape(u, v))
-    out[..., 0] = uy * vz - uz * vy
-    out[..., 1] = uz * vx - ux * vz
-    out[..., 2] = ux * vy - uy * vx
+    out = empty_as(u, _common_shape(u, v)) if out is None else out
+    # Each component computed in its place, as in :func:`multiply`.
+    ox, oy, oz = out[..., 0], out[..., 1], out[..., 2]
+    np.multiply(uy, vz, out=ox)
+    ox -= uz * vy
+    np.multiply(uz, vx, out=oy)
+    oy -= ux * vz
+    np.multiply(ux, vy, out=oz)
+    oz -= uy * vx
     return out
 
 
@@ -197,16 +209,17 @@ def between(p, q):
     q = np.asarray(q, dtype=float)
     p_squared = dot(p, p)
     out = empty_as(p, _common_shape(p, q)[:-1] + (4,))
-    out[..., 0] = np.sqrt(p_squared * dot(q, q)) + dot(p, q)
-    out[..., 1:] = cross(p, q)
-    degenerate = length(out) < 1e-8 * np.maximum(p_squared, 1e-30)
+    np.add(np.sqrt(p_squared * dot(q, q)), dot(p, q), out=out[..., 0])
+    cross(p, q, out=out[..., 1:])
+    size = length(out)
+    degenerate = size < 1e-8 * np.maximum(p_squared, 1e-30)
     if np.any(degenerate):
         axis = np.cross(p, [1.0, 0.0, 0.0])
         small = np.linalg.norm(axis, axis=-1) < 1e-6 * np.linalg.norm(p, axis=-1)
         axis = np.where(small[..., None], np.cross(p, [0.0, 1.0, 0.0]), axis)
         half_turn = np.concatenate((np.zeros(out.shape[:-1] + (1,)), normalize(axis)), axis=-1)
-        out = np.where(degenerate[..., None], half_turn, out)
-    return normalize(out)
+        return normalize(np.where(degenerate[..., None], half_turn, out))
+    return _divided(out, size)
 
 
 def from_axis_angle(axis, angle):
