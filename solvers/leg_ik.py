@@ -148,8 +148,10 @@ def _lift_tip(origin, tip, min_height, up):
     heading = quat.normalize(quat.horizontal(offset, up, height))
     flat_length = np.sqrt(np.maximum(length**2 - lifted_rise**2, 0.0))
     out = quat.empty_as(tip)
-    for i in range(3):
-        out[..., i] = origin[..., i] + heading[..., i] * flat_length + lifted_rise * up[i]
+    for i in range(3):  # each component summed in its place (see quaternion.multiply)
+        component = np.multiply(heading[..., i], flat_length, out=out[..., i])
+        component += origin[..., i]
+        component += lifted_rise * up[i]
     return out
 
 
@@ -184,11 +186,12 @@ def solve_two_bone(pose, leg, limits, heel_target, chain):
     hinge = quat.normalize(quat.cross(bend, leg_axis))  # thigh x shin for a bent leg
 
     knee_now = _angle(a - b, shin_vector)
-    knee_wanted = np.arccos(np.clip((thigh**2 + shin**2 - clamped**2) / (2.0 * thigh * shin), -1.0, 1.0))
+    thigh_squared, shin_squared, clamped_squared = thigh**2, shin**2, clamped**2
+    knee_wanted = np.arccos(np.clip((thigh_squared + shin_squared - clamped_squared) / (2.0 * thigh * shin), -1.0, 1.0))
     hip_now = _angle(thigh_vector, axis_vector)
-    hip_wanted = np.arccos(
-        np.clip((thigh**2 + clamped**2 - shin**2) / (2.0 * thigh * np.maximum(clamped, 1e-12)), -1.0, 1.0)
-    )
+    hip_wanted = np.arccos(np.clip(
+        (thigh_squared + clamped_squared - shin_squared) / (2.0 * thigh * np.maximum(clamped, 1e-12)), -1.0, 1.0
+    ))
     knee_turn = quat.from_axis_angle(hinge, knee_now - knee_wanted)
     pose.turn(leg.knee, knee_turn)
     # The ankle swings about the knee with it: where it goes is all the hip's aim reads (its
@@ -217,7 +220,8 @@ def _knee_bend_direction(hip_rot, thigh_vector, leg_axis, limits, thigh):
     current_weight, reference_weight = weight / np.maximum(size, 1e-12), 1.0 - weight
     out = quat.empty_as(current)
     for i in range(3):
-        out[..., i] = current_weight * current[..., i] + reference_weight * reference[..., i]
+        component = np.multiply(current_weight, current[..., i], out=out[..., i])
+        component += reference_weight * reference[..., i]
     return out
 
 
