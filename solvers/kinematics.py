@@ -107,8 +107,8 @@ class Pose:
                 self.grot[:, j] = self.rot[:, j]
                 self.gpos[:, j] = self.pos[:, j]
             else:
-                self.grot[:, j] = quat.multiply(self.grot[:, p], self.rot[:, j])
-                self.gpos[:, j] = self.gpos[:, p] + quat.rotate(self.grot[:, p], self.pos[:, j])
+                quat.multiply(self.grot[:, p], self.rot[:, j], out=self.grot[:, j])
+                np.add(self.gpos[:, p], quat.rotate(self.grot[:, p], self.pos[:, j]), out=self.gpos[:, j])
 
     def update_together(self, joints):
         """:meth:`update` of ``joints`` none of which is another's ancestor (both legs'

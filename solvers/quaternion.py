@@ -69,11 +69,12 @@ def _common_shape(a, b):
     return a_shape if a_shape == b_shape else np.broadcast_shapes(a_shape, b_shape)
 
 
-def multiply(a, b):
-    """Hamilton product ``a * b`` (apply ``b`` first, then ``a``)."""
+def multiply(a, b, out=None):
+    """Hamilton product ``a * b`` (apply ``b`` first, then ``a``), written to ``out`` where
+    given (not one of the factors)."""
     aw, ax, ay, az = a[..., 0], a[..., 1], a[..., 2], a[..., 3]
     bw, bx, by, bz = b[..., 0], b[..., 1], b[..., 2], b[..., 3]
-    out = empty_as(a, _common_shape(a, b))
+    out = empty_as(a, _common_shape(a, b)) if out is None else out
     # Each component summed in its place in ``out``, left to right: the numbers of the plain
     # expressions without a temporary per sum and a copy into ``out`` (on the solvers' short
     # arrays every numpy call costs about as much as its arithmetic).
@@ -183,20 +184,20 @@ def rotate(q, v):
     ox, oy, oz = out[..., 0], out[..., 1], out[..., 2]
     np.multiply(w, tx, out=ox)
     ox += vx
-    ox += _difference(y * tz, z * ty)
+    across = y * tz  # (u x t)_x
+    across -= z * ty
+    ox += across
     np.multiply(w, ty, out=oy)
     oy += vy
-    oy += _difference(z * tx, x * tz)
+    across = z * tx
+    across -= x * tz
+    oy += across
     np.multiply(w, tz, out=oz)
     oz += vz
-    oz += _difference(x * ty, y * tx)
+    across = x * ty
+    across -= y * tx
+    oz += across
     return out
-
-
-def _difference(a, b):
-    """``a - b`` in ``a``'s place: one temporary fewer."""
-    a -= b
-    return a
 
 
 def between(p, q):
