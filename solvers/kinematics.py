@@ -81,8 +81,9 @@ def forward_kinematics(skeleton, rot, pos, joints=None):
     fingers.
     """
     pose = Pose(skeleton, rot, pos, np.empty_like(rot), np.empty_like(pos))
+    above = None
     for level in _levels(skeleton.parents, range(len(skeleton)) if joints is None else skeleton.closure(joints)):
-        pose.update_together(level)
+        above = pose.update_together(level, above)
     return pose.grot, pose.gpos
 
 
@@ -110,26 +111,34 @@ class Pose:
                 quat.multiply(self.grot[:, p], self.rot[:, j], out=self.grot[:, j])
                 np.add(self.gpos[:, p], quat.rotate(self.grot[:, p], self.pos[:, j]), out=self.gpos[:, j])
 
-    def update_together(self, joints):
+    def update_together(self, joints, above=None):
         """:meth:`update` of ``joints`` none of which is another's ancestor (both legs'
         thighs, both knees ...), gathered as rows of one array: on a short clip the cost is
         per numpy call, not per joint, and numpy runs through the rows' components as fast
         as through one joint's. The rows are gathered frame by frame, (F, joints), by
-        np.take: several times faster than a fancy index across the frames."""
+        np.take: several times faster than a fancy index across the frames.
+
+        Returns the joints and their global rows, for the next level down: given as ``above``,
+        where that level's parents are these joints in order (chains, as the legs are), the
+        parents' rows are read from there instead of gathered again."""
         parents = self.skeleton.parents
         roots, children = [j for j in joints if parents[j] < 0], [j for j in joints if parents[j] >= 0]
         if len(children) < 2:
             self.update(joints)
-            return
+            return None
         self.update(roots)
-        above = parents[children]
-        parent_rot = _gather(self.grot, above)
-        grot = quat.multiply(parent_rot, _gather(self.rot, children)).reshape(len(self.rot), -1, 4)
+        parent_joints = parents[children].tolist()
+        if above is not None and above[0] == parent_joints:
+            parent_rot, parent_pos = above[1:]
+        else:
+            parent_rot, parent_pos = _gather(self.grot, parent_joints), _gather(self.gpos, parent_joints)
+        grot = quat.multiply(parent_rot, _gather(self.rot, children))
         gpos = quat.rotate(parent_rot, _gather(self.pos, children))
-        gpos += _gather(self.gpos, above)
-        gpos = gpos.reshape(len(self.pos), -1, 3)
+        gpos += parent_pos
         for row, joint in enumerate(children):
-            self.grot[:, joint], self.gpos[:, joint] = grot[:, row], gpos[:, row]
+            self.grot[:, joint] = grot[row :: len(children)]
+            self.gpos[:, joint] = gpos[row :: len(children)]
+        return children, grot, gpos
 
     def turn(self, joint, world_rotation):
         """Turn ``joint`` by ``world_rotation`` (F, 4) about itself, writing its local and
