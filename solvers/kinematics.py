@@ -81,8 +81,9 @@ def forward_kinematics(skeleton, rot, pos, joints=None):
     fingers.
     """
     pose = Pose(skeleton, rot, pos, np.empty_like(rot), np.empty_like(pos))
+    above = None
     for level in _levels(skeleton.parents, range(len(skeleton)) if joints is None else skeleton.closure(joints)):
-        pose.update_together(level)
+        above = pose.update_together(level, above)
     return pose.grot, pose.gpos
 
 
@@ -107,28 +108,37 @@ class Pose:
                 self.grot[:, j] = self.rot[:, j]
                 self.gpos[:, j] = self.pos[:, j]
             else:
-                self.grot[:, j] = quat.multiply(self.grot[:, p], self.rot[:, j])
-                self.gpos[:, j] = self.gpos[:, p] + quat.rotate(self.grot[:, p], self.pos[:, j])
+                quat.multiply(self.grot[:, p], self.rot[:, j], out=self.grot[:, j])
+                np.add(self.gpos[:, p], quat.rotate(self.grot[:, p], self.pos[:, j]), out=self.gpos[:, j])
 
-    def update_together(self, joints):
+    def update_together(self, joints, above=None):
         """:meth:`update` of ``joints`` none of which is another's ancestor (both legs'
         thighs, both knees ...), gathered as rows of one array: on a short clip the cost is
         per numpy call, not per joint, and numpy runs through the rows' components as fast
         as through one joint's. The rows are gathered frame by frame, (F, joints), by
-        np.take: several times faster than a fancy index across the frames."""
+        np.take: several times faster than a fancy index across the frames.
+
+        Returns the joints and their global rows, for the next level down: given as ``above``,
+        where that level's parents are these joints in order (chains, as the legs are), the
+        parents' rows are read from there instead of gathered again."""
         parents = self.skeleton.parents
         roots, children = [j for j in joints if parents[j] < 0], [j for j in joints if parents[j] >= 0]
         if len(children) < 2:
             self.update(joints)
-            return
+            return None
         self.update(roots)
-        above = parents[children]
-        parent_rot = self.grot.take(above, axis=1).reshape(-1, 4)
-        grot = quat.multiply(parent_rot, self.rot.take(children, axis=1).reshape(-1, 4)).reshape(len(self.rot), -1, 4)
-        gpos = self.gpos.take(above, axis=1) + quat.rotate(
-            parent_rot, self.pos.take(children, axis=1).reshape(-1, 3)).reshape(len(self.pos), -1, 3)
+        parent_joints = parents[children].tolist()
+        if above is not None and above[0] == parent_joints:
+            parent_rot, parent_pos = above[1:]
+        else:
+            parent_rot, parent_pos = _gather(self.grot, parent_joints), _gather(self.gpos, parent_joints)
+        grot = quat.multiply(parent_rot, _gather(self.rot, children))
+        gpos = quat.rotate(parent_rot, _gather(self.pos, children))
+        gpos += parent_pos
         for row, joint in enumerate(children):
-            self.grot[:, joint], self.gpos[:, joint] = grot[:, row], gpos[:, row]
+            self.grot[:, joint] = grot[row :: len(children)]
+            self.gpos[:, joint] = gpos[row :: len(children)]
+        return children, grot, gpos
 
     def turn(self, joint, world_rotation):
         """Turn ``joint`` by ``world_rotation`` (F, 4) about itself, writing its local and
@@ -147,6 +157,16 @@ class Pose:
             self.pos[:, joint] = world_positions
         else:
             self.pos[:, joint] = local_position(self.grot[:, parent], self.gpos[:, parent], world_positions)
+
+
+def _gather(values, joints):
+    """The rows (F len(joints), k) of ``joints`` in ``values`` (F, n, k), gathered frame by
+    frame by np.take and laid out a component at a time, as the quaternion helpers run
+    fastest (see :mod:`.quaternion`'s docstring)."""
+    frames, _, size = values.shape
+    out = np.empty((size, frames, len(joints))).transpose(1, 2, 0)
+    out[...] = values.take(joints, axis=1)
+    return out.reshape(-1, size)
 
 
 def _levels(parents, joints):

@@ -148,8 +148,10 @@ def _lift_tip(origin, tip, min_height, up):
     heading = quat.normalize(quat.horizontal(offset, up, height))
     flat_length = np.sqrt(np.maximum(length**2 - lifted_rise**2, 0.0))
     out = quat.empty_as(tip)
-    for i in range(3):
-        out[..., i] = origin[..., i] + heading[..., i] * flat_length + lifted_rise * up[i]
+    for i in range(3):  # each component summed in its place (see quaternion.multiply)
+        component = np.multiply(heading[..., i], flat_length, out=out[..., i])
+        component += origin[..., i]
+        component += lifted_rise * up[i]
     return out
 
 
@@ -184,11 +186,12 @@ def solve_two_bone(pose, leg, limits, heel_target, chain):
     hinge = quat.normalize(quat.cross(bend, leg_axis))  # thigh x shin for a bent leg
 
     knee_now = _angle(a - b, shin_vector)
-    knee_wanted = np.arccos(np.clip((thigh**2 + shin**2 - clamped**2) / (2.0 * thigh * shin), -1.0, 1.0))
+    thigh_squared, shin_squared, clamped_squared = thigh**2, shin**2, clamped**2
+    knee_wanted = np.arccos(np.clip((thigh_squared + shin_squared - clamped_squared) / (2.0 * thigh * shin), -1.0, 1.0))
     hip_now = _angle(thigh_vector, axis_vector)
-    hip_wanted = np.arccos(
-        np.clip((thigh**2 + clamped**2 - shin**2) / (2.0 * thigh * np.maximum(clamped, 1e-12)), -1.0, 1.0)
-    )
+    hip_wanted = np.arccos(np.clip(
+        (thigh_squared + clamped_squared - shin_squared) / (2.0 * thigh * np.maximum(clamped, 1e-12)), -1.0, 1.0
+    ))
     knee_turn = quat.from_axis_angle(hinge, knee_now - knee_wanted)
     pose.turn(leg.knee, knee_turn)
     # The ankle swings about the knee with it: where it goes is all the hip's aim reads (its
@@ -217,7 +220,8 @@ def _knee_bend_direction(hip_rot, thigh_vector, leg_axis, limits, thigh):
     current_weight, reference_weight = weight / np.maximum(size, 1e-12), 1.0 - weight
     out = quat.empty_as(current)
     for i in range(3):
-        out[..., i] = current_weight * current[..., i] + reference_weight * reference[..., i]
+        component = np.multiply(current_weight, current[..., i], out=out[..., i])
+        component += reference_weight * reference[..., i]
     return out
 
 
@@ -286,22 +290,20 @@ def solve_legs(pose, legs, limits, toe_targets, up, options=None, heel_targets=N
 
 def _solve_stacked(pose, legs, limits, toe_targets, heel_targets, leg, up, options):
     """Solve legs of one shape (``leg``: the roles along the small skeleton) as rows (G F)."""
-    joints = np.array([[pose.skeleton.parents[each.hip], *leg_chain(pose.skeleton, each)] for each in legs])  # (G, m)
-    count, size = joints.shape
+    joints = [[int(pose.skeleton.parents[each.hip]), *leg_chain(pose.skeleton, each)] for each in legs]  # (G, m)
+    count, size = len(joints), len(joints[0])
     frames = pose.rot.shape[0]
-    columns = [_consecutive(chain) for chain in joints]  # each leg's joints in the whole pose
+    runs = [_runs(chain) for chain in joints]  # each leg's joints in the whole pose
 
     def cut(values):
-        """(F, n, k) -> (G F, m, k); np.take per leg, a tenth of a fancy index's time on long clips.
-        Laid out by component (each joint's x of every row side by side, ...): the solve reads
-        and writes positions and rotations a component at a time, which numpy then runs
-        through contiguously (:func:`.quaternion.empty_as` keeps its results that way)."""
+        """(F, n, k) -> (G F, m, k), a run of consecutive joints per copy. Laid out by component
+        (each joint's x of every row side by side, ...): the solve reads and writes positions
+        and rotations a component at a time, which numpy then runs through contiguously
+        (:func:`.quaternion.empty_as` keeps its results that way)."""
         rows = np.empty((size, values.shape[-1], count, frames)).transpose(2, 3, 0, 1)
-        for each, chain in zip(rows, columns):
-            if isinstance(chain, slice):
-                each[...] = values[:, chain]
-            else:
-                np.take(values, chain, axis=1, out=each)
+        for each, leg_runs in zip(rows, runs):
+            for ours, theirs in leg_runs:
+                each[:, theirs] = values[:, ours]
         return rows.reshape(count * frames, size, -1)
 
     rows = Pose(Skeleton([f"joint {k}" for k in range(size)], np.arange(-1, size - 1)),
@@ -320,14 +322,21 @@ def _solve_stacked(pose, legs, limits, toe_targets, heel_targets, leg, up, optio
                                                "toe_min_height", "heel_min_height", "toe_end_min_height")))
     solve_leg(rows, leg, stacked, toe_targets.reshape(-1, 3), up, options,
               heel_target=None if heel_targets is None else heel_targets.reshape(-1, 3))
-    solved = [_consecutive(chain) for chain in joints[:, 1:]]
+    solved = [_runs(chain[1:], first=1) for chain in joints]  # the hip's parent is left as it was
     for ours, theirs in ((pose.rot, rows.rot), (pose.grot, rows.grot), (pose.gpos, rows.gpos)):
-        for chain, leg_rows in zip(solved, theirs.reshape(count, frames, size, -1)):
-            ours[:, chain] = leg_rows[:, 1:]
+        for leg_runs, leg_rows in zip(solved, theirs.reshape(count, frames, size, -1)):
+            for in_pose, in_rows in leg_runs:
+                ours[:, in_pose] = leg_rows[:, in_rows]
 
 
-def _consecutive(joints):
-    """``joints`` as a slice where they follow each other (a chain as BVH files and Blender's
-    armatures list it): copied as a slice several times faster than by their indices."""
-    first, last = int(joints[0]), int(joints[-1])
-    return slice(first, last + 1) if list(joints) == list(range(first, last + 1)) else joints
+def _runs(joints, first=0):
+    """Slices (into the pose, into the rows) of each run of consecutive joints in ``joints``,
+    which sit in the rows from ``first`` on: a chain as BVH files and Blender's armatures list
+    it is one or two runs (the toe tip is often listed last), each copied as a slice several
+    times faster than by the joints' indices."""
+    runs, start = [], 0
+    for end in range(1, len(joints) + 1):
+        if end == len(joints) or joints[end] != joints[end - 1] + 1:
+            runs.append((slice(joints[start], joints[end - 1] + 1), slice(first + start, first + end)))
+            start = end
+    return runs

@@ -28,18 +28,17 @@ def empty_as(like, shape=None):
     shape = np.shape(like) if shape is None else tuple(shape)
     strides = getattr(like, "strides", ())
     if len(strides) >= 2 and strides[-1] > abs(strides[-2]) and np.shape(like)[:-1] == shape[:-1]:
-        return np.moveaxis(np.empty(shape[-1:] + shape[:-1]), 0, -1)
+        # (np.moveaxis's Python checks cost several times the allocation on small arrays)
+        return np.empty(shape[-1:] + shape[:-1]).transpose(*range(1, len(shape)), 0)
     return np.empty(shape)
 
 
 def dot(u, v):
-    """Dot products along a short last axis (3 or 4), component by component: the same
-    numbers as ``np.sum(u * v, -1)`` at a fraction of the cost (numpy reduces a short
-    axis slowly, and the solvers take thousands of these on a click)."""
-    out = u[..., 0] * v[..., 0]
-    for i in range(1, np.shape(u)[-1]):
-        out = out + u[..., i] * v[..., i]
-    return out
+    """Dot products along a short last axis (3 or 4) in one einsum: ``np.sum(u * v, -1)``'s
+    numbers to round-off at a fraction of the cost (numpy reduces a short axis slowly, a
+    product and a sum per component cost a call each, and the solvers take thousands of
+    these on a click). Rows stored a component at a time are summed component by component."""
+    return np.einsum("...i,...i->...", u, v)
 
 
 def length(v):
@@ -50,7 +49,13 @@ def length(v):
 def normalize(v, eps=1e-12):
     """Unit vectors (or quaternions) along the last axis; zero stays zero."""
     v = np.asarray(v, dtype=float)
-    lengths = np.maximum(length(v), eps)
+    return _divided(v, length(v), eps)
+
+
+def _divided(v, lengths, eps=1e-12):
+    """``v`` (..., k) divided by its ``lengths`` (...), at least ``eps``: :func:`normalize`
+    where the lengths are known."""
+    lengths = np.maximum(lengths, eps)
     out = empty_as(v)
     for i in range(out.shape[-1]):  # a component at a time (see the module's docstring)
         np.divide(v[..., i], lengths, out=out[..., i])
@@ -64,15 +69,32 @@ def _common_shape(a, b):
     return a_shape if a_shape == b_shape else np.broadcast_shapes(a_shape, b_shape)
 
 
-def multiply(a, b):
-    """Hamilton product ``a * b`` (apply ``b`` first, then ``a``)."""
+def multiply(a, b, out=None):
+    """Hamilton product ``a * b`` (apply ``b`` first, then ``a``), written to ``out`` where
+    given (not one of the factors)."""
     aw, ax, ay, az = a[..., 0], a[..., 1], a[..., 2], a[..., 3]
     bw, bx, by, bz = b[..., 0], b[..., 1], b[..., 2], b[..., 3]
-    out = empty_as(a, _common_shape(a, b))
-    out[..., 0] = aw * bw - ax * bx - ay * by - az * bz
-    out[..., 1] = aw * bx + ax * bw + ay * bz - az * by
-    out[..., 2] = aw * by - ax * bz + ay * bw + az * bx
-    out[..., 3] = aw * bz + ax * by - ay * bx + az * bw
+    out = empty_as(a, _common_shape(a, b)) if out is None else out
+    # Each component summed in its place in ``out``, left to right: the numbers of the plain
+    # expressions without a temporary per sum and a copy into ``out`` (on the solvers' short
+    # arrays every numpy call costs about as much as its arithmetic).
+    w, x, y, z = out[..., 0], out[..., 1], out[..., 2], out[..., 3]
+    np.multiply(aw, bw, out=w)
+    w -= ax * bx
+    w -= ay * by
+    w -= az * bz
+    np.multiply(aw, bx, out=x)
+    x += ax * bw
+    x += ay * bz
+    x -= az * by
+    np.multiply(aw, by, out=y)
+    y -= ax * bz
+    y += ay * bw
+    y += az * bx
+    np.multiply(aw, bz, out=z)
+    z += ax * by
+    z -= ay * bx
+    z += az * bw
     return out
 
 
@@ -125,14 +147,20 @@ def median(values, axis=None):
     return np.where(np.isnan(values).any(axis=axis), np.nan, out)[()]
 
 
-def cross(u, v):
-    """Cross products along the last axis; leaner than ``np.cross`` on small trailing axes."""
+def cross(u, v, out=None):
+    """Cross products along the last axis; leaner than ``np.cross`` on small trailing axes.
+    Written to ``out`` where given."""
     ux, uy, uz = u[..., 0], u[..., 1], u[..., 2]
     vx, vy, vz = v[..., 0], v[..., 1], v[..., 2]
-    out = empty_as(u, _common_shape(u, v))
-    out[..., 0] = uy * vz - uz * vy
-    out[..., 1] = uz * vx - ux * vz
-    out[..., 2] = ux * vy - uy * vx
+    out = empty_as(u, _common_shape(u, v)) if out is None else out
+    # Each component computed in its place, as in :func:`multiply`.
+    ox, oy, oz = out[..., 0], out[..., 1], out[..., 2]
+    np.multiply(uy, vz, out=ox)
+    ox -= uz * vy
+    np.multiply(uz, vx, out=oy)
+    oy -= ux * vz
+    np.multiply(ux, vy, out=oz)
+    oz -= uy * vx
     return out
 
 
@@ -142,11 +170,33 @@ def rotate(q, v):
     v = np.asarray(v, dtype=float)
     w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
     vx, vy, vz = v[..., 0], v[..., 1], v[..., 2]
-    tx, ty, tz = 2.0 * (y * vz - z * vy), 2.0 * (z * vx - x * vz), 2.0 * (x * vy - y * vx)
+    # Each sum computed in its place, left to right, as in :func:`multiply`.
+    tx = y * vz
+    tx -= z * vy
+    tx *= 2.0
+    ty = z * vx
+    ty -= x * vz
+    ty *= 2.0
+    tz = x * vy
+    tz -= y * vx
+    tz *= 2.0
     out = empty_as(v, _common_shape(q[..., 1:], v))
-    out[..., 0] = vx + w * tx + (y * tz - z * ty)
-    out[..., 1] = vy + w * ty + (z * tx - x * tz)
-    out[..., 2] = vz + w * tz + (x * ty - y * tx)
+    ox, oy, oz = out[..., 0], out[..., 1], out[..., 2]
+    np.multiply(w, tx, out=ox)
+    ox += vx
+    across = y * tz  # (u x t)_x
+    across -= z * ty
+    ox += across
+    np.multiply(w, ty, out=oy)
+    oy += vy
+    across = z * tx
+    across -= x * tz
+    oy += across
+    np.multiply(w, tz, out=oz)
+    oz += vz
+    across = x * ty
+    across -= y * tx
+    oz += across
     return out
 
 
@@ -160,16 +210,17 @@ def between(p, q):
     q = np.asarray(q, dtype=float)
     p_squared = dot(p, p)
     out = empty_as(p, _common_shape(p, q)[:-1] + (4,))
-    out[..., 0] = np.sqrt(p_squared * dot(q, q)) + dot(p, q)
-    out[..., 1:] = cross(p, q)
-    degenerate = length(out) < 1e-8 * np.maximum(p_squared, 1e-30)
+    np.add(np.sqrt(p_squared * dot(q, q)), dot(p, q), out=out[..., 0])
+    cross(p, q, out=out[..., 1:])
+    size = length(out)
+    degenerate = size < 1e-8 * np.maximum(p_squared, 1e-30)
     if np.any(degenerate):
         axis = np.cross(p, [1.0, 0.0, 0.0])
         small = np.linalg.norm(axis, axis=-1) < 1e-6 * np.linalg.norm(p, axis=-1)
         axis = np.where(small[..., None], np.cross(p, [0.0, 1.0, 0.0]), axis)
         half_turn = np.concatenate((np.zeros(out.shape[:-1] + (1,)), normalize(axis)), axis=-1)
-        out = np.where(degenerate[..., None], half_turn, out)
-    return normalize(out)
+        return normalize(np.where(degenerate[..., None], half_turn, out))
+    return _divided(out, size)
 
 
 def from_axis_angle(axis, angle):
