@@ -115,7 +115,7 @@ def solve_offline_lock(problem, weights=None):
     toe_step, heel_step = np.diff(problem.toes, axis=1), np.diff(problem.ankles, axis=1)
     standing = np.maximum(problem.contacts, heel_contacts)
     # The foot moves as one: on its ground while either point is.
-    heights = dot(np.stack((problem.toes, problem.ankles)), up)  # (2, L, F): toes, heels
+    heights = np.stack((problem.toes, problem.ankles)) @ up  # (2, L, F): toes, heels
     clearance = _clearance(heights, standing, problem, weights).min(axis=0)
     easing = _swing_ease(standing, problem.fps, weights.swing_ease)
     feet = slice(1, None)  # every foot's group: the legs are rows of one array
@@ -302,7 +302,6 @@ class _Runs:
     flat_ends: np.ndarray  # (R,) its last frame, as an index into (L F) rows
     resumed: np.ndarray  # (R, 1) share of the leg's previous correction left at its start (0: none before)
     last: np.ndarray  # (L, F) per frame, the last run started before it (0 where none: see ``left``)
-    last_start: np.ndarray  # (L F,) per frame, the first frame of that run, as an index into (L F) rows
     inside: np.ndarray  # (L, F) frames a pinned step of that run reaches
     left: np.ndarray  # (L, F) elsewhere, the share of that run's correction left (0 before any run)
 
@@ -334,9 +333,7 @@ def _runs(pair, ease):
     inside[:, 1:] = pinned
     since = np.arange(frames) - ends[last] if len(ends) else np.zeros(edges.shape, dtype=np.intp)
     left = np.where(any_run & ~inside, ease[np.clip(since, 0, len(ease) - 1)], 0.0)
-    last_start = (np.arange(legs_count)[:, None] * frames + starts[last]).ravel() if len(starts) else None
-    return _Runs(pair, legs, legs * frames + starts, legs * frames + ends, resumed[:, None], last, last_start, inside,
-                 left)
+    return _Runs(pair, legs, legs * frames + starts, legs * frames + ends, resumed[:, None], last, inside, left)
 
 
 def _targets(problem, corrections, pins):
@@ -399,11 +396,11 @@ def _hold(points, runs):
     # plus what it built up: an affine recurrence over the runs, scanned in log2 steps.
     # Gathers along the flat (L F) frames by np.take: a fancy index behind a slice is several times slower.
     flat = built.reshape(len(built), -1)
-    gained = flat.take(runs.flat_ends, axis=1) - flat.take(runs.flat_starts, axis=1)
-    carried = _scan(runs.resumed, gained.T).T
-    at_start = carried - gained
-    built_at_start = flat.take(runs.last_start, axis=1).reshape(built.shape)
-    own = np.where(runs.inside, at_start.take(runs.last, axis=1) + built - built_at_start,
+    built_at_end = flat.take(runs.flat_ends, axis=1)
+    carried = _scan(runs.resumed, (built_at_end - flat.take(runs.flat_starts, axis=1)).T).T
+    # Inside a run its point holds what the run started with plus what it built since:
+    # ``carried - built_at_end``, per run, plus ``built`` at the frame.
+    own = np.where(runs.inside, (carried - built_at_end).take(runs.last, axis=1) + built,
                    carried.take(runs.last, axis=1) * runs.left)
     return points + own
 
@@ -463,29 +460,29 @@ class _GroupTerms:
     terms act on each axis alone: one independent tridiagonal system per group and axis."""
 
     def __init__(self, groups, frames, up):
-        self.up = up
         self.basis = _basis_about(up)
-        self.step_weights = np.zeros((2, groups, frames - 1))  # across, along up
-        self.pulled = np.zeros((groups, frames - 1, 3))  # the steps' weight * P goal
-        self.anchor_weights = np.zeros((2, groups, frames))
+        # Per group, per axis of the basis (two across ``up``, then ``up``) and per step or frame.
+        self.step_weights = np.zeros((groups, 3, frames - 1))
+        self.pulled = np.zeros((groups, frames - 1, 3))  # the steps' weight * P goal, in the basis
+        self.anchor_weights = np.zeros((groups, 3, frames))
 
     def step(self, group, weight, goal=None, horizontal_only=False):
         """Terms ``weight * |P (x[i] - x[i-1] - goal[i-1])|^2`` on ``group``'s variables, ``P``
         all three axes or, ``horizontal_only``, those across ``up``; ``group`` an index or a
         slice of groups (the feet), whose weights and goals are rows."""
-        self.step_weights[0, group] += weight
-        if not horizontal_only:
-            self.step_weights[1, group] += weight
+        axes = ACROSS if horizontal_only else ALL_AXES
+        self.step_weights[group, axes] += _per_axis(weight)
         if goal is not None:
-            projected = goal - dot(goal, self.up)[..., None] * self.up if horizontal_only else goal
-            self.pulled[group] += np.asarray(weight)[..., None] * projected
+            projected = self.in_basis(goal)
+            if horizontal_only:
+                projected[..., ALONG_UP] = 0.0
+            projected *= np.asarray(weight)[..., None]
+            self.pulled[group] += projected
 
     def anchor(self, group, weight, vertical_only=False):
         """Terms ``weight * |P x|^2`` pulling ``group``'s variables toward zero, ``P`` all
         three axes or, ``vertical_only``, the one along ``up``."""
-        if not vertical_only:
-            self.anchor_weights[0, group] += weight
-        self.anchor_weights[1, group] += weight
+        self.anchor_weights[group, ALONG_UP if vertical_only else ALL_AXES] += _per_axis(weight)
 
     def in_basis(self, vectors):
         """World vectors (..., 3) in the normal equations' basis."""
@@ -501,21 +498,29 @@ class _GroupTerms:
         """The diagonal, the couplings of each frame to the one before and the right-hand
         side, (3G, F) each, in :meth:`in_basis`: one row per group and axis, each an
         independent tridiagonal system (:func:`.banded.solve_tridiagonal`)."""
-        def entries(weights):  # (2, G, n) -> (G, 3, n): the across axes, then up
-            return np.stack((weights[0], weights[0], weights[1]), axis=1)
-
-        step = entries(self.step_weights)
-        own = entries(self.anchor_weights)
+        step = self.step_weights
+        own = self.anchor_weights.copy()
         own[..., 1:] += step
         own[..., :-1] += step
         groups, frames = own.shape[0], own.shape[-1]
-        neighbour = np.zeros_like(own)
-        neighbour[..., 1:] = -step
-        pulled = self.in_basis(self.pulled).swapaxes(1, 2)  # (G, 3, F-1)
+        neighbour = np.empty_like(own)
+        neighbour[..., 0] = 0.0
+        np.negative(step, out=neighbour[..., 1:])
+        pulled = self.pulled.swapaxes(1, 2)  # (G, 3, F-1)
         rhs = np.zeros((groups, 3, frames))
         rhs[..., 1:] += pulled
         rhs[..., :-1] -= pulled
         return own.reshape(-1, frames), neighbour.reshape(-1, frames), rhs.reshape(-1, frames)
+
+
+ACROSS, ALONG_UP, ALL_AXES = slice(0, 2), slice(2, 3), slice(None)  # the basis's axes (_basis_about)
+
+
+def _per_axis(weight):
+    """A weight per frame (..., n), or one for all frames, broadcast over the axes of
+    :class:`_GroupTerms`' (..., 3, n) rows."""
+    weight = np.asarray(weight)
+    return weight[..., None, :] if weight.ndim else weight
 
 
 def _basis_about(up):
