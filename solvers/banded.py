@@ -220,7 +220,7 @@ def _reduce(diag, rows):
     (``[lower^T ; upper^T ; rhs^T]``, ``lower[0]`` and ``upper[-1]`` zero); returns the
     solution transposed, (n, r, m)."""
     n, m = diag.shape[:2]
-    if n <= 2:
+    if n <= 2 or n * m <= DENSE_SIZE:
         return _solve_dense(diag, rows)
     kept = rows[0::2]
     # Dropped rows give x_odd = D^-1 (b - L x_prev - U x_next): ``solved`` holds
@@ -257,6 +257,10 @@ def _reduce(diag, rows):
 # (one LAPACK call for the lot); beyond, that factorisation's per-block cost (a matrix twice
 # as wide) outweighs the fixed cost of inverting the triangle row by row.
 BORDERED_BLOCKS = 50
+# Up to this many unknowns (or two rows of blocks) :func:`_reduce` solves what is left as
+# one dense system: three rows of the offline lock's 9 x 9 blocks. Kept small, as the
+# bordered factorisation is twice as wide and OpenBLAS factors large matrices in parallel.
+DENSE_SIZE = 27
 # The bordered matrix's lower-right diagonal: it only has to keep the matrix positive
 # definite (above 1 / the block's least eigenvalue); the factor's block it sets is not read.
 BORDER = 1e150
@@ -301,15 +305,18 @@ def _bordered_inverse(blocks):
 
 
 def _solve_dense(diag, rows):
-    """One or two rows: the second (if any) eliminated into the first, with the same
-    Cholesky inverses as the reduction. Not LAPACK's general solver: OpenBLAS runs that
-    LU in parallel, and on matrices this small waking its threads costs more than the
-    whole reduction when other work keeps the CPUs busy. Transposed, as :func:`_reduce`."""
-    m = diag.shape[-1]
-    if len(diag) == 1:
-        return rows[:, 2 * m :] @ spd_inverse(diag)
-    solved = rows[1] @ spd_inverse(diag[1:])[0]  # [L1 | U1 | b1]^T D1^-1
-    upper = rows[0, m : 2 * m]  # A[0, 1]^T
-    schur = diag[0] - solved[:m] @ upper
-    first = (rows[0, 2 * m :] - solved[2 * m :] @ upper) @ spd_inverse(schur[None])[0]
-    return np.stack((first, solved[2 * m :] - first @ solved[:m]))
+    """The last few rows as one dense system, inverted by one :func:`spd_inverse`: a level
+    of reduction on rows this few costs more in numpy calls than the dense arithmetic. Not
+    LAPACK's general solver: OpenBLAS runs that LU in parallel, and on matrices this small
+    waking its threads costs more than the whole reduction when other work keeps the CPUs
+    busy. Transposed, as :func:`_reduce`."""
+    n, m = diag.shape[:2]
+    size = n * m
+    dense = np.zeros((n, m, n, m))
+    index = np.arange(n)
+    dense[index, :, index] = diag
+    dense[index[1:], :, index[:-1]] = rows[1:, :m].swapaxes(-1, -2)  # A[i, i - 1]; rows hold its transpose
+    dense[index[:-1], :, index[1:]] = rows[:-1, m : 2 * m].swapaxes(-1, -2)  # A[i, i + 1]
+    columns = rows[:, 2 * m :].swapaxes(0, 1).reshape(-1, size)  # (r, n m): b^T
+    x = columns @ spd_inverse(dense.reshape(1, size, size))[0]  # b^T A^-1 = x^T (A is symmetric)
+    return x.reshape(-1, n, m).swapaxes(0, 1)

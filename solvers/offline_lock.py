@@ -266,6 +266,7 @@ def _solve_with_reach(problem, weights, pins, terms):
 class _Pins:
     """What :func:`_targets` reads of the labels and the input feet."""
 
+    points: np.ndarray  # (2, 3, L, F) the input toes and heels, a component at a time
     toe_runs: "_Runs"  # the runs of pinned toe steps
     heel_runs: "_Runs"  # ... of pinned heel steps
     foot: np.ndarray  # (L, F) heel-to-ball length of the input
@@ -281,6 +282,7 @@ def _pins(problem, pairs, heel_contacts, weights):
     dt = 1.0 / problem.fps
     ease = _ease_out(np.arange(problem.contacts.shape[-1]) * dt / weights.release_time)[:, 0]
     return _Pins(
+        points=np.stack((problem.toes, problem.ankles)).transpose(0, 3, 1, 2).copy(),
         toe_runs=_runs(pairs[0], ease),
         heel_runs=_runs(pairs[1], ease),
         foot=length(problem.ankles - problem.toes),
@@ -340,14 +342,13 @@ def _targets(problem, corrections, pins):
     """Toe and heel targets (2, L, F, 3): each foot moved by its correction, then, where
     heel and toe are both pinned, the foot turned about the ball so the heel holds too
     (``pins``: :func:`_pins`)."""
-    feet = _feet(corrections, problem.toes.shape[0])
     if pins is None:  # no heel pinned: every foot moves as a whole
+        feet = _feet(corrections, problem.toes.shape[0])
         return np.stack([problem.toes + feet, problem.ankles + feet])
     # The points a component at a time (3, L, F): the per-frame weights (L, F) then scale
     # whole rows of frames, where on (L, F, 3) points they would scale three values at a time.
-    feet = np.moveaxis(feet, -1, 0)
-    toes, heels = (np.add(np.moveaxis(points, -1, 0), feet, out=np.empty(feet.shape))
-                   for points in (problem.toes, problem.ankles))
+    feet = corrections[:, 3:].reshape(len(corrections), -1, 3).T  # (3, L, F)
+    toes, heels = np.add(pins.points, feet, out=np.empty(pins.points.shape))
     # Where only the heel is pinned the foot correction already holds it; where the toe is
     # pinned too the foot follows the ball and the heel needs its own correction to stay.
     heels = _hold(heels, pins.heel_runs)
@@ -366,7 +367,10 @@ def _targets(problem, corrections, pins):
     heels = about_ball + pins.heel_only * (heels - about_ball)
     # A heel re-planted before its last hold has eased out sits a little off the ball's
     # sphere: held again, it stays put where the ball lifts before it instead of snapping.
-    return np.stack([np.moveaxis(toes, 0, -1), np.moveaxis(_hold(heels, pins.heel_runs), 0, -1)])
+    targets = np.empty((2,) + problem.toes.shape)
+    targets[0] = toes.transpose(1, 2, 0)
+    targets[1] = _hold(heels, pins.heel_runs).transpose(1, 2, 0)
+    return targets
 
 
 def _feet(corrections, legs):
