@@ -38,38 +38,41 @@ def solve_tridiagonal(diag, lower, rhs):
     padded[0, :, :n] = diag
     padded[1, :, 1:n] = lower[:, 1:]  # no coupling between one system and the next
     padded[2, :, :n] = rhs
-    return _reduce_chains(*padded.reshape(3, -1), size).reshape(chains, size)[:, :n]
+    x = np.empty(chains * size)
+    _reduce_chains(*padded.reshape(3, -1), size, x)
+    return x.reshape(chains, size)[:, :n]
 
 
-def _reduce_chains(diag, lower, rhs, length):
+def _reduce_chains(diag, lower, rhs, length, x):
     """:func:`solve_tridiagonal` of systems ``length`` rows long (a power of two) laid end
-    to end in ``diag``, ``lower`` and ``rhs`` (1-D), each one's first ``lower`` zero."""
+    to end in ``diag``, ``lower`` and ``rhs`` (1-D), each one's first ``lower`` zero; the
+    solution is written into ``x`` (each level's kept rows solve straight into its even
+    entries)."""
     if length == 1:
-        return rhs / diag
-    inverse = 1.0 / diag[1::2]  # the dropped (odd) rows' pivots
+        np.divide(rhs, diag, out=x)
+        return
+    # The dropped (odd) rows' pivots, negated: every product below then has the sign it is
+    # added with, and no level spends a call negating one.
+    inverse = -1.0 / diag[1::2]
     to_previous, to_next = lower[1::2], lower[2::2]  # their couplings; the last has no next
     # Kept row k between dropped rows p = k - 1 and q = k + 1: its diagonal loses
     # A[k, p]^2 / A[p, p] and A[k, q]^2 / A[q, q], it couples to k - 2 through
     # -A[k, p] A[p, k - 2] / A[p, p], and its right-hand side loses A[k, p] b_p / A[p, p] ...
-    before = to_next * inverse[:-1]  # kept rows 1..: A[k, p] / A[p, p]
-    after = to_previous * inverse  # A[k, q] / A[q, q]
-    kept_diag = diag[0::2].copy()
-    kept_diag[1:] -= before * to_next
-    kept_diag -= after * to_previous
+    before = to_next * inverse[:-1]  # kept rows 1..: -A[k, p] / A[p, p]
+    after = to_previous * inverse  # -A[k, q] / A[q, q]
+    kept_diag = diag[0::2] + after * to_previous
+    kept_diag[1:] += before * to_next
     kept_lower = np.empty_like(kept_diag)
     kept_lower[0] = 0.0
-    np.multiply(-before, to_previous[:-1], out=kept_lower[1:])
+    np.multiply(before, to_previous[:-1], out=kept_lower[1:])
     dropped_rhs = rhs[1::2]
-    kept_rhs = rhs[0::2].copy()
-    kept_rhs[1:] -= before * dropped_rhs[:-1]
-    kept_rhs -= after * dropped_rhs
-    kept = _reduce_chains(kept_diag, kept_lower, kept_rhs, length // 2)
-    x = np.empty_like(rhs)
-    x[0::2] = kept
+    kept_rhs = rhs[0::2] + after * dropped_rhs
+    kept_rhs[1:] += before * dropped_rhs[:-1]
+    kept = x[0::2]
+    _reduce_chains(kept_diag, kept_lower, kept_rhs, length // 2, kept)
     pull = to_previous * kept
     pull[:-1] += to_next * kept[1:]
-    x[1::2] = (dropped_rhs - pull) * inverse
-    return x
+    np.multiply(pull - dropped_rhs, inverse, out=x[1::2])
 
 
 def solve_block_tridiagonal(diag, lower, rhs):
