@@ -302,7 +302,9 @@ class _Runs:
     legs: np.ndarray  # (R,) the leg of each run
     flat_starts: np.ndarray  # (R,) its first frame, as an index into (L F) rows
     flat_ends: np.ndarray  # (R,) its last frame, as an index into (L F) rows
-    resumed: np.ndarray  # (R, 1) share of the leg's previous correction left at its start (0: none before)
+    # :func:`_doubling` of the share of the leg's previous correction left at each run's start
+    # (0: none before), for :func:`_doubled_scan`
+    doubling: list
     last: np.ndarray  # (L, F) per frame, the last run started before it (0 where none: see ``left``)
     inside: np.ndarray  # (L, F) frames a pinned step of that run reaches
     left: np.ndarray  # (L, F) elsewhere, the share of that run's correction left (0 before any run)
@@ -335,7 +337,7 @@ def _runs(pair, ease):
     inside[:, 1:] = pinned
     since = np.arange(frames) - ends[last] if len(ends) else np.zeros(edges.shape, dtype=np.intp)
     left = np.where(any_run & ~inside, ease[np.clip(since, 0, len(ease) - 1)], 0.0)
-    return _Runs(pair, legs, legs * frames + starts, legs * frames + ends, resumed[:, None], last, inside, left)
+    return _Runs(pair, legs, legs * frames + starts, legs * frames + ends, _doubling(resumed[:, None]), last, inside, left)
 
 
 def _targets(problem, corrections, pins):
@@ -401,7 +403,7 @@ def _hold(points, runs):
     # Gathers along the flat (L F) frames by np.take: a fancy index behind a slice is several times slower.
     flat = built.reshape(len(built), -1)
     built_at_end = flat.take(runs.flat_ends, axis=1)
-    carried = _scan(runs.resumed, (built_at_end - flat.take(runs.flat_starts, axis=1)).T).T
+    carried = _doubled_scan(runs.doubling, (built_at_end - flat.take(runs.flat_starts, axis=1)).T).T
     # Inside a run its point holds what the run started with plus what it built since:
     # ``carried - built_at_end``, per run, plus ``built`` at the frame.
     own = np.where(runs.inside, (carried - built_at_end).take(runs.last, axis=1) + built,
@@ -413,12 +415,26 @@ def _scan(shares, steps):
     """``x[r] = shares[r] * x[r - 1] + steps[r]`` (``x[-1] = 0``) for every r at once, by
     recursive doubling: log2(R) vector steps instead of one per row. ``shares`` (R, 1) in
     0..1, ``steps`` (R, 3)."""
-    shares, x = shares.copy(), steps.copy()
+    return _doubled_scan(_doubling(shares), steps)
+
+
+def _doubling(shares):
+    """The factors of :func:`_scan`'s doubling steps, (shift, factors (R - shift, 1)) each:
+    they depend on the shares alone, so a point's runs compute them once for every scan."""
+    levels = []
     shift = 1
-    while shift < len(x):
-        x[shift:] = x[shift:] + shares[shift:] * x[:-shift]
-        shares[shift:] = shares[shift:] * shares[:-shift]
+    while shift < len(shares):
+        levels.append((shift, shares[shift:]))
+        shares = np.concatenate((shares[:shift], shares[shift:] * shares[:-shift]))
         shift *= 2
+    return levels
+
+
+def _doubled_scan(levels, steps):
+    """:func:`_scan` of ``steps`` with the shares' :func:`_doubling`."""
+    x = steps.copy()
+    for shift, factors in levels:
+        x[shift:] += factors * x[:-shift]  # the product reads x before the sum writes it
     return x
 
 
