@@ -39,6 +39,7 @@ Terms, all weighted per second of animation so any frame rate gives the same res
 """
 
 from dataclasses import dataclass
+from itertools import pairwise
 
 import numpy as np
 
@@ -283,8 +284,7 @@ def _pins(problem, pairs, heel_contacts, weights):
     ease = _ease_out(np.arange(problem.contacts.shape[-1]) * dt / weights.release_time)[:, 0]
     return _Pins(
         points=np.stack((problem.toes, problem.ankles)).transpose(0, 3, 1, 2).copy(),
-        toe_runs=_runs(pairs[0], ease),
-        heel_runs=_runs(pairs[1], ease),
+        **dict(zip(("toe_runs", "heel_runs"), _runs(pairs, ease))),
         foot=length(problem.ankles - problem.toes),
         turned=_released(heel_contacts, weights.release_time, dt),
         heel_only=heel_contacts * (1.0 - problem.contacts),
@@ -310,34 +310,46 @@ class _Runs:
     left: np.ndarray  # (L, F) elsewhere, the share of that run's correction left (0 before any run)
 
 
-def _runs(pair, ease):
-    """The :class:`_Runs` of ``pair`` (L, F-1); ``ease`` (F,) the share of a released
-    correction left, frame by frame since the release (:func:`_ease_out`)."""
-    pinned = pair > 0
-    legs_count, frames = pinned.shape[0], pinned.shape[-1] + 1
-    # (L, F): +1 where a run starts, -1 where one ends (no pinned step before or after the clip)
-    edges = np.zeros((legs_count, frames), dtype=np.int8)
+def _runs(pairs, ease):
+    """The :class:`_Runs` of each point's ``pairs`` (P, L, F-1), found for all points in one
+    pass over their (P L) rows; ``ease`` (F,) the share of a released correction left, frame
+    by frame since the release (:func:`_ease_out`)."""
+    points, legs_count = pairs.shape[:2]
+    pinned = pairs.reshape(points * legs_count, -1) > 0
+    frames = pinned.shape[-1] + 1
+    # (P L, F): +1 where a run starts, -1 where one ends (no pinned step before or after the clip)
+    edges = np.zeros((len(pinned), frames), dtype=np.int8)
     edges[:, :-1] = pinned
     edges[:, 1:] -= pinned
-    legs, starts = np.nonzero(edges == 1)
-    ends = np.nonzero(edges == -1)[1]  # leg by leg, as the starts
-    after_own = np.zeros(len(legs), dtype=bool)  # the run follows an earlier run of its own leg
-    after_own[1:] = legs[1:] == legs[:-1]
-    gaps = np.zeros(len(legs), dtype=np.intp)  # frames since the run before (of any leg)
+    rows, starts = np.nonzero(edges == 1)
+    ends = np.nonzero(edges == -1)[1]  # row by row, as the starts
+    after_own = np.zeros(len(rows), dtype=bool)  # the run follows an earlier run of its own row
+    after_own[1:] = rows[1:] == rows[:-1]
+    gaps = np.zeros(len(rows), dtype=np.intp)  # frames since the run before (of any row)
     gaps[1:] = starts[1:] - ends[:-1]
-    resumed = np.where(after_own, ease[np.maximum(gaps, 0)], 0.0)
-    started = (edges == 1).cumsum(axis=-1)  # runs of the leg started at or before each frame
-    first_run = started[:, -1].cumsum() - started[:, -1]  # each leg's first index in the runs
-    last = np.zeros(edges.shape, dtype=np.intp)
-    last[:, 1:] = started[:, :-1] - 1 + first_run[:, None]
+    resumed = np.where(after_own, ease[np.maximum(gaps, 0)], 0.0)[:, None]
+    started = (edges == 1).cumsum(axis=-1)  # runs of the row started at or before each frame
+    first_run = started[:, -1].cumsum() - started[:, -1]  # each row's first index in the runs
     any_run = np.zeros(edges.shape, dtype=bool)
     any_run[:, 1:] = started[:, :-1] > 0
-    last = np.where(any_run, last, 0)
     inside = np.zeros(edges.shape, dtype=bool)
     inside[:, 1:] = pinned
-    since = np.arange(frames) - ends[last] if len(ends) else np.zeros(edges.shape, dtype=np.intp)
+    last = np.zeros(edges.shape, dtype=np.intp)
+    last[:, 1:] = started[:, :-1] - 1 + first_run[:, None]
+    since = np.arange(frames) - ends[np.where(any_run, last, 0)] if len(ends) else np.zeros(edges.shape, dtype=np.intp)
     left = np.where(any_run & ~inside, ease[np.clip(since, 0, len(ease) - 1)], 0.0)
-    return _Runs(pair, legs, legs * frames + starts, legs * frames + ends, _doubling(resumed[:, None]), last, inside, left)
+    flat_starts, flat_ends = rows * frames + starts, rows * frames + ends
+    # Each point's own runs: its rows, its runs (``first`` to ``stop``) and indices into them.
+    bounds = np.searchsorted(rows, np.arange(points + 1) * legs_count)
+    split = []
+    for point, (first, stop) in enumerate(pairwise(bounds)):
+        own_rows, own_runs = slice(point * legs_count, (point + 1) * legs_count), slice(first, stop)
+        offset = point * legs_count * frames
+        split.append(_Runs(
+            pairs[point], rows[own_runs] - point * legs_count, flat_starts[own_runs] - offset, flat_ends[own_runs] - offset,
+            _doubling(resumed[own_runs]), np.where(any_run[own_rows], last[own_rows] - first, 0), inside[own_rows],
+            left[own_rows]))
+    return split
 
 
 def _targets(problem, corrections, pins):
@@ -558,17 +570,13 @@ def _reach_terms(direction, weight, goal, frames, size):
     size) and right-hand sides (k, size) to add to the independent terms there
     (``direction`` n (L, F, 3), ``weight`` and ``goal`` (L, F), in the equations' basis)."""
     direction, weight, goal = (values.take(frames, axis=1) for values in (direction, weight, goal))
-    blocks = np.zeros((len(frames), size, size))
-    pulls = np.zeros((len(frames), size))
-    weighted = weight[..., None] * direction
-    outer = weighted[..., :, None] * direction[..., None, :]  # (L, k, 3, 3)
-    pull = goal[..., None] * weighted  # (L, k, 3)
-    pelvis = slice(0, 3)
-    blocks[:, pelvis, pelvis] = outer.sum(axis=0)
-    pulls[:, pelvis] = pull.sum(axis=0)
-    for leg, (leg_outer, leg_pull) in enumerate(zip(outer, pull)):
-        foot = slice(3 * (leg + 1), 3 * (leg + 2))
-        blocks[:, foot, foot] = leg_outer
-        blocks[:, pelvis, foot] = blocks[:, foot, pelvis] = -leg_outer
-        pulls[:, foot] = -leg_pull
-    return blocks, pulls
+    legs, count = weight.shape
+    # Each leg's term acts along u = (n on the pelvis, -n on its foot, 0 on the other feet):
+    # the blocks are the sum over legs of weight * u u^T, in one product for all of them.
+    along = np.zeros((legs, count, size // 3, 3))
+    along[:, :, 0] = direction
+    along[np.arange(legs), :, np.arange(legs) + 1] = -direction
+    along = along.reshape(legs, count, size)
+    weighted = weight[..., None] * along
+    blocks = weighted.transpose(1, 2, 0) @ along.transpose(1, 0, 2)  # (k, size, L) @ (k, L, size)
+    return blocks, np.add.reduce(goal[..., None] * weighted)
