@@ -112,7 +112,8 @@ def solve_offline_lock(problem, weights=None):
     terms.step(0, np.full(frames - 1, weights.pelvis_velocity / dt))
     terms.anchor(0, weights.pelvis_anchor * dt)
 
-    toe_pair, heel_pair = _pairs(problem.contacts), _pairs(heel_contacts)  # (L, F-1)
+    pairs = _pairs(np.stack((problem.contacts, heel_contacts)))  # (2, L, F-1): the toes', the heels'
+    toe_pair, heel_pair = pairs
     toe_step, heel_step = np.diff(problem.toes, axis=1), np.diff(problem.ankles, axis=1)
     standing = np.maximum(problem.contacts, heel_contacts)
     # The foot moves as one: on its ground while either point is.
@@ -139,13 +140,13 @@ def solve_offline_lock(problem, weights=None):
     heel_only = heel_pair * (1.0 - toe_pair)
     terms.step(feet, heel_only * weights.lock / dt, -heel_pair[..., None] * heel_step)
     terms.anchor(feet, (weights.toe_anchor + standing * weights.stance_anchor) * dt)
-    pins = _pins(problem, np.stack([toe_pair, heel_pair]), heel_contacts, weights)
-    corrections, (toes, heels), stretch = _solve_with_reach(problem, weights, pins, terms)
+    pins = _pins(problem, pairs, heel_contacts, weights)
+    corrections, targets, stretch = _solve_with_reach(problem, weights, pins, terms)
     return OfflineSolution(
         pelvis=problem.pelvis + corrections[:, :3],
-        toes=toes,
-        heels=heels,
-        lock_residual=max(_lock_residual(toes, toe_pair), _lock_residual(heels, heel_pair)),
+        toes=targets[0],
+        heels=targets[1],
+        lock_residual=_lock_residual(targets, pairs),
         reach_violation=float(max(stretch.max(), 0.0)),
     )
 
@@ -225,10 +226,12 @@ def _ground_stiffening(clearance, weights, samples=8):
 
 
 def _lock_residual(points, pair):
+    """The largest step of a point between two fully pinned frames: ``points`` (..., F, 3),
+    ``pair`` (..., F-1) how strongly each step is pinned (:func:`_pairs`)."""
     locked = pair >= 1.0
     if not locked.any():
         return 0.0
-    return float(length(points[:, 1:][locked] - points[:, :-1][locked]).max())
+    return float(length(points[..., 1:, :][locked] - points[..., :-1, :][locked]).max())
 
 
 def _solve_with_reach(problem, weights, pins, terms):
