@@ -119,7 +119,7 @@ def solve_mostly_separable(diag, lower, rhs, frames, blocks, pulls):
     dense = np.zeros(n, dtype=bool)
     dense[frames] = True
     outside = np.flatnonzero(~dense)
-    x = np.empty((m, n))
+    x = np.empty((n, m))  # frame by frame, as returned: the rows of each set are contiguous
     if len(outside):
         # The chains cut at the dense frames: a frame outside whose previous frame is dense
         # (or before the clip) starts a stretch and couples to nothing before it.
@@ -159,13 +159,13 @@ def solve_mostly_separable(diag, lower, rhs, frames, blocks, pulls):
     system[:, np.arange(m), np.arange(m)] = reduced_diag.T
     system += blocks
     at_dense = solve_block_tridiagonal(system, reduced_lower.T, reduced_rhs.T + pulls)  # (k, m)
-    x[:, frames] = at_dense.T
+    x[frames] = at_dense
     if len(outside):
         index = dense.cumsum() - 1  # each frame: the last dense frame at or before it (-1: none)
         last = np.maximum(index[outside], 0)  # no dense frame before: by_before is 0 there
         following = np.minimum(index[outside] + 1, len(frames) - 1)  # none after: by_after is 0
-        x[:, outside] = free - by_before * at_dense[last].T - by_after * at_dense[following].T
-    return x.T
+        x[outside] = (free - by_before * at_dense[last].T - by_after * at_dense[following].T).T
+    return x
 
 
 def _pass_back(diag, rhs, where, lower, coupled, place, response, free):

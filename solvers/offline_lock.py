@@ -172,7 +172,7 @@ def _clearance(heights, standing, problem, weights):
     or next contact (the lower: a step down or up), in ``air_clearance`` (scaled to the
     leg) and clipped to 0..1; 1 throughout on a leg that never stands. ``heights`` (..., L,
     F), ``standing`` (L, F) the feet's contact weights."""
-    size = float(np.mean(problem.reach)) / REFERENCE_LEG_LENGTH
+    size = float(problem.reach.mean()) / REFERENCE_LEG_LENGTH
     legs, frames = standing.shape
     index = np.arange(frames)
     on = standing > 0
@@ -181,7 +181,7 @@ def _clearance(heights, standing, problem, weights):
     rows = (np.arange(legs) * frames)[:, None]  # the frames as indices into (L F) rows: one gather each
     flat_on, flat_heights = on.ravel(), heights.reshape(heights.shape[:-2] + (-1,))
     stood = np.minimum(*(np.where(flat_on[i], flat_heights[..., i], np.inf) for i in (rows + last, rows + following)))
-    clearance = np.clip((heights - stood) / (weights.air_clearance * size), 0.0, 1.0)
+    clearance = np.minimum(np.maximum((heights - stood) / (weights.air_clearance * size), 0.0), 1.0)
     return np.where(np.isfinite(stood), clearance, 1.0)
 
 
@@ -289,7 +289,7 @@ def _pins(problem, pairs, heel_contacts, weights):
         points=np.stack((problem.toes, problem.ankles)).transpose(0, 3, 1, 2).copy(),
         **dict(zip(("toe_runs", "heel_runs"), _runs(pairs, ease))),
         foot=length(problem.ankles - problem.toes),
-        turned=_released(heel_contacts, weights.release_time, dt),
+        turned=_released(heel_contacts, ease),
         heel_only=heel_contacts * (1.0 - problem.contacts),
     )
 
@@ -453,18 +453,21 @@ def _doubled_scan(levels, steps):
     return x
 
 
-def _released(weights, release_time, dt):
-    """Weights (L, F) that, after each frame > 0, ease from its value out to 0 over
-    ``release_time`` instead of dropping (as :func:`_hold` eases a point's correction out)."""
-    frames = np.arange(weights.shape[-1])
-    last = np.maximum.accumulate(np.where(weights > 0, frames, -1), axis=-1)
-    held = weights[np.arange(len(weights))[:, None], np.maximum(last, 0)] * (last >= 0)
-    return np.maximum(weights, held * _ease_out((frames - last).ravel() * dt / release_time).reshape(last.shape))
+def _released(weights, ease):
+    """Weights (L, F) that, after each frame > 0, ease from its value out to 0 as ``ease``
+    (F,) falls frame by frame since (see :func:`_pins`) instead of dropping (as :func:`_hold`
+    eases a point's correction out)."""
+    legs, frames = weights.shape
+    index = np.arange(frames)
+    last = np.maximum.accumulate(np.where(weights > 0, index, -1), axis=-1)
+    rows = (np.arange(legs) * frames)[:, None]  # the frames as indices into (L F) rows
+    held = weights.take(rows + np.maximum(last, 0)) * (last >= 0)
+    return np.maximum(weights, held * ease.take(np.minimum(index - last, frames - 1)))
 
 
 def _ease_out(x):
     """1 at 0 falling smoothly to 0 at 1 and after (the complement of smoothstep), (n, 1)."""
-    x = np.clip(x, 0.0, 1.0)[:, None]
+    x = np.minimum(np.maximum(x, 0.0), 1.0)[:, None]  # np.clip's Python layers cost more than the two
     return 1.0 - x * x * (3.0 - 2.0 * x)
 
 
