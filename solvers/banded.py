@@ -38,38 +38,41 @@ def solve_tridiagonal(diag, lower, rhs):
     padded[0, :, :n] = diag
     padded[1, :, 1:n] = lower[:, 1:]  # no coupling between one system and the next
     padded[2, :, :n] = rhs
-    return _reduce_chains(*padded.reshape(3, -1), size).reshape(chains, size)[:, :n]
+    x = np.empty(chains * size)
+    _reduce_chains(*padded.reshape(3, -1), size, x)
+    return x.reshape(chains, size)[:, :n]
 
 
-def _reduce_chains(diag, lower, rhs, length):
+def _reduce_chains(diag, lower, rhs, length, x):
     """:func:`solve_tridiagonal` of systems ``length`` rows long (a power of two) laid end
-    to end in ``diag``, ``lower`` and ``rhs`` (1-D), each one's first ``lower`` zero."""
+    to end in ``diag``, ``lower`` and ``rhs`` (1-D), each one's first ``lower`` zero; the
+    solution is written into ``x`` (each level's kept rows solve straight into its even
+    entries)."""
     if length == 1:
-        return rhs / diag
-    inverse = 1.0 / diag[1::2]  # the dropped (odd) rows' pivots
+        np.divide(rhs, diag, out=x)
+        return
+    # The dropped (odd) rows' pivots, negated: every product below then has the sign it is
+    # added with, and no level spends a call negating one.
+    inverse = -1.0 / diag[1::2]
     to_previous, to_next = lower[1::2], lower[2::2]  # their couplings; the last has no next
     # Kept row k between dropped rows p = k - 1 and q = k + 1: its diagonal loses
     # A[k, p]^2 / A[p, p] and A[k, q]^2 / A[q, q], it couples to k - 2 through
     # -A[k, p] A[p, k - 2] / A[p, p], and its right-hand side loses A[k, p] b_p / A[p, p] ...
-    before = to_next * inverse[:-1]  # kept rows 1..: A[k, p] / A[p, p]
-    after = to_previous * inverse  # A[k, q] / A[q, q]
-    kept_diag = diag[0::2].copy()
-    kept_diag[1:] -= before * to_next
-    kept_diag -= after * to_previous
+    before = to_next * inverse[:-1]  # kept rows 1..: -A[k, p] / A[p, p]
+    after = to_previous * inverse  # -A[k, q] / A[q, q]
+    kept_diag = diag[0::2] + after * to_previous
+    kept_diag[1:] += before * to_next
     kept_lower = np.empty_like(kept_diag)
     kept_lower[0] = 0.0
-    np.multiply(-before, to_previous[:-1], out=kept_lower[1:])
+    np.multiply(before, to_previous[:-1], out=kept_lower[1:])
     dropped_rhs = rhs[1::2]
-    kept_rhs = rhs[0::2].copy()
-    kept_rhs[1:] -= before * dropped_rhs[:-1]
-    kept_rhs -= after * dropped_rhs
-    kept = _reduce_chains(kept_diag, kept_lower, kept_rhs, length // 2)
-    x = np.empty_like(rhs)
-    x[0::2] = kept
+    kept_rhs = rhs[0::2] + after * dropped_rhs
+    kept_rhs[1:] += before * dropped_rhs[:-1]
+    kept = x[0::2]
+    _reduce_chains(kept_diag, kept_lower, kept_rhs, length // 2, kept)
     pull = to_previous * kept
     pull[:-1] += to_next * kept[1:]
-    x[1::2] = (dropped_rhs - pull) * inverse
-    return x
+    np.multiply(pull - dropped_rhs, inverse, out=x[1::2])
 
 
 def solve_block_tridiagonal(diag, lower, rhs):
@@ -116,7 +119,7 @@ def solve_mostly_separable(diag, lower, rhs, frames, blocks, pulls):
     dense = np.zeros(n, dtype=bool)
     dense[frames] = True
     outside = np.flatnonzero(~dense)
-    x = np.empty((m, n))
+    x = np.empty((n, m))  # frame by frame, as returned: the rows of each set are contiguous
     if len(outside):
         # The chains cut at the dense frames: a frame outside whose previous frame is dense
         # (or before the clip) starts a stretch and couples to nothing before it.
@@ -156,13 +159,13 @@ def solve_mostly_separable(diag, lower, rhs, frames, blocks, pulls):
     system[:, np.arange(m), np.arange(m)] = reduced_diag.T
     system += blocks
     at_dense = solve_block_tridiagonal(system, reduced_lower.T, reduced_rhs.T + pulls)  # (k, m)
-    x[:, frames] = at_dense.T
+    x[frames] = at_dense
     if len(outside):
         index = dense.cumsum() - 1  # each frame: the last dense frame at or before it (-1: none)
         last = np.maximum(index[outside], 0)  # no dense frame before: by_before is 0 there
         following = np.minimum(index[outside] + 1, len(frames) - 1)  # none after: by_after is 0
-        x[:, outside] = free - by_before * at_dense[last].T - by_after * at_dense[following].T
-    return x.T
+        x[outside] = (free - by_before * at_dense[last].T - by_after * at_dense[following].T).T
+    return x
 
 
 def _pass_back(diag, rhs, where, lower, coupled, place, response, free):
@@ -220,7 +223,7 @@ def _reduce(diag, rows):
     (``[lower^T ; upper^T ; rhs^T]``, ``lower[0]`` and ``upper[-1]`` zero); returns the
     solution transposed, (n, r, m)."""
     n, m = diag.shape[:2]
-    if n <= 2:
+    if n <= 2 or n * m <= DENSE_SIZE:
         return _solve_dense(diag, rows)
     kept = rows[0::2]
     # Dropped rows give x_odd = D^-1 (b - L x_prev - U x_next): ``solved`` holds
@@ -257,6 +260,10 @@ def _reduce(diag, rows):
 # (one LAPACK call for the lot); beyond, that factorisation's per-block cost (a matrix twice
 # as wide) outweighs the fixed cost of inverting the triangle row by row.
 BORDERED_BLOCKS = 50
+# Up to this many unknowns (or two rows of blocks) :func:`_reduce` solves what is left as
+# one dense system: three rows of the offline lock's 9 x 9 blocks. Kept small, as the
+# bordered factorisation is twice as wide and OpenBLAS factors large matrices in parallel.
+DENSE_SIZE = 27
 # The bordered matrix's lower-right diagonal: it only has to keep the matrix positive
 # definite (above 1 / the block's least eigenvalue); the factor's block it sets is not read.
 BORDER = 1e150
@@ -301,15 +308,18 @@ def _bordered_inverse(blocks):
 
 
 def _solve_dense(diag, rows):
-    """One or two rows: the second (if any) eliminated into the first, with the same
-    Cholesky inverses as the reduction. Not LAPACK's general solver: OpenBLAS runs that
-    LU in parallel, and on matrices this small waking its threads costs more than the
-    whole reduction when other work keeps the CPUs busy. Transposed, as :func:`_reduce`."""
-    m = diag.shape[-1]
-    if len(diag) == 1:
-        return rows[:, 2 * m :] @ spd_inverse(diag)
-    solved = rows[1] @ spd_inverse(diag[1:])[0]  # [L1 | U1 | b1]^T D1^-1
-    upper = rows[0, m : 2 * m]  # A[0, 1]^T
-    schur = diag[0] - solved[:m] @ upper
-    first = (rows[0, 2 * m :] - solved[2 * m :] @ upper) @ spd_inverse(schur[None])[0]
-    return np.stack((first, solved[2 * m :] - first @ solved[:m]))
+    """The last few rows as one dense system, inverted by one :func:`spd_inverse`: a level
+    of reduction on rows this few costs more in numpy calls than the dense arithmetic. Not
+    LAPACK's general solver: OpenBLAS runs that LU in parallel, and on matrices this small
+    waking its threads costs more than the whole reduction when other work keeps the CPUs
+    busy. Transposed, as :func:`_reduce`."""
+    n, m = diag.shape[:2]
+    size = n * m
+    dense = np.zeros((n, m, n, m))
+    index = np.arange(n)
+    dense[index, :, index] = diag
+    dense[index[1:], :, index[:-1]] = rows[1:, :m].swapaxes(-1, -2)  # A[i, i - 1]; rows hold its transpose
+    dense[index[:-1], :, index[1:]] = rows[:-1, m : 2 * m].swapaxes(-1, -2)  # A[i, i + 1]
+    columns = rows[:, 2 * m :].swapaxes(0, 1).reshape(-1, size)  # (r, n m): b^T
+    x = columns @ spd_inverse(dense.reshape(1, size, size))[0]  # b^T A^-1 = x^T (A is symmetric)
+    return x.reshape(-1, n, m).swapaxes(0, 1)

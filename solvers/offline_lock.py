@@ -39,6 +39,7 @@ Terms, all weighted per second of animation so any frame rate gives the same res
 """
 
 from dataclasses import dataclass
+from itertools import pairwise
 
 import numpy as np
 
@@ -111,11 +112,12 @@ def solve_offline_lock(problem, weights=None):
     terms.step(0, np.full(frames - 1, weights.pelvis_velocity / dt))
     terms.anchor(0, weights.pelvis_anchor * dt)
 
-    toe_pair, heel_pair = _pairs(problem.contacts), _pairs(heel_contacts)  # (L, F-1)
+    pairs = _pairs(np.stack((problem.contacts, heel_contacts)))  # (2, L, F-1): the toes', the heels'
+    toe_pair, heel_pair = pairs
     toe_step, heel_step = np.diff(problem.toes, axis=1), np.diff(problem.ankles, axis=1)
     standing = np.maximum(problem.contacts, heel_contacts)
     # The foot moves as one: on its ground while either point is.
-    heights = dot(np.stack((problem.toes, problem.ankles)), up)  # (2, L, F): toes, heels
+    heights = np.stack((problem.toes, problem.ankles)) @ up  # (2, L, F): toes, heels
     clearance = _clearance(heights, standing, problem, weights).min(axis=0)
     easing = _swing_ease(standing, problem.fps, weights.swing_ease)
     feet = slice(1, None)  # every foot's group: the legs are rows of one array
@@ -138,13 +140,13 @@ def solve_offline_lock(problem, weights=None):
     heel_only = heel_pair * (1.0 - toe_pair)
     terms.step(feet, heel_only * weights.lock / dt, -heel_pair[..., None] * heel_step)
     terms.anchor(feet, (weights.toe_anchor + standing * weights.stance_anchor) * dt)
-    pins = _pins(problem, np.stack([toe_pair, heel_pair]), heel_contacts, weights)
-    corrections, (toes, heels), stretch = _solve_with_reach(problem, weights, pins, terms)
+    pins = _pins(problem, pairs, heel_contacts, weights)
+    corrections, targets, stretch = _solve_with_reach(problem, weights, pins, terms)
     return OfflineSolution(
         pelvis=problem.pelvis + corrections[:, :3],
-        toes=toes,
-        heels=heels,
-        lock_residual=max(_lock_residual(toes, toe_pair), _lock_residual(heels, heel_pair)),
+        toes=targets[0],
+        heels=targets[1],
+        lock_residual=_lock_residual(targets, pairs),
         reach_violation=float(max(stretch.max(), 0.0)),
     )
 
@@ -170,7 +172,7 @@ def _clearance(heights, standing, problem, weights):
     or next contact (the lower: a step down or up), in ``air_clearance`` (scaled to the
     leg) and clipped to 0..1; 1 throughout on a leg that never stands. ``heights`` (..., L,
     F), ``standing`` (L, F) the feet's contact weights."""
-    size = float(np.mean(problem.reach)) / REFERENCE_LEG_LENGTH
+    size = float(problem.reach.mean()) / REFERENCE_LEG_LENGTH
     legs, frames = standing.shape
     index = np.arange(frames)
     on = standing > 0
@@ -179,7 +181,7 @@ def _clearance(heights, standing, problem, weights):
     rows = (np.arange(legs) * frames)[:, None]  # the frames as indices into (L F) rows: one gather each
     flat_on, flat_heights = on.ravel(), heights.reshape(heights.shape[:-2] + (-1,))
     stood = np.minimum(*(np.where(flat_on[i], flat_heights[..., i], np.inf) for i in (rows + last, rows + following)))
-    clearance = np.clip((heights - stood) / (weights.air_clearance * size), 0.0, 1.0)
+    clearance = np.minimum(np.maximum((heights - stood) / (weights.air_clearance * size), 0.0), 1.0)
     return np.where(np.isfinite(stood), clearance, 1.0)
 
 
@@ -224,10 +226,12 @@ def _ground_stiffening(clearance, weights, samples=8):
 
 
 def _lock_residual(points, pair):
+    """The largest step of a point between two fully pinned frames: ``points`` (..., F, 3),
+    ``pair`` (..., F-1) how strongly each step is pinned (:func:`_pairs`)."""
     locked = pair >= 1.0
     if not locked.any():
         return 0.0
-    return float(length(points[:, 1:][locked] - points[:, :-1][locked]).max())
+    return float(length(points[..., 1:, :][locked] - points[..., :-1, :][locked]).max())
 
 
 def _solve_with_reach(problem, weights, pins, terms):
@@ -266,6 +270,7 @@ def _solve_with_reach(problem, weights, pins, terms):
 class _Pins:
     """What :func:`_targets` reads of the labels and the input feet."""
 
+    points: np.ndarray  # (2, 3, L, F) the input toes and heels, a component at a time
     toe_runs: "_Runs"  # the runs of pinned toe steps
     heel_runs: "_Runs"  # ... of pinned heel steps
     foot: np.ndarray  # (L, F) heel-to-ball length of the input
@@ -281,10 +286,10 @@ def _pins(problem, pairs, heel_contacts, weights):
     dt = 1.0 / problem.fps
     ease = _ease_out(np.arange(problem.contacts.shape[-1]) * dt / weights.release_time)[:, 0]
     return _Pins(
-        toe_runs=_runs(pairs[0], ease),
-        heel_runs=_runs(pairs[1], ease),
+        points=np.stack((problem.toes, problem.ankles)).transpose(0, 3, 1, 2).copy(),
+        **dict(zip(("toe_runs", "heel_runs"), _runs(pairs, ease))),
         foot=length(problem.ankles - problem.toes),
-        turned=_released(heel_contacts, weights.release_time, dt),
+        turned=_released(heel_contacts, ease),
         heel_only=heel_contacts * (1.0 - problem.contacts),
     )
 
@@ -300,57 +305,67 @@ class _Runs:
     legs: np.ndarray  # (R,) the leg of each run
     flat_starts: np.ndarray  # (R,) its first frame, as an index into (L F) rows
     flat_ends: np.ndarray  # (R,) its last frame, as an index into (L F) rows
-    resumed: np.ndarray  # (R, 1) share of the leg's previous correction left at its start (0: none before)
+    # :func:`_doubling` of the share of the leg's previous correction left at each run's start
+    # (0: none before), for :func:`_doubled_scan`
+    doubling: list
     last: np.ndarray  # (L, F) per frame, the last run started before it (0 where none: see ``left``)
-    last_start: np.ndarray  # (L F,) per frame, the first frame of that run, as an index into (L F) rows
     inside: np.ndarray  # (L, F) frames a pinned step of that run reaches
     left: np.ndarray  # (L, F) elsewhere, the share of that run's correction left (0 before any run)
 
 
-def _runs(pair, ease):
-    """The :class:`_Runs` of ``pair`` (L, F-1); ``ease`` (F,) the share of a released
-    correction left, frame by frame since the release (:func:`_ease_out`)."""
-    pinned = pair > 0
-    legs_count, frames = pinned.shape[0], pinned.shape[-1] + 1
-    # (L, F): +1 where a run starts, -1 where one ends (no pinned step before or after the clip)
-    edges = np.zeros((legs_count, frames), dtype=np.int8)
+def _runs(pairs, ease):
+    """The :class:`_Runs` of each point's ``pairs`` (P, L, F-1), found for all points in one
+    pass over their (P L) rows; ``ease`` (F,) the share of a released correction left, frame
+    by frame since the release (:func:`_ease_out`)."""
+    points, legs_count = pairs.shape[:2]
+    pinned = pairs.reshape(points * legs_count, -1) > 0
+    frames = pinned.shape[-1] + 1
+    # (P L, F): +1 where a run starts, -1 where one ends (no pinned step before or after the clip)
+    edges = np.zeros((len(pinned), frames), dtype=np.int8)
     edges[:, :-1] = pinned
     edges[:, 1:] -= pinned
-    legs, starts = np.nonzero(edges == 1)
-    ends = np.nonzero(edges == -1)[1]  # leg by leg, as the starts
-    after_own = np.zeros(len(legs), dtype=bool)  # the run follows an earlier run of its own leg
-    after_own[1:] = legs[1:] == legs[:-1]
-    gaps = np.zeros(len(legs), dtype=np.intp)  # frames since the run before (of any leg)
+    rows, starts = np.nonzero(edges == 1)
+    ends = np.nonzero(edges == -1)[1]  # row by row, as the starts
+    after_own = np.zeros(len(rows), dtype=bool)  # the run follows an earlier run of its own row
+    after_own[1:] = rows[1:] == rows[:-1]
+    gaps = np.zeros(len(rows), dtype=np.intp)  # frames since the run before (of any row)
     gaps[1:] = starts[1:] - ends[:-1]
-    resumed = np.where(after_own, ease[np.maximum(gaps, 0)], 0.0)
-    started = (edges == 1).cumsum(axis=-1)  # runs of the leg started at or before each frame
-    first_run = started[:, -1].cumsum() - started[:, -1]  # each leg's first index in the runs
-    last = np.zeros(edges.shape, dtype=np.intp)
-    last[:, 1:] = started[:, :-1] - 1 + first_run[:, None]
+    resumed = np.where(after_own, ease[np.maximum(gaps, 0)], 0.0)[:, None]
+    started = (edges == 1).cumsum(axis=-1)  # runs of the row started at or before each frame
+    first_run = started[:, -1].cumsum() - started[:, -1]  # each row's first index in the runs
     any_run = np.zeros(edges.shape, dtype=bool)
     any_run[:, 1:] = started[:, :-1] > 0
-    last = np.where(any_run, last, 0)
     inside = np.zeros(edges.shape, dtype=bool)
     inside[:, 1:] = pinned
-    since = np.arange(frames) - ends[last] if len(ends) else np.zeros(edges.shape, dtype=np.intp)
+    last = np.zeros(edges.shape, dtype=np.intp)
+    last[:, 1:] = started[:, :-1] - 1 + first_run[:, None]
+    since = np.arange(frames) - ends[np.where(any_run, last, 0)] if len(ends) else np.zeros(edges.shape, dtype=np.intp)
     left = np.where(any_run & ~inside, ease[np.clip(since, 0, len(ease) - 1)], 0.0)
-    last_start = (np.arange(legs_count)[:, None] * frames + starts[last]).ravel() if len(starts) else None
-    return _Runs(pair, legs, legs * frames + starts, legs * frames + ends, resumed[:, None], last, last_start, inside,
-                 left)
+    flat_starts, flat_ends = rows * frames + starts, rows * frames + ends
+    # Each point's own runs: its rows, its runs (``first`` to ``stop``) and indices into them.
+    bounds = np.searchsorted(rows, np.arange(points + 1) * legs_count)
+    split = []
+    for point, (first, stop) in enumerate(pairwise(bounds)):
+        own_rows, own_runs = slice(point * legs_count, (point + 1) * legs_count), slice(first, stop)
+        offset = point * legs_count * frames
+        split.append(_Runs(
+            pairs[point], rows[own_runs] - point * legs_count, flat_starts[own_runs] - offset, flat_ends[own_runs] - offset,
+            _doubling(resumed[own_runs]), np.where(any_run[own_rows], last[own_rows] - first, 0), inside[own_rows],
+            left[own_rows]))
+    return split
 
 
 def _targets(problem, corrections, pins):
     """Toe and heel targets (2, L, F, 3): each foot moved by its correction, then, where
     heel and toe are both pinned, the foot turned about the ball so the heel holds too
     (``pins``: :func:`_pins`)."""
-    feet = _feet(corrections, problem.toes.shape[0])
     if pins is None:  # no heel pinned: every foot moves as a whole
+        feet = _feet(corrections, problem.toes.shape[0])
         return np.stack([problem.toes + feet, problem.ankles + feet])
     # The points a component at a time (3, L, F): the per-frame weights (L, F) then scale
     # whole rows of frames, where on (L, F, 3) points they would scale three values at a time.
-    feet = np.moveaxis(feet, -1, 0)
-    toes, heels = (np.add(np.moveaxis(points, -1, 0), feet, out=np.empty(feet.shape))
-                   for points in (problem.toes, problem.ankles))
+    feet = corrections[:, 3:].reshape(len(corrections), -1, 3).T  # (3, L, F)
+    toes, heels = np.add(pins.points, feet, out=np.empty(pins.points.shape))
     # Where only the heel is pinned the foot correction already holds it; where the toe is
     # pinned too the foot follows the ball and the heel needs its own correction to stay.
     heels = _hold(heels, pins.heel_runs)
@@ -369,7 +384,10 @@ def _targets(problem, corrections, pins):
     heels = about_ball + pins.heel_only * (heels - about_ball)
     # A heel re-planted before its last hold has eased out sits a little off the ball's
     # sphere: held again, it stays put where the ball lifts before it instead of snapping.
-    return np.stack([np.moveaxis(toes, 0, -1), np.moveaxis(_hold(heels, pins.heel_runs), 0, -1)])
+    targets = np.empty((2,) + problem.toes.shape)
+    targets[0] = toes.transpose(1, 2, 0)
+    targets[1] = _hold(heels, pins.heel_runs).transpose(1, 2, 0)
+    return targets
 
 
 def _feet(corrections, legs):
@@ -399,11 +417,11 @@ def _hold(points, runs):
     # plus what it built up: an affine recurrence over the runs, scanned in log2 steps.
     # Gathers along the flat (L F) frames by np.take: a fancy index behind a slice is several times slower.
     flat = built.reshape(len(built), -1)
-    gained = flat.take(runs.flat_ends, axis=1) - flat.take(runs.flat_starts, axis=1)
-    carried = _scan(runs.resumed, gained.T).T
-    at_start = carried - gained
-    built_at_start = flat.take(runs.last_start, axis=1).reshape(built.shape)
-    own = np.where(runs.inside, at_start.take(runs.last, axis=1) + built - built_at_start,
+    built_at_end = flat.take(runs.flat_ends, axis=1)
+    carried = _doubled_scan(runs.doubling, (built_at_end - flat.take(runs.flat_starts, axis=1)).T).T
+    # Inside a run its point holds what the run started with plus what it built since:
+    # ``carried - built_at_end``, per run, plus ``built`` at the frame.
+    own = np.where(runs.inside, (carried - built_at_end).take(runs.last, axis=1) + built,
                    carried.take(runs.last, axis=1) * runs.left)
     return points + own
 
@@ -412,27 +430,44 @@ def _scan(shares, steps):
     """``x[r] = shares[r] * x[r - 1] + steps[r]`` (``x[-1] = 0``) for every r at once, by
     recursive doubling: log2(R) vector steps instead of one per row. ``shares`` (R, 1) in
     0..1, ``steps`` (R, 3)."""
-    shares, x = shares.copy(), steps.copy()
+    return _doubled_scan(_doubling(shares), steps)
+
+
+def _doubling(shares):
+    """The factors of :func:`_scan`'s doubling steps, (shift, factors (R - shift, 1)) each:
+    they depend on the shares alone, so a point's runs compute them once for every scan."""
+    levels = []
     shift = 1
-    while shift < len(x):
-        x[shift:] = x[shift:] + shares[shift:] * x[:-shift]
-        shares[shift:] = shares[shift:] * shares[:-shift]
+    while shift < len(shares):
+        levels.append((shift, shares[shift:]))
+        shares = np.concatenate((shares[:shift], shares[shift:] * shares[:-shift]))
         shift *= 2
+    return levels
+
+
+def _doubled_scan(levels, steps):
+    """:func:`_scan` of ``steps`` with the shares' :func:`_doubling`."""
+    x = steps.copy()
+    for shift, factors in levels:
+        x[shift:] += factors * x[:-shift]  # the product reads x before the sum writes it
     return x
 
 
-def _released(weights, release_time, dt):
-    """Weights (L, F) that, after each frame > 0, ease from its value out to 0 over
-    ``release_time`` instead of dropping (as :func:`_hold` eases a point's correction out)."""
-    frames = np.arange(weights.shape[-1])
-    last = np.maximum.accumulate(np.where(weights > 0, frames, -1), axis=-1)
-    held = weights[np.arange(len(weights))[:, None], np.maximum(last, 0)] * (last >= 0)
-    return np.maximum(weights, held * _ease_out((frames - last).ravel() * dt / release_time).reshape(last.shape))
+def _released(weights, ease):
+    """Weights (L, F) that, after each frame > 0, ease from its value out to 0 as ``ease``
+    (F,) falls frame by frame since (see :func:`_pins`) instead of dropping (as :func:`_hold`
+    eases a point's correction out)."""
+    legs, frames = weights.shape
+    index = np.arange(frames)
+    last = np.maximum.accumulate(np.where(weights > 0, index, -1), axis=-1)
+    rows = (np.arange(legs) * frames)[:, None]  # the frames as indices into (L F) rows
+    held = weights.take(rows + np.maximum(last, 0)) * (last >= 0)
+    return np.maximum(weights, held * ease.take(np.minimum(index - last, frames - 1)))
 
 
 def _ease_out(x):
     """1 at 0 falling smoothly to 0 at 1 and after (the complement of smoothstep), (n, 1)."""
-    x = np.clip(x, 0.0, 1.0)[:, None]
+    x = np.minimum(np.maximum(x, 0.0), 1.0)[:, None]  # np.clip's Python layers cost more than the two
     return 1.0 - x * x * (3.0 - 2.0 * x)
 
 
@@ -463,29 +498,29 @@ class _GroupTerms:
     terms act on each axis alone: one independent tridiagonal system per group and axis."""
 
     def __init__(self, groups, frames, up):
-        self.up = up
         self.basis = _basis_about(up)
-        self.step_weights = np.zeros((2, groups, frames - 1))  # across, along up
-        self.pulled = np.zeros((groups, frames - 1, 3))  # the steps' weight * P goal
-        self.anchor_weights = np.zeros((2, groups, frames))
+        # Per group, per axis of the basis (two across ``up``, then ``up``) and per step or frame.
+        self.step_weights = np.zeros((groups, 3, frames - 1))
+        self.pulled = np.zeros((groups, frames - 1, 3))  # the steps' weight * P goal, in the basis
+        self.anchor_weights = np.zeros((groups, 3, frames))
 
     def step(self, group, weight, goal=None, horizontal_only=False):
         """Terms ``weight * |P (x[i] - x[i-1] - goal[i-1])|^2`` on ``group``'s variables, ``P``
         all three axes or, ``horizontal_only``, those across ``up``; ``group`` an index or a
         slice of groups (the feet), whose weights and goals are rows."""
-        self.step_weights[0, group] += weight
-        if not horizontal_only:
-            self.step_weights[1, group] += weight
+        axes = ACROSS if horizontal_only else ALL_AXES
+        self.step_weights[group, axes] += _per_axis(weight)
         if goal is not None:
-            projected = goal - dot(goal, self.up)[..., None] * self.up if horizontal_only else goal
-            self.pulled[group] += np.asarray(weight)[..., None] * projected
+            projected = self.in_basis(goal)
+            if horizontal_only:
+                projected[..., ALONG_UP] = 0.0
+            projected *= np.asarray(weight)[..., None]
+            self.pulled[group] += projected
 
     def anchor(self, group, weight, vertical_only=False):
         """Terms ``weight * |P x|^2`` pulling ``group``'s variables toward zero, ``P`` all
         three axes or, ``vertical_only``, the one along ``up``."""
-        if not vertical_only:
-            self.anchor_weights[0, group] += weight
-        self.anchor_weights[1, group] += weight
+        self.anchor_weights[group, ALONG_UP if vertical_only else ALL_AXES] += _per_axis(weight)
 
     def in_basis(self, vectors):
         """World vectors (..., 3) in the normal equations' basis."""
@@ -501,21 +536,29 @@ class _GroupTerms:
         """The diagonal, the couplings of each frame to the one before and the right-hand
         side, (3G, F) each, in :meth:`in_basis`: one row per group and axis, each an
         independent tridiagonal system (:func:`.banded.solve_tridiagonal`)."""
-        def entries(weights):  # (2, G, n) -> (G, 3, n): the across axes, then up
-            return np.stack((weights[0], weights[0], weights[1]), axis=1)
-
-        step = entries(self.step_weights)
-        own = entries(self.anchor_weights)
+        step = self.step_weights
+        own = self.anchor_weights.copy()
         own[..., 1:] += step
         own[..., :-1] += step
         groups, frames = own.shape[0], own.shape[-1]
-        neighbour = np.zeros_like(own)
-        neighbour[..., 1:] = -step
-        pulled = self.in_basis(self.pulled).swapaxes(1, 2)  # (G, 3, F-1)
+        neighbour = np.empty_like(own)
+        neighbour[..., 0] = 0.0
+        np.negative(step, out=neighbour[..., 1:])
+        pulled = self.pulled.swapaxes(1, 2)  # (G, 3, F-1)
         rhs = np.zeros((groups, 3, frames))
         rhs[..., 1:] += pulled
         rhs[..., :-1] -= pulled
         return own.reshape(-1, frames), neighbour.reshape(-1, frames), rhs.reshape(-1, frames)
+
+
+ACROSS, ALONG_UP, ALL_AXES = slice(0, 2), slice(2, 3), slice(None)  # the basis's axes (_basis_about)
+
+
+def _per_axis(weight):
+    """A weight per frame (..., n), or one for all frames, broadcast over the axes of
+    :class:`_GroupTerms`' (..., 3, n) rows."""
+    weight = np.asarray(weight)
+    return weight[..., None, :] if weight.ndim else weight
 
 
 def _basis_about(up):
@@ -533,17 +576,13 @@ def _reach_terms(direction, weight, goal, frames, size):
     size) and right-hand sides (k, size) to add to the independent terms there
     (``direction`` n (L, F, 3), ``weight`` and ``goal`` (L, F), in the equations' basis)."""
     direction, weight, goal = (values.take(frames, axis=1) for values in (direction, weight, goal))
-    blocks = np.zeros((len(frames), size, size))
-    pulls = np.zeros((len(frames), size))
-    weighted = weight[..., None] * direction
-    outer = weighted[..., :, None] * direction[..., None, :]  # (L, k, 3, 3)
-    pull = goal[..., None] * weighted  # (L, k, 3)
-    pelvis = slice(0, 3)
-    blocks[:, pelvis, pelvis] = outer.sum(axis=0)
-    pulls[:, pelvis] = pull.sum(axis=0)
-    for leg, (leg_outer, leg_pull) in enumerate(zip(outer, pull)):
-        foot = slice(3 * (leg + 1), 3 * (leg + 2))
-        blocks[:, foot, foot] = leg_outer
-        blocks[:, pelvis, foot] = blocks[:, foot, pelvis] = -leg_outer
-        pulls[:, foot] = -leg_pull
-    return blocks, pulls
+    legs, count = weight.shape
+    # Each leg's term acts along u = (n on the pelvis, -n on its foot, 0 on the other feet):
+    # the blocks are the sum over legs of weight * u u^T, in one product for all of them.
+    along = np.zeros((legs, count, size // 3, 3))
+    along[:, :, 0] = direction
+    along[np.arange(legs), :, np.arange(legs) + 1] = -direction
+    along = along.reshape(legs, count, size)
+    weighted = weight[..., None] * along
+    blocks = weighted.transpose(1, 2, 0) @ along.transpose(1, 0, 2)  # (k, size, L) @ (k, L, size)
+    return blocks, np.add.reduce(goal[..., None] * weighted)
