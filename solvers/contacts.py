@@ -87,6 +87,33 @@ class ContactSettings:
     max_steadying: float = 0.04  # s, the widest smoothing (Gaussian std) jitter gets
 
 
+def heights_along(points, up):
+    """The heights of points (..., 3) along the unit ``up``: :func:`~.quaternion.dot`'s numbers
+    (but the sign of a zero). Where ``up`` is a world axis (Y- or Z-up: every rig and file) they
+    are its coordinate, read as it is (a view: not to be written to) instead of three products."""
+    axis = world_axis(up)
+    return dot(points, np.asarray(up, dtype=float)) if axis is None else points[..., axis]
+
+
+def across(vectors, up, height=None):
+    """The part of vectors (..., 3) across the unit ``up``: :func:`~.quaternion.horizontal`'s
+    numbers (but the sign of a zero); ``height`` their :func:`heights_along`, where known. Along
+    a world axis, the vectors with that coordinate zeroed (a copy by a ufunc: ``np.copy``'s
+    costs twice as much)."""
+    axis = world_axis(up)
+    if axis is None:
+        return horizontal(vectors, up, height)
+    out = np.add(vectors, 0.0)
+    out[..., axis] = 0.0
+    return out
+
+
+def world_axis(up):
+    """Which world axis (0, 1 or 2) the unit ``up`` is, or None where it is tilted."""
+    values = np.asarray(up, dtype=float).tolist()
+    return values.index(1.0) if sorted(values) == [0.0, 0.0, 1.0] else None
+
+
 def velocity(positions, fps, axis=-2):
     """Central-difference velocity per second along the frame axis."""
     return np.gradient(positions, axis=axis) * fps
@@ -247,11 +274,11 @@ def point_cues(points, up, fps, scale, settings):
     """The :class:`PointCues` of points (L, F, 3) at ``fps`` (the gait's own, see
     :func:`gait_tempo`)."""
     up = np.asarray(up, dtype=float)
-    heights = dot(points, up)  # (not ``@``: see quaternion.horizontal)
+    heights = heights_along(points, up)
     clearance = heights - rolling_min(heights, round(settings.ground_window * fps))
     point_velocity = span_velocity(points, fps, settings.velocity_span)
-    vertical_speed = dot(point_velocity, up)
-    horizontal_velocity = horizontal(point_velocity, up, vertical_speed)
+    vertical_speed = heights_along(point_velocity, up)
+    horizontal_velocity = across(point_velocity, up, vertical_speed)
     planted = vertically_planted(clearance, vertical_speed, fps, scale, settings)
     return PointCues(points, up, heights, clearance, vertical_speed, horizontal_velocity, planted)
 
@@ -266,7 +293,7 @@ def moving_ground(cues, root, fps, scale, settings):
         return np.zeros((2, frames, 3)), 0.0
     half_width = max(1, round(settings.slip_window * fps))
     cap = 2.0 * settings.speed_threshold * scale
-    root_velocity = horizontal(span_velocity(root, fps, settings.velocity_span, axis=0), cues.up)
+    root_velocity = across(span_velocity(root, fps, settings.velocity_span, axis=0), cues.up)
     share = local_slip(cues.horizontal_velocity, root_velocity, cap, half_width, settings.max_slip)
     grounds = np.empty((2, frames, 3))  # the drifting ground, then the root's share alone
     ground = np.multiply(share[:, None], root_velocity, out=grounds[1])
@@ -574,7 +601,7 @@ def gait_tempo(points, up, fps, scale, settings):
     than a walk's: its speeds and times are a walk's, scaled by this tempo. Jumps, hops and
     standing (the feet rising together or not at all, fewer than ``MIN_STEPS`` steps) keep 1.
     """
-    heights = dot(points, np.asarray(up, dtype=float))
+    heights = heights_along(points, up)
     if len(heights) < 2:
         return 1.0
     above = heights - lowest_of_the_others(heights)
@@ -681,7 +708,7 @@ def heel_down(heel_labels, heels, up, leg_length, fps, settings=None):
         return out
     scale = leg_length / REFERENCE_LEG_LENGTH
     (heels,) = steadied_points([heels], heels, fps, scale, settings or ContactSettings())
-    heights = dot(heels, np.asarray(up, dtype=float))[on]
+    heights = heights_along(heels, up)[on]
     lift = HEEL_LIFT * scale
     # The labelled frames row by row: each run's frames follow one another, so each run's
     # lowest is one reduction from its first frame.
@@ -702,7 +729,7 @@ def ground_track(cues, ground, skating, fps, scale, settings):
     where the motion ``skating`` (L, F) skates (:func:`skating_motion`)."""
     low = cues.clearance < settings.height_threshold * scale
     speed = np.where(skating, settings.skate_speed, settings.speed_threshold) * scale
-    return horizontal(cues.points, cues.up, cues.heights) - np.cumsum(ground, axis=0)[None] / fps, low, speed / fps
+    return across(cues.points, cues.up, cues.heights) - np.cumsum(ground, axis=0)[None] / fps, low, speed / fps
 
 
 def stays_down(track, row, start, end):
