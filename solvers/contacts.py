@@ -90,7 +90,10 @@ class ContactSettings:
 def heights_along(points, up):
     """The heights of points (..., 3) along the unit ``up``: :func:`~.quaternion.dot`'s numbers
     (but the sign of a zero). Where ``up`` is a world axis (Y- or Z-up: every rig and file) they
-    are its coordinate, read as it is (a view: not to be written to) instead of three products."""
+    are its coordinate, read as it is (a view: not to be written to) instead of three products.
+    For the figures' few passes over C-ordered points: the labeller's cues keep
+    :func:`~.quaternion.dot` and :func:`~.quaternion.horizontal`, whose results lay the
+    components out one after another, which its many later passes read faster."""
     axis = world_axis(up)
     return dot(points, np.asarray(up, dtype=float)) if axis is None else points[..., axis]
 
@@ -274,11 +277,11 @@ def point_cues(points, up, fps, scale, settings):
     """The :class:`PointCues` of points (L, F, 3) at ``fps`` (the gait's own, see
     :func:`gait_tempo`)."""
     up = np.asarray(up, dtype=float)
-    heights = heights_along(points, up)
+    heights = dot(points, up)  # (not ``@``: see quaternion.horizontal)
     clearance = heights - rolling_min(heights, round(settings.ground_window * fps))
     point_velocity = span_velocity(points, fps, settings.velocity_span)
-    vertical_speed = heights_along(point_velocity, up)
-    horizontal_velocity = across(point_velocity, up, vertical_speed)
+    vertical_speed = dot(point_velocity, up)
+    horizontal_velocity = horizontal(point_velocity, up, vertical_speed)
     planted = vertically_planted(clearance, vertical_speed, fps, scale, settings)
     return PointCues(points, up, heights, clearance, vertical_speed, horizontal_velocity, planted)
 
@@ -293,7 +296,7 @@ def moving_ground(cues, root, fps, scale, settings):
         return np.zeros((2, frames, 3)), 0.0
     half_width = max(1, round(settings.slip_window * fps))
     cap = 2.0 * settings.speed_threshold * scale
-    root_velocity = across(span_velocity(root, fps, settings.velocity_span, axis=0), cues.up)
+    root_velocity = horizontal(span_velocity(root, fps, settings.velocity_span, axis=0), cues.up)
     share = local_slip(cues.horizontal_velocity, root_velocity, cap, half_width, settings.max_slip)
     grounds = np.empty((2, frames, 3))  # the drifting ground, then the root's share alone
     ground = np.multiply(share[:, None], root_velocity, out=grounds[1])
@@ -601,7 +604,7 @@ def gait_tempo(points, up, fps, scale, settings):
     than a walk's: its speeds and times are a walk's, scaled by this tempo. Jumps, hops and
     standing (the feet rising together or not at all, fewer than ``MIN_STEPS`` steps) keep 1.
     """
-    heights = heights_along(points, up)
+    heights = dot(points, np.asarray(up, dtype=float))
     if len(heights) < 2:
         return 1.0
     above = heights - lowest_of_the_others(heights)
@@ -708,7 +711,7 @@ def heel_down(heel_labels, heels, up, leg_length, fps, settings=None):
         return out
     scale = leg_length / REFERENCE_LEG_LENGTH
     (heels,) = steadied_points([heels], heels, fps, scale, settings or ContactSettings())
-    heights = heights_along(heels, up)[on]
+    heights = dot(heels, np.asarray(up, dtype=float))[on]
     lift = HEEL_LIFT * scale
     # The labelled frames row by row: each run's frames follow one another, so each run's
     # lowest is one reduction from its first frame.
@@ -729,7 +732,7 @@ def ground_track(cues, ground, skating, fps, scale, settings):
     where the motion ``skating`` (L, F) skates (:func:`skating_motion`)."""
     low = cues.clearance < settings.height_threshold * scale
     speed = np.where(skating, settings.skate_speed, settings.speed_threshold) * scale
-    return across(cues.points, cues.up, cues.heights) - np.cumsum(ground, axis=0)[None] / fps, low, speed / fps
+    return horizontal(cues.points, cues.up, cues.heights) - np.cumsum(ground, axis=0)[None] / fps, low, speed / fps
 
 
 def stays_down(track, row, start, end):
