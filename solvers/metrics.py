@@ -7,9 +7,9 @@ units. Frame-based filters use the clip's own frame rate.
 
 import numpy as np
 
-from .contacts import REFERENCE_LEG_LENGTH, long_runs, rolling_min
+from .contacts import REFERENCE_LEG_LENGTH, across, heights_along, long_runs, rolling_min
 from .jitter import jitter, steadied, steadying_kernel
-from .quaternion import dot, horizontal, length
+from .quaternion import dot, length
 
 SKATE_HEIGHT = 0.05  # m: a foot this close to the ground should not move fast ...
 SKATE_SPEED = 0.5  # m/s: ... faster than this is a skate
@@ -36,7 +36,7 @@ IMPLAUSIBLE_SHARE = 1.0 / 3.0  # a walking foot has contacts on more of its fram
 def toe_speeds(toes, up, fps, unit_scale=1.0):
     """Horizontal toe speed (m/s) of each step between frames: (..., F-1) of toes (..., F, 3),
     e.g. (L, F-1) of one state's legs."""
-    return length(horizontal(np.diff(toes, axis=-2), up)) * fps * unit_scale
+    return length(across(np.diff(toes, axis=-2), up)) * fps * unit_scale
 
 
 def toe_slide(toes, contacts, up, fps, unit_scale=1.0, speeds=None):
@@ -63,7 +63,7 @@ def skate_ratio(toes, up, fps, ground, unit_scale=1.0, window=1, speeds=None):
     variant of the motion-synthesis literature); ``speeds`` as for :func:`toe_slide`.
     """
     speed = toe_speeds(toes, up, fps, unit_scale) if speeds is None else speeds
-    heights = dot(toes, np.asarray(up, dtype=float))
+    heights = heights_along(toes, up)
     return float(_skate_ratios(_near_ground(heights[None], ground, unit_scale), speed[None], window)[0])
 
 
@@ -161,7 +161,7 @@ def grounded_feet(foot_points, up, fps, size, steadying=None):
     """
     up = np.asarray(up, dtype=float)
     foot_points = steadied(foot_points, steadying)
-    heights = dot(foot_points, up)  # (P, L, F)
+    heights = heights_along(foot_points, up)  # (P, L, F)
     lowest = _lowest(heights)
     # The lowest point of each foot and frame as a row of the (P L F) points, taken by one
     # flat index (np.take_along_axis builds an index per axis, several times the cost).
@@ -177,9 +177,9 @@ def grounded_feet(foot_points, up, fps, size, steadying=None):
     velocity = (np.take(flat, rows + ahead, axis=0) - np.take(flat, rows - behind, axis=0)) / spacing[:, None] * fps
     height = np.take(heights, rows)
     clearance = height - rolling_min(height, round(GROUND_WINDOW * fps))
-    vertical = dot(velocity, up)
+    vertical = heights_along(velocity, up)
     on_ground = (clearance < GROUND_HEIGHT * size) & (np.abs(vertical) < GROUND_VERTICAL_SPEED * size)
-    return long_runs(on_ground, round(GROUND_TIME * fps)), horizontal(velocity, up, vertical)
+    return long_runs(on_ground, round(GROUND_TIME * fps)), across(velocity, up, vertical)
 
 
 def _lowest(heights):
@@ -258,7 +258,7 @@ def motion_metrics(toes, hips, ankles, pelvis, contacts, up, fps, floors, bone_l
     states = len(toes)
     ground = np.asarray(floors).min()
     speeds = toe_speeds(toes, up, fps, unit_scale)  # shared by the toe slide and both skate ratios
-    toe_heights = dot(toes, np.asarray(up, dtype=float))  # shared by the skate ratios and the penetration
+    toe_heights = heights_along(toes, up)  # shared by the skate ratios and the penetration
     accelerations = ankle_accelerations(ankles, fps, unit_scale)
     slides, grounded_shares = _ground_slides(foot_points(ankles, toes), up, fps,
                                              character_size(bone_lengths), unit_scale, steadying)

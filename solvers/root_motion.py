@@ -14,7 +14,7 @@ played) so the travel's speed loops and the travel repeats with its per-cycle of
 
 import numpy as np
 
-from .contacts import REFERENCE_LEG_LENGTH, detect_contacts, window_sum
+from .contacts import REFERENCE_LEG_LENGTH, across, detect_contacts, heights_along, window_sum
 from .kinematics import forward_kinematics, local_position
 from .quaternion import dot, gradient, horizontal, length
 from .rig import leg_length
@@ -45,13 +45,13 @@ def _lower_and_higher_velocities(toes, up, fps):
 
 def _horizontal_velocities(points, up, fps):
     """Horizontal velocities (L, F, 3) of points (L, F, 3), by central differences."""
-    return horizontal(gradient(points, axis=1) * fps, up)
+    return across(gradient(points, axis=1) * fps, up)
 
 
 def _lower_and_higher(toes, velocity, up):
     """Of the toes' horizontal velocities (L, F, 3), those of the toe nearest its own lowest
     height and of the one farthest above it, (F, 3) each."""
-    heights = dot(toes, np.asarray(up, dtype=float))
+    heights = heights_along(toes, up)
     above = heights - heights.min(axis=1, keepdims=True)
     frames = np.arange(toes.shape[1])
     return velocity[np.argmin(above, axis=0), frames], velocity[np.argmax(above, axis=0), frames]
