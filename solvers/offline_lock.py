@@ -117,7 +117,9 @@ def solve_offline_lock(problem, weights=None):
     toe_step, heel_step = np.diff(problem.toes, axis=1), np.diff(problem.ankles, axis=1)
     standing = np.maximum(problem.contacts, heel_contacts)
     # The foot moves as one: on its ground while either point is.
-    heights = np.stack((problem.toes, problem.ankles)) @ up  # (2, L, F): toes, heels
+    # By dot (one einsum), not ``@ up``: OpenBLAS runs a matrix-vector product of a long
+    # clip's rows on several threads (see quaternion.horizontal).
+    heights = dot(np.stack((problem.toes, problem.ankles)), up)  # (2, L, F): toes, heels
     clearance = _clearance(heights, standing, problem, weights).min(axis=0)
     easing = _swing_ease(standing, problem.fps, weights.swing_ease)
     feet = slice(1, None)  # every foot's group: the legs are rows of one array
