@@ -88,7 +88,7 @@ def solve_block_tridiagonal(diag, lower, rhs):
     columns = (rhs[..., None] if rhs.ndim == 2 else rhs).swapaxes(-1, -2)
     n, m = diag.shape[:2]
     if lower.ndim == 2 and n > 2:
-        x = _reduce_diagonal_coupling(diag, lower, columns)
+        x = _reduce_diagonal_coupling(diag[0::2].copy(), spd_inverse(diag[1::2]), lower, columns)
     else:
         if lower.ndim == 2:
             lower = lower[:, :, None] * np.eye(m)
@@ -102,12 +102,13 @@ def solve_block_tridiagonal(diag, lower, rhs):
     return x[..., 0] if rhs.ndim == 2 else x
 
 
-def solve_mostly_separable(diag, lower, rhs, frames, blocks, pulls):
+def solve_mostly_separable(diag, lower, rhs, frames, vectors, weights, pulls):
     """Solve a symmetric positive definite block-tridiagonal system whose blocks are
     diagonal but at a few ``frames``: independent scalar chains (``diag``, ``lower``,
-    ``rhs`` (m, n), as :func:`solve_tridiagonal` takes them, one row per chain) plus the
-    dense terms ``blocks`` (k, m, m) and ``pulls`` (k, m) added to the diagonal blocks and
-    right-hand sides of the sorted ``frames`` (k,). Returns x (n, m).
+    ``rhs`` (m, n), as :func:`solve_tridiagonal` takes them, one row per chain) plus dense
+    terms of rank r added to the diagonal blocks of the sorted ``frames`` (k,), the sum of
+    ``weights`` (r, k) times ``v v^T`` of their ``vectors`` (r, k, m), and ``pulls`` (k, m)
+    added to their right-hand sides. Returns x (n, m).
 
     Exact, at a cost that follows the dense frames rather than the chains' length: the
     frames between them (``outside``) are eliminated first. Outside, the system is the
@@ -155,10 +156,7 @@ def solve_mostly_separable(diag, lower, rhs, frames, blocks, pulls):
     apart[1:] = np.diff(frames) != 1
     apart[0] = False
     reduced_lower[:, apart] = -lower.take(frames[apart], axis=1) * by_before.take(place[frames[apart] - 1], axis=1)
-    system = np.zeros((len(frames), m, m))
-    system[:, np.arange(m), np.arange(m)] = reduced_diag.T
-    system += blocks
-    at_dense = solve_block_tridiagonal(system, reduced_lower.T, reduced_rhs.T + pulls)  # (k, m)
+    at_dense = _solve_low_rank_blocks(reduced_diag.T, vectors, weights, reduced_lower.T, reduced_rhs.T + pulls)
     x[frames] = at_dense
     if len(outside):
         index = dense.cumsum() - 1  # each frame: the last dense frame at or before it (-1: none)
@@ -166,6 +164,49 @@ def solve_mostly_separable(diag, lower, rhs, frames, blocks, pulls):
         following = np.minimum(index[outside] + 1, len(frames) - 1)  # none after: by_after is 0
         x[outside] = (free - by_before * at_dense[last].T - by_after * at_dense[following].T).T
     return x
+
+
+def _solve_low_rank_blocks(diagonals, vectors, weights, lower, rhs):
+    """:func:`solve_block_tridiagonal` of one right-hand side ``rhs`` (k, m), the diagonal
+    blocks ``diag(diagonals) + sum weights v v^T`` (:func:`solve_mostly_separable`), the
+    couplings diagonal (``lower`` (k, m)). The dropped rows of the first level are inverted
+    by Sherman-Morrison (:func:`_low_rank_inverse`), elementwise over all of them at once:
+    no per-block LAPACK calls there."""
+    if len(diagonals) <= 2:
+        return solve_block_tridiagonal(_low_rank_blocks(diagonals, vectors, weights), lower, rhs)
+    kept_diag = _low_rank_blocks(diagonals[0::2], vectors[:, 0::2], weights[:, 0::2])
+    inverse = _low_rank_inverse(diagonals[1::2], vectors[:, 1::2], weights[:, 1::2])
+    return _reduce_diagonal_coupling(kept_diag, inverse, lower, rhs[:, None, :])[:, 0, :]
+
+
+def _low_rank_blocks(diagonals, vectors, weights):
+    """The blocks ``diag(diagonals) + sum weights v v^T`` (k, m, m) (:func:`_solve_low_rank_blocks`);
+    the rank-one terms lead their arrays, so the sum adds whole blocks."""
+    k, m = diagonals.shape
+    blocks = np.add.reduce((weights[..., None] * vectors)[..., None] * vectors[..., None, :])
+    blocks.reshape(k, -1)[:, :: m + 1] += diagonals
+    return blocks
+
+
+def _low_rank_inverse(diagonals, vectors, weights):
+    """Inverses (k, m, m) of the blocks of :func:`_low_rank_blocks`, one rank-one term at a
+    time (Sherman-Morrison): with ``S`` the inverse so far and ``q = S v``, adding ``w v v^T``
+    subtracts ``g q q^T``, ``g = w / (1 + w v.q)``. ``S`` stays ``diag(1 / diagonals)``
+    minus the terms before, so each ``q`` is elementwise too; the blocks are SPD (the
+    weights >= 0), so no ``g`` divides by zero."""
+    reciprocal = 1.0 / diagonals
+    shares = np.empty_like(vectors)  # each term's q
+    gains = np.empty_like(weights)  # ... and g
+    for term, (vector, weight) in enumerate(zip(vectors, weights)):
+        q = vector * reciprocal
+        for before, gain in zip(shares[:term], gains[:term]):
+            q -= before * (gain * np.einsum("ki,ki->k", before, vector))[:, None]
+        shares[term] = q
+        gains[term] = weight / (1.0 + weight * np.einsum("ki,ki->k", vector, q))
+    inverse = np.add.reduce((gains[..., None] * shares)[..., None] * shares[..., None, :])
+    np.negative(inverse, out=inverse)
+    inverse.reshape(len(diagonals), -1)[:, :: diagonals.shape[1] + 1] += reciprocal
+    return inverse
 
 
 def _pass_back(diag, rhs, where, lower, coupled, place, response, free):
@@ -181,13 +222,13 @@ def _pass_back(diag, rhs, where, lower, coupled, place, response, free):
     rhs[:, where] -= coupling * free.take(columns, axis=1)
 
 
-def _reduce_diagonal_coupling(diag, lower, rhs):
+def _reduce_diagonal_coupling(kept_diag, inverse, lower, rhs):
     """The first level of :func:`_reduce` where each row couples to its neighbours through
     diagonal blocks (``lower`` (n, m) their diagonals, ``rhs`` (n, r, m) transposed): every
-    product with a coupling is a scaling, D^-1 the only matrix work. Returns (n, r, m)."""
-    n, m = diag.shape[:2]
+    product with a coupling is a scaling. Takes the even rows' diagonal blocks (modified in
+    place) and the odd rows' inverses ``S``. Returns (n, r, m)."""
+    n, m = len(lower), lower.shape[1]
     kept, dropped = n - n // 2, n // 2
-    inverse = spd_inverse(diag[1::2])  # S of each dropped row d
     to_previous = lower[1::2]  # l_d: A[d, d - 1] = diag(l_d)
     to_next = lower[2::2]  # l_(d+1): A[d, d + 1]; the last dropped row of an even n has none
     solved = rhs[1::2] @ inverse  # b_d^T S
@@ -197,9 +238,8 @@ def _reduce_diagonal_coupling(diag, lower, rhs):
     # A[k, p] S_p A[p, k] and A[k, q] S_q A[q, k], it couples to k - 2 through
     # -A[k, p] S_p A[p, k - 2] and to k + 2 through -A[k, q] S_q A[q, k + 2] (stored
     # transposed, as _reduce's rows), and its right-hand side loses A[k, p] S_p b_p ...
-    new_diag = diag[0::2].copy()
-    new_diag[1:] -= to_next[:, :, None] * inverse[:inner] * to_next[:, None, :]
-    new_diag[:dropped] -= to_previous[:, :, None] * inverse * to_previous[:, None, :]
+    kept_diag[1:] -= to_next[:, :, None] * inverse[:inner] * to_next[:, None, :]
+    kept_diag[:dropped] -= to_previous[:, :, None] * inverse * to_previous[:, None, :]
     rows = np.empty((kept, 2 * m + rhs.shape[1], m))
     rows[0, :m] = rows[inner:, m : 2 * m] = 0.0  # the ends have no neighbour there
     np.negative(to_previous[:inner, :, None] * inverse[:inner] * to_next[:, None, :], out=rows[1:, :m])
@@ -208,7 +248,7 @@ def _reduce_diagonal_coupling(diag, lower, rhs):
     rows[1:, 2 * m :] -= solved[:inner] * to_next[:, None, :]
     rows[:dropped, 2 * m :] -= solved * to_previous[:, None, :]
 
-    x_kept = _reduce(new_diag, rows)
+    x_kept = _reduce(kept_diag, rows)
     # x_d^T = (b_d^T - x_(d-1)^T diag(l_d) - x_(d+1)^T diag(l_(d+1))) S
     pull = x_kept[:dropped] * to_previous[:, None, :]
     pull[:inner] += x_kept[1:] * to_next[:, None, :]

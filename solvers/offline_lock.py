@@ -260,8 +260,8 @@ def _solve_with_reach(problem, weights, pins, terms):
         # correction (_hold) is kept as it is.
         goal = problem.reach - distance + dot(direction, corrections[:, :3] - feet)
         frames = np.flatnonzero(active.any(axis=0))
-        blocks, pulls = _reach_terms(terms.in_basis(direction), active * weights.reach / dt, goal, frames, len(diag))
-        corrections = terms.to_world(solve_mostly_separable(diag, lower, rhs, frames, blocks, pulls))
+        reach_terms = _reach_terms(terms.in_basis(direction), active * weights.reach / dt, goal, frames, len(diag))
+        corrections = terms.to_world(solve_mostly_separable(diag, lower, rhs, frames, *reach_terms))
         targets = _targets(problem, corrections, pins)
     else:  # the last solve's stretch is not measured yet
         stretch = _reach_state(problem, corrections, targets[1])[0]
@@ -574,17 +574,16 @@ def _basis_about(up):
 
 def _reach_terms(direction, weight, goal, frames, size):
     """The normal equations' dense terms ``weight * (n . (e - d) - goal)^2`` coupling the
-    pelvis's correction ``e`` with each foot's ``d`` on ``frames`` (k,): blocks (k, size,
-    size) and right-hand sides (k, size) to add to the independent terms there
-    (``direction`` n (L, F, 3), ``weight`` and ``goal`` (L, F), in the equations' basis)."""
+    pelvis's correction ``e`` with each foot's ``d`` on ``frames`` (k,), as
+    :func:`.banded.solve_mostly_separable` takes them: per leg, the vectors ``u`` (L, k,
+    size) and weights (L, k) of the blocks' terms ``weight * u u^T``, and the right-hand
+    sides (k, size) (``direction`` n (L, F, 3), ``weight`` and ``goal`` (L, F), in the
+    equations' basis)."""
     direction, weight, goal = (values.take(frames, axis=1) for values in (direction, weight, goal))
     legs, count = weight.shape
-    # Each leg's term acts along u = (n on the pelvis, -n on its foot, 0 on the other feet):
-    # the blocks are the sum over legs of weight * u u^T, in one product for all of them.
+    # Each leg's term acts along u = (n on the pelvis, -n on its foot, 0 on the other feet).
     along = np.zeros((legs, count, size // 3, 3))
     along[:, :, 0] = direction
     along[np.arange(legs), :, np.arange(legs) + 1] = -direction
     along = along.reshape(legs, count, size)
-    weighted = weight[..., None] * along
-    blocks = weighted.transpose(1, 2, 0) @ along.transpose(1, 0, 2)  # (k, size, L) @ (k, L, size)
-    return blocks, np.add.reduce(goal[..., None] * weighted)
+    return along, weight, np.add.reduce((goal * weight)[..., None] * along)
