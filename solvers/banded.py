@@ -88,7 +88,10 @@ def solve_block_tridiagonal(diag, lower, rhs):
     columns = (rhs[..., None] if rhs.ndim == 2 else rhs).swapaxes(-1, -2)
     n, m = diag.shape[:2]
     if lower.ndim == 2 and n > 2:
-        x = _reduce_diagonal_coupling(diag[0::2].copy(), spd_inverse(diag[1::2]), lower, columns)
+        frames_last = (1, 2, 0)
+        x = _reduce_diagonal_coupling(diag[0::2].transpose(frames_last).copy(),
+                                      spd_inverse(diag[1::2]).transpose(frames_last), lower.T,
+                                      columns.transpose(frames_last))
     else:
         if lower.ndim == 2:
             lower = lower[:, :, None] * np.eye(m)
@@ -107,7 +110,7 @@ def solve_mostly_separable(diag, lower, rhs, frames, vectors, weights, pulls):
     diagonal but at a few ``frames``: independent scalar chains (``diag``, ``lower``,
     ``rhs`` (m, n), as :func:`solve_tridiagonal` takes them, one row per chain) plus dense
     terms of rank r added to the diagonal blocks of the sorted ``frames`` (k,), the sum of
-    ``weights`` (r, k) times ``v v^T`` of their ``vectors`` (r, k, m), and ``pulls`` (k, m)
+    ``weights`` (r, k) times ``v v^T`` of their ``vectors`` (r, m, k), and ``pulls`` (m, k)
     added to their right-hand sides. Returns x (n, m).
 
     Exact, at a cost that follows the dense frames rather than the chains' length: the
@@ -156,7 +159,8 @@ def solve_mostly_separable(diag, lower, rhs, frames, vectors, weights, pulls):
     apart[1:] = np.diff(frames) != 1
     apart[0] = False
     reduced_lower[:, apart] = -lower.take(frames[apart], axis=1) * by_before.take(place[frames[apart] - 1], axis=1)
-    at_dense = _solve_low_rank_blocks(reduced_diag.T, vectors, weights, reduced_lower.T, reduced_rhs.T + pulls)
+    reduced_rhs += pulls
+    at_dense = _solve_low_rank_blocks(reduced_diag, vectors, weights, reduced_lower, reduced_rhs)
     x[frames] = at_dense
     if len(outside):
         index = dense.cumsum() - 1  # each frame: the last dense frame at or before it (-1: none)
@@ -167,45 +171,47 @@ def solve_mostly_separable(diag, lower, rhs, frames, vectors, weights, pulls):
 
 
 def _solve_low_rank_blocks(diagonals, vectors, weights, lower, rhs):
-    """:func:`solve_block_tridiagonal` of one right-hand side ``rhs`` (k, m), the diagonal
+    """:func:`solve_block_tridiagonal` of one right-hand side ``rhs`` (m, k), the diagonal
     blocks ``diag(diagonals) + sum weights v v^T`` (:func:`solve_mostly_separable`), the
-    couplings diagonal (``lower`` (k, m)). The dropped rows of the first level are inverted
-    by Sherman-Morrison (:func:`_low_rank_inverse`), elementwise over all of them at once:
-    no per-block LAPACK calls there."""
-    if len(diagonals) <= 2:
-        return solve_block_tridiagonal(_low_rank_blocks(diagonals, vectors, weights), lower, rhs)
-    kept_diag = _low_rank_blocks(diagonals[0::2], vectors[:, 0::2], weights[:, 0::2])
-    inverse = _low_rank_inverse(diagonals[1::2], vectors[:, 1::2], weights[:, 1::2])
-    return _reduce_diagonal_coupling(kept_diag, inverse, lower, rhs[:, None, :])[:, 0, :]
+    couplings diagonal (``lower`` (m, k)), all with the frames last. The dropped rows of
+    the first level are inverted by Sherman-Morrison (:func:`_low_rank_inverse`),
+    elementwise over all of them at once: no per-block LAPACK calls there. Returns (k, m)."""
+    if diagonals.shape[1] <= 2:
+        blocks = _low_rank_blocks(diagonals, vectors, weights).transpose(2, 0, 1)
+        return solve_block_tridiagonal(blocks, lower.T, rhs.T)
+    kept_diag = _low_rank_blocks(diagonals[:, 0::2], vectors[..., 0::2], weights[:, 0::2])
+    inverse = _low_rank_inverse(diagonals[:, 1::2], vectors[..., 1::2], weights[:, 1::2])
+    return _reduce_diagonal_coupling(kept_diag, inverse, lower, rhs[None])[:, 0, :]
 
 
 def _low_rank_blocks(diagonals, vectors, weights):
-    """The blocks ``diag(diagonals) + sum weights v v^T`` (k, m, m) (:func:`_solve_low_rank_blocks`);
-    the rank-one terms lead their arrays, so the sum adds whole blocks."""
-    k, m = diagonals.shape
-    blocks = np.add.reduce((weights[..., None] * vectors)[..., None] * vectors[..., None, :])
-    blocks.reshape(k, -1)[:, :: m + 1] += diagonals
+    """The blocks ``diag(diagonals) + sum weights v v^T``, frames last (m, m, k)
+    (:func:`_solve_low_rank_blocks`): every product runs along whole rows of frames."""
+    m, k = diagonals.shape
+    blocks = np.add.reduce((weights[:, None] * vectors)[:, :, None] * vectors[:, None])
+    blocks.reshape(m * m, k)[:: m + 1] += diagonals
     return blocks
 
 
 def _low_rank_inverse(diagonals, vectors, weights):
-    """Inverses (k, m, m) of the blocks of :func:`_low_rank_blocks`, one rank-one term at a
+    """Inverses (m, m, k) of the blocks of :func:`_low_rank_blocks`, one rank-one term at a
     time (Sherman-Morrison): with ``S`` the inverse so far and ``q = S v``, adding ``w v v^T``
     subtracts ``g q q^T``, ``g = w / (1 + w v.q)``. ``S`` stays ``diag(1 / diagonals)``
     minus the terms before, so each ``q`` is elementwise too; the blocks are SPD (the
     weights >= 0), so no ``g`` divides by zero."""
+    m, k = diagonals.shape
     reciprocal = 1.0 / diagonals
     shares = np.empty_like(vectors)  # each term's q
     gains = np.empty_like(weights)  # ... and g
     for term, (vector, weight) in enumerate(zip(vectors, weights)):
         q = vector * reciprocal
         for before, gain in zip(shares[:term], gains[:term]):
-            q -= before * (gain * np.einsum("ki,ki->k", before, vector))[:, None]
+            q -= before * (gain * np.add.reduce(before * vector))
         shares[term] = q
-        gains[term] = weight / (1.0 + weight * np.einsum("ki,ki->k", vector, q))
-    inverse = np.add.reduce((gains[..., None] * shares)[..., None] * shares[..., None, :])
+        gains[term] = weight / (1.0 + weight * np.add.reduce(vector * q))
+    inverse = np.add.reduce((gains[:, None] * shares)[:, :, None] * shares[:, None])
     np.negative(inverse, out=inverse)
-    inverse.reshape(len(diagonals), -1)[:, :: diagonals.shape[1] + 1] += reciprocal
+    inverse.reshape(m * m, k)[:: m + 1] += reciprocal
     return inverse
 
 
@@ -224,37 +230,42 @@ def _pass_back(diag, rhs, where, lower, coupled, place, response, free):
 
 def _reduce_diagonal_coupling(kept_diag, inverse, lower, rhs):
     """The first level of :func:`_reduce` where each row couples to its neighbours through
-    diagonal blocks (``lower`` (n, m) their diagonals, ``rhs`` (n, r, m) transposed): every
-    product with a coupling is a scaling. Takes the even rows' diagonal blocks (modified in
-    place) and the odd rows' inverses ``S``. Returns (n, r, m)."""
-    n, m = len(lower), lower.shape[1]
+    diagonal blocks (``lower`` (m, n) their diagonals, ``rhs`` (r, m, n) transposed): every
+    product with a coupling is a scaling. Takes the even rows' diagonal blocks (m, m, kept;
+    modified in place) and the odd rows' inverses ``S`` (m, m, dropped), all with the
+    frames last, so every product runs along whole rows of frames. Returns (n, r, m), as
+    :func:`_reduce`."""
+    m, n = lower.shape
     kept, dropped = n - n // 2, n // 2
-    to_previous = lower[1::2]  # l_d: A[d, d - 1] = diag(l_d)
-    to_next = lower[2::2]  # l_(d+1): A[d, d + 1]; the last dropped row of an even n has none
-    solved = rhs[1::2] @ inverse  # b_d^T S
-    inner = len(to_next)  # kept rows 1.. (each with a dropped row before it)
+    to_previous = lower[:, 1::2]  # l_d: A[d, d - 1] = diag(l_d)
+    to_next = lower[:, 2::2]  # l_(d+1): A[d, d + 1]; the last dropped row of an even n has none
+    inner = to_next.shape[1]  # kept rows 1.. (each with a dropped row before it)
+    solved = np.add.reduce(rhs[:, :, None, 1::2] * inverse, axis=1)  # b_d^T S
 
     # Kept row k between dropped rows p (before) and q (after): its diagonal loses
     # A[k, p] S_p A[p, k] and A[k, q] S_q A[q, k], it couples to k - 2 through
     # -A[k, p] S_p A[p, k - 2] and to k + 2 through -A[k, q] S_q A[q, k + 2] (stored
     # transposed, as _reduce's rows), and its right-hand side loses A[k, p] S_p b_p ...
-    kept_diag[1:] -= to_next[:, :, None] * inverse[:inner] * to_next[:, None, :]
-    kept_diag[:dropped] -= to_previous[:, :, None] * inverse * to_previous[:, None, :]
-    rows = np.empty((kept, 2 * m + rhs.shape[1], m))
+    kept_diag[..., 1:] -= to_next[:, None] * inverse[..., :inner] * to_next
+    kept_diag[..., :dropped] -= to_previous[:, None] * inverse * to_previous
+    through = to_previous[:, None, :inner] * inverse[..., :inner] * to_next  # -A[k + 2, k] of kept row k
+    rows = np.empty((kept, 2 * m + rhs.shape[0], m))
     rows[0, :m] = rows[inner:, m : 2 * m] = 0.0  # the ends have no neighbour there
-    np.negative(to_previous[:inner, :, None] * inverse[:inner] * to_next[:, None, :], out=rows[1:, :m])
-    np.negative(to_next[:, :, None] * inverse[:inner] * to_previous[:inner, None, :], out=rows[:inner, m : 2 * m])
-    rows[:, 2 * m :] = rhs[0::2]
-    rows[1:, 2 * m :] -= solved[:inner] * to_next[:, None, :]
-    rows[:dropped, 2 * m :] -= solved * to_previous[:, None, :]
+    np.negative(through.transpose(2, 0, 1), out=rows[1:, :m])
+    np.negative(through.transpose(2, 1, 0), out=rows[:inner, m : 2 * m])
+    kept_rhs = rhs[..., 0::2].copy()
+    kept_rhs[..., 1:] -= solved[..., :inner] * to_next
+    kept_rhs[..., :dropped] -= solved * to_previous
+    rows[:, 2 * m :] = kept_rhs.transpose(2, 0, 1)
 
-    x_kept = _reduce(kept_diag, rows)
+    x_kept = _reduce(kept_diag.transpose(2, 0, 1), rows)
     # x_d^T = (b_d^T - x_(d-1)^T diag(l_d) - x_(d+1)^T diag(l_(d+1))) S
-    pull = x_kept[:dropped] * to_previous[:, None, :]
-    pull[:inner] += x_kept[1:] * to_next[:, None, :]
+    neighbours = x_kept.transpose(1, 2, 0)  # (r, m, kept)
+    pull = neighbours[..., :dropped] * to_previous
+    pull[..., :inner] += neighbours[..., 1:] * to_next
     x = np.empty((n,) + x_kept.shape[1:])
     x[0::2] = x_kept
-    x[1::2] = solved - pull @ inverse
+    x[1::2] = (solved - np.add.reduce(pull[:, :, None] * inverse, axis=1)).transpose(2, 0, 1)
     return x
 
 

@@ -575,15 +575,16 @@ def _basis_about(up):
 def _reach_terms(direction, weight, goal, frames, size):
     """The normal equations' dense terms ``weight * (n . (e - d) - goal)^2`` coupling the
     pelvis's correction ``e`` with each foot's ``d`` on ``frames`` (k,), as
-    :func:`.banded.solve_mostly_separable` takes them: per leg, the vectors ``u`` (L, k,
-    size) and weights (L, k) of the blocks' terms ``weight * u u^T``, and the right-hand
-    sides (k, size) (``direction`` n (L, F, 3), ``weight`` and ``goal`` (L, F), in the
-    equations' basis)."""
+    :func:`.banded.solve_mostly_separable` takes them, the frames last: per leg, the
+    vectors ``u`` (L, size, k) and weights (L, k) of the blocks' terms ``weight * u u^T``,
+    and the right-hand sides (size, k) (``direction`` n (L, F, 3), ``weight`` and ``goal``
+    (L, F), in the equations' basis)."""
     direction, weight, goal = (values.take(frames, axis=1) for values in (direction, weight, goal))
     legs, count = weight.shape
     # Each leg's term acts along u = (n on the pelvis, -n on its foot, 0 on the other feet).
-    along = np.zeros((legs, count, size // 3, 3))
-    along[:, :, 0] = direction
-    along[np.arange(legs), :, np.arange(legs) + 1] = -direction
-    along = along.reshape(legs, count, size)
-    return along, weight, np.add.reduce((goal * weight)[..., None] * along)
+    across = direction.transpose(0, 2, 1)  # (L, 3, k)
+    along = np.zeros((legs, size // 3, 3, count))
+    along[:, 0] = across
+    along[np.arange(legs), np.arange(legs) + 1] = -across
+    along = along.reshape(legs, size, count)
+    return along, weight, np.add.reduce((goal * weight)[:, None] * along)

@@ -252,8 +252,8 @@ def test_mostly_separable_solver_matches_dense_solve_wherever_the_dense_frames_a
             dense[i * m:(i + 1) * m, i * m:(i + 1) * m] += block
             full_rhs[i] += pull
         expected = np.linalg.solve(dense, full_rhs.ravel()).reshape(frames, m)
-        x = solve_mostly_separable(diag, lower, rhs, dense_frames, vectors.transpose(2, 0, 1),
-                                   np.full((2, len(dense_frames)), 1e4), pulls)
+        x = solve_mostly_separable(diag, lower, rhs, dense_frames, vectors.transpose(2, 1, 0),
+                                   np.full((2, len(dense_frames)), 1e4), pulls.T)
         assert np.allclose(x, expected, rtol=1e-8, atol=1e-10 * np.abs(expected).max())
 
 
