@@ -98,6 +98,14 @@ def heights_along(points, up):
     return dot(points, np.asarray(up, dtype=float)) if axis is None else points[..., axis]
 
 
+def heights_of(points, up):
+    """:func:`heights_along` as an array of its own (frame after frame, as the labeller's many
+    later passes read fastest): along a world axis its coordinate copied by a ufunc, a fifth
+    of :func:`~.quaternion.dot`'s cost, with its numbers (but the sign of a zero)."""
+    axis = world_axis(up)
+    return dot(points, np.asarray(up, dtype=float)) if axis is None else np.add(points[..., axis], 0.0)
+
+
 def across(vectors, up, height=None):
     """The part of vectors (..., 3) across the unit ``up``: :func:`~.quaternion.horizontal`'s
     numbers (but the sign of a zero); ``height`` their :func:`heights_along`, where known. Along
@@ -299,10 +307,10 @@ def point_cues(points, up, fps, scale, settings):
     """The :class:`PointCues` of points (L, F, 3) at ``fps`` (the gait's own, see
     :func:`gait_tempo`)."""
     up = np.asarray(up, dtype=float)
-    heights = dot(points, up)  # (not ``@``: see quaternion.horizontal)
+    heights = heights_of(points, up)  # (not ``@``: see quaternion.horizontal)
     clearance = heights - rolling_min(heights, round(settings.ground_window * fps))
     point_velocity = span_velocity(points, fps, settings.velocity_span)
-    vertical_speed = dot(point_velocity, up)
+    vertical_speed = heights_of(point_velocity, up)
     horizontal_velocity = horizontal(point_velocity, up, vertical_speed)
     planted = vertically_planted(clearance, vertical_speed, fps, scale, settings)
     return PointCues(points, up, heights, clearance, vertical_speed, horizontal_velocity, planted)
@@ -641,7 +649,7 @@ def gait_tempo(points, up, fps, scale, settings):
     than a walk's: its speeds and times are a walk's, scaled by this tempo. Jumps, hops and
     standing (the feet rising together or not at all, fewer than ``MIN_STEPS`` steps) keep 1.
     """
-    heights = dot(points, np.asarray(up, dtype=float))
+    heights = heights_of(points, up)
     if len(heights) < 2:
         return 1.0
     above = heights - lowest_of_the_others(heights)
@@ -748,7 +756,7 @@ def heel_down(heel_labels, heels, up, leg_length, fps, settings=None):
         return out
     scale = leg_length / REFERENCE_LEG_LENGTH
     (heels,) = steadied_points([heels], heels, fps, scale, settings or ContactSettings())
-    heights = dot(heels, np.asarray(up, dtype=float))[on]
+    heights = heights_of(heels, up)[on]
     lift = HEEL_LIFT * scale
     # The labelled frames row by row: each run's frames follow one another, so each run's
     # lowest is one reduction from its first frame.
