@@ -37,7 +37,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from .jitter import jitter, steadied, steadying_kernel, steadying_kernel_for
-from .quaternion import dot, horizontal, length, median
+from .quaternion import dot, horizontal, median
 
 REFERENCE_LEG_LENGTH = 0.85  # hip-to-ankle bone length of a reference adult, metres
 # s from one foot's lift to the other's at a brisk walk (120 steps a minute): the thresholds
@@ -98,6 +98,14 @@ def heights_along(points, up):
     return dot(points, np.asarray(up, dtype=float)) if axis is None else points[..., axis]
 
 
+def heights_of(points, up):
+    """:func:`heights_along` as an array of its own (frame after frame, as the labeller's many
+    later passes read fastest): along a world axis its coordinate copied by a ufunc, a fifth
+    of :func:`~.quaternion.dot`'s cost, with its numbers (but the sign of a zero)."""
+    axis = world_axis(up)
+    return dot(points, np.asarray(up, dtype=float)) if axis is None else np.add(points[..., axis], 0.0)
+
+
 def across(vectors, up, height=None):
     """The part of vectors (..., 3) across the unit ``up``: :func:`~.quaternion.horizontal`'s
     numbers (but the sign of a zero); ``height`` their :func:`heights_along`, where known. Along
@@ -109,6 +117,28 @@ def across(vectors, up, height=None):
     out = np.add(vectors, 0.0)
     out[..., axis] = 0.0
     return out
+
+
+def dots(u, v):
+    """Dot products of vectors (..., 3) of many frames: :func:`~.quaternion.dot`'s numbers (its
+    einsum adds the first and last products, then the middle one) at about half its cost on a
+    clip's frames, where einsum's per-vector reduction of three costs several times a ufunc's
+    pass per component."""
+    return _summed(np.multiply(u, v))
+
+
+def lengths(vectors):
+    """Lengths of vectors (..., 3) of many frames: :func:`~.quaternion.length`'s numbers, as
+    :func:`dots` computes them."""
+    total = _summed(np.square(vectors))
+    return np.sqrt(total, out=total)
+
+
+def _summed(products):
+    """The three components of ``products`` (..., 3) added as :func:`~.quaternion.dot` adds them."""
+    total = np.add(products[..., 0], products[..., 2])
+    total += products[..., 1]
+    return total
 
 
 def world_axis(up):
@@ -215,7 +245,7 @@ def local_slip(point_velocity, root_velocity, cap, half_width, max_slip=1.0):
     # is built, only (points, frames, candidates) values. The last term is the same for every
     # point, and rounding is monotonic: it is added once, after the minimum, with the values of
     # adding it to each point first.
-    vv, vr, rr = dot(point_velocity, point_velocity), dot(point_velocity, root_velocity), dot(root_velocity, root_velocity)
+    vv, vr, rr = dots(point_velocity, point_velocity), dots(point_velocity, root_velocity), dots(root_velocity, root_velocity)
     squared = vr[..., None] * twice  # (points, frames, candidates), every point at once
     np.subtract(vv[..., None], squared, out=squared)
     slowest = squared[0]  # (F, C): the slower point kept row by row (np.minimum.reduce: 4 times the cost)
@@ -277,10 +307,10 @@ def point_cues(points, up, fps, scale, settings):
     """The :class:`PointCues` of points (L, F, 3) at ``fps`` (the gait's own, see
     :func:`gait_tempo`)."""
     up = np.asarray(up, dtype=float)
-    heights = dot(points, up)  # (not ``@``: see quaternion.horizontal)
+    heights = heights_of(points, up)  # (not ``@``: see quaternion.horizontal)
     clearance = heights - rolling_min(heights, round(settings.ground_window * fps))
     point_velocity = span_velocity(points, fps, settings.velocity_span)
-    vertical_speed = dot(point_velocity, up)
+    vertical_speed = heights_of(point_velocity, up)
     horizontal_velocity = horizontal(point_velocity, up, vertical_speed)
     planted = vertically_planted(clearance, vertical_speed, fps, scale, settings)
     return PointCues(points, up, heights, clearance, vertical_speed, horizontal_velocity, planted)
@@ -322,31 +352,46 @@ def planted_drift(residual, planted, half_width):
     a short window: a treadmill's belt, a game's in-place cycle, a foot skating on its own.
     Frames with no planted point nearby take the value of the nearest ones. Of two planted
     points the slower counts: a swing toe skimming the floor is low and level too."""
-    speed = np.where(planted, length(residual), np.inf)
-    slowest = np.argmin(speed, axis=0)
-    frames = np.arange(speed.shape[1])
-    any_planted = planted.any(axis=0)
+    speed = np.where(planted, lengths(residual), np.inf)
+    frames = speed.shape[1]
+    # The slowest point's residual at each frame, taken by flat index (a gather by point and
+    # frame costs several times more).
+    slowest = lowest_row(speed) * frames + np.arange(frames)
+    any_planted = np.logical_or.reduce(planted, axis=0)
     # One window sum for the planted frames and their residuals together, as columns.
-    columns = np.empty((len(frames), 1 + residual.shape[-1]))
+    columns = np.empty((frames, 1 + residual.shape[-1]))
     columns[:, 0] = any_planted
-    columns[:, 1:] = 0.0
-    np.copyto(columns[:, 1:], residual[slowest, frames], where=any_planted[:, None])
+    # (Zeroed where none is planted by a product: a masked copy costs twice as much.)
+    np.multiply(np.take(residual.reshape(-1, residual.shape[-1]), slowest, axis=0), columns[:, :1], out=columns[:, 1:])
     sums = window_sum(columns, half_width, axis=0)
     weight, total = sums[:, 0], sums[:, 1:]
     known = weight > 0
+    if known.all():  # (the usual case: every frame has a planted one nearby, nothing to interpolate)
+        return total / weight[:, None]
     if not known.any():
         return np.zeros_like(total)
     drift = total[known] / weight[known, None]
+    at, known_at = np.arange(frames), np.flatnonzero(known)
     out = np.empty(total.shape)
     for axis in range(drift.shape[1]):  # (into columns: np.stack costs as much as the interpolations)
-        out[:, axis] = np.interp(frames, frames[known], drift[:, axis])
+        out[:, axis] = np.interp(at, known_at, drift[:, axis])
     return out
+
+
+def lowest_row(values):
+    """``np.argmin(values, axis=0)``'s indices of rows of ``values`` (R, ...); of two (an ankle
+    and a toe, two feet) by comparison, NaN counting as the lowest as there: numpy's argmin
+    along a leading axis copies the array to put it last, at several times the cost."""
+    if len(values) != 2:
+        return np.argmin(values, axis=0)
+    first, second = values
+    return ((second < first) | (np.isnan(second) & ~np.isnan(first))).astype(np.intp)
 
 
 def shrink(vectors, margin):
     """Vectors (..., 3) shortened by ``margin``; those shorter become zero."""
-    lengths = length(vectors)[..., None]
-    return vectors * np.maximum(0.0, 1.0 - margin / np.maximum(lengths, 1e-12))
+    sizes = lengths(vectors)[..., None]
+    return vectors * np.maximum(0.0, 1.0 - margin / np.maximum(sizes, 1e-12))
 
 
 def run_ids(mask):
@@ -382,7 +427,7 @@ def label_points(cues, grounds, fps, scale, settings, grow_edges=0, feet=None):
     vertical_speed, clearance, planted = cues.vertical_speed, cues.clearance, cues.planted
     feet = len(vertical_speed) if feet is None else feet
     grow_edges = np.broadcast_to(grow_edges, vertical_speed.shape[:1])[:, None]
-    horizontal_speed, share_speed = length(cues.horizontal_velocity[None] - grounds[:, None])
+    horizontal_speed, share_speed = lengths(cues.horizontal_velocity[None] - grounds[:, None])
     speed = np.sqrt(horizontal_speed**2 + vertical_speed**2)
     threshold = settings.speed_threshold * scale
     low = clearance < settings.height_threshold * scale
@@ -444,11 +489,11 @@ def skated_labels(cues, ground, standing, labels, low, fps, scale, settings, fee
     half_width = max(1, round(settings.foot_ground_window * fps))
     threshold = settings.speed_threshold * scale
     own, _ = foot_grounds(residual, standing, feet, half_width)
-    along = skating & (length(residual - own) < settings.edge_speed * scale)
+    along = skating & (lengths(residual - own) < settings.edge_speed * scale)
     edges = stance_edges(cues, standing & skating, along, threshold, settings.planted_vertical_speed * scale,
                          settings.edge_height * scale)
     own, known = foot_grounds(residual, standing | edges, feet, half_width)
-    sliding = length(residual - own)
+    sliding = lengths(residual - own)
     still = (sliding**2 + cues.vertical_speed**2 < threshold**2) & low
     return np.where(known, still, labels)
 
@@ -604,7 +649,7 @@ def gait_tempo(points, up, fps, scale, settings):
     than a walk's: its speeds and times are a walk's, scaled by this tempo. Jumps, hops and
     standing (the feet rising together or not at all, fewer than ``MIN_STEPS`` steps) keep 1.
     """
-    heights = dot(points, np.asarray(up, dtype=float))
+    heights = heights_of(points, up)
     if len(heights) < 2:
         return 1.0
     above = heights - lowest_of_the_others(heights)
@@ -677,7 +722,7 @@ def detect_foot_contacts(heels, toes, root, up, fps, leg_length, settings=None, 
     tracks = [tuple(part[rows] for part in track) for rows in (slice(feet), slice(feet, 2 * feet))]
     heel, toe = fill_foot_gaps(heel, toe, int(np.floor(settings.min_swing * gait_fps + 1e-6)), tracks)
     if not foot_edges:
-        speeds = length(cues.horizontal_velocity[: 2 * feet])
+        speeds = lengths(cues.horizontal_velocity[: 2 * feet])
         heel = without_heel_sweeps(heel, toe, speeds[:feet], speeds[feet:], settings.speed_threshold * scale)
     return to_weights(heel, fps, settings), to_weights(toe, fps, settings), slip
 
@@ -711,7 +756,7 @@ def heel_down(heel_labels, heels, up, leg_length, fps, settings=None):
         return out
     scale = leg_length / REFERENCE_LEG_LENGTH
     (heels,) = steadied_points([heels], heels, fps, scale, settings or ContactSettings())
-    heights = dot(heels, np.asarray(up, dtype=float))[on]
+    heights = heights_of(heels, up)[on]
     lift = HEEL_LIFT * scale
     # The labelled frames row by row: each run's frames follow one another, so each run's
     # lowest is one reduction from its first frame.

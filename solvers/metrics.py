@@ -7,9 +7,9 @@ units. Frame-based filters use the clip's own frame rate.
 
 import numpy as np
 
-from .contacts import REFERENCE_LEG_LENGTH, across, heights_along, long_runs, rolling_min
+from .contacts import REFERENCE_LEG_LENGTH, across, heights_along, lengths, long_runs, lowest_row, rolling_min
 from .jitter import jitter, steadied, steadying_kernel
-from .quaternion import dot, length
+from .quaternion import dot
 
 SKATE_HEIGHT = 0.05  # m: a foot this close to the ground should not move fast ...
 SKATE_SPEED = 0.5  # m/s: ... faster than this is a skate
@@ -36,7 +36,7 @@ IMPLAUSIBLE_SHARE = 1.0 / 3.0  # a walking foot has contacts on more of its fram
 def toe_speeds(toes, up, fps, unit_scale=1.0):
     """Horizontal toe speed (m/s) of each step between frames: (..., F-1) of toes (..., F, 3),
     e.g. (L, F-1) of one state's legs."""
-    return length(across(np.diff(toes, axis=-2), up)) * fps * unit_scale
+    return lengths(across(np.diff(toes, axis=-2), up)) * fps * unit_scale
 
 
 def toe_slide(toes, contacts, up, fps, unit_scale=1.0, speeds=None):
@@ -100,7 +100,7 @@ def pelvis_deviation(pelvis, reference, unit_scale=1.0):
 
 def _pelvis_deviations(pelvis, reference, unit_scale):
     """:func:`pelvis_deviation` of S states of the pelvis (S, F, 3) at once."""
-    return length(pelvis - reference).mean(axis=-1) * unit_scale
+    return lengths(pelvis - reference).mean(axis=-1) * unit_scale
 
 
 def full_extension_share(hips, ankles, bone_lengths):
@@ -110,7 +110,7 @@ def full_extension_share(hips, ankles, bone_lengths):
 
 def _full_extension_shares(hips, ankles, bone_lengths):
     """:func:`full_extension_share` of S states of the legs (S, L, F, 3) at once."""
-    extension = length(ankles - hips) / np.asarray(bone_lengths)[:, None]
+    extension = lengths(ankles - hips) / np.asarray(bone_lengths)[:, None]
     straight = (extension >= FULL_EXTENSION).reshape(len(hips), -1)
     return straight.sum(axis=1) / straight.shape[1]  # (a mean's numbers)
 
@@ -121,7 +121,7 @@ def ankle_accelerations(ankles, fps, unit_scale=1.0, percentile=99.0):
     if ankles.shape[2] < 3:
         return [(0.0, 0.0)] * len(ankles)
     step = ankles[:, :, 1:] - ankles[:, :, :-1]  # np.diff's second difference, without its overhead
-    accel = (length(step[:, :, 1:] - step[:, :, :-1]) * fps * fps * unit_scale).reshape(len(ankles), -1)
+    accel = (lengths(step[:, :, 1:] - step[:, :, :-1]) * fps * fps * unit_scale).reshape(len(ankles), -1)
     return list(zip(_percentile(accel, percentile).tolist(), accel.max(axis=1).tolist()))
 
 
@@ -162,7 +162,7 @@ def grounded_feet(foot_points, up, fps, size, steadying=None):
     up = np.asarray(up, dtype=float)
     foot_points = steadied(foot_points, steadying)
     heights = heights_along(foot_points, up)  # (P, L, F)
-    lowest = _lowest(heights)
+    lowest = lowest_row(heights)
     # The lowest point of each foot and frame as a row of the (P L F) points, taken by one
     # flat index (np.take_along_axis builds an index per axis, several times the cost).
     frames = heights.shape[-1]
@@ -182,16 +182,6 @@ def grounded_feet(foot_points, up, fps, size, steadying=None):
     return long_runs(on_ground, round(GROUND_TIME * fps)), across(velocity, up, vertical)
 
 
-def _lowest(heights):
-    """``np.argmin(heights, axis=0)``'s indices of rows of heights (P, ...); of two (an ankle
-    and a toe) by comparison, NaN counting as the lowest as there: numpy's argmin along a
-    leading axis copies the array to put it last, at several times the cost."""
-    if len(heights) != 2:
-        return np.argmin(heights, axis=0)
-    first, second = heights
-    return ((second < first) | (np.isnan(second) & ~np.isnan(first))).astype(np.intp)
-
-
 def ground_slide(foot_points, up, fps, size, unit_scale=1.0, steadying=None):
     """Mean horizontal speed (m/s) of the feet's lowest points while on the ground, and the
     share of frames each foot (L,) is on the ground (``foot_points`` and ``steadying``: see
@@ -207,7 +197,7 @@ def _ground_slides(foot_points, up, fps, size, unit_scale, steadying):
     on_ground, velocity = grounded_feet(foot_points.reshape((len(foot_points), -1) + foot_points.shape[-2:]), up, fps,
                                         size, steadying)
     on_ground = on_ground.reshape(states, -1, on_ground.shape[-1])
-    speed = length(velocity).reshape(on_ground.shape) * unit_scale
+    speed = lengths(velocity).reshape(on_ground.shape) * unit_scale
     sliding = on_ground & (speed < POP_SPEED * size * unit_scale)
     slides = [float(np.add.reduce(s[m]) / count) if count else 0.0  # (a mean's numbers)
               for s, m, count in zip(speed, sliding, sliding.sum(axis=(1, 2)).tolist())]

@@ -14,9 +14,9 @@ played) so the travel's speed loops and the travel repeats with its per-cycle of
 
 import numpy as np
 
-from .contacts import REFERENCE_LEG_LENGTH, across, detect_contacts, heights_along, window_sum
+from .contacts import REFERENCE_LEG_LENGTH, across, detect_contacts, dots, heights_along, lengths, window_sum
 from .kinematics import forward_kinematics, local_position
-from .quaternion import dot, gradient, horizontal, length
+from .quaternion import gradient, horizontal
 from .rig import leg_length
 
 # In place: over a second, the lower foot glides at least this fast (m/s for the reference
@@ -76,15 +76,15 @@ def is_in_place(toes, root, up, fps, leg_length):
     capped = _capped(np.stack([lower, root_velocity, higher - root_velocity], axis=1), cap)
     means = _windowed_mean(capped.reshape(len(capped), -1), half).reshape(capped.shape)  # (F, 3, 3)
     glide_velocity, root_mean, swing = np.swapaxes(means, 0, 1)
-    glide = length(glide_velocity)
-    root_speed = length(root_mean)
-    stepping = -dot(swing, glide_velocity) > STEPPING_SHARE * glide**2
+    glide = lengths(glide_velocity)
+    root_speed = lengths(root_mean)
+    stepping = -dots(swing, glide_velocity) > STEPPING_SHARE * glide**2
     gliding = (glide > GLIDING_FOOT_SPEED * scale) & (root_speed < STILL_ROOT_SHARE * glide) & stepping
     return bool(gliding.mean() >= GLIDING_SHARE)
 
 
 def _capped(velocity, cap):
-    speed = length(velocity)[..., None]
+    speed = lengths(velocity)[..., None]
     return velocity * np.minimum(1.0, cap / np.maximum(speed, 1e-12))
 
 
