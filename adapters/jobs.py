@@ -311,6 +311,8 @@ def _refuse_constrained_legs(obj, joint_map, bones):
     IK setup) would be solved from a pose Blender does not show. Say so instead."""
     for bone in bones:
         for name in joint_map.ancestors(bone):
+            if name not in joint_map.constrained:  # the usual bone: no constraints to look through
+                continue
             active = [c.name for c in obj.pose.bones[name].constraints if not c.mute and c.influence > 0.0]
             if active:
                 raise AdapterError(
