@@ -489,7 +489,9 @@ def read_curves(fcurves, frames):
     if whole:
         co = np.empty((len(whole), count, 2), dtype=np.float32)
         _read_rows([fcurves[row] for row in whole], [points[row] for row in whole], co)
-        on_frames = (co[..., 0] == frames).all(axis=1)
+        # Compared as contiguous float32 (Blender's frames, |frame| < 2**20, are float32 numbers):
+        # float32 against int64 in strided rows goes through numpy's casting buffers, 4x slower.
+        on_frames = (co[..., 0].copy() == frames.astype(np.float32)).all(axis=1)
         if len(whole) == len(fcurves) and on_frames.all():  # the usual clip: no fancy indices
             values[:] = co[..., 1]
             return values
