@@ -491,6 +491,7 @@ def _read_keys(obj, action, frames, extra_tails=(), only=None, object_keys=False
     nb = len(bones)
     if nb < len(every):  # only the joints' channels are converted
         modes = [modes[i] for i in layout.members]
+        pose_bones = [pose_bones[i] for i in layout.members]
 
     # matrix_basis as rotation + translation + uniform scale, all bones and frames at once.
     basis = np.empty((4, nb, count))
@@ -510,7 +511,7 @@ def _read_keys(obj, action, frames, extra_tails=(), only=None, object_keys=False
     moving = np.flatnonzero(np.any(location != 0.0, axis=(0, 2)))  # most bones never translate
     if moving.size:
         pos_c[:, moving] += channels.rotate(rest_q[:, moving], location[:, moving])
-    return _assemble(obj, layout, rest, rot_c, pos_c, bone_scale, uneven, world, frames, modes)
+    return _assemble(obj, layout, rest, rot_c, pos_c, bone_scale, uneven, world, frames, pose_bones)
 
 
 def read_evaluated_motion(obj, sampled, extra_tails=()):
@@ -532,9 +533,9 @@ def read_evaluated_motion(obj, sampled, extra_tails=()):
     bone_scale, uneven = _uniform_scale(np.ascontiguousarray(scales.transpose(2, 1, 0)), frames)  # reduced 10x faster
     safe = np.where(scales > 0.0, scales, 1.0)
     rot_c = quat.from_matrix(linear / safe[..., None, :]).transpose(2, 1, 0)
-    modes = [obj.pose.bones[bone.name].rotation_mode for bone in bones]
     rest = _rest_offsets(obj.data, layout.members, layout.parents[:nb])
-    return _assemble(obj, layout, rest, rot_c, pos_c, bone_scale, uneven, sampled.world, frames, modes)
+    return _assemble(obj, layout, rest, rot_c, pos_c, bone_scale, uneven, sampled.world, frames,
+                     _pose_bones(obj, bones)[0])
 
 
 def _relative_to_parents(pose, parents):
@@ -580,25 +581,30 @@ def _chain_scales(bones, parents, bone_scale, uneven, world_scale):
     return parent_scale, own_scale, unsupported
 
 
-def _assemble(obj, layout, rest, rot_c, pos_c, bone_scale, uneven, world, frames, modes):
+def _assemble(obj, layout, rest, rot_c, pos_c, bone_scale, uneven, world, frames, pose_bones):
     """Skeleton, Motion and JointMap from the bones' rest offsets ``rest`` (rotations,
     translations), each bone's transform in its parent's frame ``rot_c`` (4, B, F) /
     ``pos_c`` (3, B, F) (armature units, rest offset included), its uniform pose scale
-    (B, F) and the object's world matrices (F, 4, 4; or one (1, 4, 4) for every frame)."""
+    (B, F), the object's world matrices (F, 4, 4; or one (1, 4, 4) for every frame) and
+    the bones' pose bones."""
     bones, parents, tails_of = layout.bones, layout.parents, layout.tails
     nb, count = len(bones), len(frames)
     rest_rot, rest_pos = rest
+    world = np.asarray(world, dtype=float)
     world_rot, world_pos, world_scale = (
         np.broadcast_to(values, (count, *values.shape[1:]))
-        for values in _object_transforms(obj.name, np.asarray(world, dtype=float), frames)
+        for values in _object_transforms(obj.name, world, frames)
     )
 
     parent_scale, own_scale, unsupported = _chain_scales(bones, parents, bone_scale, uneven, world_scale)
     pos_c = pos_c * parent_scale
     roots = np.flatnonzero(parents[:nb] < 0)
-    object_q = world_rot.T[:, None, :]  # (4, 1, F)
-    rot_c[:, roots] = channels.multiply(object_q, rot_c[:, roots])
-    pos_c[:, roots] = world_pos.T[:, None, :] + channels.rotate(object_q, pos_c[:, roots])
+    if _unturned(world):  # most armatures: the roots only moved, the same numbers as turning them by 1
+        pos_c[:, roots] += world_pos.T[:, None, :]
+    else:
+        object_q = world_rot.T[:, None, :]  # (4, 1, F)
+        rot_c[:, roots] = channels.multiply(object_q, rot_c[:, roots])
+        pos_c[:, roots] = world_pos.T[:, None, :] + channels.rotate(object_q, pos_c[:, roots])
     n = nb + len(tails_of)
     rot = np.empty((count, n, 4))
     pos = np.empty((count, n, 3))
@@ -619,7 +625,7 @@ def _assemble(obj, layout, rest, rot_c, pos_c, bone_scale, uneven, world, frames
         joint_bone=[bone.name for bone in bones] + tails_of,
         is_tail=np.arange(len(joint_names)) >= nb,
         parents=parents,
-        rotation_modes={bone.name: mode for bone, mode in zip(bones, modes)},
+        rotation_modes={bone.name: pose_bone.rotation_mode for bone, pose_bone in zip(bones, pose_bones)},
         connected={bone.name: bool(bone.use_connect) for bone in bones},
         rest_rot=np.concatenate((rest_rot, np.broadcast_to(quat.IDENTITY, (len(tails), 4)))),
         rest_pos=np.concatenate((rest_pos, tails)),
@@ -629,7 +635,7 @@ def _assemble(obj, layout, rest, rot_c, pos_c, bone_scale, uneven, world, frames
         parent_scale=np.concatenate((parent_scale.T, tail_scale), axis=1),
         frame_start=int(frames[0]),
         unsupported=unsupported,
-        constrained=tuple(bone.name for bone in bones if len(obj.pose.bones[bone.name].constraints)),
+        constrained=tuple(bone.name for bone, pose_bone in zip(bones, pose_bones) if len(pose_bone.constraints)),
     )
     motion = Motion(rot, pos, scene.render.fps / scene.render.fps_base)
     return Skeleton(joint_names, parents), motion, joint_map

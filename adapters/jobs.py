@@ -311,6 +311,8 @@ def _refuse_constrained_legs(obj, joint_map, bones):
     IK setup) would be solved from a pose Blender does not show. Say so instead."""
     for bone in bones:
         for name in joint_map.ancestors(bone):
+            if name not in joint_map.constrained:  # the usual bone: no constraints to look through
+                continue
             active = [c.name for c in obj.pose.bones[name].constraints if not c.mute and c.influence > 0.0]
             if active:
                 raise AdapterError(
@@ -361,10 +363,11 @@ def _animator_contacts(obj, actions, clip, overwrite):
     """(2L, F) contact curves an animator keyed or edited, in :func:`_curves` order (the
     toes', then the heels'), each from the first of ``actions`` that has it; NaN rows
     elsewhere (labelled again with the current settings), all NaN with ``overwrite``."""
-    rows = np.full((len(_curves(obj, clip)), len(clip.frames)), np.nan)
+    curves = _curves(obj, clip)
+    rows = np.full((len(curves), len(clip.frames)), np.nan)
     if overwrite:
         return rows
-    for row, (bone, prop) in enumerate(_curves(obj, clip)):
+    for row, (bone, prop) in enumerate(curves):
         owner = next((action for action in actions if action is not None and bone is not None
                       and armature.animator_contact_curve(obj, action, bone, prop)), None)
         if owner is not None:

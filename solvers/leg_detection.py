@@ -13,6 +13,7 @@ world space (the armature object's transform applied).
 
 import math
 import re
+import statistics
 from dataclasses import dataclass, replace
 from itertools import pairwise
 from typing import NamedTuple
@@ -138,7 +139,8 @@ def detect_legs(names, parents, heads, tails, up=(0, 0, 1)):
 
 def parse_bone_name(name):
     """Split a bone name into core, side and segment number (see :class:`BoneName`)."""
-    name = _NAMESPACE.sub("", name)
+    if ":" in name:  # most names have no namespace: no substitution to run
+        name = _NAMESPACE.sub("", name)
     prefix = _PREFIX.match(name)  # always matches, possibly nothing
     family = _FAMILY_RANK[(prefix.group("family") or "").lower()]
     words = [word.lower() for word in _WORD.findall(name[prefix.end() :])]
@@ -180,7 +182,7 @@ class _RestRig:
         self._check(parents)
         # Python lists from here on: the walks through the hierarchy read them bone by bone.
         self.parents = parents.tolist()
-        self.up = self.up / np.linalg.norm(self.up)
+        self.up = self.up / _length(self.up)
         count = len(self.names)
         self.children = [[] for _ in range(count)]
         for bone, parent in enumerate(self.parents):
@@ -199,7 +201,7 @@ class _RestRig:
         self.parsed = [parse_bone_name(name) for name in self.names]
         # The rig's height sets the scale (far-off props beside it do not); bone lengths
         # stand in for a rig lying flat.
-        self.size = max(self.extent, float(np.median(self.lengths)))
+        self.size = max(self.extent, statistics.median(self.lengths))  # np.median's number, without its wrappers
         self.leaves_under = self._leaves_under()
 
     def _check(self, parents):
@@ -215,7 +217,7 @@ class _RestRig:
             raise LegDetectionError("a parent index is out of range (use -1 for a root bone)")
         if not (np.isfinite(self.heads).all() and np.isfinite(self.tails).all()):
             raise LegDetectionError("bone heads or tails contain values that are not numbers")
-        if self.up.shape != (3,) or not np.isfinite(self.up).all() or not np.linalg.norm(self.up) > 0:
+        if self.up.shape != (3,) or not np.isfinite(self.up).all() or not _length(self.up) > 0:
             raise LegDetectionError(f"up must be a non-zero 3D vector, got {self.up!r}")
 
     def _leaves_under(self):
