@@ -448,6 +448,36 @@ def keys_digests(fcurves):
     return digests
 
 
+def curves_digest(fcurves):
+    """One short digest of every key (frame, value, interpolation) of ``fcurves`` (curves of
+    one action, in order) and of how many keys each has: changes when anyone edits, adds
+    or removes a key of any of them. Cheaper than :func:`keys_digests` of them all: one
+    hash over all the keys, interpolation codes hashed as Blender stores them (uint8),
+    none read where remembered (see :func:`remembered_keys`)."""
+    uid = _action_uid(fcurves)
+    points = [fcurve.keyframe_points for fcurve in fcurves]
+    counts = [len(fcurve_points) for fcurve_points in points]
+    digest = hashlib.sha1(np.array(counts, dtype=np.int64))  # where one curve's keys end
+    modes = np.empty(sum(counts), dtype=_ENUM)
+    known_of = _remembered.get if _remembered is not None else {}.get
+    start = 0
+    for fcurve, fcurve_points, count, pointer in zip(fcurves, points, counts, map(_AS_POINTER, fcurves)):
+        end = start + count
+        known = known_of((uid, pointer))
+        if known is not None and len(known[0]) == count:
+            co, written = known
+        else:
+            co, written = _key_arrays(fcurve, uid=uid, points=fcurve_points), None
+        digest.update(np.ascontiguousarray(co))  # hashed in place, not copied to bytes first
+        if written is None:
+            fcurve_points.foreach_get("interpolation", modes[start:end])
+        else:
+            modes[start:end] = written
+        start = end
+    digest.update(modes)
+    return digest.hexdigest()[:16]
+
+
 def read_values(fcurve, frames):
     """Values of ``fcurve`` at integer ``frames`` as float64.
 
