@@ -223,15 +223,6 @@ def _action_uid(fcurves):
     return fcurves[0].id_data.session_uid if len(fcurves) else None
 
 
-def _remember(key, co, modes=None):
-    """Remember keys ``co`` (and interpolation codes ``modes``) under ``key`` (see :func:`_curve_key`)."""
-    if _remembered is not None:
-        co.flags.writeable = False  # shared by every later reader
-        if modes is not None:
-            modes.flags.writeable = False
-        _remembered[key] = co, modes
-
-
 def _known(key, count):
     """What is remembered of the curve under ``key`` (see :func:`_curve_key`) while it still
     has ``count`` keys: (keys, interpolation codes or None), or None."""
@@ -373,18 +364,21 @@ def _needs_update(frames, interpolation):
     return interpolation == "BEZIER" or bool((frames[1:] <= frames[:-1]).any())  # np.diff's cost is its wrapper
 
 
-def _add_keys(fcurve, co, mode, update, key=None):
+def _add_keys(fcurve, co, mode, update, key=None, points=None):
     """Add keys (count, 2) float32 ``co`` with interpolation codes ``mode`` to ``fcurve``
-    (``key``, what the curve is remembered under, where the caller has it: see :func:`_curve_key`)."""
-    points = fcurve.keyframe_points
+    (``key``, what the curve is remembered under, and ``points``, its keyframe points, where
+    the caller has them: see :func:`_curve_key`)."""
+    points = fcurve.keyframe_points if points is None else points
     points.add(len(co))
-    points.foreach_set("co_ui", co.ravel())  # moves each new key's handles with it ("co" leaves them at 0, 0)
+    points.foreach_set("co_ui", co.reshape(-1))  # moves each new key's handles with it ("co" leaves them at 0, 0)
     points.foreach_set("interpolation", mode)
     if update:
         fcurve.update()
         _forget(fcurve)
-    else:
-        _remember(_curve_key(fcurve) if key is None else key, co, mode)
+    elif _remembered is not None:
+        if co.flags.writeable:  # shared by every later reader
+            co.flags.writeable = mode.flags.writeable = False
+        _remembered[_curve_key(fcurve) if key is None else key] = co, mode
 
 
 def write_curves(fcurves, frames, rows, interpolation="LINEAR", keep_outside=False):
@@ -400,15 +394,19 @@ def write_curves(fcurves, frames, rows, interpolation="LINEAR", keep_outside=Fal
     co[..., 0], co[..., 1] = frames, rows
     mode = np.full(len(frames), _INTERPOLATION[interpolation], dtype=_ENUM)
     update = _needs_update(frames, interpolation)
+    co.flags.writeable = mode.flags.writeable = False  # remembered rows are shared by every later reader
     uid = _action_uid(fcurves)
+    known_of = _remembered.get if _remembered is not None else {}.get
     for fcurve, values, new_co, pointer in zip(fcurves, rows, co, map(_AS_POINTER, fcurves)):
         points = fcurve.keyframe_points
         count = len(points)
-        if keep_outside and count and _keys_outside(fcurve, span, _known((uid, pointer), count)):
-            write_keys(fcurve, frames, values, interpolation, keep_outside=True)
-            continue
+        if keep_outside and count:
+            known = known_of((uid, pointer))
+            if _keys_outside(fcurve, span, known if known is not None and len(known[0]) == count else None):
+                write_keys(fcurve, frames, values, interpolation, keep_outside=True)
+                continue
         points.clear()
-        _add_keys(fcurve, new_co, mode, update, (uid, pointer))
+        _add_keys(fcurve, new_co, mode, update, (uid, pointer), points)
 
 
 def keys_digest(fcurve):
