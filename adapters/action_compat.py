@@ -396,15 +396,12 @@ def write_curves(fcurves, frames, rows, interpolation="LINEAR", keep_outside=Fal
     update = _needs_update(frames, interpolation)
     co.flags.writeable = mode.flags.writeable = False  # remembered rows are shared by every later reader
     uid = _action_uid(fcurves)
-    known_of = _remembered.get if _remembered is not None else {}.get
     for fcurve, values, new_co, pointer in zip(fcurves, rows, co, map(_AS_POINTER, fcurves)):
         points = fcurve.keyframe_points
         count = len(points)
-        if keep_outside and count:
-            known = known_of((uid, pointer))
-            if _keys_outside(fcurve, span, known if known is not None and len(known[0]) == count else None):
-                write_keys(fcurve, frames, values, interpolation, keep_outside=True)
-                continue
+        if keep_outside and count and _keys_outside(fcurve, span, _known((uid, pointer), count)):
+            write_keys(fcurve, frames, values, interpolation, keep_outside=True)
+            continue
         points.clear()
         _add_keys(fcurve, new_co, mode, update, (uid, pointer), points)
 
@@ -457,15 +454,10 @@ def curves_digest(fcurves):
     counts = [len(fcurve_points) for fcurve_points in points]
     digest = hashlib.sha1(np.array(counts, dtype=np.int64))  # where one curve's keys end
     modes = np.empty(sum(counts), dtype=_ENUM)
-    known_of = _remembered.get if _remembered is not None else {}.get
     start = 0
     for fcurve, fcurve_points, count, pointer in zip(fcurves, points, counts, map(_AS_POINTER, fcurves)):
         end = start + count
-        known = known_of((uid, pointer))
-        if known is not None and len(known[0]) == count:
-            co, written = known
-        else:
-            co, written = _key_arrays(fcurve, uid=uid, points=fcurve_points), None
+        co, written = _known((uid, pointer), count) or (_key_arrays(fcurve, uid=uid, points=fcurve_points), None)
         digest.update(np.ascontiguousarray(co))  # hashed in place, not copied to bytes first
         if written is None:
             fcurve_points.foreach_get("interpolation", modes[start:end])
