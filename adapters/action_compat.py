@@ -223,15 +223,6 @@ def _action_uid(fcurves):
     return fcurves[0].id_data.session_uid if len(fcurves) else None
 
 
-def _remember(key, co, modes=None):
-    """Remember keys ``co`` (and interpolation codes ``modes``) under ``key`` (see :func:`_curve_key`)."""
-    if _remembered is not None:
-        co.flags.writeable = False  # shared by every later reader
-        if modes is not None:
-            modes.flags.writeable = False
-        _remembered[key] = co, modes
-
-
 def _known(key, count):
     """What is remembered of the curve under ``key`` (see :func:`_curve_key`) while it still
     has ``count`` keys: (keys, interpolation codes or None), or None."""
@@ -373,18 +364,21 @@ def _needs_update(frames, interpolation):
     return interpolation == "BEZIER" or bool((frames[1:] <= frames[:-1]).any())  # np.diff's cost is its wrapper
 
 
-def _add_keys(fcurve, co, mode, update, key=None):
+def _add_keys(fcurve, co, mode, update, key=None, points=None):
     """Add keys (count, 2) float32 ``co`` with interpolation codes ``mode`` to ``fcurve``
-    (``key``, what the curve is remembered under, where the caller has it: see :func:`_curve_key`)."""
-    points = fcurve.keyframe_points
+    (``key``, what the curve is remembered under, and ``points``, its keyframe points, where
+    the caller has them: see :func:`_curve_key`)."""
+    points = fcurve.keyframe_points if points is None else points
     points.add(len(co))
-    points.foreach_set("co_ui", co.ravel())  # moves each new key's handles with it ("co" leaves them at 0, 0)
+    points.foreach_set("co_ui", co.reshape(-1))  # moves each new key's handles with it ("co" leaves them at 0, 0)
     points.foreach_set("interpolation", mode)
     if update:
         fcurve.update()
         _forget(fcurve)
-    else:
-        _remember(_curve_key(fcurve) if key is None else key, co, mode)
+    elif _remembered is not None:
+        if co.flags.writeable:  # shared by every later reader
+            co.flags.writeable = mode.flags.writeable = False
+        _remembered[_curve_key(fcurve) if key is None else key] = co, mode
 
 
 def write_curves(fcurves, frames, rows, interpolation="LINEAR", keep_outside=False):
@@ -400,6 +394,7 @@ def write_curves(fcurves, frames, rows, interpolation="LINEAR", keep_outside=Fal
     co[..., 0], co[..., 1] = frames, rows
     mode = np.full(len(frames), _INTERPOLATION[interpolation], dtype=_ENUM)
     update = _needs_update(frames, interpolation)
+    co.flags.writeable = mode.flags.writeable = False  # remembered rows are shared by every later reader
     uid = _action_uid(fcurves)
     for fcurve, values, new_co, pointer in zip(fcurves, rows, co, map(_AS_POINTER, fcurves)):
         points = fcurve.keyframe_points
@@ -408,7 +403,7 @@ def write_curves(fcurves, frames, rows, interpolation="LINEAR", keep_outside=Fal
             write_keys(fcurve, frames, values, interpolation, keep_outside=True)
             continue
         points.clear()
-        _add_keys(fcurve, new_co, mode, update, (uid, pointer))
+        _add_keys(fcurve, new_co, mode, update, (uid, pointer), points)
 
 
 def keys_digest(fcurve):
@@ -446,6 +441,31 @@ def keys_digests(fcurves):
         digests.append(digest.hexdigest()[:16])
         start = end
     return digests
+
+
+def curves_digest(fcurves):
+    """One short digest of every key (frame, value, interpolation) of ``fcurves`` (curves of
+    one action, in order) and of how many keys each has: changes when anyone edits, adds
+    or removes a key of any of them. Cheaper than :func:`keys_digests` of them all: one
+    hash over all the keys, interpolation codes hashed as Blender stores them (uint8),
+    none read where remembered (see :func:`remembered_keys`)."""
+    uid = _action_uid(fcurves)
+    points = [fcurve.keyframe_points for fcurve in fcurves]
+    counts = [len(fcurve_points) for fcurve_points in points]
+    digest = hashlib.sha1(np.array(counts, dtype=np.int64))  # where one curve's keys end
+    modes = np.empty(sum(counts), dtype=_ENUM)
+    start = 0
+    for fcurve, fcurve_points, count, pointer in zip(fcurves, points, counts, map(_AS_POINTER, fcurves)):
+        end = start + count
+        co, written = _known((uid, pointer), count) or (_key_arrays(fcurve, uid=uid, points=fcurve_points), None)
+        digest.update(np.ascontiguousarray(co))  # hashed in place, not copied to bytes first
+        if written is None:
+            fcurve_points.foreach_get("interpolation", modes[start:end])
+        else:
+            modes[start:end] = written
+        start = end
+    digest.update(modes)
+    return digest.hexdigest()[:16]
 
 
 def read_values(fcurve, frames):

@@ -19,17 +19,46 @@ from . import sources
 from .armature import CONTACT_PROPERTY, HEEL_CONTACT_PROPERTY
 
 _DIGEST_PROPERTY = "foot_lock_digest"  # on a result: the digest of its keys as Foot Lock left them
+# A digest stored now starts with this: one hash over every key of the motion curves
+# (:func:`~.action_compat.curves_digest`), a fraction of the time of the digest per curve
+# stored before (a hash of each curve's :func:`~.action_compat.keys_digest`), which still
+# tells the untouched results of earlier versions (:func:`_per_curve_digest`).
+_DIGEST_FORMAT = "2:"
 _CONTACT_PATHS = tuple(f'["{prop}"]' for prop in (CONTACT_PROPERTY, HEEL_CONTACT_PROPERTY))
 
 
+def _motion_curves(obj, action):
+    """``(fcurve, (data_path, array_index))`` of every curve of ``action`` for ``obj`` but
+    the contact curves."""
+    return [(fcurve, channel) for fcurve, channel in compat.fcurve_channels(compat.channel_bag(obj, action))
+            if not channel[0].endswith(_CONTACT_PATHS)]
+
+
 def _motion_digest(obj, action):
-    """A digest of every key of ``action`` for ``obj`` but the contact curves'."""
-    motion = [(fcurve, channel) for fcurve, channel in compat.fcurve_channels(compat.channel_bag(obj, action))
-              if not channel[0].endswith(_CONTACT_PATHS)]
+    """A digest of every key of ``action`` for ``obj`` but the contact curves', and of the
+    channels they key."""
+    motion = _motion_curves(obj, action)
+    channels = "".join(f"{path}[{index}]" for _, (path, index) in motion)
+    keys = compat.curves_digest([fcurve for fcurve, _ in motion])
+    return _DIGEST_FORMAT + hashlib.sha1(f"{channels}{keys}".encode()).hexdigest()[:16]
+
+
+def _per_curve_digest(obj, action):
+    """The digest results were stamped with before :data:`_DIGEST_FORMAT`."""
+    motion = _motion_curves(obj, action)
     entries = zip(motion, compat.keys_digests([fcurve for fcurve, _ in motion]))
     # One update of all the entries hashes what one update per entry would.
     text = "".join(f"{path}[{index}]{keys}" for (_, (path, index)), keys in entries)
     return hashlib.sha1(text.encode()).hexdigest()[:16]
+
+
+def _untouched(obj, action):
+    """Whether ``action``'s keys still match the digest stored when Foot Lock wrote it."""
+    stored = action.get(_DIGEST_PROPERTY)
+    if not isinstance(stored, str):
+        return False
+    digest = _motion_digest if stored.startswith(_DIGEST_FORMAT) else _per_curve_digest
+    return stored == digest(obj, action)
 
 
 def stamp(obj, result):
@@ -47,5 +76,4 @@ def earlier_result(obj, source, name):
         same_source = list(earlier.get(sources.TRACKS_PROPERTY, ())) == [track.name for track in source.tracks]
     else:
         same_source = earlier.get(sources.SOURCE_PROPERTY) == source.action.name
-    untouched = earlier.get(_DIGEST_PROPERTY) == _motion_digest(obj, earlier)
-    return earlier if same_source and untouched else None
+    return earlier if same_source and _untouched(obj, earlier) else None

@@ -138,16 +138,29 @@ def _wrap(angle):
     return angle - TWO_PI * np.rint(angle / TWO_PI)
 
 
-def _matrix_element(q, row, col):
-    """One element of the rotation matrices of unit quaternions (4, ...)."""
-    w, x, y, z = q
-    v = (x, y, z)
-    if row == col:
-        a, b = (v[n] for n in range(3) if n != row)
-        return 1.0 - 2.0 * (a * a + b * b)
-    sign = 1.0 if (row, col) in ((1, 0), (2, 1), (0, 2)) else -1.0
-    other = 3 - row - col
-    return 2.0 * (v[row] * v[col] + sign * w * v[other])
+def _matrix_elements(q, elements):
+    """The elements ``(row, col)`` of the rotation matrices of unit quaternions (4, ...),
+    each from the products of two components, every product computed once."""
+    scaled = np.sqrt(2.0) * np.asarray(q)  # products of these are twice the components'
+    w, v = scaled[0], scaled[1:]
+    products = {}
+
+    def product(a, b):  # 2 * v[a] * v[b] (a, b in 0..2), 2 * w * v[b] for a None
+        key = (a, b) if a is None or a <= b else (b, a)
+        if key not in products:
+            products[key] = (w if a is None else v[key[0]]) * v[key[1]]
+        return products[key]
+
+    out = []
+    for row, col in elements:
+        if row == col:
+            a, b = (n for n in range(3) if n != row)
+            out.append(1.0 - (product(a, a) + product(b, b)))
+        elif (row, col) in ((1, 0), (2, 1), (0, 2)):
+            out.append(product(row, col) + product(None, 3 - row - col))
+        else:
+            out.append(product(row, col) - product(None, 3 - row - col))
+    return out
 
 
 def quat_to_euler_pair(q, order):
@@ -159,26 +172,31 @@ def quat_to_euler_pair(q, order):
     gimbal lock where ``a`` and ``c`` on their own are ill-conditioned. At gimbal lock
     ``a`` is set to zero and ``c`` takes the whole turn. The second solution is ``(a + pi,
     pi - b, c + pi)``; at gimbal lock both are the same.
+
+    The three angles are one arctan2 over stacked sines and cosines, ``a`` and ``c`` from
+    sines and cosines scaled by ``cos b`` (arctan2 does not mind a positive scale).
     """
     i, j, k, parity = _order_axes(order)
-    m_kj, m_kk = _matrix_element(q, k, j), _matrix_element(q, k, k)
+    m_kj, m_kk, m_ki, m_ik, m_ij, m_jj, m_jk = _matrix_elements(q, ((k, j), (k, k), (k, i), (i, k), (i, j),
+                                                                    (j, j), (j, k)))
+    sines, cosines = np.empty((2, 3) + np.shape(m_kk))
     cos_b = np.sqrt(m_kj * m_kj + m_kk * m_kk)
     locked = cos_b < _GIMBAL_EPS
-    safe = np.where(locked, 1.0, cos_b)
-    sin_a = np.where(locked, 0.0, parity * m_kj / safe)
-    cos_a = np.where(locked, 1.0, m_kk / safe)
-    a = np.arctan2(sin_a, cos_a)
-    b = np.arctan2(-parity * _matrix_element(q, k, i), cos_b)
-    c = np.arctan2(
-        sin_a * _matrix_element(q, i, k) - parity * cos_a * _matrix_element(q, i, j),
-        cos_a * _matrix_element(q, j, j) - parity * sin_a * _matrix_element(q, j, k),
-    )
-    first = np.empty((3,) + a.shape)
-    first[i], first[j], first[k] = a, b, c
-    second = np.empty_like(first)
-    second[i] = np.where(locked, a, _wrap(a + np.pi))
-    second[j] = np.where(locked, b, _wrap(np.pi - b))
-    second[k] = np.where(locked, c, _wrap(c + np.pi))
+    if locked.any():  # a = 0: its sine and cosine times cos b are 0 and cos b
+        m_kj, m_kk = np.where(locked, 0.0, m_kj), np.where(locked, 1.0, m_kk)
+    np.multiply(m_kj, parity, out=sines[i])
+    cosines[i] = m_kk
+    np.multiply(m_ki, -parity, out=sines[j])
+    cosines[j] = cos_b
+    np.multiply(m_kj * m_ik - m_kk * m_ij, parity, out=sines[k])
+    np.subtract(m_kk * m_jj, m_kj * m_jk, out=cosines[k])
+    first = np.arctan2(sines, cosines)
+    # Turned by pi (b: pi - b) and wrapped, each solution by one rule for all three angles.
+    flip = np.array([1.0, 1.0, 1.0])
+    flip[j] = -1.0
+    second = _wrap(first * flip.reshape((3,) + (1,) * (first.ndim - 1)) + np.pi)
+    if locked.any():
+        second[:, locked] = first[:, locked]
     return first, second
 
 

@@ -126,6 +126,45 @@ def test_an_edit_of_a_channel_the_fix_copied_also_makes_the_result_the_animators
     assert result.name == "walk_sliding.footlock.001" and edited.name == "walk_sliding.footlock"
 
 
+def test_an_interpolation_edit_of_a_copied_channel_makes_the_result_the_animators(addon, sliding):
+    """The digest covers how every key of every curve interpolates, not only its frame and value."""
+    from foot_lock.adapters import action_compat, armature
+
+    obj = import_clip(addon, sliding)
+    source = obj.animation_data.action
+    assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
+    edited = obj.animation_data.action
+    solved = {armature.bone_data_path(bone) for leg in obj.foot_lock.legs
+              for bone in (leg.thigh, leg.shin, leg.foot, leg.toe)} | {armature.bone_data_path(obj.foot_lock.pelvis)}
+    arm = next(fc for fc in action_compat.iter_fcurves(obj, edited)
+               if ".rotation" in fc.data_path and fc.data_path.rpartition(".")[0] not in solved)
+    assert arm.keyframe_points[40].interpolation == "LINEAR"
+    arm.keyframe_points[40].interpolation = "CONSTANT"
+
+    result = run_again_from_the_source(addon, obj, source)
+    assert result.name == "walk_sliding.footlock.001" and edited.name == "walk_sliding.footlock"
+
+
+@pytest.mark.parametrize("edit", [False, True])
+def test_a_result_stamped_by_an_earlier_version_is_still_told_untouched_or_edited(addon, sliding, edit):
+    """Results stamped with the digest earlier versions stored (one per curve, then hashed
+    together) are refreshed while untouched and kept once edited, as before."""
+    from foot_lock.adapters import action_compat, results
+
+    obj = import_clip(addon, sliding)
+    source = obj.animation_data.action
+    assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
+    earlier = obj.animation_data.action
+    earlier["foot_lock_digest"] = results._per_curve_digest(obj, earlier)
+    assert len(earlier["foot_lock_digest"]) == 16
+    if edit:
+        location = next(fc for fc in action_compat.iter_fcurves(obj, earlier) if fc.data_path.endswith(".location"))
+        location.keyframe_points[10].co.y += 0.05
+
+    result = run_again_from_the_source(addon, obj, source)
+    assert result.name == ("walk_sliding.footlock.001" if edit else "walk_sliding.footlock")
+
+
 def test_rerun_from_the_source_never_replaces_an_action_someone_else_named_like_a_result(addon, sliding):
     from foot_lock.adapters import action_compat
 
