@@ -25,11 +25,14 @@ def empty_as(like, shape=None):
     """An uninitialized float array of ``shape`` (``like``'s where None) laid out as
     ``like``: a component at a time (the last axis outermost in memory) where ``like`` is
     stored that way and has the same leading shape, else in C order."""
-    shape = np.shape(like) if shape is None else tuple(shape)
-    strides = getattr(like, "strides", ())
-    if len(strides) >= 2 and strides[-1] > abs(strides[-2]) and np.shape(like)[:-1] == shape[:-1]:
-        # (np.moveaxis's Python checks cost several times the allocation on small arrays)
-        return np.empty(shape[-1:] + shape[:-1]).transpose(*range(1, len(shape)), 0)
+    # Attributes, not np.shape / getattr: on the solvers' short arrays their Python
+    # wrappers cost several times the allocation (as np.moveaxis's checks would).
+    like_shape = like.shape
+    shape = like_shape if shape is None else tuple(shape)
+    strides = like.strides
+    if len(strides) >= 2 and strides[-1] > abs(strides[-2]) and like_shape[:-1] == shape[:-1]:
+        out = np.empty(shape[-1:] + shape[:-1])
+        return out.T if len(shape) == 2 else out.transpose(*range(1, len(shape)), 0)
     return np.empty(shape)
 
 
@@ -65,7 +68,7 @@ def _divided(v, lengths, eps=1e-12):
 def _common_shape(a, b):
     """Broadcast shape of two arrays; the common equal-shape case skips numpy's general
     (and, on the one-frame arrays of the live preview, comparatively slow) machinery."""
-    a_shape, b_shape = np.shape(a), np.shape(b)
+    a_shape, b_shape = a.shape, b.shape
     return a_shape if a_shape == b_shape else np.broadcast_shapes(a_shape, b_shape)
 
 
