@@ -106,9 +106,9 @@ def test_rerun_from_the_source_never_replaces_a_result_an_animator_edited(addon,
     assert location.keyframe_points[10].co.y == polished
 
 
-def test_an_edit_of_a_channel_the_fix_copied_also_makes_the_result_the_animators(addon, sliding):
-    """The result's digest covers the curves copied from the source unsolved (an arm), not
-    only the ones the fix keyed, though the click never reads them back from the result."""
+def fixed_with_a_copied_arm(addon, sliding):
+    """The clip imported and fixed: the object, its source action, the result and one of the
+    result's curves the fix copied from the source unsolved (an arm's rotation)."""
     from foot_lock.adapters import action_compat, armature
 
     obj = import_clip(addon, sliding)
@@ -119,6 +119,13 @@ def test_an_edit_of_a_channel_the_fix_copied_also_makes_the_result_the_animators
               for bone in (leg.thigh, leg.shin, leg.foot, leg.toe)} | {armature.bone_data_path(obj.foot_lock.pelvis)}
     arm = next(fc for fc in action_compat.iter_fcurves(obj, edited)
                if ".rotation" in fc.data_path and fc.data_path.rpartition(".")[0] not in solved)
+    return obj, source, edited, arm
+
+
+def test_an_edit_of_a_channel_the_fix_copied_also_makes_the_result_the_animators(addon, sliding):
+    """The result's digest covers the curves copied from the source unsolved (an arm), not
+    only the ones the fix keyed, though the click never reads them back from the result."""
+    obj, source, edited, arm = fixed_with_a_copied_arm(addon, sliding)
     arm.keyframe_points[40].co.y += 0.1
     arm.update()
 
@@ -128,16 +135,7 @@ def test_an_edit_of_a_channel_the_fix_copied_also_makes_the_result_the_animators
 
 def test_an_interpolation_edit_of_a_copied_channel_makes_the_result_the_animators(addon, sliding):
     """The digest covers how every key of every curve interpolates, not only its frame and value."""
-    from foot_lock.adapters import action_compat, armature
-
-    obj = import_clip(addon, sliding)
-    source = obj.animation_data.action
-    assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
-    edited = obj.animation_data.action
-    solved = {armature.bone_data_path(bone) for leg in obj.foot_lock.legs
-              for bone in (leg.thigh, leg.shin, leg.foot, leg.toe)} | {armature.bone_data_path(obj.foot_lock.pelvis)}
-    arm = next(fc for fc in action_compat.iter_fcurves(obj, edited)
-               if ".rotation" in fc.data_path and fc.data_path.rpartition(".")[0] not in solved)
+    obj, source, edited, arm = fixed_with_a_copied_arm(addon, sliding)
     assert arm.keyframe_points[40].interpolation == "LINEAR"
     arm.keyframe_points[40].interpolation = "CONSTANT"
 
