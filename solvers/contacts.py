@@ -37,7 +37,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from .jitter import jitter, steadied, steadying_kernel, steadying_kernel_for
-from .quaternion import dot, horizontal, median
+from .quaternion import dot, dots, horizontal, lengths, median
 
 REFERENCE_LEG_LENGTH = 0.85  # hip-to-ankle bone length of a reference adult, metres
 # s from one foot's lift to the other's at a brisk walk (120 steps a minute): the thresholds
@@ -117,28 +117,6 @@ def across(vectors, up, height=None):
     out = np.add(vectors, 0.0)
     out[..., axis] = 0.0
     return out
-
-
-def dots(u, v):
-    """Dot products of vectors (..., 3) of many frames: :func:`~.quaternion.dot`'s numbers (its
-    einsum adds the first and last products, then the middle one) at about half its cost on a
-    clip's frames, where einsum's per-vector reduction of three costs several times a ufunc's
-    pass per component."""
-    return _summed(np.multiply(u, v))
-
-
-def lengths(vectors):
-    """Lengths of vectors (..., 3) of many frames: :func:`~.quaternion.length`'s numbers, as
-    :func:`dots` computes them."""
-    total = _summed(np.square(vectors))
-    return np.sqrt(total, out=total)
-
-
-def _summed(products):
-    """The three components of ``products`` (..., 3) added as :func:`~.quaternion.dot` adds them."""
-    total = np.add(products[..., 0], products[..., 2])
-    total += products[..., 1]
-    return total
 
 
 def world_axis(up):

@@ -7,9 +7,9 @@ units. Frame-based filters use the clip's own frame rate.
 
 import numpy as np
 
-from .contacts import REFERENCE_LEG_LENGTH, across, heights_along, lengths, long_runs, lowest_row, rolling_min
+from .contacts import REFERENCE_LEG_LENGTH, across, heights_along, long_runs, lowest_row, rolling_min
 from .jitter import jitter, steadied, steadying_kernel
-from .quaternion import dot
+from .quaternion import dot, lengths
 
 SKATE_HEIGHT = 0.05  # m: a foot this close to the ground should not move fast ...
 SKATE_SPEED = 0.5  # m/s: ... faster than this is a skate

@@ -49,6 +49,28 @@ def length(v):
     return np.sqrt(dot(v, v))
 
 
+def dots(u, v):
+    """Dot products of vectors (..., 3) of many frames: :func:`dot`'s numbers (its
+    einsum adds the first and last products, then the middle one) at about half its cost on a
+    clip's frames, where einsum's per-vector reduction of three costs several times a ufunc's
+    pass per component."""
+    return _summed(np.multiply(u, v))
+
+
+def lengths(vectors):
+    """Lengths of vectors (..., 3) of many frames: :func:`length`'s numbers, as
+    :func:`dots` computes them."""
+    total = _summed(np.square(vectors))
+    return np.sqrt(total, out=total)
+
+
+def _summed(products):
+    """The three components of ``products`` (..., 3) added as :func:`dot` adds them."""
+    total = np.add(products[..., 0], products[..., 2])
+    total += products[..., 1]
+    return total
+
+
 def normalize(v, eps=1e-12):
     """Unit vectors (or quaternions) along the last axis; zero stays zero."""
     v = np.asarray(v, dtype=float)

@@ -14,9 +14,9 @@ played) so the travel's speed loops and the travel repeats with its per-cycle of
 
 import numpy as np
 
-from .contacts import REFERENCE_LEG_LENGTH, across, detect_contacts, dots, heights_along, lengths, window_sum
+from .contacts import REFERENCE_LEG_LENGTH, across, detect_contacts, heights_along, window_sum
 from .kinematics import forward_kinematics, local_position
-from .quaternion import gradient, horizontal
+from .quaternion import dots, gradient, horizontal, lengths
 from .rig import leg_length
 
 # In place: over a second, the lower foot glides at least this fast (m/s for the reference
