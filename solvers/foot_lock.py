@@ -18,9 +18,9 @@ from .contacts import (
     heel_down,
 )
 from .kinematics import Motion, Pose, SolverInputError, check_motion, forward_kinematics
-from .leg_ik import LegOptions, measure_legs, solve_legs
+from .leg_ik import LegOptions, measure_legs_and_lengths, solve_legs
 from .offline_lock import OfflineProblem, OfflineWeights, solve_offline_lock
-from .rig import leg_bone_lengths, leg_length
+from .rig import leg_length
 from .root_motion import is_in_place
 
 IN_PLACE = ("the clip walks in place (its root stays put while the planted feet glide back): "
@@ -129,8 +129,7 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
     timings, slip, warnings = {}, 0.0, []
     with _timed(timings, "kinematics"):
         grot, gpos = forward_kinematics(skeleton, motion.rot, motion.pos, _solved_joints(rig))
-        bone_lengths = leg_bone_lengths(gpos, rig.legs)
-        limits = measure_legs(grot, gpos, rig.legs, up, settings.softening_ratio, bones=bone_lengths)
+        limits, bone_lengths = measure_legs_and_lengths(grot, gpos, rig.legs, up, settings.softening_ratio)
     contacts = _checked_contacts(contacts, len(rig.legs), motion.frames)
     heel_contacts = _checked_contacts(heel_contacts, len(rig.legs), motion.frames)
     missing, heel_missing = np.isnan(contacts).all(axis=1), np.isnan(heel_contacts).all(axis=1)

@@ -18,7 +18,7 @@ import numpy as np
 
 from . import quaternion as quat
 from .kinematics import Pose, Skeleton, SolverInputError
-from .rig import Leg, leg_bone_lengths, offset_below
+from .rig import Leg, offset_below
 
 # Below this sine of the thigh-to-leg-axis angle (about 1 degree) the knee's own
 # bend direction is too weak to trust and the calibrated forward takes over.
@@ -51,24 +51,33 @@ def leg_chain(skeleton, leg):
     return skeleton.chain(leg.hip, leg.tip)
 
 
-def measure_legs(grot, gpos, legs, up, softening_ratio=0.02, comfortable_reach=0.985, bones=None):
+def measure_legs(grot, gpos, legs, up, softening_ratio=0.02, comfortable_reach=0.985):
     """Limits of each of ``legs`` from its own motion: reach, knee direction, lowest
-    heights. The legs are measured as rows of one array (on a short clip the cost is per
-    numpy call, not per frame); ``bones`` their :func:`~.rig.leg_bone_lengths`, if already
-    known."""
-    def joints(role):  # (L, F, 3)
-        return np.swapaxes(gpos[:, [getattr(leg, role) for leg in legs]], 0, 1)
+    heights (:func:`measure_legs_and_lengths` without the lengths)."""
+    return measure_legs_and_lengths(grot, gpos, legs, up, softening_ratio, comfortable_reach)[0]
 
-    hip, knee, ankle = joints("hip"), joints("knee"), joints("ankle")
-    thigh = quat.length(knee - hip)
-    shin = quat.length(ankle - knee)
+
+def measure_legs_and_lengths(grot, gpos, legs, up, softening_ratio=0.02, comfortable_reach=0.985):
+    """:func:`measure_legs`' limits, and each leg's :func:`~.rig.leg_bone_lengths` (L,),
+    which they are measured from. The legs are measured as rows of one array, gathered at
+    once (on a short clip the cost is per numpy call, not per frame)."""
+    roles = ("hip", "knee", "toe", "ankle", "tip")
+    joints = np.swapaxes(gpos[:, [getattr(leg, role) for role in roles for leg in legs]], 0, 1)
+    joints = joints.reshape(len(roles), len(legs), *joints.shape[1:])
+    hip, knee, _, ankle, _ = joints  # (L, F, 3) each
+    # Lengths by quat.lengths: rows with their components side by side, as here, give the
+    # numbers of quat.length (and of leg_bone_lengths) at half its cost.
+    thigh_vector, axis_vector = knee - hip, ankle - hip
+    thigh = quat.lengths(thigh_vector)
+    shin = quat.lengths(ankle - knee)
     longest = np.max(thigh + shin, axis=1)
     # "not >" also refuses legs whose bones are all zero long (0 < 0 is false) and NaN.
     for leg, shortest_thigh, shortest_shin, most in zip(legs, np.min(thigh, axis=1), np.min(shin, axis=1), longest):
         if not (shortest_thigh > 1e-6 * most and shortest_shin > 1e-6 * most):
             raise SolverInputError(f"leg {leg.name!r}: thigh or shin has zero length")
-    bones = (leg_bone_lengths(gpos, legs) if bones is None else np.asarray(bones))[:, None]
-    extension = quat.length(ankle - hip)
+    lengths = quat.median(thigh + shin, axis=1)  # as leg_bone_lengths measures them
+    bones = lengths[:, None]
+    extension = quat.lengths(axis_vector)
     # Per frame, a leg may reach as far as it does in the input or, where it is
     # bent, up to a comfortable share of its bones -- but never further than the
     # clip ever stretches it, and never to a straight leg it did not have ("avoid
@@ -77,9 +86,9 @@ def measure_legs(grot, gpos, legs, up, softening_ratio=0.02, comfortable_reach=0
     reach = np.maximum(extension, np.minimum(comfortable_reach * bones, extension.max(axis=1, keepdims=True)))
     softening = np.maximum(np.minimum(softening_ratio * bones, 0.5 * (bones - reach)), 1e-9 * bones)
     up = np.asarray(up, dtype=float)
-    lowest = quat.dot(gpos[:, [getattr(leg, role) for leg in legs for role in ("toe", "ankle", "tip")]], up).min(axis=0)
-    forwards = _knee_forwards_local(grot, gpos, legs, up, hip, knee, ankle, thigh)
-    return [
+    lowest = quat.dot(joints[2:], up).min(axis=2).T  # (L, 3): toe, heel (ankle), tip
+    forwards = _knee_forwards_local(grot, gpos, legs, up, thigh_vector, quat.divided(axis_vector, extension), thigh)
+    limits = [
         LegLimits(
             max_extension=leg_reach + leg_softening,
             softening=leg_softening,
@@ -88,16 +97,18 @@ def measure_legs(grot, gpos, legs, up, softening_ratio=0.02, comfortable_reach=0
             heel_min_height=heel,
             toe_end_min_height=tip,
         )
-        for leg_reach, leg_softening, forward, (toe, heel, tip)
-        in zip(reach, softening, forwards, lowest.reshape(-1, 3).tolist())
+        for leg_reach, leg_softening, forward, (toe, heel, tip) in zip(reach, softening, forwards, lowest.tolist())
     ]
+    return limits, lengths
 
 
-def _knee_forwards_local(grot, gpos, legs, up, hip, knee, ankle, thigh):
+def _knee_forwards_local(grot, gpos, legs, up, thigh_vector, leg_axis, thigh):
     """Average direction each leg's knee bends toward, in its hip joint's own frame (L, 3);
-    ``hip``, ``knee``, ``ankle`` (L, F, 3) and ``thigh`` (L, F) as :func:`measure_legs` has them."""
+    ``thigh_vector`` the hip-to-knee vectors and ``leg_axis`` the unit hip-to-ankle ones
+    (L, F, 3), ``thigh`` the thighs' lengths (L, F), as :func:`measure_legs_and_lengths`
+    has them."""
     hip_rot = quat.conjugate(np.swapaxes(grot[:, [leg.hip for leg in legs]], 0, 1))
-    offset = _perpendicular(knee - hip, quat.normalize(ankle - hip))  # magnitude grows with the bend
+    offset = _perpendicular(thigh_vector, leg_axis)  # magnitude grows with the bend
     total = quat.rotate(hip_rot, offset).sum(axis=1)
     forwards = quat.normalize(total)
     for row, (leg, bend, size) in enumerate(zip(legs, quat.length(total), thigh.mean(axis=1))):

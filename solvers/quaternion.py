@@ -74,16 +74,16 @@ def _summed(products):
 def normalize(v, eps=1e-12):
     """Unit vectors (or quaternions) along the last axis; zero stays zero."""
     v = np.asarray(v, dtype=float)
-    return _divided(v, length(v), eps)
+    return divided(v, length(v), eps)
 
 
-def _divided(v, lengths, eps=1e-12):
-    """``v`` (..., k) divided by its ``lengths`` (...), at least ``eps``: :func:`normalize`
+def divided(v, sizes, eps=1e-12):
+    """``v`` (..., k) divided by its lengths ``sizes`` (...), at least ``eps``: :func:`normalize`
     where the lengths are known."""
-    lengths = np.maximum(lengths, eps)
+    sizes = np.maximum(sizes, eps)
     out = empty_as(v)
     for i in range(out.shape[-1]):  # a component at a time (see the module's docstring)
-        np.divide(v[..., i], lengths, out=out[..., i])
+        np.divide(v[..., i], sizes, out=out[..., i])
     return out
 
 
@@ -245,7 +245,7 @@ def between(p, q):
         axis = np.where(small[..., None], np.cross(p, [0.0, 1.0, 0.0]), axis)
         half_turn = np.concatenate((np.zeros(out.shape[:-1] + (1,)), normalize(axis)), axis=-1)
         return normalize(np.where(degenerate[..., None], half_turn, out))
-    return _divided(out, size)
+    return divided(out, size)
 
 
 def from_axis_angle(axis, angle):
