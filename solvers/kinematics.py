@@ -146,7 +146,10 @@ class Pose:
         :meth:`update`."""
         new_global = quat.multiply(world_rotation, self.grot[:, joint])
         parent = self.skeleton.parents[joint]
-        self.rot[:, joint] = local_rotation(self.grot[:, parent], new_global) if parent >= 0 else new_global
+        if parent >= 0:
+            local_rotation(self.grot[:, parent], new_global, out=self.rot[:, joint])
+        else:
+            self.rot[:, joint] = new_global
         self.grot[:, joint] = new_global
 
     def place(self, joint, world_positions):
@@ -192,9 +195,10 @@ def inverse_kinematics_locals(skeleton, grot, gpos):
     return rot, pos
 
 
-def local_rotation(parent_global_rot, global_rot):
-    """Local rotation that gives ``global_rot`` under a parent with ``parent_global_rot``."""
-    return quat.multiply(quat.conjugate(parent_global_rot), global_rot)
+def local_rotation(parent_global_rot, global_rot, out=None):
+    """Local rotation that gives ``global_rot`` under a parent with ``parent_global_rot``,
+    written to ``out`` where given."""
+    return quat.multiply(quat.conjugate(parent_global_rot), global_rot, out=out)
 
 
 def local_position(parent_global_rot, parent_global_pos, global_pos):

@@ -265,19 +265,25 @@ def solve_leg(pose, leg, limits, toe_target, up, options=None, heel_target=None)
     elif options.height_clamp:  # the heel swings up about the ball, which stays on its target
         heel_target = _lift_tip(toe_target, heel_target, limits.heel_min_height, up)
     solve_two_bone(pose, leg, limits, heel_target, chain)
-    below_ankle = chain[chain.index(leg.ankle) + 1 :]
+    turns_toe = options.toe_look_at and leg.has_toe_bone
+    # Each joint turns before anything past its child is read: only the child is placed to aim it.
+    above_tip = chain[: chain.index(leg.toe) + 1] if turns_toe else chain
     if options.heel_look_at:
-        # The foot turns before anything past the ball is read: only the ball is placed to aim it.
-        offset = offset_below(pose.skeleton, pose.rot, pose.pos, leg.ankle, leg.toe)
-        ball = gpos[:, leg.ankle] + quat.rotate(pose.grot[:, leg.ankle], offset)
-        look_at(pose, leg.ankle, leg.toe, toe_target, chain, child_at=ball)
+        look_at(pose, leg.ankle, leg.toe, toe_target, above_tip, child_at=_placed(pose, leg.ankle, leg.toe))
     else:
-        pose.update(below_ankle)
-    if options.toe_look_at and leg.has_toe_bone:
-        toe_end_target = gpos[:, leg.toe_end]
+        pose.update(above_tip[above_tip.index(leg.ankle) + 1 :])
+    if turns_toe:
+        tip = _placed(pose, leg.toe, leg.toe_end)
+        toe_end_target = tip
         if options.height_clamp:
-            toe_end_target = _lift_tip(gpos[:, leg.toe], toe_end_target, limits.toe_end_min_height, up)
-        look_at(pose, leg.toe, leg.toe_end, toe_end_target, chain)
+            toe_end_target = _lift_tip(gpos[:, leg.toe], tip, limits.toe_end_min_height, up)
+        look_at(pose, leg.toe, leg.toe_end, toe_end_target, chain, child_at=tip)
+
+
+def _placed(pose, top, joint):
+    """Where ``joint`` is (F, 3) from ``top``'s globals, without updating those between."""
+    offset = offset_below(pose.skeleton, pose.rot, pose.pos, top, joint)
+    return pose.gpos[:, top] + quat.rotate(pose.grot[:, top], offset)
 
 
 def solve_legs(pose, legs, limits, toe_targets, up, options=None, heel_targets=None):

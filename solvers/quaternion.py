@@ -19,6 +19,7 @@ a C array.
 import numpy as np
 
 IDENTITY = np.array([1.0, 0.0, 0.0, 0.0])
+_CONJUGATE_SIGNS = np.array([1.0, -1.0, -1.0, -1.0])
 
 
 def empty_as(like, shape=None):
@@ -125,7 +126,7 @@ def multiply(a, b, out=None):
 
 def conjugate(q):
     """Inverse of a unit quaternion."""
-    return q * np.array([1.0, -1.0, -1.0, -1.0])
+    return q * _CONJUGATE_SIGNS
 
 
 def horizontal(v, up, height=None):
