@@ -311,20 +311,24 @@ def _solve_stacked(pose, legs, limits, toe_targets, heel_targets, leg, up, optio
     count, size = len(joints), len(joints[0])
     frames = pose.rot.shape[0]
     runs = [_runs(chain) for chain in joints]  # each leg's joints in the whole pose
+    # Given heel targets, the solve reads no global below the ankle before it recomputes it
+    # (solve_leg): those rows are left unset (often a second run per leg: the toe tip).
+    read = runs if heel_targets is None else [_runs(chain[: chain.index(each.ankle) + 1])
+                                              for chain, each in zip(joints, legs)]
 
-    def cut(values):
+    def cut(values, leg_runs=runs):
         """(F, n, k) -> (G F, m, k), a run of consecutive joints per copy. Laid out by component
         (each joint's x of every row side by side, ...): the solve reads and writes positions
         and rotations a component at a time, which numpy then runs through contiguously
         (:func:`.quaternion.empty_as` keeps its results that way)."""
         rows = np.empty((size, values.shape[-1], count, frames)).transpose(2, 3, 0, 1)
-        for each, leg_runs in zip(rows, runs):
-            for ours, theirs in leg_runs:
+        for each, copies in zip(rows, leg_runs):
+            for ours, theirs in copies:
                 each[:, theirs] = values[:, ours]
         return rows.reshape(count * frames, size, -1)
 
     rows = Pose(Skeleton([f"joint {k}" for k in range(size)], np.arange(-1, size - 1)),
-                cut(pose.rot), cut(pose.pos), cut(pose.grot), cut(pose.gpos))
+                cut(pose.rot), cut(pose.pos), cut(pose.grot, read), cut(pose.gpos, read))
     rows.rot[:, 0], rows.pos[:, 0] = rows.grot[:, 0], rows.gpos[:, 0]  # the hip's parent: a root where it is
 
     def per_row(field):  # one value per leg, or per leg and frame -> (G F, ...)

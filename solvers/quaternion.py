@@ -253,7 +253,7 @@ def from_axis_angle(axis, angle):
     """Unit quaternions from unit axes (..., 3) and angles (...) in radians."""
     axis, half = np.asarray(axis, dtype=float), 0.5 * np.asarray(angle)
     out = empty_as(axis, _common_shape(axis[..., 0], half) + (4,))
-    out[..., 0] = np.cos(half)
+    np.cos(half, out=out[..., 0])
     sine = np.sin(half)
     for i in range(3):  # a component at a time (see the module's docstring)
         np.multiply(sine, axis[..., i], out=out[..., i + 1])
