@@ -182,7 +182,8 @@ def quat_to_euler_pair(q, order):
     sines, cosines = np.empty((2, 3) + np.shape(m_kk))
     cos_b = np.sqrt(m_kj * m_kj + m_kk * m_kk)
     locked = cos_b < _GIMBAL_EPS
-    if locked.any():  # a = 0: its sine and cosine times cos b are 0 and cos b
+    any_locked = locked.any()
+    if any_locked:  # a = 0: its sine and cosine times cos b are 0 and cos b
         m_kj, m_kk = np.where(locked, 0.0, m_kj), np.where(locked, 1.0, m_kk)
     np.multiply(m_kj, parity, out=sines[i])
     cosines[i] = m_kk
@@ -195,7 +196,7 @@ def quat_to_euler_pair(q, order):
     flip = np.array([1.0, 1.0, 1.0])
     flip[j] = -1.0
     second = _wrap(first * flip.reshape((3,) + (1,) * (first.ndim - 1)) + np.pi)
-    if locked.any():
+    if any_locked:
         second[:, locked] = first[:, locked]
     return first, second
 
