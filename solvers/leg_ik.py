@@ -334,10 +334,15 @@ def _solve_stacked(pose, legs, limits, toe_targets, heel_targets, leg, up, optio
     def per_row(field):  # one value per leg, or per leg and frame -> (G F, ...)
         values = np.asarray([getattr(lim, field) for lim in limits], dtype=float)
         # The knee's direction is one vector per leg, never per frame (a 3-frame clip has
-        # (G, 3) values of both kinds).
-        if values.ndim == 2 and field != "knee_forward_local":
+        # (G, 3) values of both kinds); it is laid out as the rows, a component at a time,
+        # for the rotation that reads it.
+        if field == "knee_forward_local":
+            forwards = np.empty((3, count, frames))
+            forwards[...] = values.T[:, :, None]
+            return forwards.reshape(3, -1).T
+        if values.ndim == 2:
             return values.reshape(-1)
-        return np.repeat(values, frames, axis=0)
+        return np.repeat(values, frames)
 
     stacked = LegLimits(*(per_row(f) for f in ("max_extension", "softening", "knee_forward_local",
                                                "toe_min_height", "heel_min_height", "toe_end_min_height")))
