@@ -294,20 +294,20 @@ def solve_legs(pose, legs, limits, toe_targets, up, options=None, heel_targets=N
     parent to the toe tip, so the solve's numpy calls are made once for all of them
     (their cost on a short clip is per call, not per frame). Every row is solved exactly
     as alone."""
-    shapes = {}
-    for index, leg in enumerate(legs):
-        chain = leg_chain(pose.skeleton, leg)
+    shapes, chains = {}, [leg_chain(pose.skeleton, leg) for leg in legs]
+    for index, (leg, chain) in enumerate(zip(legs, chains)):
         roles = tuple(None if j is None else chain.index(j) + 1 for j in (leg.hip, leg.knee, leg.ankle, leg.toe, leg.toe_end))
         shapes.setdefault(roles, []).append(index)
     for roles, members in shapes.items():
         heels = None if heel_targets is None else heel_targets[members]
-        _solve_stacked(pose, [legs[i] for i in members], [limits[i] for i in members], toe_targets[members], heels,
-                       Leg("stacked", *roles), up, options)
+        _solve_stacked(pose, [legs[i] for i in members], [chains[i] for i in members], [limits[i] for i in members],
+                       toe_targets[members], heels, Leg("stacked", *roles), up, options)
 
 
-def _solve_stacked(pose, legs, limits, toe_targets, heel_targets, leg, up, options):
-    """Solve legs of one shape (``leg``: the roles along the small skeleton) as rows (G F)."""
-    joints = [[int(pose.skeleton.parents[each.hip]), *leg_chain(pose.skeleton, each)] for each in legs]  # (G, m)
+def _solve_stacked(pose, legs, chains, limits, toe_targets, heel_targets, leg, up, options):
+    """Solve legs of one shape (``leg``: the roles along the small skeleton; ``chains`` their
+    :func:`leg_chain`) as rows (G F)."""
+    joints = [[int(pose.skeleton.parents[each.hip]), *chain] for each, chain in zip(legs, chains)]  # (G, m)
     count, size = len(joints), len(joints[0])
     frames = pose.rot.shape[0]
     runs = [_runs(chain) for chain in joints]  # each leg's joints in the whole pose
