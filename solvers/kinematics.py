@@ -49,9 +49,10 @@ class Skeleton:
 
     def chain(self, ancestor, joint):
         """Joint indices from ``ancestor`` down to ``joint`` (both included)."""
+        parents = self.parents.tolist()  # Python ints: numpy's scalars cost several times as much per step
         path = [joint]
         while path[-1] != ancestor:
-            parent = self.parents[path[-1]]
+            parent = parents[path[-1]]
             if parent < 0:
                 raise SolverInputError(f"{self.names[ancestor]!r} is not an ancestor of {self.names[joint]!r}")
             path.append(parent)
