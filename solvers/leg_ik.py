@@ -108,7 +108,8 @@ def _knee_forwards_local(grot, gpos, legs, up, thigh_vector, leg_axis, thigh):
     (L, F, 3), ``thigh`` the thighs' lengths (L, F), as :func:`measure_legs_and_lengths`
     has them."""
     hip_rot = quat.conjugate(np.swapaxes(grot[:, [leg.hip for leg in legs]], 0, 1))
-    offset = _perpendicular(thigh_vector, leg_axis)  # magnitude grows with the bend
+    # The dot products by quat.dots: the numbers of quat.dot on rows laid out as these are.
+    offset = _perpendicular(thigh_vector, leg_axis, quat.dots(thigh_vector, leg_axis))  # grows with the bend
     total = quat.rotate(hip_rot, offset).sum(axis=1)
     forwards = quat.normalize(total)
     for row, (leg, bend, size) in enumerate(zip(legs, quat.length(total), thigh.mean(axis=1))):
@@ -119,10 +120,11 @@ def _knee_forwards_local(grot, gpos, legs, up, thigh_vector, leg_axis, thigh):
     return forwards
 
 
-def _perpendicular(v, unit):
+def _perpendicular(v, unit, along=None):
     """Component of ``v`` perpendicular to the unit vectors ``unit`` (both (..., 3)), a
-    component at a time (see :mod:`.quaternion`'s docstring)."""
-    along = quat.dot(v, unit)
+    component at a time (see :mod:`.quaternion`'s docstring); ``along`` their dot products,
+    where already known."""
+    along = quat.dot(v, unit) if along is None else along
     out = quat.empty_as(v)
     for i in range(3):
         np.subtract(v[..., i], along * unit[..., i], out=out[..., i])
