@@ -176,13 +176,18 @@ def _clearance(heights, standing, problem, weights):
     F), ``standing`` (L, F) the feet's contact weights."""
     size = float(problem.reach.mean()) / REFERENCE_LEG_LENGTH
     legs, frames = standing.shape
-    index = np.arange(frames)
     on = standing > 0
-    last = np.maximum.accumulate(np.where(on, index, 0), axis=-1)
-    following = np.minimum.accumulate(np.where(on, index, frames - 1)[:, ::-1], axis=-1)[:, ::-1]
-    rows = (np.arange(legs) * frames)[:, None]  # the frames as indices into (L F) rows: one gather each
-    flat_on, flat_heights = on.ravel(), heights.reshape(heights.shape[:-2] + (-1,))
-    stood = np.minimum(*(np.where(flat_on[i], flat_heights[..., i], np.inf) for i in (rows + last, rows + following)))
+    # Each frame's last and next contact frame (where none, the leg's first or last frame,
+    # which then is no contact: inf), as indices into the flat (L F) rows, both sides
+    # gathered at once by np.take (a fancy index behind an ellipsis costs several times as much).
+    flat_index = np.arange(legs * frames).reshape(legs, frames)
+    rows = flat_index[:, :1]
+    sides = np.empty((2, legs, frames), dtype=flat_index.dtype)
+    np.maximum.accumulate(np.where(on, flat_index, rows), axis=-1, out=sides[0])
+    np.minimum.accumulate(np.where(on, flat_index, rows + (frames - 1))[:, ::-1], axis=-1, out=sides[1, :, ::-1])
+    heights_there = np.where(on.ravel().take(sides), heights.reshape(heights.shape[:-2] + (-1,)).take(sides, axis=-1),
+                             np.inf)
+    stood = np.minimum(heights_there[..., 0, :, :], heights_there[..., 1, :, :])
     clearance = np.minimum(np.maximum((heights - stood) / (weights.air_clearance * size), 0.0), 1.0)
     return np.where(np.isfinite(stood), clearance, 1.0)
 
