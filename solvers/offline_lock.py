@@ -176,13 +176,18 @@ def _clearance(heights, standing, problem, weights):
     F), ``standing`` (L, F) the feet's contact weights."""
     size = float(problem.reach.mean()) / REFERENCE_LEG_LENGTH
     legs, frames = standing.shape
-    index = np.arange(frames)
     on = standing > 0
-    last = np.maximum.accumulate(np.where(on, index, 0), axis=-1)
-    following = np.minimum.accumulate(np.where(on, index, frames - 1)[:, ::-1], axis=-1)[:, ::-1]
-    rows = (np.arange(legs) * frames)[:, None]  # the frames as indices into (L F) rows: one gather each
-    flat_on, flat_heights = on.ravel(), heights.reshape(heights.shape[:-2] + (-1,))
-    stood = np.minimum(*(np.where(flat_on[i], flat_heights[..., i], np.inf) for i in (rows + last, rows + following)))
+    # Each frame's last and next contact frame (where none, the leg's first or last frame,
+    # which then is no contact: inf), as indices into the flat (L F) rows, both sides
+    # gathered at once by np.take (a fancy index behind an ellipsis costs several times as much).
+    flat_index = np.arange(legs * frames).reshape(legs, frames)
+    rows = flat_index[:, :1]
+    sides = np.empty((2, legs, frames), dtype=flat_index.dtype)
+    np.maximum.accumulate(np.where(on, flat_index, rows), axis=-1, out=sides[0])
+    np.minimum.accumulate(np.where(on, flat_index, rows + (frames - 1))[:, ::-1], axis=-1, out=sides[1, :, ::-1])
+    heights_there = np.where(on.ravel().take(sides), heights.reshape(heights.shape[:-2] + (-1,)).take(sides, axis=-1),
+                             np.inf)
+    stood = np.minimum(heights_there[..., 0, :, :], heights_there[..., 1, :, :])
     clearance = np.minimum(np.maximum((heights - stood) / (weights.air_clearance * size), 0.0), 1.0)
     return np.where(np.isfinite(stood), clearance, 1.0)
 
@@ -376,13 +381,13 @@ def _targets(problem, corrections, pins):
     # a ball lifting and landing again under a planted heel does not pull the heel.
     # A released heel hands the ball back to the foot's own correction over ``release_time``,
     # as its held position eases out: not in one frame.
-    about_heel = heels + pins.foot * _unit_components(toes - heels)
+    about_heel = heels + _rescaled(toes - heels, pins.foot)
     toes = _hold(toes + pins.turned * (about_heel - toes), pins.toe_runs)
     # Where the toe is pinned the heel keeps the foot's length from the ball: the foot
     # turns about the ball toward the held heel, and the ball lands on its target even
     # where the labels ask the rigid foot for more (the seed's "Lock the Toe, Not the
     # Heel"). A released heel rejoins the source foot over ``release_time``.
-    about_ball = toes + pins.foot * _unit_components(heels - toes)
+    about_ball = toes + _rescaled(heels - toes, pins.foot)
     heels = about_ball + pins.heel_only * (heels - about_ball)
     # A heel re-planted before its last hold has eased out sits a little off the ball's
     # sphere: held again, it stays put where the ball lifts before it instead of snapping.
@@ -478,9 +483,15 @@ def _unit(v, lengths=None):
     return v / np.maximum(length(v) if lengths is None else lengths, 1e-12)[..., None]
 
 
-def _unit_components(v):
-    """:func:`_unit` of vectors stored a component at a time, (3, ...)."""
-    return _unit(v.T).T
+def _rescaled(v, lengths):
+    """Vectors stored a component at a time (3, ...) scaled to ``lengths`` (...); zero stays
+    zero. Row by row: each component's row and the lengths are contiguous, where a short
+    last axis would have numpy step three values at a time."""
+    squared = np.square(v)
+    total = squared[0] + squared[2]
+    total += squared[1]
+    np.sqrt(total, out=total)
+    return v * np.divide(lengths, np.maximum(total, 1e-12, out=total), out=total)
 
 
 def _reach_state(problem, corrections, heels):
