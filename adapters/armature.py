@@ -618,15 +618,16 @@ def _assemble(obj, layout, rest, rot_c, pos_c, bone_scale, uneven, world, frames
     pos[:, nb:] = tail_scale[..., None] * tails
 
     scene = bpy.context.scene
-    joint_names = [bone.name for bone in bones] + [name + TAIL_SUFFIX for name in tails_of]
+    names = [layout.names[i] for i in layout.members]  # the joint bones' names, read once in _Bones.of
+    joint_names = names + [name + TAIL_SUFFIX for name in tails_of]
     joint_map = JointMap(
         object_name=obj.name,
         joint_names=joint_names,
-        joint_bone=[bone.name for bone in bones] + tails_of,
+        joint_bone=names + tails_of,
         is_tail=np.arange(len(joint_names)) >= nb,
         parents=parents,
-        rotation_modes={bone.name: pose_bone.rotation_mode for bone, pose_bone in zip(bones, pose_bones)},
-        connected={bone.name: bool(bone.use_connect) for bone in bones},
+        rotation_modes={name: pose_bone.rotation_mode for name, pose_bone in zip(names, pose_bones)},
+        connected={name: bool(layout.connected[i]) for name, i in zip(names, layout.members)},
         rest_rot=np.concatenate((rest_rot, np.broadcast_to(quat.IDENTITY, (len(tails), 4)))),
         rest_pos=np.concatenate((rest_pos, tails)),
         world_rot=world_rot,
@@ -635,7 +636,7 @@ def _assemble(obj, layout, rest, rot_c, pos_c, bone_scale, uneven, world, frames
         parent_scale=np.concatenate((parent_scale.T, tail_scale), axis=1),
         frame_start=int(frames[0]),
         unsupported=unsupported,
-        constrained=tuple(bone.name for bone, pose_bone in zip(bones, pose_bones) if len(pose_bone.constraints)),
+        constrained=tuple(name for name, pose_bone in zip(names, pose_bones) if len(pose_bone.constraints)),
     )
     motion = Motion(rot, pos, scene.render.fps / scene.render.fps_base)
     return Skeleton(joint_names, parents), motion, joint_map
