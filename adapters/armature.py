@@ -196,8 +196,8 @@ def _channel_values(obj, layout, order, modes, table, frames):
     Every bone's keys are read (and refused where they are not numbers), not only the joints'.
     ``order``: each bone's index in the pose bones (see :func:`_pose_bones`)."""
     every = layout.every
-    current = _current_channels(obj, every, order, modes)  # (10, B): rows as below
-    rows, columns, curves = _keyed_channels(every, modes, table)
+    current = _current_channels(obj, layout.connected, order, modes)  # (10, B): rows as below
+    rows, columns, curves = _keyed_channels(layout.names, layout.connected, modes, table)
     keyed = compat.read_curves(curves, frames)
     if not (np.isfinite(keyed).all() and np.isfinite(current).all()):  # rare: say where
         _check_channels_finite(_laid_out(current, rows, columns, keyed), every, modes, frames)
@@ -218,17 +218,17 @@ def _laid_out(current, rows, columns, keyed):
     return values
 
 
-def _keyed_channels(bones, modes, table):
+def _keyed_channels(names, connected, modes, table):
     """Row (see :func:`_laid_out`), bone index and F-curve of each unmuted F-curve of the
-    bones' channels in ``table``: each bone's rotation in its mode, its scale, and its
-    location unless connected (Blender ignores a connected bone's location)."""
+    channels in ``table`` of the bones named ``names``: each bone's rotation in its mode, its
+    scale, and its location unless ``connected`` (Blender ignores a connected bone's location)."""
     channels_of = {}  # data path -> (bone, first row, width)
-    for b, (bone, mode) in enumerate(zip(bones, modes)):
-        path = bone_data_path(bone.name)
+    for b, (name, mode) in enumerate(zip(names, modes)):
+        path = bone_data_path(name)
         prop, width = rotation_channel(mode)
         channels_of[f"{path}.{prop}"] = (b, 3, width)
         channels_of[f"{path}.scale"] = (b, 7, 3)
-        if not bone.use_connect:
+        if not connected[b]:
             channels_of[f"{path}.location"] = (b, 0, 3)
     rows, columns, curves = [], [], []
     for (path, index), fcurve in table.items():  # fewer curves than channels: most bones only turn
@@ -248,15 +248,15 @@ def _check_channels_finite(values, bones, modes, frames):
     _check_finite(values[7:], bones, lambda b: "scale", frames)
 
 
-def _current_channels(obj, bones, order, modes):
+def _current_channels(obj, connected, order, modes):
     """(10, B) the current location, rotation (in their rotation mode; Euler rows 0-2) and
     scale of the pose bones at ``order``, as :func:`_channel_values` lays them out, read in
-    bulk; a connected bone's location 0 (Blender ignores it)."""
+    bulk; the location 0 where ``connected`` (B,) bool (Blender ignores it)."""
     collection = obj.pose.bones
-    current = np.zeros((10, len(bones)))
+    current = np.zeros((10, len(order)))
     for prop, rows in (("location", slice(0, 3)), ("scale", slice(7, 10))):
         current[rows] = _pose_bone_values(collection, prop, 3)[order].T
-    current[:3, [bone.use_connect for bone in bones]] = 0.0
+    current[:3, connected] = 0.0
     for mode in set(modes):
         prop, width = rotation_channel(mode)
         members = [b for b, m in enumerate(modes) if m == mode]
@@ -264,12 +264,12 @@ def _current_channels(obj, bones, order, modes):
     return current
 
 
-def _pose_bones(obj, bones):
-    """The pose bones of ``bones`` and their indices (B,) in ``obj.pose.bones``, from one
-    pass over the pose bones, not a lookup by name per bone."""
+def _pose_bones(obj, names):
+    """The pose bones of the bones named ``names`` and their indices (B,) in
+    ``obj.pose.bones``, from one pass over the pose bones, not a lookup by name per bone."""
     listed = list(obj.pose.bones)
     index_of = {pose_bone.name: i for i, pose_bone in enumerate(listed)}
-    order = [index_of[bone.name] for bone in bones]
+    order = [index_of[name] for name in names]
     return [listed[i] for i in order], np.array(order, dtype=int)
 
 
@@ -385,45 +385,45 @@ def _rest_offsets(armature, members, parents):
 @dataclass
 class _Bones:
     """The bones that are joints (parents first), with the extra tail joints' parents, and
-    every bone of the armature (parents first)."""
+    every bone of the armature (parents first) with its name and ``use_connect``, each read
+    from Blender once for every reader of the armature."""
 
     bones: list
     parents: np.ndarray  # (bones + tails,)
     tails: list  # bone names that get a ".tail" joint
     every: list
     members: list  # index in ``every`` (the armature's bone order) of each joint bone
+    names: list  # of ``every``
+    connected: np.ndarray  # (len(every),) bool: ``use_connect`` of ``every``
 
     @classmethod
     def of(cls, obj, extra_tails, only=None):
         """Every bone a joint, or with ``only`` (bone names) those and their ancestors."""
         armature_bones = obj.data.bones
         every = _topological_bones(obj.data)
+        names = [bone.name for bone in every]
+        index_of = {name: i for i, name in enumerate(names)}
         tails = list(dict.fromkeys(extra_tails))
-        missing = [name for name in [*tails, *(only or ())] if name not in armature_bones]
+        missing = [name for name in [*tails, *(only or ())] if name not in index_of]
         if missing:
             raise AdapterError(f"armature {obj.name!r} has no bone {missing[0]!r}")
+        parent_of = [index_of[parent.name] if (parent := bone.parent) else -1 for bone in every]
         members = list(range(len(every)))
         if only is not None:
             kept = set()  # holds the ancestors of every bone in it: a chain stops at the first kept bone
             for name in [*tails, *only]:
-                for ancestor in _chain(armature_bones[name]):
-                    if ancestor.name in kept:
-                        break
-                    kept.add(ancestor.name)
-            members = [i for i, bone in enumerate(every) if bone.name in kept]  # still parents first
-        bones = [every[i] for i in members]
-        index_of = {bone.name: i for i, bone in enumerate(bones)}
+                bone = index_of[name]
+                while bone >= 0 and bone not in kept:
+                    kept.add(bone)
+                    bone = parent_of[bone]
+            members = sorted(kept)  # still parents first
+        joint_of = {bone: joint for joint, bone in enumerate(members)}
         parents = np.array(
-            [index_of[parent.name] if (parent := b.parent) else -1 for b in bones] + [index_of[t] for t in tails]
+            [joint_of.get(parent_of[bone], -1) for bone in members] + [joint_of[index_of[t]] for t in tails]
         )
-        return cls(bones, parents, tails, every, members)
-
-
-def _chain(bone):
-    """The bone and its ancestors."""
-    while bone is not None:
-        yield bone
-        bone = bone.parent
+        connected = np.empty(len(every), dtype=bool)
+        armature_bones.foreach_get("use_connect", connected)
+        return cls([every[i] for i in members], parents, tails, every, members, names, connected)
 
 
 def _check_armature(obj, frame_start, frame_end):
@@ -483,7 +483,7 @@ def _read_keys(obj, action, frames, extra_tails=(), only=None, object_keys=False
         )
     layout = _Bones.of(obj, extra_tails, only)
     every = layout.every
-    pose_bones, order = _pose_bones(obj, every)
+    pose_bones, order = _pose_bones(obj, layout.names)
     modes = [pose_bone.rotation_mode for pose_bone in pose_bones]
 
     location, rotation, scale = _channel_values(obj, layout, order, modes, table, frames)
@@ -535,7 +535,7 @@ def read_evaluated_motion(obj, sampled, extra_tails=()):
     rot_c = quat.from_matrix(linear / safe[..., None, :]).transpose(2, 1, 0)
     rest = _rest_offsets(obj.data, layout.members, layout.parents[:nb])
     return _assemble(obj, layout, rest, rot_c, pos_c, bone_scale, uneven, sampled.world, frames,
-                     _pose_bones(obj, bones)[0])
+                     _pose_bones(obj, layout.names)[0])  # every bone is a joint
 
 
 def _relative_to_parents(pose, parents):
@@ -618,15 +618,16 @@ def _assemble(obj, layout, rest, rot_c, pos_c, bone_scale, uneven, world, frames
     pos[:, nb:] = tail_scale[..., None] * tails
 
     scene = bpy.context.scene
-    joint_names = [bone.name for bone in bones] + [name + TAIL_SUFFIX for name in tails_of]
+    names = [layout.names[i] for i in layout.members]  # the joint bones' names, read once in _Bones.of
+    joint_names = names + [name + TAIL_SUFFIX for name in tails_of]
     joint_map = JointMap(
         object_name=obj.name,
         joint_names=joint_names,
-        joint_bone=[bone.name for bone in bones] + tails_of,
+        joint_bone=names + tails_of,
         is_tail=np.arange(len(joint_names)) >= nb,
         parents=parents,
-        rotation_modes={bone.name: pose_bone.rotation_mode for bone, pose_bone in zip(bones, pose_bones)},
-        connected={bone.name: bool(bone.use_connect) for bone in bones},
+        rotation_modes={name: pose_bone.rotation_mode for name, pose_bone in zip(names, pose_bones)},
+        connected={name: bool(layout.connected[i]) for name, i in zip(names, layout.members)},
         rest_rot=np.concatenate((rest_rot, np.broadcast_to(quat.IDENTITY, (len(tails), 4)))),
         rest_pos=np.concatenate((rest_pos, tails)),
         world_rot=world_rot,
@@ -635,7 +636,7 @@ def _assemble(obj, layout, rest, rot_c, pos_c, bone_scale, uneven, world, frames
         parent_scale=np.concatenate((parent_scale.T, tail_scale), axis=1),
         frame_start=int(frames[0]),
         unsupported=unsupported,
-        constrained=tuple(bone.name for bone, pose_bone in zip(bones, pose_bones) if len(pose_bone.constraints)),
+        constrained=tuple(name for name, pose_bone in zip(names, pose_bones) if len(pose_bone.constraints)),
     )
     motion = Motion(rot, pos, scene.render.fps / scene.render.fps_base)
     return Skeleton(joint_names, parents), motion, joint_map

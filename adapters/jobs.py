@@ -71,7 +71,13 @@ def detect_leg_bones(obj):
     if not len(bones):
         raise AdapterError(f"armature {obj.name!r} has no bones")
     world = np.array(obj.matrix_world, dtype=float)
-    heads, tails = (_bone_points(bones, prop) @ world[:3, :3].T + world[:3, 3] for prop in ("head_local", "tail_local"))
+    count = len(bones)
+    points = np.empty((2 * count, 3))  # heads, then tails: into the world in one product
+    bones.foreach_get("head_local", points[:count].reshape(-1))
+    bones.foreach_get("tail_local", points[count:].reshape(-1))
+    points = points @ world[:3, :3].T
+    points += world[:3, 3]
+    heads, tails = points[:count], points[count:]
     names = [bone.name for bone in bones]
     index = {name: i for i, name in enumerate(names)}
     parents = [index[parent.name] if (parent := bone.parent) else -1 for bone in bones]
@@ -83,13 +89,6 @@ def detect_leg_bones(obj):
         for leg in guess.legs
     ]
     return DetectedLegs(names[guess.pelvis], legs)
-
-
-def _bone_points(bones, prop):
-    """(n, 3) rest points ``prop`` ("head_local", "tail_local") of all bones, read in bulk."""
-    points = np.empty(3 * len(bones))
-    bones.foreach_get(prop, points)
-    return points.reshape(-1, 3)
 
 
 def store_legs(settings, detected):

@@ -143,7 +143,8 @@ def parse_bone_name(name):
         name = _NAMESPACE.sub("", name)
     prefix = _PREFIX.match(name)  # always matches, possibly nothing
     family = _FAMILY_RANK[(prefix.group("family") or "").lower()]
-    words = [word.lower() for word in _WORD.findall(name[prefix.end() :])]
+    # Split by case first (the words depend on it), then lower-cased in one call, not word by word.
+    words = " ".join(_WORD.findall(name[prefix.end() :])).lower().split()
     segment = _pop_number(words)
     side, row = _pop_side_and_row(words)
     segment = segment or _pop_number(words)  # the number may come before the side: "upperleg02.L"
@@ -189,6 +190,8 @@ class _RestRig:
             if parent >= 0:
                 self.children[parent].append(bone)
         self.depth = _depths(self.parents)
+        # Children before parents: the walks up from the leaves (sorted once, used twice).
+        self.deepest_first = sorted(range(count), key=lambda bone: -self.depth[bone])
         # Python floats from here on too (the same numbers): the tests below compare them one at a time.
         self.lengths = np.linalg.norm(self.tails - self.heads, axis=1).tolist()
         points = np.concatenate([self.heads, self.tails])
@@ -222,7 +225,7 @@ class _RestRig:
 
     def _leaves_under(self):
         leaves = [set() for _ in self.names]
-        for bone in self.deepest_first():
+        for bone in self.deepest_first:
             if not self.children[bone]:
                 leaves[bone].add(bone)
             parent = self.parents[bone]
@@ -232,9 +235,6 @@ class _RestRig:
 
     def horizontal(self, vector):
         return vector - (vector @ self.up) * self.up
-
-    def deepest_first(self):
-        return sorted(range(len(self.names)), key=lambda bone: -self.depth[bone])
 
     def ancestors(self, bone):
         found = []
@@ -362,8 +362,11 @@ def _topology_legs(rig):
     groups = {}
     # Deepest branch points first: a quadruped's chest claims the front legs before the
     # pelvis, whose spine branch then no longer counts as a leg.
-    for bone in rig.deepest_first():
-        found = [(child, leg) for child in rig.children[bone] if (leg := _leg_below(rig, child, unclaimed))]
+    for bone in rig.deepest_first:
+        children = rig.children[bone]
+        if len(children) < 2:  # most bones: no branch, so no legs to look for below them
+            continue
+        found = [(child, leg) for child in children if (leg := _leg_below(rig, child, unclaimed))]
         if len(found) >= 2:
             groups[bone] = [leg for _, leg in found]
             for child, _ in found:
