@@ -436,7 +436,7 @@ def keys_digests(fcurves):
     start = 0
     for co, count in zip(keys, counts):
         end = start + count
-        digest = hashlib.sha1(np.ascontiguousarray(co))  # hashed in place, not copied to bytes first
+        digest = hashlib.sha1(co)  # hashed in place (keys are kept C-contiguous), not copied to bytes first
         digest.update(codes[start:end])
         digests.append(digest.hexdigest()[:16])
         start = end
@@ -458,7 +458,7 @@ def curves_digest(fcurves):
     for fcurve, fcurve_points, count, pointer in zip(fcurves, points, counts, map(_AS_POINTER, fcurves)):
         end = start + count
         co, written = _known((uid, pointer), count) or (_key_arrays(fcurve, uid=uid, points=fcurve_points), None)
-        digest.update(np.ascontiguousarray(co))  # hashed in place, not copied to bytes first
+        digest.update(co)  # hashed in place (keys are kept C-contiguous), not copied to bytes first
         if written is None:
             fcurve_points.foreach_get("interpolation", modes[start:end])
         else:

@@ -472,6 +472,7 @@ class BakeOutcome:
     action: object
     result: object  # FootLockResult
     frames: int
+    contact_frames: int  # leg-frames locked to the ground (the report's and the summary's)
     seconds: float
     contacts_written: list
     source: str = sources.KEYS  # how the motion was read: sources.KEYS, EVALUATED or NLA
@@ -537,7 +538,8 @@ def remove_sliding(obj, scene, progress=lambda fraction: None):
         results.stamp(obj, target)
     progress(1.0)
     outcome = BakeOutcome(
-        target, result, len(clip.frames), time.perf_counter() - start_time, written, source.kind, keyed
+        target, result, len(clip.frames), int(np.count_nonzero(result.contacts > 0.5)),
+        time.perf_counter() - start_time, written, source.kind, keyed,
     )
     _store_report(settings.report, outcome)
     return outcome
@@ -616,7 +618,7 @@ def _store_report(report, outcome):
     report.valid = True
     report.action = outcome.action.name
     report.frames = outcome.frames
-    report.contact_frames = int(np.sum(result.contacts > 0.5))
+    report.contact_frames = outcome.contact_frames
     report.slide_before = result.before["toe_slide_cm_s"]
     report.slide_after = result.after["toe_slide_cm_s"]
     report.skate_before = result.before["skate_ratio"]
@@ -637,7 +639,7 @@ def summary(outcome):
     keyed_on = "" if controls is None else f", keyed on the {controls.kind} controls (residual {controls.residual_mm:.2f} mm)"
     return (
         f"{outcome.frames} frames baked to {outcome.action.name!r} (motion read from the {outcome.source}{keyed_on}); "
-        f"{int(np.sum(outcome.result.contacts > 0.5))} contact frames locked; "
+        f"{outcome.contact_frames} contact frames locked; "
         f"toe slide {before['toe_slide_cm_s']:.1f} -> {after['toe_slide_cm_s']:.2f} cm/s "
         f"(feet on the ground {before['ground_slide_cm_s']:.1f} -> {after['ground_slide_cm_s']:.1f} cm/s), "
         f"skating {100 * before['skate_ratio']:.1f}% -> {100 * after['skate_ratio']:.1f}%"
