@@ -363,7 +363,9 @@ def lowest_row(values):
     if len(values) != 2:
         return np.argmin(values, axis=0)
     first, second = values
-    return ((second < first) | (np.isnan(second) & ~np.isnan(first))).astype(np.intp)
+    # The second where the first is a number (argmin's first NaN) the second is not at least:
+    # less, or NaN.
+    return np.greater(first == first, second >= first).astype(np.intp)
 
 
 def shrink(vectors, margin):
