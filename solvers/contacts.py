@@ -224,12 +224,15 @@ def local_slip(point_velocity, root_velocity, cap, half_width, max_slip=1.0):
     # point, and rounding is monotonic: it is added once, after the minimum, with the values of
     # adding it to each point first.
     vv, vr, rr = dots(point_velocity, point_velocity), dots(point_velocity, root_velocity), dots(root_velocity, root_velocity)
-    squared = vr[..., None] * twice  # (points, frames, candidates), every point at once
+    # (points, frames, candidates), every point at once. Outer products by einsum: the same
+    # products (but the sign of a zero, which ``vv`` >= 0 less it does not keep) without the
+    # copying into buffers numpy's broadcast ufuncs do.
+    squared = np.einsum("pf,c->pfc", vr, twice)
     np.subtract(vv[..., None], squared, out=squared)
     slowest = squared[0]  # (F, C): the slower point kept row by row (np.minimum.reduce: 4 times the cost)
     for row in squared[1:]:
         np.minimum(slowest, row, out=slowest)
-    slowest += rr[:, None] * squares
+    slowest += np.einsum("f,c->fc", rr, squares)
     np.maximum(slowest, 0.0, out=slowest)  # (np.clip's numbers, without its overhead)
     np.minimum(slowest, cap * cap, out=slowest)
     np.sqrt(slowest, out=slowest)
