@@ -87,23 +87,18 @@ class ContactSettings:
     max_steadying: float = 0.04  # s, the widest smoothing (Gaussian std) jitter gets
 
 
-def heights_along(points, up):
+def heights_along(points, up, own=False):
     """The heights of points (..., 3) along the unit ``up``: :func:`~.quaternion.dot`'s numbers
     (but the sign of a zero). Where ``up`` is a world axis (Y- or Z-up: every rig and file) they
-    are its coordinate, read as it is (a view: not to be written to) instead of three products.
-    For the figures' few passes over C-ordered points: the labeller's cues keep
-    :func:`~.quaternion.dot` and :func:`~.quaternion.horizontal`, whose results lay the
-    components out one after another, which its many later passes read faster."""
+    are its coordinate, read as it is (a view: not to be written to) instead of three products;
+    with ``own``, copied by a ufunc (a fifth of :func:`~.quaternion.dot`'s cost) into an array
+    of its own, frame after frame, as the labeller's many later passes over them read fastest.
+    The labeller's cues keep :func:`~.quaternion.dot` and :func:`~.quaternion.horizontal`,
+    whose results lay the components out one after another, for the same reason."""
     axis = world_axis(up)
-    return dot(points, np.asarray(up, dtype=float)) if axis is None else points[..., axis]
-
-
-def heights_of(points, up):
-    """:func:`heights_along` as an array of its own (frame after frame, as the labeller's many
-    later passes read fastest): along a world axis its coordinate copied by a ufunc, a fifth
-    of :func:`~.quaternion.dot`'s cost, with its numbers (but the sign of a zero)."""
-    axis = world_axis(up)
-    return dot(points, np.asarray(up, dtype=float)) if axis is None else np.add(points[..., axis], 0.0)
+    if axis is None:
+        return dot(points, np.asarray(up, dtype=float))
+    return np.add(points[..., axis], 0.0) if own else points[..., axis]
 
 
 def across(vectors, up, height=None):
@@ -289,10 +284,10 @@ def point_cues(points, up, fps, scale, settings):
     """The :class:`PointCues` of points (L, F, 3) at ``fps`` (the gait's own, see
     :func:`gait_tempo`)."""
     up = np.asarray(up, dtype=float)
-    heights = heights_of(points, up)  # (not ``@``: see quaternion.horizontal)
+    heights = heights_along(points, up, own=True)  # (not ``@``: see quaternion.horizontal)
     clearance = heights - rolling_min(heights, round(settings.ground_window * fps))
     point_velocity = span_velocity(points, fps, settings.velocity_span)
-    vertical_speed = heights_of(point_velocity, up)
+    vertical_speed = heights_along(point_velocity, up, own=True)
     horizontal_velocity = horizontal(point_velocity, up, vertical_speed)
     planted = vertically_planted(clearance, vertical_speed, fps, scale, settings)
     return PointCues(points, up, heights, clearance, vertical_speed, horizontal_velocity, planted)
@@ -633,7 +628,7 @@ def gait_tempo(points, up, fps, scale, settings):
     than a walk's: its speeds and times are a walk's, scaled by this tempo. Jumps, hops and
     standing (the feet rising together or not at all, fewer than ``MIN_STEPS`` steps) keep 1.
     """
-    heights = heights_of(points, up)
+    heights = heights_along(points, up, own=True)
     if len(heights) < 2:
         return 1.0
     above = heights - lowest_of_the_others(heights)
@@ -740,7 +735,7 @@ def heel_down(heel_labels, heels, up, leg_length, fps, settings=None):
         return out
     scale = leg_length / REFERENCE_LEG_LENGTH
     (heels,) = steadied_points([heels], heels, fps, scale, settings or ContactSettings())
-    heights = heights_of(heels, up)[on]
+    heights = heights_along(heels, up, own=True)[on]
     lift = HEEL_LIFT * scale
     # The labelled frames row by row: each run's frames follow one another, so each run's
     # lowest is one reduction from its first frame.
