@@ -87,23 +87,18 @@ class ContactSettings:
     max_steadying: float = 0.04  # s, the widest smoothing (Gaussian std) jitter gets
 
 
-def heights_along(points, up):
+def heights_along(points, up, own=False):
     """The heights of points (..., 3) along the unit ``up``: :func:`~.quaternion.dot`'s numbers
     (but the sign of a zero). Where ``up`` is a world axis (Y- or Z-up: every rig and file) they
-    are its coordinate, read as it is (a view: not to be written to) instead of three products.
-    For the figures' few passes over C-ordered points: the labeller's cues keep
-    :func:`~.quaternion.dot` and :func:`~.quaternion.horizontal`, whose results lay the
-    components out one after another, which its many later passes read faster."""
+    are its coordinate, read as it is (a view: not to be written to) instead of three products;
+    with ``own``, copied by a ufunc (a fifth of :func:`~.quaternion.dot`'s cost) into an array
+    of its own, frame after frame, as the labeller's many later passes over them read fastest.
+    The labeller's cues keep :func:`~.quaternion.dot` and :func:`~.quaternion.horizontal`,
+    whose results lay the components out one after another, for the same reason."""
     axis = world_axis(up)
-    return dot(points, np.asarray(up, dtype=float)) if axis is None else points[..., axis]
-
-
-def heights_of(points, up):
-    """:func:`heights_along` as an array of its own (frame after frame, as the labeller's many
-    later passes read fastest): along a world axis its coordinate copied by a ufunc, a fifth
-    of :func:`~.quaternion.dot`'s cost, with its numbers (but the sign of a zero)."""
-    axis = world_axis(up)
-    return dot(points, np.asarray(up, dtype=float)) if axis is None else np.add(points[..., axis], 0.0)
+    if axis is None:
+        return dot(points, np.asarray(up, dtype=float))
+    return np.add(points[..., axis], 0.0) if own else points[..., axis]
 
 
 def across(vectors, up, height=None):
@@ -224,16 +219,20 @@ def local_slip(point_velocity, root_velocity, cap, half_width, max_slip=1.0):
     # point, and rounding is monotonic: it is added once, after the minimum, with the values of
     # adding it to each point first.
     vv, vr, rr = dots(point_velocity, point_velocity), dots(point_velocity, root_velocity), dots(root_velocity, root_velocity)
-    squared = vr[..., None] * twice  # (points, frames, candidates), every point at once
-    np.subtract(vv[..., None], squared, out=squared)
-    slowest = squared[0]  # (F, C): the slower point kept row by row (np.minimum.reduce: 4 times the cost)
+    # (points, candidates, frames), every point at once, frames last: numpy copies an operand
+    # repeated along the last axis into buffers, not one repeated along another. Outer
+    # products by einsum: the same products (but the sign of a zero, which ``vv`` >= 0 less
+    # it does not keep) without those copies.
+    squared = np.einsum("pf,c->pcf", vr, twice)
+    np.subtract(vv[:, None], squared, out=squared)
+    slowest = squared[0]  # (C, F): the slower point kept row by row (np.minimum.reduce: 4 times the cost)
     for row in squared[1:]:
         np.minimum(slowest, row, out=slowest)
-    slowest += rr[:, None] * squares
+    slowest += np.einsum("f,c->cf", rr, squares)
     np.maximum(slowest, 0.0, out=slowest)  # (np.clip's numbers, without its overhead)
     np.minimum(slowest, cap * cap, out=slowest)
     np.sqrt(slowest, out=slowest)
-    cost = window_sum(slowest, half_width, axis=0)
+    cost = window_sum(slowest.T, half_width, axis=0)  # (F, C)
     # Each frame's best candidate, kept off the grid's ends, with its two neighbours.
     best = np.minimum(np.maximum(cost.argmin(axis=1), 1), len(candidates) - 2)
     # (By flat index: one take, cheaper than indexing by frame and candidate.)
@@ -285,10 +284,10 @@ def point_cues(points, up, fps, scale, settings):
     """The :class:`PointCues` of points (L, F, 3) at ``fps`` (the gait's own, see
     :func:`gait_tempo`)."""
     up = np.asarray(up, dtype=float)
-    heights = heights_of(points, up)  # (not ``@``: see quaternion.horizontal)
+    heights = heights_along(points, up, own=True)  # (not ``@``: see quaternion.horizontal)
     clearance = heights - rolling_min(heights, round(settings.ground_window * fps))
     point_velocity = span_velocity(points, fps, settings.velocity_span)
-    vertical_speed = heights_of(point_velocity, up)
+    vertical_speed = heights_along(point_velocity, up, own=True)
     horizontal_velocity = horizontal(point_velocity, up, vertical_speed)
     planted = vertically_planted(clearance, vertical_speed, fps, scale, settings)
     return PointCues(points, up, heights, clearance, vertical_speed, horizontal_velocity, planted)
@@ -363,7 +362,9 @@ def lowest_row(values):
     if len(values) != 2:
         return np.argmin(values, axis=0)
     first, second = values
-    return ((second < first) | (np.isnan(second) & ~np.isnan(first))).astype(np.intp)
+    # The second where the first is a number (argmin's first NaN) the second is not at least:
+    # less, or NaN.
+    return np.greater(first == first, second >= first).astype(np.intp)
 
 
 def shrink(vectors, margin):
@@ -627,7 +628,7 @@ def gait_tempo(points, up, fps, scale, settings):
     than a walk's: its speeds and times are a walk's, scaled by this tempo. Jumps, hops and
     standing (the feet rising together or not at all, fewer than ``MIN_STEPS`` steps) keep 1.
     """
-    heights = heights_of(points, up)
+    heights = heights_along(points, up, own=True)
     if len(heights) < 2:
         return 1.0
     above = heights - lowest_of_the_others(heights)
@@ -734,7 +735,7 @@ def heel_down(heel_labels, heels, up, leg_length, fps, settings=None):
         return out
     scale = leg_length / REFERENCE_LEG_LENGTH
     (heels,) = steadied_points([heels], heels, fps, scale, settings or ContactSettings())
-    heights = heights_of(heels, up)[on]
+    heights = heights_along(heels, up, own=True)[on]
     lift = HEEL_LIFT * scale
     # The labelled frames row by row: each run's frames follow one another, so each run's
     # lowest is one reduction from its first frame.

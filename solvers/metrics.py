@@ -170,11 +170,13 @@ def grounded_feet(foot_points, up, fps, size, steadying=None):
     # That point's own velocity (np.gradient's central differences of its track, one-sided at
     # the clip's ends), from the frames either side of it alone: a switch from ankle to toe is
     # no step.
-    ahead, behind, spacing = np.ones(frames, dtype=int), np.ones(frames, dtype=int), np.full(frames, 2.0)
+    ahead, behind = np.ones(frames, dtype=int), np.ones(frames, dtype=int)
     ahead[-1] = behind[0] = 0
-    spacing[[0, -1]] = 1.0
     flat = foot_points.reshape(-1, 3)
-    velocity = (np.take(flat, rows + ahead, axis=0) - np.take(flat, rows - behind, axis=0)) / spacing[:, None] * fps
+    velocity = np.take(flat, rows + ahead, axis=0)
+    velocity -= np.take(flat, rows - behind, axis=0)
+    velocity[:, 1:-1] /= 2.0  # (the ends' one-frame steps over 1.0: the same numbers as left)
+    velocity *= fps
     height = np.take(heights, rows)
     clearance = height - rolling_min(height, round(GROUND_WINDOW * fps))
     vertical = heights_along(velocity, up)

@@ -14,7 +14,7 @@ played) so the travel's speed loops and the travel repeats with its per-cycle of
 
 import numpy as np
 
-from .contacts import REFERENCE_LEG_LENGTH, across, detect_contacts, heights_along, window_sum
+from .contacts import REFERENCE_LEG_LENGTH, across, detect_contacts, heights_along, lowest_row, window_sum
 from .kinematics import forward_kinematics, local_position
 from .quaternion import dots, gradient, horizontal, lengths
 from .rig import leg_length
@@ -53,8 +53,11 @@ def _lower_and_higher(toes, velocity, up):
     height and of the one farthest above it, (F, 3) each."""
     heights = heights_along(toes, up)
     above = heights - heights.min(axis=1, keepdims=True)
-    frames = np.arange(toes.shape[1])
-    return velocity[np.argmin(above, axis=0), frames], velocity[np.argmax(above, axis=0), frames]
+    # Each frame's toe taken by flat index (indexing by toe and frame costs several times more);
+    # the highest is the lowest of the heights negated (``np.argmax``'s ties and NaN alike).
+    frames = toes.shape[1]
+    flat, at = velocity.reshape(-1, velocity.shape[-1]), np.arange(frames)
+    return tuple(np.take(flat, lowest_row(side) * frames + at, axis=0) for side in (above, np.negative(above)))
 
 
 def is_in_place(toes, root, up, fps, leg_length):
@@ -72,10 +75,9 @@ def is_in_place(toes, root, up, fps, leg_length):
     velocity = _horizontal_velocities(np.concatenate([toes, root[None]]), up, fps)
     lower, higher = _lower_and_higher(toes, velocity[:-1], up)
     root_velocity = velocity[-1]
-    # The three velocities (F, 3) capped and averaged as the columns of one (F, 9) array.
-    capped = _capped(np.stack([lower, root_velocity, higher - root_velocity], axis=1), cap)
-    means = _windowed_mean(capped.reshape(len(capped), -1), half).reshape(capped.shape)  # (F, 3, 3)
-    glide_velocity, root_mean, swing = np.swapaxes(means, 0, 1)
+    # The three velocities (F, 3) capped and averaged as the rows of one (3, F, 3) array.
+    capped = _capped(np.stack([lower, root_velocity, higher - root_velocity]), cap)
+    glide_velocity, root_mean, swing = _windowed_mean(capped, half)
     glide = lengths(glide_velocity)
     root_speed = lengths(root_mean)
     stepping = -dots(swing, glide_velocity) > STEPPING_SHARE * glide**2
@@ -89,10 +91,11 @@ def _capped(velocity, cap):
 
 
 def _windowed_mean(values, half):
-    """Mean of (F, k) values over the frames within ``half`` of each (fewer at the ends)."""
-    index = np.arange(len(values))
-    count = np.minimum(index + half + 1, len(values)) - np.maximum(index - half, 0)
-    return window_sum(values, half, axis=0) / count[:, None]
+    """Mean of (..., F, k) values over the frames within ``half`` of each (fewer at the ends)."""
+    frames = values.shape[-2]
+    index = np.arange(frames)
+    count = np.minimum(index + half + 1, frames) - np.maximum(index - half, 0)
+    return window_sum(values, half, axis=-2) / count[:, None]
 
 
 def feet_travel(toes, up, fps, leg_length, settings=None, looped=False):
