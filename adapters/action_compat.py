@@ -497,24 +497,44 @@ def read_values(fcurve, frames):
 
 def read_curves(fcurves, frames):
     """Values (len(fcurves), F) of each of ``fcurves`` (curves of one action) at integer
-    ``frames``, as :func:`read_values` gives them. The curves keyed on exactly ``frames``
-    (mocap: one key per frame) are read into one buffer and matched in one pass: what
-    costs a click on a short clip is the work per curve."""
+    ``frames``, as :func:`read_values` gives them (see :func:`read_curve_rows`)."""
+    return read_curve_rows(fcurves, frames)[0]
+
+
+def read_curve_rows(fcurves, frames, rows=None):
+    """Values (len(rows), F) of ``fcurves[rows]`` (curves of one action; by default all of
+    them) at integer ``frames``, as :func:`read_values` gives them, and whether every one of
+    ``fcurves`` (not only ``rows``) is a number on every frame. The curves keyed on exactly
+    ``frames`` (mocap: one key per frame) are read into one buffer, checked as the float32
+    keys Blender stores and only ``rows`` made float64: what costs a click on a short clip is
+    the work per curve."""
     frames = np.asarray(frames)
     count = len(frames)
-    values = np.empty((len(fcurves), count))
     points = [fcurve.keyframe_points for fcurve in fcurves]
     whole = [row for row, fcurve in enumerate(fcurves) if len(points[row]) == count and not len(fcurve.modifiers)]
+    if len(whole) == len(fcurves) and whole:
+        co = np.empty((len(whole), count, 2), dtype=np.float32)
+        _read_rows(fcurves, points, co)
+        # Compared as contiguous float32 (Blender's frames, |frame| < 2**20, are float32 numbers):
+        # float32 against int64 in strided rows goes through numpy's casting buffers, 4x slower.
+        if (co[..., 0].copy() == frames.astype(np.float32)).all():  # the usual clip: no fancy indices
+            values = np.empty((len(fcurves) if rows is None else len(rows), count))
+            values[:] = co[..., 1] if rows is None else co[rows, :, 1]
+            return values, bool(np.isfinite(co[..., 1]).all())  # a float32 key is a number as a float64 one is
+    values = _read_each(fcurves, points, whole, frames)
+    return (values if rows is None else values[rows]), bool(np.isfinite(values).all())
+
+
+def _read_each(fcurves, points, whole, frames):
+    """:func:`read_curve_rows`'s values of every curve (len(fcurves), F): the ``whole`` rows
+    keyed on exactly ``frames`` read into one buffer, the others one by one."""
+    count = len(frames)
+    values = np.empty((len(fcurves), count))
     rest = np.ones(len(fcurves), dtype=bool)
     if whole:
         co = np.empty((len(whole), count, 2), dtype=np.float32)
         _read_rows([fcurves[row] for row in whole], [points[row] for row in whole], co)
-        # Compared as contiguous float32 (Blender's frames, |frame| < 2**20, are float32 numbers):
-        # float32 against int64 in strided rows goes through numpy's casting buffers, 4x slower.
         on_frames = (co[..., 0].copy() == frames.astype(np.float32)).all(axis=1)
-        if len(whole) == len(fcurves) and on_frames.all():  # the usual clip: no fancy indices
-            values[:] = co[..., 1]
-            return values
         matched = np.asarray(whole)[on_frames]
         values[matched] = co[on_frames, :, 1]
         rest[matched] = False

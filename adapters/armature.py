@@ -145,10 +145,11 @@ def _topological_bones(armature):
     return list(armature.bones)
 
 
-def _object_transforms(name, world, frames):
+def _object_transforms(name, world, frames, unturned=None):
     """Rotations (F, 4) wxyz, translations (F, 3) and uniform scales (F,) of the object's
-    world matrices (F, 4, 4), refusing the frames the solver cannot express."""
-    if _unturned(world):  # most armatures: the same numbers as below, without their cost
+    world matrices (F, 4, 4), refusing the frames the solver cannot express; ``unturned``,
+    :func:`_unturned` of them where the caller has it."""
+    if _unturned(world) if unturned is None else unturned:  # most armatures: the numbers below, without their cost
         rotation = np.empty((len(world), 4))
         rotation[:] = quat.IDENTITY
         return rotation, world[:, :3, 3].copy(), np.ones(len(world))
@@ -191,21 +192,21 @@ def _refuse_first(bad, frames, message):
 def _channel_values(obj, layout, order, modes, table, frames):
     """Location (3, J, F), rotation (4, J, F; Euler rows 0-2) and scale (3, J, F) channel
     values of the joint bones on ``frames``: keyed values where an unmuted F-curve is (all
-    read together, :func:`~.action_compat.read_curves`), the pose bone's current value
+    read together, :func:`~.action_compat.read_curve_rows`), the pose bone's current value
     elsewhere. Laid out (component, bone, frame): each F-curve fills one contiguous row.
     Every bone's keys are read (and refused where they are not numbers), not only the joints'.
     ``order``: each bone's index in the pose bones (see :func:`_pose_bones`)."""
     every = layout.every
     current = _current_channels(obj, layout.connected, order, modes)  # (10, B): rows as below
     rows, columns, curves = _keyed_channels(layout.names, layout.connected, modes, table)
-    keyed = compat.read_curves(curves, frames)
-    if not (np.isfinite(keyed).all() and np.isfinite(current).all()):  # rare: say where
-        _check_channels_finite(_laid_out(current, rows, columns, keyed), every, modes, frames)
     joint_of = np.full(len(every), -1)
     joint_of[layout.members] = np.arange(len(layout.bones))
     joints = joint_of[columns]
     kept = joints >= 0
-    values = _laid_out(current[:, joint_of >= 0], np.asarray(rows, dtype=int)[kept], joints[kept], keyed[kept])
+    keyed, finite = compat.read_curve_rows(curves, frames, np.flatnonzero(kept))  # only the joints' made float64
+    if not (finite and np.isfinite(current).all()):  # rare: say where
+        _check_channels_finite(_laid_out(current, rows, columns, compat.read_curves(curves, frames)), every, modes, frames)
+    values = _laid_out(current[:, joint_of >= 0], np.asarray(rows, dtype=int)[kept], joints[kept], keyed)
     return values[:3], values[3:7], values[7:]
 
 
@@ -591,15 +592,16 @@ def _assemble(obj, layout, rest, rot_c, pos_c, bone_scale, uneven, world, frames
     nb, count = len(bones), len(frames)
     rest_rot, rest_pos = rest
     world = np.asarray(world, dtype=float)
+    unturned = _unturned(world)
     world_rot, world_pos, world_scale = (
         np.broadcast_to(values, (count, *values.shape[1:]))
-        for values in _object_transforms(obj.name, world, frames)
+        for values in _object_transforms(obj.name, world, frames, unturned)
     )
 
     parent_scale, own_scale, unsupported = _chain_scales(bones, parents, bone_scale, uneven, world_scale)
     pos_c = pos_c * parent_scale
     roots = np.flatnonzero(parents[:nb] < 0)
-    if _unturned(world):  # most armatures: the roots only moved, the same numbers as turning them by 1
+    if unturned:  # most armatures: the roots only moved, the same numbers as turning them by 1
         pos_c[:, roots] += world_pos.T[:, None, :]
     else:
         object_q = world_rot.T[:, None, :]  # (4, 1, F)
