@@ -106,12 +106,15 @@ def fcurve_channels(bag):
         return [(fcurve, (fcurve.data_path, fcurve.array_index)) for fcurve in bag.fcurves]
     uid = bag.id_data.session_uid
     listed = []
+    pointers = []
     for fcurve in bag.fcurves:
-        key = uid, _AS_POINTER(fcurve)
-        channel = _channels.get(key)
+        pointer = _AS_POINTER(fcurve)
+        channel = _channels.get((uid, pointer))
         if channel is None:
-            channel = _channels[key] = fcurve.data_path, fcurve.array_index
+            channel = _channels[uid, pointer] = fcurve.data_path, fcurve.array_index
         listed.append((fcurve, channel))
+        pointers.append(pointer)
+    _listed[uid, _AS_POINTER(bag)] = pointers
     return listed
 
 
@@ -196,20 +199,23 @@ _remembered = None
 # The channels of the curves listed in there, the same way: {(action session_uid, F-curve
 # address): (data_path, array_index)}, or None outside (see :func:`fcurve_channels`)
 _channels = None
+# The addresses of the curves of each bag as last listed, in order: {(action session_uid,
+# bag address): [F-curve address]}, or None outside (see :func:`_remember_copies`)
+_listed = None
 
 
 @contextmanager
 def remembered_keys():
     """Keys (and channels) read or written in here are not read again in here (one job:
     outside it, anyone may edit any curve). Usable as a decorator."""
-    global _remembered, _channels
-    outer = _remembered, _channels
+    global _remembered, _channels, _listed
+    outer = _remembered, _channels, _listed
     if _remembered is None:
-        _remembered, _channels = {}, {}
+        _remembered, _channels, _listed = {}, {}, {}
     try:
         yield
     finally:
-        _remembered, _channels = outer
+        _remembered, _channels, _listed = outer
 
 
 def _curve_key(fcurve, uid=None):
@@ -241,7 +247,7 @@ def _remember_copies(source_bag, copy_bag):
     if _remembered is None or source_bag is None or copy_bag is None:
         return
     uid, copy_uid = source_bag.id_data.session_uid, copy_bag.id_data.session_uid
-    for pointer, copy_pointer in zip(_addresses(source_bag), _addresses(copy_bag)):
+    for pointer, copy_pointer in zip(_addresses(source_bag, uid), _addresses(copy_bag)):
         known = _remembered.get((uid, pointer))
         if known is not None:
             _remembered[copy_uid, copy_pointer] = known
@@ -250,8 +256,13 @@ def _remember_copies(source_bag, copy_bag):
             _channels[copy_uid, copy_pointer] = channel
 
 
-def _addresses(bag):
-    """The address of every curve of ``bag`` (see :func:`_curve_key`)."""
+def _addresses(bag, uid=None):
+    """The address of every curve of ``bag`` (see :func:`_curve_key`); with ``uid``, its
+    action's session id, as :func:`fcurve_channels` listed them where it did and the bag
+    still has as many curves (a job adds curves, it removes none: as many are the same)."""
+    listed = _listed.get((uid, _AS_POINTER(bag))) if uid is not None else None
+    if listed is not None and len(listed) == len(bag.fcurves):
+        return listed
     return map(_AS_POINTER, bag.fcurves)
 
 
