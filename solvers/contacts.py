@@ -735,7 +735,7 @@ def heel_down(heel_labels, heels, up, leg_length, fps, settings=None):
         return out
     scale = leg_length / REFERENCE_LEG_LENGTH
     (heels,) = steadied_points([heels], heels, fps, scale, settings or ContactSettings())
-    heights = heights_along(heels, up, own=True)[on]
+    heights = heights_along(heels, up)[on]  # (the labelled frames copied by the mask alone)
     lift = HEEL_LIFT * scale
     # The labelled frames row by row: each run's frames follow one another, so each run's
     # lowest is one reduction from its first frame.
