@@ -20,7 +20,7 @@ from .contacts import (
 from .kinematics import Motion, Pose, SolverInputError, check_motion, forward_kinematics
 from .leg_ik import LegOptions, measure_legs_and_lengths, solve_legs
 from .offline_lock import OfflineProblem, OfflineWeights, solve_offline_lock
-from .rig import leg_length
+from .rig import leg_length, mean_leg_length
 from .root_motion import is_in_place
 
 IN_PLACE = ("the clip walks in place (its root stays put while the planted feet glide back): "
@@ -138,7 +138,7 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
     before = _state(gpos, rig, states[0])
     noise = None  # the input feet's jitter over the whole clip, once something reads it
     if missing.any() or heel_missing.any():
-        root, length = travel(skeleton, gpos, rig, up), float(np.mean(bone_lengths))  # leg_length, from the lengths measured
+        root, length = travel(skeleton, gpos, rig, up), mean_leg_length(bone_lengths)  # leg_length's
         noise = metrics.foot_jitter(before["ankles"], before["toes"])
         with _timed(timings, "contacts"):
             heel_labels, labels, slip = _label_feet(before["ankles"], before["toes"], rig, root, length, up, motion.fps,

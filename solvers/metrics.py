@@ -10,6 +10,7 @@ import numpy as np
 from .contacts import REFERENCE_LEG_LENGTH, across, heights_along, long_runs, lowest_row, rolling_min
 from .jitter import jitter, steadied, steadying_kernel
 from .quaternion import dot, lengths
+from .rig import mean_leg_length
 
 SKATE_HEIGHT = 0.05  # m: a foot this close to the ground should not move fast ...
 SKATE_SPEED = 0.5  # m/s: ... faster than this is a skate
@@ -36,7 +37,8 @@ IMPLAUSIBLE_SHARE = 1.0 / 3.0  # a walking foot has contacts on more of its fram
 def toe_speeds(toes, up, fps, unit_scale=1.0):
     """Horizontal toe speed (m/s) of each step between frames: (..., F-1) of toes (..., F, 3),
     e.g. (L, F-1) of one state's legs."""
-    return lengths(across(np.diff(toes, axis=-2), up)) * fps * unit_scale
+    steps = toes[..., 1:, :] - toes[..., :-1, :]  # (np.diff's numbers, without its overhead)
+    return lengths(across(steps, up)) * fps * unit_scale
 
 
 def toe_slide(toes, contacts, up, fps, unit_scale=1.0, speeds=None):
@@ -237,7 +239,7 @@ def foot_jitter(ankles, toes):
 def character_size(bone_lengths):
     """The character's leg length over a reference adult's, in world units (bone lengths in
     world units): the factor that puts the adult thresholds (metres) in the scene's units."""
-    return float(np.mean(bone_lengths)) / REFERENCE_LEG_LENGTH
+    return mean_leg_length(bone_lengths) / REFERENCE_LEG_LENGTH
 
 
 def motion_metrics(toes, hips, ankles, pelvis, contacts, up, fps, floors, bone_lengths, size,

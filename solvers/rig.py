@@ -64,7 +64,14 @@ def _median_length(thigh, shin, axis=None):
 
 def leg_length(gpos, rig):
     """Mean leg length of the rig: the character's size for scale-free thresholds."""
-    return float(np.mean(leg_bone_lengths(gpos, rig.legs)))
+    return mean_leg_length(leg_bone_lengths(gpos, rig.legs))
+
+
+def mean_leg_length(bone_lengths):
+    """The mean of the legs' lengths (L,): ``np.mean``'s number without its overhead (its
+    sum, then a division by the count)."""
+    bone_lengths = np.asarray(bone_lengths)
+    return float(np.add.reduce(bone_lengths) / len(bone_lengths))
 
 
 def leg_length_from_locals(skeleton, rot, pos, rig):
@@ -78,8 +85,7 @@ def leg_length_from_locals(skeleton, rot, pos, rig):
     for i, leg in enumerate(rig.legs):
         segments[0, i] = offset_below(skeleton, rot, pos, leg.hip, leg.knee)
         segments[1, i] = offset_below(skeleton, rot, pos, leg.knee, leg.ankle)
-    lengths = _median_length(*segments, axis=-1)
-    return float(np.add.reduce(lengths) / len(lengths))  # (np.mean's numbers, without its overhead)
+    return mean_leg_length(_median_length(*segments, axis=-1))
 
 
 def offset_below(skeleton, rot, pos, top, joint):
