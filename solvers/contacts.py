@@ -633,14 +633,14 @@ def gait_tempo(points, up, fps, scale, settings):
         return 1.0
     above = heights - lowest_of_the_others(heights)
     band = settings.planted_height * scale
-    side = np.where(above > band, 1, np.where(above < -band, -1, 0))
+    side = np.subtract(above > band, above < -band, dtype=np.intp)  # 1 above, -1 below, 0 between
     # Hysteresis: between the bands a point keeps the side it was last on (taken by flat index).
     frames = side.shape[1]
     last = np.maximum.accumulate(np.where(side != 0, np.arange(frames), 0), axis=1)
     side = np.take(side, last + frames * np.arange(len(side))[:, None])
     # A step ends where a point changes side; the steps are the frames between such changes.
     changes = (side[:, 1:] != side[:, :-1]) & (side[:, 1:] != 0) & (side[:, :-1] != 0)
-    row, frame = np.nonzero(changes)
+    row, frame = changes.nonzero()
     steps = (frame[1:] - frame[:-1])[row[1:] == row[:-1]]
     if len(steps) < MIN_STEPS:
         return 1.0
