@@ -165,7 +165,7 @@ def _matrix_elements(q, elements):
 
 def _principal_euler(q, order):
     """The first Euler solution (3, ...) of unit quaternions (4, ...) for ``order``, and
-    where it is gimbal locked (...).
+    where it is gimbal locked (booleans (...)).
 
     The first angle ``a`` and the middle one ``b`` come from the matrix's last row; the
     last angle ``c`` is then solved for *given* ``a`` (from ``M @ R_a(-a) = R_c(c) @
@@ -173,24 +173,21 @@ def _principal_euler(q, order):
     gimbal lock where ``a`` and ``c`` on their own are ill-conditioned. At gimbal lock
     ``a`` is set to zero and ``c`` takes the whole turn.
 
-    The three angles are one arctan2 over stacked sines and cosines, ``a`` and ``c`` from
-    sines and cosines scaled by ``cos b`` (arctan2 does not mind a positive scale).
+    ``a`` and ``c`` come from sines and cosines scaled by ``cos b`` (arctan2 does not mind
+    a positive scale).
     """
     i, j, k, parity = _order_axes(order)
     m_kj, m_kk, m_ki, m_ik, m_ij, m_jj, m_jk = _matrix_elements(q, ((k, j), (k, k), (k, i), (i, k), (i, j),
                                                                     (j, j), (j, k)))
-    sines, cosines = np.empty((2, 3) + np.shape(m_kk))
+    first = np.empty((3,) + np.shape(m_kk))  # each angle's arctan2 writes its own row
     cos_b = np.sqrt(m_kj * m_kj + m_kk * m_kk)
     locked = cos_b < _GIMBAL_EPS
     if locked.any():  # a = 0: its sine and cosine times cos b are 0 and cos b
         m_kj, m_kk = np.where(locked, 0.0, m_kj), np.where(locked, 1.0, m_kk)
-    np.multiply(m_kj, parity, out=sines[i])
-    cosines[i] = m_kk
-    np.multiply(m_ki, -parity, out=sines[j])
-    cosines[j] = cos_b
-    np.multiply(m_kj * m_ik - m_kk * m_ij, parity, out=sines[k])
-    np.subtract(m_kk * m_jj, m_kj * m_jk, out=cosines[k])
-    return np.arctan2(sines, cosines), locked
+    np.arctan2(m_kj * parity, m_kk, out=first[i])
+    np.arctan2(m_ki * -parity, cos_b, out=first[j])
+    np.arctan2((m_kj * m_ik - m_kk * m_ij) * parity, m_kk * m_jj - m_kj * m_jk, out=first[k])
+    return first, locked
 
 
 def _second_solution(first, locked, order):
@@ -234,7 +231,10 @@ def _whole_turns(angles):
     steps = np.diff(angles, axis=1)
     turns = np.rint(steps / TWO_PI)
     steps -= TWO_PI * turns
-    return turns, np.abs(steps).sum(axis=0)
+    np.abs(steps, out=steps)
+    lengths = steps[0] + steps[1]  # two adds: a sum over axis 0 copies its first row first
+    lengths += steps[2]
+    return turns, lengths
 
 
 def _chosen_branches(first, locked, order, start, step_lengths):
@@ -283,7 +283,9 @@ def _unwrap(angles, turns):
     to count them here."""
     if turns is None:
         turns = np.rint(np.diff(angles, axis=1) / TWO_PI)
-    if turns.any():  # most curves never cross a half turn: no (slow, strided) running sum
+    # Most curves never cross a half turn: no (slow, strided) running sum. (turns.any()
+    # would cast the floats to bools through a buffer, a compare does not.)
+    if (turns != 0.0).any():
         angles[:, 1:] -= TWO_PI * np.cumsum(turns, axis=1)
     return angles
 
