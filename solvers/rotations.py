@@ -94,17 +94,19 @@ def euler_to_quat(euler, order):
     i, j, k, parity = _order_axes(order)
     cos, sin = _half_angle_cos_sin(euler)
     ca, sa, cb, sb, cc, sc = cos[i], sin[i], cos[j], sin[j], cos[k], sin[k]
-    # q_c * q_b * q_a written out for the three axes; the parity only flips signs.
+    # q_c * q_b * q_a written out for the three axes; the parity only flips signs, so it
+    # swaps adds and subtracts (exactly the same values as multiplying by -1). Each row is
+    # written by its last operation (out=, a view even for 0-d input): no temporary copied in.
+    add, subtract = (np.add, np.subtract) if parity > 0 else (np.subtract, np.add)
     w = cb * ca
     vi = cb * sa
     vj = sb * ca
     sb_sa = sb * sa
-    parity_sc = parity * sc
     out = np.empty((4,) + w.shape)
-    out[0] = cc * w + parity_sc * sb_sa
-    out[1 + i] = cc * vi - parity_sc * vj
-    out[1 + j] = cc * vj + parity_sc * vi
-    out[1 + k] = sc * w - parity * cc * sb_sa
+    add(cc * w, sc * sb_sa, out=out[0, ...])
+    subtract(cc * vi, sc * vj, out=out[1 + i, ...])
+    add(cc * vj, sc * vi, out=out[1 + j, ...])
+    subtract(sc * w, cc * sb_sa, out=out[1 + k, ...])
     return out
 
 
@@ -184,9 +186,9 @@ def _principal_euler(q, order):
     locked = cos_b < _GIMBAL_EPS
     if locked.any():  # a = 0: its sine and cosine times cos b are 0 and cos b
         m_kj, m_kk = np.where(locked, 0.0, m_kj), np.where(locked, 1.0, m_kk)
-    np.arctan2(m_kj * parity, m_kk, out=first[i])
-    np.arctan2(m_ki * -parity, cos_b, out=first[j])
-    np.arctan2((m_kj * m_ik - m_kk * m_ij) * parity, m_kk * m_jj - m_kj * m_jk, out=first[k])
+    np.arctan2(m_kj * parity, m_kk, out=first[i, ...])
+    np.arctan2(m_ki * -parity, cos_b, out=first[j, ...])
+    np.arctan2((m_kj * m_ik - m_kk * m_ij) * parity, m_kk * m_jj - m_kj * m_jk, out=first[k, ...])
     return first, locked
 
 
