@@ -195,9 +195,10 @@ def _principal_euler(q, order):
 def _second_solution(first, locked, order):
     """The other Euler solution ``(a + pi, pi - b, c + pi)``, wrapped, of principal ones
     (3, ...) (the same where ``locked``): one rule for all three angles."""
-    flip = np.array([1.0, 1.0, 1.0])
-    flip["XYZ".index(order[1])] = -1.0
-    second = _wrap(first * flip.reshape((3,) + (1,) * (first.ndim - 1)) + np.pi)
+    turned = first + np.pi
+    middle = "XYZ".index(order[1])
+    np.subtract(np.pi, first[middle, ...], out=turned[middle, ...])
+    second = _wrap(turned)
     if locked.any():
         second[:, locked] = first[:, locked]
     return second
@@ -211,8 +212,9 @@ def quat_to_euler_pair(q, order):
 
 
 def _branch_distance(u, v):
-    """Sum over the three axes of the shortest angular distance, ignoring whole turns."""
-    return np.abs(_wrap(u - v)).sum(axis=0)
+    """Sum over the three axes of the shortest angular distance, ignoring whole turns;
+    ``u`` may stack several candidates before the axes of ``v`` ((3, ...))."""
+    return np.abs(_wrap(u - v)).sum(axis=-v.ndim)
 
 
 # A map m: {0, 1} -> {0, 1} is stored as the code m(0) + 2 * m(1).
@@ -310,8 +312,9 @@ def quat_to_euler(q, order, reference=None):
         start = 0
     else:
         reference = np.asarray(reference, dtype=float)
-        second = _second_solution(first[:, 0], locked[0], order)
-        start = _branch_distance(second, reference) < _branch_distance(first[:, 0], reference)
+        candidates = np.stack((first[:, 0], _second_solution(first[:, 0], locked[0], order)))
+        distance = _branch_distance(candidates, reference)  # both at once: (2, ...)
+        start = distance[1] < distance[0]
     turns, step_lengths = _whole_turns(first)
     branch = _chosen_branches(first, locked, order, start, step_lengths)
     if branch is not None or np.any(start):
