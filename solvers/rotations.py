@@ -94,17 +94,19 @@ def euler_to_quat(euler, order):
     i, j, k, parity = _order_axes(order)
     cos, sin = _half_angle_cos_sin(euler)
     ca, sa, cb, sb, cc, sc = cos[i], sin[i], cos[j], sin[j], cos[k], sin[k]
-    # q_c * q_b * q_a written out for the three axes; the parity only flips signs.
+    # q_c * q_b * q_a written out for the three axes; the parity only flips signs, so it
+    # swaps adds and subtracts (exactly the same values as multiplying by -1). Each row is
+    # written by its last operation (out=, a view even for 0-d input): no temporary copied in.
+    add, subtract = (np.add, np.subtract) if parity > 0 else (np.subtract, np.add)
     w = cb * ca
     vi = cb * sa
     vj = sb * ca
     sb_sa = sb * sa
-    parity_sc = parity * sc
     out = np.empty((4,) + w.shape)
-    out[0] = cc * w + parity_sc * sb_sa
-    out[1 + i] = cc * vi - parity_sc * vj
-    out[1 + j] = cc * vj + parity_sc * vi
-    out[1 + k] = sc * w - parity * cc * sb_sa
+    add(cc * w, sc * sb_sa, out=out[0, ...])
+    subtract(cc * vi, sc * vj, out=out[1 + i, ...])
+    add(cc * vj, sc * vi, out=out[1 + j, ...])
+    subtract(sc * w, cc * sb_sa, out=out[1 + k, ...])
     return out
 
 
@@ -163,47 +165,56 @@ def _matrix_elements(q, elements):
     return out
 
 
-def quat_to_euler_pair(q, order):
-    """Both Euler solutions (3, ...) of unit quaternions (4, ...) for ``order``.
+def _principal_euler(q, order):
+    """The first Euler solution (3, ...) of unit quaternions (4, ...) for ``order``, and
+    where it is gimbal locked (booleans (...)).
 
     The first angle ``a`` and the middle one ``b`` come from the matrix's last row; the
     last angle ``c`` is then solved for *given* ``a`` (from ``M @ R_a(-a) = R_c(c) @
     R_b(b)``), so the three always rebuild the rotation to rounding error, even next to
     gimbal lock where ``a`` and ``c`` on their own are ill-conditioned. At gimbal lock
-    ``a`` is set to zero and ``c`` takes the whole turn. The second solution is ``(a + pi,
-    pi - b, c + pi)``; at gimbal lock both are the same.
+    ``a`` is set to zero and ``c`` takes the whole turn.
 
-    The three angles are one arctan2 over stacked sines and cosines, ``a`` and ``c`` from
-    sines and cosines scaled by ``cos b`` (arctan2 does not mind a positive scale).
+    ``a`` and ``c`` come from sines and cosines scaled by ``cos b`` (arctan2 does not mind
+    a positive scale).
     """
     i, j, k, parity = _order_axes(order)
     m_kj, m_kk, m_ki, m_ik, m_ij, m_jj, m_jk = _matrix_elements(q, ((k, j), (k, k), (k, i), (i, k), (i, j),
                                                                     (j, j), (j, k)))
-    sines, cosines = np.empty((2, 3) + np.shape(m_kk))
+    first = np.empty((3,) + np.shape(m_kk))  # each angle's arctan2 writes its own row
     cos_b = np.sqrt(m_kj * m_kj + m_kk * m_kk)
     locked = cos_b < _GIMBAL_EPS
-    any_locked = locked.any()
-    if any_locked:  # a = 0: its sine and cosine times cos b are 0 and cos b
+    if locked.any():  # a = 0: its sine and cosine times cos b are 0 and cos b
         m_kj, m_kk = np.where(locked, 0.0, m_kj), np.where(locked, 1.0, m_kk)
-    np.multiply(m_kj, parity, out=sines[i])
-    cosines[i] = m_kk
-    np.multiply(m_ki, -parity, out=sines[j])
-    cosines[j] = cos_b
-    np.multiply(m_kj * m_ik - m_kk * m_ij, parity, out=sines[k])
-    np.subtract(m_kk * m_jj, m_kj * m_jk, out=cosines[k])
-    first = np.arctan2(sines, cosines)
-    # Turned by pi (b: pi - b) and wrapped, each solution by one rule for all three angles.
-    flip = np.array([1.0, 1.0, 1.0])
-    flip[j] = -1.0
-    second = _wrap(first * flip.reshape((3,) + (1,) * (first.ndim - 1)) + np.pi)
-    if any_locked:
+    np.arctan2(m_kj * parity, m_kk, out=first[i, ...])
+    np.arctan2(m_ki * -parity, cos_b, out=first[j, ...])
+    np.arctan2((m_kj * m_ik - m_kk * m_ij) * parity, m_kk * m_jj - m_kj * m_jk, out=first[k, ...])
+    return first, locked
+
+
+def _second_solution(first, locked, order):
+    """The other Euler solution ``(a + pi, pi - b, c + pi)``, wrapped, of principal ones
+    (3, ...) (the same where ``locked``): one rule for all three angles."""
+    turned = first + np.pi
+    middle = "XYZ".index(order[1])
+    np.subtract(np.pi, first[middle, ...], out=turned[middle, ...])
+    second = _wrap(turned)
+    if locked.any():
         second[:, locked] = first[:, locked]
-    return first, second
+    return second
+
+
+def quat_to_euler_pair(q, order):
+    """Both Euler solutions (3, ...) of unit quaternions (4, ...) for ``order`` (see
+    :func:`_principal_euler` and :func:`_second_solution`); at gimbal lock both are the same."""
+    first, locked = _principal_euler(q, order)
+    return first, _second_solution(first, locked, order)
 
 
 def _branch_distance(u, v):
-    """Sum over the three axes of the shortest angular distance, ignoring whole turns."""
-    return np.abs(_wrap(u - v)).sum(axis=0)
+    """Sum over the three axes of the shortest angular distance, ignoring whole turns;
+    ``u`` may stack several candidates before the axes of ``v`` ((3, ...))."""
+    return np.abs(_wrap(u - v)).sum(axis=-v.ndim)
 
 
 # A map m: {0, 1} -> {0, 1} is stored as the code m(0) + 2 * m(1).
@@ -218,50 +229,69 @@ _COMPOSE = np.array(  # _COMPOSE[g, f]: the code of "f, then g"
 )
 
 
-def _chosen_branches(first, second, start):
-    """Per frame (axis 1 of the (3, F, ...) candidates), which of the two solutions
-    continues the previous choice best; ``start`` is the choice on the first frame.
+def _whole_turns(angles):
+    """The whole turns (3, F - 1, ...) in each step between frames of angles (3, F, ...), and
+    the steps' lengths summed over the axes with those turns taken out (F - 1, ...)."""
+    steps = np.diff(angles, axis=1)
+    turns = np.rint(steps / TWO_PI)
+    steps -= TWO_PI * turns
+    np.abs(steps, out=steps)
+    lengths = steps[0] + steps[1]  # two adds: a sum over axis 0 copies its first row first
+    lengths += steps[2]
+    return turns, lengths
+
+
+def _chosen_branches(first, locked, order, start, step_lengths):
+    """Per frame (axis 1 of the (3, F, ...) principal solutions), which of the two
+    solutions continues the previous choice best, or None where that is ``start`` (the
+    choice on the first frame) throughout.
 
     The greedy rule "take the candidate nearest to the one chosen on the previous frame"
     is a chain of maps {0, 1} -> {0, 1}; their running composition is a prefix scan, done
     with log2(F) vectorised doubling steps instead of a Python loop over frames.
 
     The two solutions of one frame are at least 2*pi apart (summed over the axes), so a
-    step shorter than pi within a solution keeps to it: the full comparison is only made
+    step shorter than pi within a solution (``step_lengths``, from :func:`_whole_turns`)
+    keeps to it: the full comparison, and the second solutions it needs, are only made
     where a step is long (near gimbal lock) or a frame is locked.
     """
     frames = first.shape[1]
+    if frames < 2:
+        return None
+    unsure = (step_lengths > 0.9 * np.pi) | locked[1:] | locked[:-1]
+    if not unsure.any():  # the usual case: no solution switch anywhere
+        return None
+    where = np.nonzero(unsure)
+    now = (slice(None), where[0] + 1) + where[1:]
+    before = (slice(None), where[0]) + where[1:]
+    first_now, first_before = first[now], first[before]
+    second_now = _second_solution(first_now, locked[now[1:]], order)
+    to_second = [
+        _branch_distance(second_now, previous) < _branch_distance(first_now, previous)
+        for previous in (first_before, _second_solution(first_before, locked[before[1:]], order))
+    ]
     code = np.full(first.shape[1:], _IDENTITY_MAP, dtype=np.int8)
-    if frames > 1:
-        locked = np.all(first == second, axis=0)
-        unsure = (_branch_distance(first[:, 1:], first[:, :-1]) > 0.9 * np.pi) | locked[1:] | locked[:-1]
-        if unsure.any():
-            where = np.nonzero(unsure)
-            now = (slice(None), where[0] + 1) + where[1:]
-            before = (slice(None), where[0]) + where[1:]
-            to_second = [
-                _branch_distance(second[now], previous[before])
-                < _branch_distance(first[now], previous[before])
-                for previous in (first, second)
-            ]
-            code[now[1:]] = to_second[0] + 2 * to_second[1]
-    start = np.asarray(start, dtype=np.int8)
-    if np.all(code == _IDENTITY_MAP):  # the usual case: no solution switch anywhere
-        return np.broadcast_to(start, code.shape)
+    code[now[1:]] = to_second[0] + 2 * to_second[1]
+    if np.all(code == _IDENTITY_MAP):
+        return None
     shift = 1
     while shift < frames:
         code[shift:] = _COMPOSE[code[shift:], code[:-shift]]
         shift *= 2
-    return _apply(code, start)
+    return _apply(code, np.asarray(start, dtype=np.int8))
 
 
-def unwrap(angles):
-    """Angles (3, F, ...) with whole turns added so no step between frames exceeds pi."""
-    turns = np.rint(np.diff(angles, axis=1) / TWO_PI)
-    out = angles.copy()
-    if turns.any():  # most curves never cross a half turn: no (slow, strided) running sum
-        out[:, 1:] -= TWO_PI * np.cumsum(turns, axis=1)
-    return out
+def _unwrap(angles, turns):
+    """Angles (3, F, ...), changed in place, with whole turns added so no step between
+    frames exceeds pi; ``turns`` are the steps' whole turns (:func:`_whole_turns`), or None
+    to count them here."""
+    if turns is None:
+        turns = np.rint(np.diff(angles, axis=1) / TWO_PI)
+    # Most curves never cross a half turn: no (slow, strided) running sum. (turns.any()
+    # would cast the floats to bools through a buffer, a compare does not.)
+    if (turns != 0.0).any():
+        angles[:, 1:] -= TWO_PI * np.cumsum(turns, axis=1)
+    return angles
 
 
 def quat_to_euler(q, order, reference=None):
@@ -271,19 +301,28 @@ def quat_to_euler(q, order, reference=None):
     continues the previous frame (as ``Matrix.to_euler(order, previous)`` does, frame by
     frame) and every angle is unwrapped so it never jumps by 2*pi. The first frame takes
     the solution, and the whole turns, nearest to ``reference`` ((3, ...) angles, e.g. the
-    curve's previous value there), or else the principal one.
+    curve's previous value there), or else the principal one. The second solutions are
+    only computed where they are compared or chosen.
     """
     q = np.asarray(q, dtype=float)
     if q.ndim < 2 or q.shape[1] == 0:
         raise ValueError("quat_to_euler expects (4, frames, ...) with at least one frame")
-    first, second = quat_to_euler_pair(q, order)
+    first, locked = _principal_euler(q, order)
     if reference is None:
         start = 0
     else:
         reference = np.asarray(reference, dtype=float)
-        start = _branch_distance(second[:, 0], reference) < _branch_distance(first[:, 0], reference)
-    branch = _chosen_branches(first, second, start)
-    euler = unwrap(np.where(branch == 0, first, second))
+        candidates = np.stack((first[:, 0], _second_solution(first[:, 0], locked[0], order)))
+        distance = _branch_distance(candidates, reference)  # both at once: (2, ...)
+        start = distance[1] < distance[0]
+    turns, step_lengths = _whole_turns(first)
+    branch = _chosen_branches(first, locked, order, start, step_lengths)
+    if branch is not None or np.any(start):
+        if branch is None:
+            branch = np.broadcast_to(start, first.shape[1:])
+        first = np.where(branch == 0, first, _second_solution(first, locked, order))
+        turns = None  # the steps of the chosen solutions are not those of the first
+    euler = _unwrap(first, turns)  # first is this function's own array
     if reference is not None:
         euler += TWO_PI * np.rint((reference - euler[:, 0]) / TWO_PI)[:, None]
     return euler
