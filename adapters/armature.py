@@ -694,26 +694,11 @@ _INVERSE_PRODUCT_SIGNS = np.array([[1.0, 1.0, 1.0, 1.0], [-1.0, 1.0, 1.0, -1.0],
                                    [-1.0, 1.0, -1.0, 1.0]])
 
 
-# The product q * r as a matrix times q: r's right-multiplication matrix is
-# r[..., _INVERSE_PRODUCT_ORDER] * _RIGHT_PRODUCT_SIGNS.
-_RIGHT_PRODUCT_SIGNS = np.array([[1.0, -1.0, -1.0, -1.0], [1.0, 1.0, 1.0, -1.0], [1.0, -1.0, 1.0, 1.0],
-                                 [1.0, 1.0, -1.0, 1.0]])
-
-
 def _inverse_products(r):
     """Matrices (..., 4, 4) that multiply quaternions (4,) by the inverses of unit quaternions
     ``r`` (..., 4) from the left: one matrix product per bone (or frame) then replaces a Hamilton
     product's 28 array operations."""
     return r[..., _INVERSE_PRODUCT_ORDER] * _INVERSE_PRODUCT_SIGNS
-
-
-def _inverse_rotations(r):
-    """Rotation matrices (..., 3, 3) of the inverses of unit quaternions ``r`` (..., 4):
-    the vector block of ``conjugate(r) * v * r`` as a product of two 4x4 matrices, a few
-    array operations where rotating by quaternions takes some thirty (for a few rest
-    rotations; per frame, numpy's matrix product per stacked matrix costs more)."""
-    right = r[..., _INVERSE_PRODUCT_ORDER] * _RIGHT_PRODUCT_SIGNS
-    return np.matmul(_inverse_products(r), right)[..., 1:, 1:]
 
 
 def basis_rotations(joint_map, rot, bone_names, frame_start=None):
@@ -744,9 +729,11 @@ def basis_locations(joint_map, pos, bone_names, frame_start):
     roots = jm.parents[joints] < 0
     local[:, roots] = quat.rotate(quat.conjugate(world_rot[:, None]), local[:, roots] - world_pos[:, None])
     local /= jm.parent_scale[offset : offset + len(pos), joints, None]
-    # (bones, 3, 3) @ (bones, 3, F): each bone's rest offset and rotation undone, as (F, bones, 3).
+    # (bones, 3, 3) @ (bones, 3, F): each bone's rest offset and rotation undone (the rest
+    # rotation's matrix transposed), as (F, bones, 3).
     local -= jm.rest_pos[joints]
-    return np.matmul(_inverse_rotations(jm.rest_rot[joints]), local.transpose(1, 2, 0)).transpose(2, 0, 1)
+    undo_rest = np.swapaxes(quat.to_matrix(jm.rest_rot[joints]), -1, -2)
+    return np.matmul(undo_rest, local.transpose(1, 2, 0)).transpose(2, 0, 1)
 
 
 def check_writable(joint_map, motion, frame_start, rotation_bones, location_bones):
