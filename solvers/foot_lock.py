@@ -175,7 +175,7 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
     steadying = metrics.ground_steadying(noise, motion.fps, size)
     (before_figures, after_figures), (grounded, _) = _metrics(
         states[:, :, measured], len(rig.legs), contacts[:, measured], up, motion.fps, unit_scale,
-        np.array([lim.toe_min_height for lim in limits]), bone_lengths, size, before["pelvis"][measured], steadying,
+        np.array([lim.toe_min_height for lim in limits]), bone_lengths, before["pelvis"][measured], steadying,
     )
     if IN_PLACE not in warnings:  # an in-place walk is left unlocked on purpose: its labels are not the news
         if not whole:  # the input's figures are not of the whole clip
@@ -250,14 +250,14 @@ def _parts(rows, legs):
             "ankles": rows[..., 1 + legs : 1 + 2 * legs, :, :], "toes": rows[..., 1 + 2 * legs :, :, :]}
 
 
-def _metrics(states, legs, contacts, up, fps, unit_scale, floors, bone_lengths, size, reference_pelvis, steadying):
+def _metrics(states, legs, contacts, up, fps, unit_scale, floors, bone_lengths, reference_pelvis, steadying):
     """The figures of each state (a before and an after: positions gathered by :func:`_state`,
     (S, 1 + 3 L, F, 3)), measured together, and the share of the frames each foot is on the
     ground (S, L)."""
     parts = _parts(states, legs)
     return metrics.motion_metrics(
         parts["toes"], parts["hips"], parts["ankles"], parts["pelvis"], contacts, up, fps,
-        floors, bone_lengths, size, reference_pelvis, unit_scale, steadying,
+        floors, bone_lengths, reference_pelvis, unit_scale, steadying,
     )
 
 

@@ -242,20 +242,21 @@ def character_size(bone_lengths):
     return mean_leg_length(bone_lengths) / REFERENCE_LEG_LENGTH
 
 
-def motion_metrics(toes, hips, ankles, pelvis, contacts, up, fps, floors, bone_lengths, size,
+def motion_metrics(toes, hips, ankles, pelvis, contacts, up, fps, floors, bone_lengths,
                    reference_pelvis, unit_scale=1.0, steadying=None):
     """All reported figures for each of S states of the motion (a before and an after), one
     dict per state, and the share of the frames each foot is on the ground (S, L); arrays
     in world units with a leading axis of states: ``toes``, ``hips``, ``ankles`` (S, L, F, 3),
-    ``pelvis`` (S, F, 3). ``size`` the :func:`character_size` of ``bone_lengths`` and
-    ``steadying`` the input's :func:`ground_steadying`, for the ground figures. The filters that run along frames take every state's legs as rows of one
+    ``pelvis`` (S, F, 3). ``steadying`` the input's :func:`ground_steadying`, for the ground
+    figures. The filters that run along frames take every state's legs as rows of one
     array: on a short clip their cost is per numpy call, not per frame."""
     states = len(toes)
     ground = np.asarray(floors).min()
     speeds = toe_speeds(toes, up, fps, unit_scale)  # shared by the toe slide and both skate ratios
     toe_heights = heights_along(toes, up)  # shared by the skate ratios and the penetration
     accelerations = ankle_accelerations(ankles, fps, unit_scale)
-    slides, grounded_shares = _ground_slides(foot_points(ankles, toes), up, fps, size, unit_scale, steadying)
+    slides, grounded_shares = _ground_slides(foot_points(ankles, toes), up, fps,
+                                             character_size(bone_lengths), unit_scale, steadying)
     near = _near_ground(toe_heights, ground, unit_scale)
     columns = {
         "ground_slide_cm_s": 100.0 * np.array(slides),
