@@ -29,7 +29,7 @@ from .errors import ClipError
 from .farm import planned
 from .report import FileRecord, file_line, read_record
 from .resume import stamped
-from .stops import Stopped
+from .stops import Stopped, held_signals
 
 SCRIPT = Path(__file__).resolve().with_name("blender_script.py")
 
@@ -63,6 +63,32 @@ class Workers:
     def run(self, command, timeout, environment=None):
         """Run ``command`` (``environment``: variables to set); returns ``(exit status,
         stderr, timed out)``, or None once stopped."""
+        process = None
+        try:
+            # A stop raised inside Popen, after the fork, would leave a worker no one
+            # kills: held, it comes once the worker is known, and ends it below.
+            with held_signals():
+                process = self._start(command, environment)
+            if process is None:
+                return None
+            _, stderr = process.communicate(timeout=timeout)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            _kill(process)
+            _, stderr = process.communicate()
+            timed_out = True
+        except BaseException:  # a stop while this thread started or waited for it (a single file's run)
+            if process is not None:
+                _kill(process)
+                process.wait()
+            raise
+        finally:
+            with self._lock:
+                self._running.discard(process)
+        return process.returncode, stderr, timed_out
+
+    def _start(self, command, environment):
+        """The worker started and registered for :meth:`stop`, or None once stopped."""
         with self._lock:
             if self.stopped:
                 return None
@@ -72,21 +98,7 @@ class Workers:
                                        stderr=subprocess.PIPE, text=True, errors="replace",
                                        env={**os.environ, **(environment or {})}, start_new_session=True)
             self._running.add(process)
-        try:
-            _, stderr = process.communicate(timeout=timeout)
-            timed_out = False
-        except subprocess.TimeoutExpired:
-            _kill(process)
-            _, stderr = process.communicate()
-            timed_out = True
-        except BaseException:  # a stop while this thread waited (a single file's run): end the worker too
-            _kill(process)
-            process.wait()
-            raise
-        finally:
-            with self._lock:
-                self._running.discard(process)
-        return process.returncode, stderr, timed_out
+            return process
 
     def stop(self):
         """No new worker starts; every running one is killed (and waited for by its thread)."""
