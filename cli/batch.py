@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import suppress
 from functools import partial
@@ -29,7 +30,7 @@ from .errors import ClipError
 from .farm import planned
 from .report import FileRecord, file_line, read_record
 from .resume import stamped
-from .stops import Stopped
+from .stops import Stopped, held_signals
 
 SCRIPT = Path(__file__).resolve().with_name("blender_script.py")
 
@@ -63,6 +64,32 @@ class Workers:
     def run(self, command, timeout, environment=None):
         """Run ``command`` (``environment``: variables to set); returns ``(exit status,
         stderr, timed out)``, or None once stopped."""
+        process = None
+        try:
+            # A stop raised inside Popen, after the fork, would leave a worker no one
+            # kills: held, it comes once the worker is known, and ends it below.
+            with held_signals():
+                process = self._start(command, environment)
+            if process is None:
+                return None
+            _, stderr = process.communicate(timeout=timeout)
+            timed_out = False
+        except subprocess.TimeoutExpired:
+            _kill(process)
+            _, stderr = process.communicate()
+            timed_out = True
+        except BaseException:  # a stop while this thread started or waited for it (a single file's run)
+            if process is not None:
+                _kill(process)
+                process.wait()
+            raise
+        finally:
+            if process is not None:
+                self._forget(process)
+        return process.returncode, stderr, timed_out
+
+    def _start(self, command, environment):
+        """The worker started and registered for :meth:`stop`, or None once stopped."""
         with self._lock:
             if self.stopped:
                 return None
@@ -72,21 +99,15 @@ class Workers:
                                        stderr=subprocess.PIPE, text=True, errors="replace",
                                        env={**os.environ, **(environment or {})}, start_new_session=True)
             self._running.add(process)
-        try:
-            _, stderr = process.communicate(timeout=timeout)
-            timed_out = False
-        except subprocess.TimeoutExpired:
-            _kill(process)
-            _, stderr = process.communicate()
-            timed_out = True
-        except BaseException:  # a stop while this thread waited (a single file's run): end the worker too
-            _kill(process)
-            process.wait()
-            raise
-        finally:
-            with self._lock:
-                self._running.discard(process)
-        return process.returncode, stderr, timed_out
+            return process
+
+    def _forget(self, process):
+        """Drop the ended ``process`` from the running ones; if it was killed (a timeout,
+        a stop: its whole group was), only once what it started has ended too."""
+        with self._lock:
+            self._running.discard(process)
+        if process.returncode == -signal.SIGKILL:
+            _wait_for_group_to_end(process.pid)
 
     def stop(self):
         """No new worker starts; every running one is killed (and waited for by its thread)."""
@@ -121,6 +142,40 @@ def dying_with_this_thread(command):
 def _kill(process):
     with suppress(ProcessLookupError):  # it had just ended
         os.killpg(process.pid, signal.SIGKILL)  # works on a SIGSTOPped process too
+
+
+# How long the rest of a killed worker's process group may take to die before we go on
+# without it: far more than ever needed, yet a bound, whatever the system does.
+GROUP_END_SECONDS = 5.0
+
+
+def _wait_for_group_to_end(group):
+    """Return once no process of the process ``group`` is alive, or after GROUP_END_SECONDS.
+
+    SIGKILL is asynchronous: once the worker is reaped, a process it started may still be
+    dying (Blender's start forks ``xdg-user-dir``, and the fork of a big address space
+    takes a while to tear down), and a stopped command line would return before it."""
+    deadline = time.monotonic() + GROUP_END_SECONDS
+    while _alive_in_group(group) and time.monotonic() < deadline:
+        time.sleep(0.005)
+
+
+def _alive_in_group(group):
+    """Whether a process of ``group`` is alive, read from Linux's /proc (elsewhere: False,
+    unknown). A zombie has ended: an orphan's waits for PID 1, which may never reap it."""
+    try:
+        pids = [name for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return False
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as stat:
+                state, _parent, its_group = stat.read().rsplit(b")", 1)[1].split()[:3]
+        except OSError:
+            continue  # it ended meanwhile
+        if int(its_group) == group and state not in (b"Z", b"X"):
+            return True
+    return False
 
 
 def run_worker(source, target, options, timeout, workers=None):

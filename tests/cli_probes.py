@@ -97,12 +97,19 @@ def processes_mentioning(text):
             continue
         try:
             command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
         except OSError:
             continue  # it ended meanwhile
-        if text in command and state != "Z":
+        if text in command and alive(int(entry.name)):
             found.append(int(entry.name))
     return found
+
+
+def alive(pid):
+    """Whether process ``pid`` exists and has not ended (a zombie has)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def start_cli(argv, cwd, pythonpath, env=None):
