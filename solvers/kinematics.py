@@ -199,7 +199,7 @@ def inverse_kinematics_locals(skeleton, grot, gpos):
 def local_rotation(parent_global_rot, global_rot, out=None):
     """Local rotation that gives ``global_rot`` under a parent with ``parent_global_rot``,
     written to ``out`` where given."""
-    return quat.multiply(quat.conjugate(parent_global_rot), global_rot, out=out)
+    return quat.multiply(parent_global_rot, global_rot, out=out, conjugate_a=True)
 
 
 def local_position(parent_global_rot, parent_global_pos, global_pos):
