@@ -312,13 +312,12 @@ def _solve_stacked(pose, legs, chains, limits, toe_targets, heel_targets, leg, u
     joints = [[int(pose.skeleton.parents[each.hip]), *chain] for each, chain in zip(legs, chains)]  # (G, m)
     count, size = len(joints), len(joints[0])
     frames = pose.rot.shape[0]
-    runs = [_runs(chain) for chain in joints]  # each leg's joints in the whole pose
-    # Given heel targets, the solve reads no global below the ankle before it recomputes it
-    # (solve_leg): those rows are left unset (often a second run per leg: the toe tip).
-    read = runs if heel_targets is None else [_runs(chain[: chain.index(each.ankle) + 1])
-                                              for chain, each in zip(joints, legs)]
 
-    def cut(values, leg_runs=runs):
+    def runs(first, stop=None):
+        """Each leg's joints from row ``first`` up to ``stop`` as runs of the whole pose's."""
+        return [_runs(chain[first:stop], first) for chain in joints]
+
+    def cut(values, leg_runs):
         """(F, n, k) -> (G F, m, k), a run of consecutive joints per copy. Laid out by component
         (each joint's x of every row side by side, ...): the solve reads and writes positions
         and rotations a component at a time, which numpy then runs through contiguously
@@ -329,9 +328,14 @@ def _solve_stacked(pose, legs, chains, limits, toe_targets, heel_targets, leg, u
                 each[:, theirs] = values[:, ours]
         return rows.reshape(count * frames, size, -1)
 
+    # Only the rows the solve reads are filled. It never updates the hip's parent (row 0) or
+    # the hip, and writes the hip's local rotation without reading it: their globals are all
+    # it reads of them. Given heel targets, it reads no global below the ankle before it
+    # recomputes it (solve_leg).
+    below_hip = runs(leg.hip + 1)
+    read = runs(0) if heel_targets is None else runs(0, leg.ankle + 1)
     rows = Pose(Skeleton([f"joint {k}" for k in range(size)], np.arange(-1, size - 1)),
-                cut(pose.rot), cut(pose.pos), cut(pose.grot, read), cut(pose.gpos, read))
-    rows.rot[:, 0], rows.pos[:, 0] = rows.grot[:, 0], rows.gpos[:, 0]  # the hip's parent: a root where it is
+                cut(pose.rot, below_hip), cut(pose.pos, below_hip), cut(pose.grot, read), cut(pose.gpos, read))
 
     def per_row(field):  # one value per leg, or per leg and frame -> (G F, ...)
         values = np.asarray([getattr(lim, field) for lim in limits], dtype=float)
@@ -350,8 +354,11 @@ def _solve_stacked(pose, legs, chains, limits, toe_targets, heel_targets, leg, u
                                                "toe_min_height", "heel_min_height", "toe_end_min_height")))
     solve_leg(rows, leg, stacked, toe_targets.reshape(-1, 3), up, options,
               heel_target=None if heel_targets is None else heel_targets.reshape(-1, 3))
-    solved = [_runs(chain[1:], first=1) for chain in joints]  # the hip's parent is left as it was
-    for ours, theirs in ((pose.rot, rows.rot), (pose.grot, rows.grot), (pose.gpos, rows.gpos)):
+    # What the solve changed: the local rotations from the hip to the toe (the joints it turns,
+    # and those between), the global rotations from the hip and the positions below it.
+    changed = ((pose.rot, rows.rot, runs(leg.hip, leg.toe + 1)), (pose.grot, rows.grot, runs(leg.hip)),
+               (pose.gpos, rows.gpos, below_hip))
+    for ours, theirs, solved in changed:
         for leg_runs, leg_rows in zip(solved, theirs.reshape(count, frames, size, -1)):
             for in_pose, in_rows in leg_runs:
                 ours[:, in_pose] = leg_rows[:, in_rows]
