@@ -154,13 +154,12 @@ class Pose:
         """Turn ``joint`` by ``world_rotation`` (F, 4) about itself, writing its local and
         global rotation (its position stays); the joints below it are updated by
         :meth:`update`."""
-        new_global = quat.multiply(world_rotation, self.grot[:, joint])
+        new_global = quat.multiply(world_rotation, self.grot[:, joint], out=self.grot[:, joint])
         parent = self.skeleton.parents[joint]
         if parent >= 0:
             local_rotation(self.grot[:, parent], new_global, out=self.rot[:, joint])
         else:
             self.rot[:, joint] = new_global
-        self.grot[:, joint] = new_global
 
     def place(self, joint, world_positions):
         """Translate ``joint`` so it sits at ``world_positions`` (F, 3), writing its

@@ -103,10 +103,9 @@ def normalize(v, eps=1e-12):
 def divided(v, sizes, eps=1e-12):
     """``v`` (..., k) divided by its lengths ``sizes`` (...), at least ``eps``: :func:`normalize`
     where the lengths are known."""
-    sizes = np.maximum(sizes, eps)
     out = empty_as(v)
-    for i in range(out.shape[-1]):  # a component at a time (see the module's docstring)
-        np.divide(v[..., i], sizes, out=out[..., i])
+    # All components in one call, as rows (see :func:`_rows`): each divided as alone.
+    np.divide(_rows(v, v.ndim), np.maximum(sizes, eps), out=_rows(out, v.ndim))
     return out
 
 
@@ -119,7 +118,7 @@ def _common_shape(a, b):
 
 def multiply(a, b, out=None, conjugate_a=False):
     """Hamilton product ``a * b`` (apply ``b`` first, then ``a``), written to ``out`` where
-    given (not one of the factors); with ``conjugate_a``, ``conjugate(a) * b`` (``b`` relative
+    given (which may be one of the factors: every term is made before it is written); with ``conjugate_a``, ``conjugate(a) * b`` (``b`` relative
     to a unit ``a``), whose signs come from the same rows at no extra cost."""
     # Every component is four products, one per component of ``a`` (w, x, y, z, in that
     # order) and each with its sign: all sixteen made in one call from the components
@@ -242,7 +241,7 @@ def between(p, q):
     cross(p, q, out=out[..., 1:])
     size = length(out)
     degenerate = size < 1e-8 * np.maximum(p_squared, 1e-30)
-    if np.any(degenerate):
+    if degenerate.any():
         axis = np.cross(p, [1.0, 0.0, 0.0])
         small = np.linalg.norm(axis, axis=-1) < 1e-6 * np.linalg.norm(p, axis=-1)
         axis = np.where(small[..., None], np.cross(p, [0.0, 1.0, 0.0]), axis)
