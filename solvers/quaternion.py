@@ -43,11 +43,16 @@ def empty_as(like, shape=None):
     # wrappers cost several times the allocation (as np.moveaxis's checks would).
     like_shape = like.shape
     shape = like_shape if shape is None else tuple(shape)
-    strides = like.strides
-    if len(strides) >= 2 and strides[-1] > abs(strides[-2]) and like_shape[:-1] == shape[:-1]:
+    if _by_component(like) and like_shape[:-1] == shape[:-1]:
         out = np.empty(shape[-1:] + shape[:-1])
         return out.T if len(shape) == 2 else out.transpose(*range(1, len(shape)), 0)
     return np.empty(shape)
+
+
+def _by_component(values):
+    """Whether ``values`` (..., k) is stored a component at a time (the last axis outermost)."""
+    strides = values.strides
+    return len(strides) >= 2 and strides[-1] > abs(strides[-2])
 
 
 def _rows(v, ndim):
@@ -103,9 +108,13 @@ def normalize(v, eps=1e-12):
 def divided(v, sizes, eps=1e-12):
     """``v`` (..., k) divided by its lengths ``sizes`` (...), at least ``eps``: :func:`normalize`
     where the lengths are known."""
+    sizes = np.maximum(sizes, eps)
     out = empty_as(v)
-    # All components in one call, as rows (see :func:`_rows`): each divided as alone.
-    np.divide(_rows(v, v.ndim), np.maximum(sizes, eps), out=_rows(out, v.ndim))
+    if _by_component(out):  # all components in one call, each row contiguous (see :func:`_rows`)
+        np.divide(_rows(v, v.ndim), sizes, out=_rows(out, v.ndim))
+        return out
+    for i in range(out.shape[-1]):  # a component at a time (see the module's docstring)
+        np.divide(v[..., i], sizes, out=out[..., i])
     return out
 
 
