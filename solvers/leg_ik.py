@@ -139,10 +139,10 @@ def _raise_to(points, min_height, up):
 
 
 def _along_up(points, distance, up):
-    """``points`` (..., 3) moved ``distance`` (...) along ``up``, a component at a time."""
+    """``points`` (..., 3) moved ``distance`` (...) along ``up``, all components in one call
+    on rows (see :func:`.quaternion.component_rows`)."""
     out = quat.empty_as(points)
-    for i in range(3):
-        np.add(points[..., i], distance * up[i], out=out[..., i])
+    np.add(quat.component_rows(points), np.multiply.outer(up, distance), out=quat.component_rows(out))
     return out
 
 
@@ -161,10 +161,10 @@ def _lift_tip(origin, tip, min_height, up):
     heading = quat.normalize(quat.horizontal(offset, up, height))
     flat_length = np.sqrt(np.maximum(length**2 - lifted_rise**2, 0.0))
     out = quat.empty_as(tip)
-    for i in range(3):  # each component summed in its place (see quaternion.multiply)
-        component = np.multiply(heading[..., i], flat_length, out=out[..., i])
-        component += origin[..., i]
-        component += lifted_rise * up[i]
+    rows = quat.component_rows(out)  # all components summed in their places at once
+    np.multiply(quat.component_rows(heading), flat_length, out=rows)
+    rows += quat.component_rows(origin)
+    rows += np.multiply.outer(up, lifted_rise)
     return out
 
 
@@ -229,12 +229,11 @@ def _knee_bend_direction(hip_rot, thigh_vector, leg_axis, limits, thigh):
     weight = np.clip(size / thigh / STRAIGHT_KNEE_SINE, 0.0, 1.0)
     weight = weight * weight * (3.0 - 2.0 * weight)
     reference = quat.rotate(hip_rot, limits.knee_forward_local)
-    # The blend of the unit current direction and the reference, a component at a time.
+    # The blend of the unit current direction and the reference, all components at once.
     current_weight, reference_weight = weight / np.maximum(size, 1e-12), 1.0 - weight
     out = quat.empty_as(current)
-    for i in range(3):
-        component = np.multiply(current_weight, current[..., i], out=out[..., i])
-        component += reference_weight * reference[..., i]
+    rows = np.multiply(current_weight, quat.component_rows(current), out=quat.component_rows(out))
+    rows += reference_weight * quat.component_rows(reference)
     return out
 
 

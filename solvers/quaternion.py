@@ -8,8 +8,8 @@ Where a vector's components each take one value of a row (normalizing, removing 
 height), the functions go a component at a time: the same numbers as broadcasting the
 row's value over a short last axis, which numpy does in inner loops of 3 or 4 values, one
 per row, at twice the cost or more. Products of quaternions and vectors, whose components
-mix, gather their factors as rows (:func:`_rows`), so that one numpy call makes a product
-for every component.
+mix, gather their factors as rows (:func:`component_rows`), so that one numpy call makes a
+product for every component.
 
 Results are laid out as the rows they are computed from (:func:`empty_as`; a rotation's as
 its vectors): rows stored a component at a time, as the leg solver stores its rows, give
@@ -55,13 +55,13 @@ def _by_component(values):
     return len(strides) >= 2 and strides[-1] > abs(strides[-2])
 
 
-def _rows(v, ndim):
+def component_rows(v, ndim=None):
     """``v`` (..., k) as rows (k, ...): its components first, a view; its leading axes padded
     with ones to ``ndim`` - 1, to broadcast as they would with the components last. Stored a
     component at a time, as the solvers' rows are, each row is contiguous: one numpy call
     runs through all components as fast as through one."""
     rows = v.T if v.ndim == 2 else v.transpose(v.ndim - 1, *range(v.ndim - 1))
-    return rows if v.ndim == ndim else rows.reshape(rows.shape[:1] + (1,) * (ndim - v.ndim) + rows.shape[1:])
+    return rows if ndim is None or v.ndim == ndim else rows.reshape(rows.shape[:1] + (1,) * (ndim - v.ndim) + rows.shape[1:])
 
 
 def dot(u, v):
@@ -110,8 +110,8 @@ def divided(v, sizes, eps=1e-12):
     where the lengths are known."""
     sizes = np.maximum(sizes, eps)
     out = empty_as(v)
-    if _by_component(out):  # all components in one call, each row contiguous (see :func:`_rows`)
-        np.divide(_rows(v, v.ndim), sizes, out=_rows(out, v.ndim))
+    if _by_component(out):  # all components in one call, each row contiguous (see :func:`component_rows`)
+        np.divide(component_rows(v, v.ndim), sizes, out=component_rows(out, v.ndim))
         return out
     for i in range(out.shape[-1]):  # a component at a time (see the module's docstring)
         np.divide(v[..., i], sizes, out=out[..., i])
@@ -131,20 +131,20 @@ def multiply(a, b, out=None, conjugate_a=False):
     to a unit ``a``), whose signs come from the same rows at no extra cost."""
     # Every component is four products, one per component of ``a`` (w, x, y, z, in that
     # order) and each with its sign: all sixteen made in one call from the components
-    # gathered as rows (see :func:`_rows`), ``a``'s signed, then added a component of each
+    # gathered as rows (see :func:`component_rows`), ``a``'s signed, then added a component of each
     # term at a time, left to right. The numbers of the plain expressions (aw bw - ax bx -
     # ay by - az bz, ...: a difference is the sum of the negated term, to the bit) in 8
     # numpy calls instead of 28 (on the solvers' short arrays each call costs about as
     # much as its arithmetic).
     shape = _common_shape(a, b)
-    a_rows, b_rows = _rows(a, len(shape)), _rows(b, len(shape))
+    a_rows, b_rows = component_rows(a, len(shape)), component_rows(b, len(shape))
     signed = np.empty((8,) + a_rows.shape[1:])
     signed[:4] = a_rows
     np.negative(a_rows, out=signed[4:])
     terms = signed.take(_CONJUGATE_PRODUCT_A if conjugate_a else _PRODUCT_A, axis=0)
     terms = np.multiply(terms, b_rows.take(_PRODUCT_B, axis=0), out=terms if terms.shape[1:] == shape[:-1] else None)
     out = empty_as(a, shape) if out is None else out
-    out_rows = _rows(out, len(shape))
+    out_rows = component_rows(out, len(shape))
     np.add(terms[:4], terms[4:8], out=out_rows)
     out_rows += terms[8:12]
     out_rows += terms[12:]
@@ -205,7 +205,8 @@ def cross(u, v, out=None):
     Written to ``out`` where given."""
     shape = _common_shape(u, v)
     out = empty_as(u, shape) if out is None else out
-    _cross(_rows(u, len(shape)).take(_CROSS_LEFT, axis=0), _rows(v, len(shape)), _rows(out, len(shape)))
+    ndim = len(shape)
+    _cross(component_rows(u, ndim).take(_CROSS_LEFT, axis=0), component_rows(v, ndim), component_rows(out, ndim))
     return out
 
 
@@ -220,16 +221,16 @@ def _cross(left, right, out):
 def rotate(q, v):
     """Rotate vectors ``v`` (..., 3) by unit quaternions ``q`` (..., 4): ``v + w t + u x t``
     with ``t = 2 u x v``, each product for all components in one call on rows (see
-    :func:`_rows`): the numbers of the component-wise expressions, summed in the same order,
+    :func:`component_rows`): the numbers of the component-wise expressions, summed in the same order,
     in 11 numpy calls instead of 31."""
     v = np.asarray(v, dtype=float)
     shape = _common_shape(q[..., 1:], v)
-    factors = _rows(q, len(shape)).take(_ROTATE_FACTORS, axis=0)  # y z x z x y (u for _cross), w w w
-    vectors = _rows(v, len(shape))
+    factors = component_rows(q, len(shape)).take(_ROTATE_FACTORS, axis=0)  # y z x z x y (u for _cross), w w w
+    vectors = component_rows(v, len(shape))
     twice = _cross(factors[:6], vectors, np.empty((3,) + shape[:-1]))
     twice *= 2.0
     out = empty_as(v, shape)
-    out_rows = _rows(out, len(shape))
+    out_rows = component_rows(out, len(shape))
     np.multiply(factors[6:], twice, out=out_rows)
     out_rows += vectors
     out_rows += _cross(factors[:6], twice, twice)
