@@ -155,7 +155,7 @@ def _lift_tip(origin, tip, min_height, up):
     up = np.asarray(up, dtype=float)
     offset = tip - origin
     length = quat.length(offset)
-    rise = np.clip(min_height - quat.dot(origin, up), -length, length)
+    rise = _clipped(min_height - quat.dot(origin, up), -length, length)
     height = quat.dot(offset, up)
     lifted_rise = np.maximum(height, rise)
     heading = quat.normalize(quat.horizontal(offset, up, height))
@@ -166,6 +166,13 @@ def _lift_tip(origin, tip, min_height, up):
     rows += quat.component_rows(origin)
     rows += np.multiply.outer(up, lifted_rise)
     return out
+
+
+def _clipped(values, low, high):
+    """``np.clip(values, low, high)``'s numbers (a NaN stays NaN) in two ufunc passes, without
+    its Python wrappers, which on the solve's rows cost more than the passes."""
+    out = np.maximum(values, low)
+    return np.minimum(out, high, out=out)
 
 
 def soft_clamp_length(length, max_extension, softening):
@@ -200,9 +207,9 @@ def solve_two_bone(pose, leg, limits, heel_target, chain):
 
     knee_now = _angle(a - b, shin_vector)
     thigh_squared, shin_squared, clamped_squared = thigh**2, shin**2, clamped**2
-    knee_wanted = np.arccos(np.clip((thigh_squared + shin_squared - clamped_squared) / (2.0 * thigh * shin), -1.0, 1.0))
+    knee_wanted = np.arccos(_clipped((thigh_squared + shin_squared - clamped_squared) / (2.0 * thigh * shin), -1.0, 1.0))
     hip_now = _angle(thigh_vector, axis_vector)
-    hip_wanted = np.arccos(np.clip(
+    hip_wanted = np.arccos(_clipped(
         (thigh_squared + clamped_squared - shin_squared) / (2.0 * thigh * np.maximum(clamped, 1e-12)), -1.0, 1.0
     ))
     knee_turn = quat.from_axis_angle(hinge, knee_now - knee_wanted)
@@ -226,7 +233,7 @@ def _knee_bend_direction(hip_rot, thigh_vector, leg_axis, limits, thigh):
     ``hip_rot`` the hip joint's global rotations, ``leg_axis`` the unit hip-to-ankle vectors."""
     current = _perpendicular(thigh_vector, leg_axis)
     size = quat.length(current)
-    weight = np.clip(size / thigh / STRAIGHT_KNEE_SINE, 0.0, 1.0)
+    weight = _clipped(size / thigh / STRAIGHT_KNEE_SINE, 0.0, 1.0)
     weight = weight * weight * (3.0 - 2.0 * weight)
     reference = quat.rotate(hip_rot, limits.knee_forward_local)
     # The blend of the unit current direction and the reference, all components at once.
