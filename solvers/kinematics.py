@@ -102,11 +102,13 @@ def forward_kinematics(skeleton, rot, pos, joints=None):
             if parent_joints == above[0]:
                 parent_rot, parent_pos = above[1:]
             else:
-                parent_rot, parent_pos = _as_rows(grot.take(parent_joints, axis=1)), _as_rows(gpos.take(parent_joints, axis=1))
+                parent_rot = _as_rows(grot.take(parent_joints, axis=1))
+                parent_pos = _as_rows(gpos.take(parent_joints, axis=1))
             global_rot = quat.multiply(parent_rot, level_rot)
             global_pos = quat.rotate(parent_rot, level_pos)
             global_pos += parent_pos
-        grot.T[:, level], gpos.T[:, level] = _joints_of(global_rot, len(level)), _joints_of(global_pos, len(level))
+        grot.T[:, level] = _joints_of(global_rot, len(level))
+        gpos.T[:, level] = _joints_of(global_pos, len(level))
         start, above = stop, (level, global_rot, global_pos)
     return grot, gpos
 

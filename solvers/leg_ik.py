@@ -340,8 +340,8 @@ def _solve_stacked(pose, legs, chains, limits, toe_targets, heel_targets, leg, u
     # recomputes it (solve_leg).
     below_hip = runs(leg.hip + 1)
     read = runs(0) if heel_targets is None else runs(0, leg.ankle + 1)
-    rows = Pose(Skeleton([f"joint {k}" for k in range(size)], np.arange(-1, size - 1)),
-                cut(pose.rot, below_hip), cut(pose.pos, below_hip), cut(pose.grot, read), cut(pose.gpos, read))
+    rows = Pose(Skeleton([f"joint {k}" for k in range(size)], np.arange(-1, size - 1)), cut(pose.rot, below_hip),
+                cut(pose.pos, below_hip), cut(pose.grot, read), cut(pose.gpos, read))
 
     def per_row(field):  # one value per leg, or per leg and frame -> (G F, ...)
         values = np.asarray([getattr(lim, field) for lim in limits], dtype=float)

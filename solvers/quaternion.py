@@ -56,12 +56,14 @@ def _by_component(values):
 
 
 def component_rows(v, ndim=None):
-    """``v`` (..., k) as rows (k, ...): its components first, a view; its leading axes padded
-    with ones to ``ndim`` - 1, to broadcast as they would with the components last. Stored a
-    component at a time, as the solvers' rows are, each row is contiguous: one numpy call
-    runs through all components as fast as through one."""
+    """``v`` (..., k) as rows (k, ...): its components first, a view; with ``ndim``, its leading
+    axes padded with ones to ``ndim`` - 1, to broadcast as they would with the components last.
+    Stored a component at a time, as the solvers' rows are, each row is contiguous: one numpy
+    call runs through all components as fast as through one."""
     rows = v.T if v.ndim == 2 else v.transpose(v.ndim - 1, *range(v.ndim - 1))
-    return rows if ndim is None or v.ndim == ndim else rows.reshape(rows.shape[:1] + (1,) * (ndim - v.ndim) + rows.shape[1:])
+    if ndim is None or v.ndim == ndim:
+        return rows
+    return rows.reshape(rows.shape[:1] + (1,) * (ndim - v.ndim) + rows.shape[1:])
 
 
 def dot(u, v):
@@ -127,8 +129,9 @@ def _common_shape(a, b):
 
 def multiply(a, b, out=None, conjugate_a=False):
     """Hamilton product ``a * b`` (apply ``b`` first, then ``a``), written to ``out`` where
-    given (which may be one of the factors: every term is made before it is written); with ``conjugate_a``, ``conjugate(a) * b`` (``b`` relative
-    to a unit ``a``), whose signs come from the same rows at no extra cost."""
+    given (which may be one of the factors: every term is made before it is written); with
+    ``conjugate_a``, ``conjugate(a) * b`` (``b`` relative to a unit ``a``), whose signs come
+    from the same rows at no extra cost."""
     # Every component is four products, one per component of ``a`` (w, x, y, z, in that
     # order) and each with its sign: all sixteen made in one call from the components
     # gathered as rows (see :func:`component_rows`), ``a``'s signed, then added a component of each
@@ -142,7 +145,8 @@ def multiply(a, b, out=None, conjugate_a=False):
     signed[:4] = a_rows
     np.negative(a_rows, out=signed[4:])
     terms = signed.take(_CONJUGATE_PRODUCT_A if conjugate_a else _PRODUCT_A, axis=0)
-    terms = np.multiply(terms, b_rows.take(_PRODUCT_B, axis=0), out=terms if terms.shape[1:] == shape[:-1] else None)
+    in_place = terms.shape[1:] == shape[:-1]  # else broadcast to the product's shape
+    terms = np.multiply(terms, b_rows.take(_PRODUCT_B, axis=0), out=terms if in_place else None)
     out = empty_as(a, shape) if out is None else out
     out_rows = component_rows(out, len(shape))
     np.add(terms[:4], terms[4:8], out=out_rows)
@@ -206,7 +210,8 @@ def cross(u, v, out=None):
     shape = _common_shape(u, v)
     out = empty_as(u, shape) if out is None else out
     ndim = len(shape)
-    _cross(component_rows(u, ndim).take(_CROSS_LEFT, axis=0), component_rows(v, ndim), component_rows(out, ndim))
+    left = component_rows(u, ndim).take(_CROSS_LEFT, axis=0)
+    _cross(left, component_rows(v, ndim), component_rows(out, ndim))
     return out
 
 
@@ -221,8 +226,8 @@ def _cross(left, right, out):
 def rotate(q, v):
     """Rotate vectors ``v`` (..., 3) by unit quaternions ``q`` (..., 4): ``v + w t + u x t``
     with ``t = 2 u x v``, each product for all components in one call on rows (see
-    :func:`component_rows`): the numbers of the component-wise expressions, summed in the same order,
-    in 11 numpy calls instead of 31."""
+    :func:`component_rows`): the numbers of the component-wise expressions, summed in the
+    same order, in 11 numpy calls instead of 31."""
     v = np.asarray(v, dtype=float)
     shape = _common_shape(q[..., 1:], v)
     factors = component_rows(q, len(shape)).take(_ROTATE_FACTORS, axis=0)  # y z x z x y (u for _cross), w w w
