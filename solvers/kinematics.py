@@ -80,12 +80,52 @@ def forward_kinematics(skeleton, rot, pos, joints=None):
     With ``joints`` only those joints and their ancestors are computed (the rest of
     the arrays is left unset): the solvers need the legs and the pelvis, not the
     fingers.
+
+    Joints none of which is another's ancestor (both legs' thighs, both knees ...) are
+    computed together, as rows of one array: on a short clip the cost is per numpy call,
+    not per joint. The locals are gathered once, in that order; where the parents of a level
+    are the level above, in order (chains, as the legs are), their globals are its rows.
     """
-    pose = Pose(skeleton, rot, pos, np.empty_like(rot), np.empty_like(pos))
-    above = None
-    for level in _levels(skeleton.parents, range(len(skeleton)) if joints is None else skeleton.closure(joints)):
-        above = pose.update_together(level, above)
-    return pose.grot, pose.gpos
+    parents = skeleton.parents.tolist()
+    levels = _levels(parents, range(len(skeleton)) if joints is None else skeleton.closure(joints))
+    order = [j for level in levels for j in level]
+    local_rot, local_pos = rot.take(order, axis=1), pos.take(order, axis=1)
+    grot, gpos = np.empty_like(rot), np.empty_like(pos)
+    start, above = 0, None
+    for level in levels:
+        stop = start + len(level)
+        level_rot, level_pos = _as_rows(local_rot[:, start:stop]), _as_rows(local_pos[:, start:stop])
+        if above is None:  # the roots (every ancestor of a joint is among them)
+            global_rot, global_pos = level_rot, level_pos
+        else:
+            parent_joints = [parents[j] for j in level]
+            if parent_joints == above[0]:
+                parent_rot, parent_pos = above[1:]
+            else:
+                parent_rot = _as_rows(grot.take(parent_joints, axis=1))
+                parent_pos = _as_rows(gpos.take(parent_joints, axis=1))
+            global_rot = quat.multiply(parent_rot, level_rot)
+            global_pos = quat.rotate(parent_rot, level_pos)
+            global_pos += parent_pos
+        grot.T[:, level] = _joints_of(global_rot, len(level))
+        gpos.T[:, level] = _joints_of(global_pos, len(level))
+        start, above = stop, (level, global_rot, global_pos)
+    return grot, gpos
+
+
+def _as_rows(values):
+    """Values (F, joints, k) as rows (joints F, k), a joint's frames after another's, laid
+    out a component at a time, as the quaternion helpers run fastest (see
+    :mod:`.quaternion`'s docstring)."""
+    frames, count, size = values.shape
+    out = np.empty((size, count, frames))
+    out.T[...] = values
+    return out.reshape(size, -1).T
+
+
+def _joints_of(rows, count):
+    """Rows of :func:`_as_rows` as (k, joints, F), a view: a joint's values at a time."""
+    return rows.T.reshape(rows.shape[1], count, -1)
 
 
 @dataclass
@@ -112,46 +152,16 @@ class Pose:
                 quat.multiply(self.grot[:, p], self.rot[:, j], out=self.grot[:, j])
                 np.add(self.gpos[:, p], quat.rotate(self.grot[:, p], self.pos[:, j]), out=self.gpos[:, j])
 
-    def update_together(self, joints, above=None):
-        """:meth:`update` of ``joints`` none of which is another's ancestor (both legs'
-        thighs, both knees ...), gathered as rows of one array: on a short clip the cost is
-        per numpy call, not per joint, and numpy runs through the rows' components as fast
-        as through one joint's. The rows are gathered frame by frame, (F, joints), by
-        np.take: several times faster than a fancy index across the frames.
-
-        Returns the joints and their global rows, for the next level down: given as ``above``,
-        where that level's parents are these joints in order (chains, as the legs are), the
-        parents' rows are read from there instead of gathered again."""
-        parents = self.skeleton.parents
-        roots, children = [j for j in joints if parents[j] < 0], [j for j in joints if parents[j] >= 0]
-        if len(children) < 2:
-            self.update(joints)
-            return None
-        self.update(roots)
-        parent_joints = parents[children].tolist()
-        if above is not None and above[0] == parent_joints:
-            parent_rot, parent_pos = above[1:]
-        else:
-            parent_rot, parent_pos = _gather(self.grot, parent_joints), _gather(self.gpos, parent_joints)
-        grot = quat.multiply(parent_rot, _gather(self.rot, children))
-        gpos = quat.rotate(parent_rot, _gather(self.pos, children))
-        gpos += parent_pos
-        for row, joint in enumerate(children):
-            self.grot[:, joint] = grot[row :: len(children)]
-            self.gpos[:, joint] = gpos[row :: len(children)]
-        return children, grot, gpos
-
     def turn(self, joint, world_rotation):
         """Turn ``joint`` by ``world_rotation`` (F, 4) about itself, writing its local and
         global rotation (its position stays); the joints below it are updated by
         :meth:`update`."""
-        new_global = quat.multiply(world_rotation, self.grot[:, joint])
+        new_global = quat.multiply(world_rotation, self.grot[:, joint], out=self.grot[:, joint])
         parent = self.skeleton.parents[joint]
         if parent >= 0:
             local_rotation(self.grot[:, parent], new_global, out=self.rot[:, joint])
         else:
             self.rot[:, joint] = new_global
-        self.grot[:, joint] = new_global
 
     def place(self, joint, world_positions):
         """Translate ``joint`` so it sits at ``world_positions`` (F, 3), writing its
@@ -163,19 +173,9 @@ class Pose:
             self.pos[:, joint] = local_position(self.grot[:, parent], self.gpos[:, parent], world_positions)
 
 
-def _gather(values, joints):
-    """The rows (F len(joints), k) of ``joints`` in ``values`` (F, n, k), gathered frame by
-    frame by np.take and laid out a component at a time, as the quaternion helpers run
-    fastest (see :mod:`.quaternion`'s docstring)."""
-    frames, _, size = values.shape
-    out = np.empty((size, frames, len(joints))).transpose(1, 2, 0)
-    out[...] = values.take(joints, axis=1)
-    return out.reshape(-1, size)
-
-
 def _levels(parents, joints):
     """``joints`` (parents first) by depth in the tree: groups whose parents are all in earlier
-    groups or not among ``joints``, to update together (:meth:`Pose.update_together`)."""
+    groups or not among ``joints``, computed together (:func:`forward_kinematics`)."""
     depth = {}
     for j in joints:
         depth[j] = depth[parents[j]] + 1 if parents[j] in depth else 0
@@ -199,7 +199,7 @@ def inverse_kinematics_locals(skeleton, grot, gpos):
 def local_rotation(parent_global_rot, global_rot, out=None):
     """Local rotation that gives ``global_rot`` under a parent with ``parent_global_rot``,
     written to ``out`` where given."""
-    return quat.multiply(quat.conjugate(parent_global_rot), global_rot, out=out)
+    return quat.multiply(parent_global_rot, global_rot, out=out, conjugate_a=True)
 
 
 def local_position(parent_global_rot, parent_global_pos, global_pos):

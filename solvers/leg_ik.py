@@ -139,10 +139,10 @@ def _raise_to(points, min_height, up):
 
 
 def _along_up(points, distance, up):
-    """``points`` (..., 3) moved ``distance`` (...) along ``up``, a component at a time."""
+    """``points`` (..., 3) moved ``distance`` (...) along ``up``, all components in one call
+    on rows (see :func:`.quaternion.component_rows`)."""
     out = quat.empty_as(points)
-    for i in range(3):
-        np.add(points[..., i], distance * up[i], out=out[..., i])
+    np.add(quat.component_rows(points), np.multiply.outer(up, distance), out=quat.component_rows(out))
     return out
 
 
@@ -155,17 +155,24 @@ def _lift_tip(origin, tip, min_height, up):
     up = np.asarray(up, dtype=float)
     offset = tip - origin
     length = quat.length(offset)
-    rise = np.clip(min_height - quat.dot(origin, up), -length, length)
+    rise = _clipped(min_height - quat.dot(origin, up), -length, length)
     height = quat.dot(offset, up)
     lifted_rise = np.maximum(height, rise)
     heading = quat.normalize(quat.horizontal(offset, up, height))
     flat_length = np.sqrt(np.maximum(length**2 - lifted_rise**2, 0.0))
     out = quat.empty_as(tip)
-    for i in range(3):  # each component summed in its place (see quaternion.multiply)
-        component = np.multiply(heading[..., i], flat_length, out=out[..., i])
-        component += origin[..., i]
-        component += lifted_rise * up[i]
+    rows = quat.component_rows(out)  # all components summed in their places at once
+    np.multiply(quat.component_rows(heading), flat_length, out=rows)
+    rows += quat.component_rows(origin)
+    rows += np.multiply.outer(up, lifted_rise)
     return out
+
+
+def _clipped(values, low, high):
+    """``np.clip(values, low, high)``'s numbers (a NaN stays NaN) in two ufunc passes, without
+    its Python wrappers, which on the solve's rows cost more than the passes."""
+    out = np.maximum(values, low)
+    return np.minimum(out, high, out=out)
 
 
 def soft_clamp_length(length, max_extension, softening):
@@ -200,9 +207,9 @@ def solve_two_bone(pose, leg, limits, heel_target, chain):
 
     knee_now = _angle(a - b, shin_vector)
     thigh_squared, shin_squared, clamped_squared = thigh**2, shin**2, clamped**2
-    knee_wanted = np.arccos(np.clip((thigh_squared + shin_squared - clamped_squared) / (2.0 * thigh * shin), -1.0, 1.0))
+    knee_wanted = np.arccos(_clipped((thigh_squared + shin_squared - clamped_squared) / (2.0 * thigh * shin), -1.0, 1.0))
     hip_now = _angle(thigh_vector, axis_vector)
-    hip_wanted = np.arccos(np.clip(
+    hip_wanted = np.arccos(_clipped(
         (thigh_squared + clamped_squared - shin_squared) / (2.0 * thigh * np.maximum(clamped, 1e-12)), -1.0, 1.0
     ))
     knee_turn = quat.from_axis_angle(hinge, knee_now - knee_wanted)
@@ -226,15 +233,14 @@ def _knee_bend_direction(hip_rot, thigh_vector, leg_axis, limits, thigh):
     ``hip_rot`` the hip joint's global rotations, ``leg_axis`` the unit hip-to-ankle vectors."""
     current = _perpendicular(thigh_vector, leg_axis)
     size = quat.length(current)
-    weight = np.clip(size / thigh / STRAIGHT_KNEE_SINE, 0.0, 1.0)
+    weight = _clipped(size / thigh / STRAIGHT_KNEE_SINE, 0.0, 1.0)
     weight = weight * weight * (3.0 - 2.0 * weight)
     reference = quat.rotate(hip_rot, limits.knee_forward_local)
-    # The blend of the unit current direction and the reference, a component at a time.
+    # The blend of the unit current direction and the reference, all components at once.
     current_weight, reference_weight = weight / np.maximum(size, 1e-12), 1.0 - weight
     out = quat.empty_as(current)
-    for i in range(3):
-        component = np.multiply(current_weight, current[..., i], out=out[..., i])
-        component += reference_weight * reference[..., i]
+    rows = np.multiply(current_weight, quat.component_rows(current), out=quat.component_rows(out))
+    rows += reference_weight * quat.component_rows(reference)
     return out
 
 
@@ -312,13 +318,12 @@ def _solve_stacked(pose, legs, chains, limits, toe_targets, heel_targets, leg, u
     joints = [[int(pose.skeleton.parents[each.hip]), *chain] for each, chain in zip(legs, chains)]  # (G, m)
     count, size = len(joints), len(joints[0])
     frames = pose.rot.shape[0]
-    runs = [_runs(chain) for chain in joints]  # each leg's joints in the whole pose
-    # Given heel targets, the solve reads no global below the ankle before it recomputes it
-    # (solve_leg): those rows are left unset (often a second run per leg: the toe tip).
-    read = runs if heel_targets is None else [_runs(chain[: chain.index(each.ankle) + 1])
-                                              for chain, each in zip(joints, legs)]
 
-    def cut(values, leg_runs=runs):
+    def runs(first, stop=None):
+        """Each leg's joints from row ``first`` up to ``stop`` as runs of the whole pose's."""
+        return [_runs(chain[first:stop], first) for chain in joints]
+
+    def cut(values, leg_runs):
         """(F, n, k) -> (G F, m, k), a run of consecutive joints per copy. Laid out by component
         (each joint's x of every row side by side, ...): the solve reads and writes positions
         and rotations a component at a time, which numpy then runs through contiguously
@@ -329,9 +334,14 @@ def _solve_stacked(pose, legs, chains, limits, toe_targets, heel_targets, leg, u
                 each[:, theirs] = values[:, ours]
         return rows.reshape(count * frames, size, -1)
 
-    rows = Pose(Skeleton([f"joint {k}" for k in range(size)], np.arange(-1, size - 1)),
-                cut(pose.rot), cut(pose.pos), cut(pose.grot, read), cut(pose.gpos, read))
-    rows.rot[:, 0], rows.pos[:, 0] = rows.grot[:, 0], rows.gpos[:, 0]  # the hip's parent: a root where it is
+    # Only the rows the solve reads are filled. It never updates the hip's parent (row 0) or
+    # the hip, and writes the hip's local rotation without reading it: their globals are all
+    # it reads of them. Given heel targets, it reads no global below the ankle before it
+    # recomputes it (solve_leg).
+    below_hip = runs(leg.hip + 1)
+    read = runs(0) if heel_targets is None else runs(0, leg.ankle + 1)
+    rows = Pose(Skeleton([f"joint {k}" for k in range(size)], np.arange(-1, size - 1)), cut(pose.rot, below_hip),
+                cut(pose.pos, below_hip), cut(pose.grot, read), cut(pose.gpos, read))
 
     def per_row(field):  # one value per leg, or per leg and frame -> (G F, ...)
         values = np.asarray([getattr(lim, field) for lim in limits], dtype=float)
@@ -348,13 +358,24 @@ def _solve_stacked(pose, legs, chains, limits, toe_targets, heel_targets, leg, u
 
     stacked = LegLimits(*(per_row(f) for f in ("max_extension", "softening", "knee_forward_local",
                                                "toe_min_height", "heel_min_height", "toe_end_min_height")))
-    solve_leg(rows, leg, stacked, toe_targets.reshape(-1, 3), up, options,
-              heel_target=None if heel_targets is None else heel_targets.reshape(-1, 3))
-    solved = [_runs(chain[1:], first=1) for chain in joints]  # the hip's parent is left as it was
-    for ours, theirs in ((pose.rot, rows.rot), (pose.grot, rows.grot), (pose.gpos, rows.gpos)):
+    solve_leg(rows, leg, stacked, _as_rows(toe_targets), up, options,
+              heel_target=None if heel_targets is None else _as_rows(heel_targets))
+    # What the solve changed: the local rotations from the hip to the toe (the joints it turns,
+    # and those between), the global rotations from the hip and the positions below it.
+    changed = ((pose.rot, rows.rot, runs(leg.hip, leg.toe + 1)), (pose.grot, rows.grot, runs(leg.hip)),
+               (pose.gpos, rows.gpos, below_hip))
+    for ours, theirs, solved in changed:
         for leg_runs, leg_rows in zip(solved, theirs.reshape(count, frames, size, -1)):
             for in_pose, in_rows in leg_runs:
                 ours[:, in_pose] = leg_rows[:, in_rows]
+
+
+def _as_rows(points):
+    """Points (G, F, 3) as rows (G F, 3) laid out as the solve's rows, a component at a time
+    (see :func:`_solve_stacked`): every vector the solve derives from them is then too."""
+    rows = np.empty((3, points.shape[0] * points.shape[1])).T
+    rows[...] = points.reshape(-1, 3)
+    return rows
 
 
 def _runs(joints, first=0):
