@@ -696,9 +696,12 @@ def detect_foot_contacts(heels, toes, root, up, fps, leg_length, settings=None, 
     heel, toe, heel_skating, toe_skating = labels[:feet], labels[feet:], skating[:feet], skating[feet:]
     if toe_tips is not None:
         toe, toe_skating = (rows[:feet] | rows[feet:] for rows in (toe, toe_skating))
-    track = ground_track(cues.rows(slice(2 * feet)), grounds[0], np.concatenate([heel_skating, toe_skating]), gait_fps,
-                         scale, settings)
-    tracks = [tuple(part[rows] for part in track) for rows in (slice(feet), slice(feet, 2 * feet))]
+
+    def tracks():  # (measured only where a gap is found: a clean clip's feet have none)
+        track = ground_track(cues.rows(slice(2 * feet)), grounds[0], np.concatenate([heel_skating, toe_skating]),
+                             gait_fps, scale, settings)
+        return [tuple(part[rows] for part in track) for rows in (slice(feet), slice(feet, 2 * feet))]
+
     heel, toe = fill_foot_gaps(heel, toe, int(np.floor(settings.min_swing * gait_fps + 1e-6)), tracks)
     if not foot_edges:
         speeds = lengths(cues.horizontal_velocity[: 2 * feet])
@@ -775,10 +778,13 @@ def fill_foot_gaps(heel, toe, max_gap, tracks=None):
     on both: a foot that lifts and lands within a flicker did not swing, and pinning it
     again a little elsewhere after an instant free would make it jump.
 
-    With ``tracks`` (heel's, toe's :func:`ground_track`) a break is closed only where each
-    point it is closed on stays down across it (:func:`stays_down`)."""
+    With ``tracks`` (heel's, toe's :func:`ground_track`, or a function that measures them, called
+    only where there is a break to close) a break is closed only where each point it is closed
+    on stays down across it (:func:`stays_down`)."""
     heel, toe = heel.copy(), toe.copy()
     gaps = short_gaps(heel | toe, max_gap)
+    if callable(tracks) and len(gaps[0]):
+        tracks = tracks()
     for row, start, end in zip(*gaps):  # the few flickers of a clip
         by_heel, by_toe = heel[row, start - 1] and heel[row, end], toe[row, start - 1] and toe[row, end]
         on_heel, on_toe = by_heel or not by_toe, by_toe or not by_heel
