@@ -377,10 +377,16 @@ def run_ids(mask):
     """A number per frame of ``mask`` (..., F), the same along each run of True frames and
     different between runs (and rows); frames outside runs carry their last run's number."""
     flat = mask.reshape(-1, mask.shape[-1])
-    starts = flat.copy()
-    starts[:, 1:] &= ~flat[:, :-1]
+    starts = run_starts(flat)
     ids = np.cumsum(starts, axis=1) + (flat.shape[1] + 1) * np.arange(len(flat))[:, None]
     return ids.reshape(mask.shape)
+
+
+def run_starts(mask):
+    """The frames of ``mask`` (..., F) where a run of True frames starts."""
+    starts = mask.copy()
+    starts[..., 1:] &= ~mask[..., :-1]
+    return starts
 
 
 def long_runs(mask, min_length):
@@ -716,7 +722,7 @@ def without_heel_sweeps(heel, toe, heel_speed, toe_speed, margin):
     the ball (a hop pivoting on the forefoot), and pinning the heel there would sweep the
     ball along the ground faster than the source moves it."""
     alone = heel & ~toe
-    ids = run_ids(alone)[alone]
+    ids = np.cumsum(run_starts(alone)[alone]) - 1  # each run's number, counted over the runs of every row
     frames = np.bincount(ids)
     heel_mean, toe_mean = (np.bincount(ids, weights=speed[alone]) / np.maximum(frames, 1)
                            for speed in (heel_speed, toe_speed))
@@ -742,10 +748,7 @@ def heel_down(heel_labels, heels, up, leg_length, fps, settings=None):
     lift = HEEL_LIFT * scale
     # The labelled frames row by row: each run's frames follow one another, so each run's
     # lowest is one reduction from its first frame.
-    ids = run_ids(on)[on]
-    first = np.empty(len(ids), dtype=bool)  # each run's first frame
-    first[0] = True
-    np.not_equal(ids[1:], ids[:-1], out=first[1:])
+    first = run_starts(on)[on]
     lowest = np.minimum.reduceat(heights, np.flatnonzero(first))[np.cumsum(first) - 1]
     out[on] = np.where(heights <= lowest + lift, out[on], 0.0)
     return out
