@@ -853,10 +853,14 @@ def fill_gaps(labels, max_gap):
 
 
 def widen(labels, frames):
-    """Grow every contact by ``frames`` on both sides."""
-    if frames < 1:
-        return labels.copy()
-    return edge_padded_count(labels, frames) > 0
+    """Grow every contact of ``labels`` (..., F) by ``frames`` on both sides: each frame shifted
+    onto its neighbours, a frame at a time (``frames`` is a frame or two, a window count's
+    padding and running sum cost more)."""
+    grown = labels.copy()
+    for shift in range(1, frames + 1):
+        grown[..., shift:] |= labels[..., :-shift]
+        grown[..., :-shift] |= labels[..., shift:]
+    return grown
 
 
 def smooth(weights, width):
