@@ -377,10 +377,16 @@ def run_ids(mask):
     """A number per frame of ``mask`` (..., F), the same along each run of True frames and
     different between runs (and rows); frames outside runs carry their last run's number."""
     flat = mask.reshape(-1, mask.shape[-1])
-    starts = flat.copy()
-    starts[:, 1:] &= ~flat[:, :-1]
+    starts = run_starts(flat)
     ids = np.cumsum(starts, axis=1) + (flat.shape[1] + 1) * np.arange(len(flat))[:, None]
     return ids.reshape(mask.shape)
+
+
+def run_starts(mask):
+    """The frames of ``mask`` (..., F) where a run of True frames starts."""
+    starts = mask.copy()
+    starts[..., 1:] &= ~mask[..., :-1]
+    return starts
 
 
 def long_runs(mask, min_length):
@@ -696,9 +702,12 @@ def detect_foot_contacts(heels, toes, root, up, fps, leg_length, settings=None, 
     heel, toe, heel_skating, toe_skating = labels[:feet], labels[feet:], skating[:feet], skating[feet:]
     if toe_tips is not None:
         toe, toe_skating = (rows[:feet] | rows[feet:] for rows in (toe, toe_skating))
-    track = ground_track(cues.rows(slice(2 * feet)), grounds[0], np.concatenate([heel_skating, toe_skating]), gait_fps,
-                         scale, settings)
-    tracks = [tuple(part[rows] for part in track) for rows in (slice(feet), slice(feet, 2 * feet))]
+
+    def tracks():  # (measured only where a gap is found: a clean clip's feet have none)
+        track = ground_track(cues.rows(slice(2 * feet)), grounds[0], np.concatenate([heel_skating, toe_skating]),
+                             gait_fps, scale, settings)
+        return [tuple(part[rows] for part in track) for rows in (slice(feet), slice(feet, 2 * feet))]
+
     heel, toe = fill_foot_gaps(heel, toe, int(np.floor(settings.min_swing * gait_fps + 1e-6)), tracks)
     if not foot_edges:
         speeds = lengths(cues.horizontal_velocity[: 2 * feet])
@@ -713,7 +722,7 @@ def without_heel_sweeps(heel, toe, heel_speed, toe_speed, margin):
     the ball (a hop pivoting on the forefoot), and pinning the heel there would sweep the
     ball along the ground faster than the source moves it."""
     alone = heel & ~toe
-    ids = run_ids(alone)[alone]
+    ids = np.cumsum(run_starts(alone)[alone]) - 1  # each run's number, counted over the runs of every row
     frames = np.bincount(ids)
     heel_mean, toe_mean = (np.bincount(ids, weights=speed[alone]) / np.maximum(frames, 1)
                            for speed in (heel_speed, toe_speed))
@@ -739,10 +748,7 @@ def heel_down(heel_labels, heels, up, leg_length, fps, settings=None):
     lift = HEEL_LIFT * scale
     # The labelled frames row by row: each run's frames follow one another, so each run's
     # lowest is one reduction from its first frame.
-    ids = run_ids(on)[on]
-    first = np.empty(len(ids), dtype=bool)  # each run's first frame
-    first[0] = True
-    np.not_equal(ids[1:], ids[:-1], out=first[1:])
+    first = run_starts(on)[on]
     lowest = np.minimum.reduceat(heights, np.flatnonzero(first))[np.cumsum(first) - 1]
     out[on] = np.where(heights <= lowest + lift, out[on], 0.0)
     return out
@@ -775,10 +781,13 @@ def fill_foot_gaps(heel, toe, max_gap, tracks=None):
     on both: a foot that lifts and lands within a flicker did not swing, and pinning it
     again a little elsewhere after an instant free would make it jump.
 
-    With ``tracks`` (heel's, toe's :func:`ground_track`) a break is closed only where each
-    point it is closed on stays down across it (:func:`stays_down`)."""
+    With ``tracks`` (heel's, toe's :func:`ground_track`, or a function that measures them, called
+    only where there is a break to close) a break is closed only where each point it is closed
+    on stays down across it (:func:`stays_down`)."""
     heel, toe = heel.copy(), toe.copy()
     gaps = short_gaps(heel | toe, max_gap)
+    if callable(tracks) and len(gaps[0]):
+        tracks = tracks()
     for row, start, end in zip(*gaps):  # the few flickers of a clip
         by_heel, by_toe = heel[row, start - 1] and heel[row, end], toe[row, start - 1] and toe[row, end]
         on_heel, on_toe = by_heel or not by_toe, by_toe or not by_heel
@@ -844,10 +853,14 @@ def fill_gaps(labels, max_gap):
 
 
 def widen(labels, frames):
-    """Grow every contact by ``frames`` on both sides."""
-    if frames < 1:
-        return labels.copy()
-    return edge_padded_count(labels, frames) > 0
+    """Grow every contact of ``labels`` (..., F) by ``frames`` on both sides: each frame shifted
+    onto its neighbours, a frame at a time (``frames`` is a frame or two, a window count's
+    padding and running sum cost more)."""
+    grown = labels.copy()
+    for shift in range(1, frames + 1):
+        grown[..., shift:] |= labels[..., :-shift]
+        grown[..., :-shift] |= labels[..., shift:]
+    return grown
 
 
 def smooth(weights, width):

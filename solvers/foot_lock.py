@@ -139,7 +139,7 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
     noise = None  # the input feet's jitter over the whole clip, once something reads it
     if missing.any() or heel_missing.any():
         root, length = travel(skeleton, gpos, rig, up), mean_leg_length(bone_lengths)  # leg_length's
-        noise = metrics.foot_jitter(before["ankles"], before["toes"])
+        noise = metrics.foot_jitter(before["feet"])
         with _timed(timings, "contacts"):
             heel_labels, labels, slip = _label_feet(before["ankles"], before["toes"], rig, root, length, up, motion.fps,
                                                     settings.contacts, noise)
@@ -171,7 +171,7 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
     size = metrics.character_size(bone_lengths)
     whole = range(motion.frames)[measured] == range(motion.frames)
     if noise is None or not whole:
-        noise = metrics.foot_jitter(before["ankles"][:, measured], before["toes"][:, measured])
+        noise = metrics.foot_jitter(before["feet"][:, measured])
     steadying = metrics.ground_steadying(noise, motion.fps, size)
     (before_figures, after_figures), (grounded, _) = _metrics(
         states[:, :, measured], len(rig.legs), contacts[:, measured], up, motion.fps, unit_scale,
@@ -244,10 +244,12 @@ def _state(gpos, rig, out):
 
 
 def _parts(rows, legs):
-    """The pelvis (..., F, 3) and the hips, ankles and toes (..., L, F, 3) of positions
-    gathered by :func:`_state` (..., 1 + 3 L, F, 3), as views of them."""
+    """The pelvis (..., F, 3), the hips, ankles and toes (..., L, F, 3) and the feet (the ankles,
+    then the toes: (..., 2 L, F, 3)) of positions gathered by :func:`_state` (..., 1 + 3 L, F,
+    3), as views of them."""
     return {"pelvis": rows[..., 0, :, :], "hips": rows[..., 1 : 1 + legs, :, :],
-            "ankles": rows[..., 1 + legs : 1 + 2 * legs, :, :], "toes": rows[..., 1 + 2 * legs :, :, :]}
+            "ankles": rows[..., 1 + legs : 1 + 2 * legs, :, :], "toes": rows[..., 1 + 2 * legs :, :, :],
+            "feet": rows[..., 1 + legs :, :, :]}
 
 
 def _metrics(states, legs, contacts, up, fps, unit_scale, floors, bone_lengths, reference_pelvis, steadying):

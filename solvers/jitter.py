@@ -28,8 +28,11 @@ def jitter(points):
 
 
 def _third_differences(points):
-    """The magnitudes of the third differences of points (..., F, 3) along frames, flat."""
-    return np.abs(np.diff(points, n=3, axis=-2)).ravel()
+    """The magnitudes of the third differences of points (..., F, 3) along frames, flat:
+    np.diff's numbers (a difference of differences), without its overhead."""
+    for _ in range(3):
+        points = points[..., 1:, :] - points[..., :-1, :]
+    return np.abs(points, out=points).ravel()
 
 
 def _quartile(third):

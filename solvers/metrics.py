@@ -228,12 +228,13 @@ def foot_points(ankles, toes):
     return np.stack([ankles, toes])
 
 
-def foot_jitter(ankles, toes):
-    """The input feet's frame-to-frame capture noise (world units, std per axis): markerless
+def foot_jitter(feet):
+    """The input feet's frame-to-frame capture noise (world units, std per axis) of their ankles
+    and toes, ``feet`` (2 L, F, 3) as rows of one array (the ankles, then the toes): markerless
     or noisy capture jitters by millimetres, and the labeller smooths what it measures where
     that would read as speed. A figure of the input alone: a fix holds its locked frames
     still, and over the free frames alone (a swing's sharp turns) the measure does not hold."""
-    return jitter(np.concatenate([ankles, toes]))
+    return jitter(feet)
 
 
 def character_size(bone_lengths):
