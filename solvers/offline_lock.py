@@ -145,7 +145,7 @@ def solve_offline_lock(problem, weights=None):
     pins = _pins(problem, pairs, heel_contacts, weights)
     corrections, targets, stretch = _solve_with_reach(problem, weights, pins, terms)
     return OfflineSolution(
-        pelvis=problem.pelvis + corrections[:, :3],
+        pelvis=problem.pelvis + corrections[0].T,
         toes=targets[0],
         heels=targets[1],
         lock_residual=_lock_residual(targets, pairs),
@@ -245,28 +245,26 @@ def _solve_with_reach(problem, weights, pins, terms):
     """Solve the terms' normal equations, then again with reach terms where a leg
     stretches too far.
 
-    Returns the corrections (F, 3 * (1 + L)), the (toe, heel) targets (2, L, F, 3) and how
-    far each leg stretches past its reach to them (L, F)."""
+    Returns the corrections (1 + L, 3, F) (:meth:`_GroupTerms.to_world`), the (toe, heel)
+    targets (2, L, F, 3) and how far each leg stretches past its reach to them (L, F)."""
     dt = 1.0 / problem.fps
     diag, lower, rhs = terms.normal_equations()
-    corrections = terms.to_world(solve_tridiagonal(diag, lower, rhs).T)
+    corrections = terms.to_world(solve_tridiagonal(diag, lower, rhs))
     targets = _targets(problem, corrections, pins)
     active = np.zeros(problem.contacts.shape, dtype=bool)
-    legs = len(active)
     for _ in range(weights.reach_iterations):
         stretch, offset, distance = _reach_state(problem, corrections, targets[1])
         if not (stretch > weights.reach_tolerance * problem.reach).any() or not (stretch[~active] > 0).any():
             break  # within tolerance, or every stretched frame is already constrained
         active |= stretch > 0
         direction = _unit(offset, distance)
-        feet = _feet(corrections, legs)
         # |H - A| ~ distance + n.((e - e_k) - (d - d_k)) = reach: the pelvis follows the
         # leg and the foot yields, as stiff as their other terms make them; a heel's own
         # correction (_hold) is kept as it is.
-        goal = problem.reach - distance + dot(direction, corrections[:, :3] - feet)
+        goal = problem.reach - distance + dot(direction, (corrections[0] - corrections[1:]).swapaxes(1, 2))
         frames = np.flatnonzero(active.any(axis=0))
         reach_terms = _reach_terms(terms.in_basis(direction), active * weights.reach / dt, goal, frames, len(diag))
-        corrections = terms.to_world(solve_mostly_separable(diag, lower, rhs, frames, *reach_terms))
+        corrections = terms.to_world(solve_mostly_separable(diag, lower, rhs, frames, *reach_terms).T)
         targets = _targets(problem, corrections, pins)
     else:  # the last solve's stretch is not measured yet
         stretch = _reach_state(problem, corrections, targets[1])[0]
@@ -367,11 +365,11 @@ def _targets(problem, corrections, pins):
     heel and toe are both pinned, the foot turned about the ball so the heel holds too
     (``pins``: :func:`_pins`)."""
     if pins is None:  # no heel pinned: every foot moves as a whole
-        feet = _feet(corrections, problem.toes.shape[0])
+        feet = corrections[1:].swapaxes(1, 2)  # (L, F, 3)
         return np.stack([problem.toes + feet, problem.ankles + feet])
     # The points a component at a time (3, L, F): the per-frame weights (L, F) then scale
     # whole rows of frames, where on (L, F, 3) points they would scale three values at a time.
-    feet = corrections[:, 3:].reshape(len(corrections), -1, 3).T  # (3, L, F)
+    feet = corrections[1:].swapaxes(0, 1)  # (3, L, F)
     toes, heels = np.add(pins.points, feet, out=np.empty(pins.points.shape))
     # Where only the heel is pinned the foot correction already holds it; where the toe is
     # pinned too the foot follows the ball and the heel needs its own correction to stay.
@@ -395,11 +393,6 @@ def _targets(problem, corrections, pins):
     targets[0] = toes.transpose(1, 2, 0)
     targets[1] = _hold(heels, pins.heel_runs).transpose(1, 2, 0)
     return targets
-
-
-def _feet(corrections, legs):
-    """Each foot's correction (L, F, 3), a view of the corrections (F, 3 * (1 + L))."""
-    return corrections[:, 3:].reshape(len(corrections), legs, 3).swapaxes(0, 1)
 
 
 def _hold(points, runs):
@@ -497,7 +490,7 @@ def _rescaled(v, lengths):
 def _reach_state(problem, corrections, heels):
     """How far each leg stretches past its reach (L, F), to the heel targets (L, F, 3), with
     the pelvis correction in ``corrections``; then the hip-to-heel offsets and their lengths."""
-    offset = problem.hips + corrections[None, :, :3] - heels
+    offset = problem.hips + corrections[0].T - heels
     distance = length(offset)
     return distance - problem.reach, offset, distance
 
@@ -540,10 +533,13 @@ class _GroupTerms:
         return vectors @ self.basis.T
 
     def to_world(self, x):
-        """A solution (F, 3G) in the normal equations' basis, in world axes."""
-        frames = x.shape[0]
-        # Not ``@``: a 3 x 3 product per frame and group is a BLAS call each, einsum one loop.
-        return np.einsum("fgi,ij->fgj", x.reshape(frames, -1, 3), self.basis).reshape(frames, -1)
+        """A solution (3G, F) in the normal equations' basis (a row per group and axis, as
+        :meth:`normal_equations`), in world axes, a component at a time: (G, 3, F).
+
+        One 3 x 3 by 3 x F product per group: a BLAS call each along whole rows of frames
+        (single-threaded below ~29k frames, as :meth:`in_basis`), where an einsum over
+        (F, G, 3) costs several times as much in its short inner loops."""
+        return self.basis.T @ x.reshape(-1, 3, x.shape[-1])
 
     def normal_equations(self):
         """The diagonal, the couplings of each frame to the one before and the right-hand
