@@ -27,29 +27,40 @@ def solve_tridiagonal(diag, lower, rhs):
     ``diag`` (c, n) their diagonals, ``lower`` (c, n) ``A[i, i - 1]`` (``lower[:, 0]`` is
     ignored; ``A[i - 1, i]`` is the same), ``rhs`` (c, n). Returns x (c, n).
 
-    The rows are padded to a power of two with rows that couple to nothing (their x is 0,
-    and every term they add to a real row is an exact zero) and laid end to end as one
-    chain: every level then keeps the even rows of every system at once, through 1-D
-    slices, which numpy runs several times faster than the same slices of 2-D rows."""
+    The rows are padded to a few rows (at most ``SHORT_CHAIN``) times a power of two with
+    rows that couple to nothing (their x is 0, and every term they add to a real row is an
+    exact zero) and laid end to end as one chain: every level then keeps the even rows of
+    every system at once, through 1-D slices, which numpy runs several times faster than the
+    same slices of 2-D rows. The levels' cost follows the padded rows (317 rows: 320, where
+    the next power of two would be 512), and the last few rows of every system are solved
+    one after the other (:func:`_solve_short_chains`)."""
     chains, n = diag.shape
-    size = 1 << (n - 1).bit_length()
+    levels = max(-(-n // SHORT_CHAIN) - 1, 0).bit_length()  # halvings to at most SHORT_CHAIN rows
+    short = -(-n >> levels)
+    size = short << levels
     padded = np.zeros((3, chains, size))
     padded[0, :, n:] = 1.0
     padded[0, :, :n] = diag
     padded[1, :, 1:n] = lower[:, 1:]  # no coupling between one system and the next
     padded[2, :, :n] = rhs
     x = np.empty(chains * size)
-    _reduce_chains(*padded.reshape(3, -1), size, x)
+    _reduce_chains(*padded.reshape(3, -1), size, short, x)
     return x.reshape(chains, size)[:, :n]
 
 
-def _reduce_chains(diag, lower, rhs, length, x):
-    """:func:`solve_tridiagonal` of systems ``length`` rows long (a power of two) laid end
-    to end in ``diag``, ``lower`` and ``rhs`` (1-D), each one's first ``lower`` zero; the
-    solution is written into ``x`` (each level's kept rows solve straight into its even
-    entries)."""
-    if length == 1:
-        np.divide(rhs, diag, out=x)
+# :func:`solve_tridiagonal` halves its systems down to this many rows or fewer, then solves
+# them row by row: up to five rows cost fewer numpy calls than two more levels (on the
+# click's chains, 9 x 317 rows: 1.65M -> 1.31M instructions).
+SHORT_CHAIN = 5
+
+
+def _reduce_chains(diag, lower, rhs, length, short, x):
+    """:func:`solve_tridiagonal` of systems ``length`` rows long (``short`` times a power of
+    two) laid end to end in ``diag``, ``lower`` and ``rhs`` (1-D), each one's first ``lower``
+    zero; the solution is written into ``x`` (each level's kept rows solve straight into its
+    even entries)."""
+    if length == short:
+        _solve_short_chains(*(values.reshape(-1, short) for values in (diag, lower, rhs, x)))
         return
     # The dropped (odd) rows' pivots, negated: every product below then has the sign it is
     # added with, and no level spends a call negating one.
@@ -69,10 +80,24 @@ def _reduce_chains(diag, lower, rhs, length, x):
     kept_rhs = rhs[0::2] + after * dropped_rhs
     kept_rhs[1:] += before * dropped_rhs[:-1]
     kept = x[0::2]
-    _reduce_chains(kept_diag, kept_lower, kept_rhs, length // 2, kept)
+    _reduce_chains(kept_diag, kept_lower, kept_rhs, length // 2, short, kept)
     pull = to_previous * kept
     pull[:-1] += to_next * kept[1:]
     np.multiply(pull - dropped_rhs, inverse, out=x[1::2])
+
+
+def _solve_short_chains(diag, lower, rhs, x):
+    """Solve the tridiagonal systems left when :func:`_reduce_chains` has halved them to a
+    few rows, ``diag``, ``lower``, ``rhs`` and ``x`` (c, rows), a row of every system at a
+    time (LU without pivoting, stable on SPD systems). Overwrites ``diag`` and ``rhs``."""
+    rows = diag.shape[-1]
+    for i in range(1, rows):  # elimination: row i loses w times row i - 1
+        w = lower[:, i] / diag[:, i - 1]
+        diag[:, i] -= w * lower[:, i]
+        rhs[:, i] -= w * rhs[:, i - 1]
+    np.divide(rhs[:, -1], diag[:, -1], out=x[:, -1])
+    for i in range(rows - 2, -1, -1):  # back substitution
+        np.divide(rhs[:, i] - lower[:, i + 1] * x[:, i + 1], diag[:, i], out=x[:, i])
 
 
 def solve_block_tridiagonal(diag, lower, rhs):
