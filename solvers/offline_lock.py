@@ -45,7 +45,7 @@ import numpy as np
 
 from .banded import solve_mostly_separable, solve_tridiagonal
 from .contacts import REFERENCE_LEG_LENGTH
-from .quaternion import cross, dot, length
+from .quaternion import cross, dot, dots, length
 
 
 @dataclass
@@ -238,7 +238,9 @@ def _lock_residual(points, pair):
     locked = pair >= 1.0
     if not locked.any():
         return 0.0
-    return float(length(points[..., 1:, :][locked] - points[..., :-1, :][locked]).max())
+    # Every step's squared length, masked, then one root: no boolean gathers of the points.
+    steps = points[..., 1:, :] - points[..., :-1, :]
+    return float(np.sqrt(np.where(locked, dots(steps, steps), 0.0).max()))
 
 
 def _solve_with_reach(problem, weights, pins, terms):
