@@ -109,17 +109,18 @@ def solve_offline_lock(problem, weights=None):
     terms = _GroupTerms(1 + legs, frames, up)  # group 0 the pelvis, 1 + leg each foot
 
     # The pelvis keeps its source steps: its correction's step is zero.
-    terms.step(0, np.full(frames - 1, weights.pelvis_velocity / dt))
+    terms.step(0, weights.pelvis_velocity / dt)
     terms.anchor(0, weights.pelvis_anchor * dt)
 
     pairs = _pairs(np.stack((problem.contacts, heel_contacts)))  # (2, L, F-1): the toes', the heels'
     toe_pair, heel_pair = pairs
-    toe_step, heel_step = np.diff(problem.toes, axis=1), np.diff(problem.ankles, axis=1)
+    points = np.stack((problem.toes, problem.ankles))  # (2, L, F, 3): toes, heels
+    toe_step, heel_step = points[:, :, 1:] - points[:, :, :-1]
     standing = np.maximum(problem.contacts, heel_contacts)
     # The foot moves as one: on its ground while either point is.
     # By dot (one einsum), not ``@ up``: OpenBLAS runs a matrix-vector product of a long
     # clip's rows on several threads (see quaternion.horizontal).
-    heights = dot(np.stack((problem.toes, problem.ankles)), up)  # (2, L, F): toes, heels
+    heights = dot(points, up)  # (2, L, F): toes, heels
     clearance = _clearance(heights, standing, problem, weights).min(axis=0)
     easing = _swing_ease(standing, problem.fps, weights.swing_ease)
     feet = slice(1, None)  # every foot's group: the legs are rows of one array
@@ -142,7 +143,7 @@ def solve_offline_lock(problem, weights=None):
     heel_only = heel_pair * (1.0 - toe_pair)
     terms.step(feet, heel_only * weights.lock / dt, -heel_pair[..., None] * heel_step)
     terms.anchor(feet, (weights.toe_anchor + standing * weights.stance_anchor) * dt)
-    pins = _pins(problem, pairs, heel_contacts, weights)
+    pins = _pins(problem, points, pairs, heel_contacts, weights)
     corrections, targets, stretch = _solve_with_reach(problem, weights, pins, terms)
     return OfflineSolution(
         pelvis=problem.pelvis + corrections[0].T,
@@ -285,15 +286,15 @@ class _Pins:
     heel_only: np.ndarray  # (L, F) where the heel alone is pinned
 
 
-def _pins(problem, pairs, heel_contacts, weights):
+def _pins(problem, points, pairs, heel_contacts, weights):
     """The :class:`_Pins` of a problem, or None where no heel is pinned (every foot then
-    moves as a whole)."""
+    moves as a whole); ``points`` (2, L, F, 3) its toes and heels."""
     if not (pairs[1] > 0).any():
         return None
     dt = 1.0 / problem.fps
     ease = _ease_out(np.arange(problem.contacts.shape[-1]) * dt / weights.release_time)[:, 0]
     return _Pins(
-        points=np.stack((problem.toes, problem.ankles)).transpose(0, 3, 1, 2).copy(),
+        points=points.transpose(0, 3, 1, 2).copy(),
         **dict(zip(("toe_runs", "heel_runs"), _runs(pairs, ease))),
         foot=length(problem.ankles - problem.toes),
         turned=_released(heel_contacts, ease),
