@@ -510,7 +510,7 @@ class _GroupTerms:
         self.basis = _basis_about(up)
         # Per group, per axis of the basis (two across ``up``, then ``up``) and per step or frame.
         self.step_weights = np.zeros((groups, 3, frames - 1))
-        self.pulled = np.zeros((groups, frames - 1, 3))  # the steps' weight * P goal, in the basis
+        self.pulled = np.zeros((groups, 3, frames - 1))  # the steps' weight * P goal, in the basis
         self.anchor_weights = np.zeros((groups, 3, frames))
 
     def step(self, group, weight, goal=None, horizontal_only=False):
@@ -522,8 +522,8 @@ class _GroupTerms:
         if goal is not None:
             projected = self.in_basis(goal)
             if horizontal_only:
-                projected[..., ALONG_UP] = 0.0
-            projected *= np.asarray(weight)[..., None]
+                projected[..., ALONG_UP, :] = 0.0
+            projected *= _per_axis(weight)
             self.pulled[group] += projected
 
     def anchor(self, group, weight, vertical_only=False):
@@ -532,8 +532,9 @@ class _GroupTerms:
         self.anchor_weights[group, ALONG_UP if vertical_only else ALL_AXES] += _per_axis(weight)
 
     def in_basis(self, vectors):
-        """World vectors (..., 3) in the normal equations' basis."""
-        return vectors @ self.basis.T
+        """World vectors (..., n, 3) in the normal equations' basis, a component at a time
+        (..., 3, n): the per-frame weights then scale whole rows of frames."""
+        return self.basis @ vectors.swapaxes(-1, -2)
 
     def to_world(self, x):
         """A solution (3G, F) in the normal equations' basis (a row per group and axis, as
@@ -556,7 +557,7 @@ class _GroupTerms:
         neighbour = np.empty_like(own)
         neighbour[..., 0] = 0.0
         np.negative(step, out=neighbour[..., 1:])
-        pulled = self.pulled.swapaxes(1, 2)  # (G, 3, F-1)
+        pulled = self.pulled
         rhs = np.zeros((groups, 3, frames))
         rhs[..., 1:] += pulled
         rhs[..., :-1] -= pulled
@@ -587,12 +588,11 @@ def _reach_terms(direction, weight, goal, frames, size):
     pelvis's correction ``e`` with each foot's ``d`` on ``frames`` (k,), as
     :func:`.banded.solve_mostly_separable` takes them, the frames last: per leg, the
     vectors ``u`` (L, size, k) and weights (L, k) of the blocks' terms ``weight * u u^T``,
-    and the right-hand sides (size, k) (``direction`` n (L, F, 3), ``weight`` and ``goal``
+    and the right-hand sides (size, k) (``direction`` n (L, 3, F), ``weight`` and ``goal``
     (L, F), in the equations' basis)."""
-    direction, weight, goal = (values.take(frames, axis=1) for values in (direction, weight, goal))
+    across, weight, goal = (values.take(frames, axis=-1) for values in (direction, weight, goal))
     legs, count = weight.shape
     # Each leg's term acts along u = (n on the pelvis, -n on its foot, 0 on the other feet).
-    across = direction.transpose(0, 2, 1)  # (L, 3, k)
     along = np.zeros((legs, size // 3, 3, count))
     along[:, 0] = across
     along[np.arange(legs), np.arange(legs) + 1] = -across
