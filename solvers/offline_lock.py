@@ -578,9 +578,14 @@ def _basis_about(up):
     """Rows: two unit axes across the unit ``up`` and ``up``, a right-handed basis; built
     from the world axis least aligned with ``up``, so an axis-aligned ``up`` gives a signed
     permutation (exact)."""
-    across = cross(up, np.eye(3)[np.argmin(np.abs(up))])  # not np.cross: a few times slower on one vector
-    across /= np.linalg.norm(across)
-    return np.stack((across, cross(up, across), up))
+    axis = np.eye(3)[np.argmin(np.abs(up))]
+    basis = np.empty((3, 3))
+    cross(up, axis, out=basis[0])  # not np.cross: a few times slower on one vector
+    # The second axis, up x across, is (up (up . axis) - axis) / |up x axis|: no second cross product.
+    np.subtract(up * dot(up, axis), axis, out=basis[1])
+    basis[:2] /= length(basis[0])
+    basis[2] = up
+    return basis
 
 
 def _reach_terms(direction, weight, goal, frames, size):
