@@ -332,14 +332,15 @@ def _runs(pairs, ease):
     edges = np.zeros((len(pinned), frames), dtype=np.int8)
     edges[:, :-1] = pinned
     edges[:, 1:] -= pinned
-    rows, starts = np.nonzero(edges == 1)
+    is_start = edges == 1
+    rows, starts = np.nonzero(is_start)
     ends = np.nonzero(edges == -1)[1]  # row by row, as the starts
     after_own = np.zeros(len(rows), dtype=bool)  # the run follows an earlier run of its own row
     after_own[1:] = rows[1:] == rows[:-1]
     gaps = np.zeros(len(rows), dtype=np.intp)  # frames since the run before (of any row)
     gaps[1:] = starts[1:] - ends[:-1]
-    resumed = np.where(after_own, ease[np.maximum(gaps, 0)], 0.0)[:, None]
-    started = (edges == 1).cumsum(axis=-1)  # runs of the row started at or before each frame
+    resumed = np.where(after_own, ease.take(gaps, mode="clip"), 0.0)[:, None]  # (clipped: no gap below 0)
+    started = is_start.cumsum(axis=-1)  # runs of the row started at or before each frame
     first_run = started[:, -1].cumsum() - started[:, -1]  # each row's first index in the runs
     any_run = np.zeros(edges.shape, dtype=bool)
     any_run[:, 1:] = started[:, :-1] > 0
@@ -347,8 +348,8 @@ def _runs(pairs, ease):
     inside[:, 1:] = pinned
     last = np.zeros(edges.shape, dtype=np.intp)
     last[:, 1:] = started[:, :-1] - 1 + first_run[:, None]
-    since = np.arange(frames) - ends[np.where(any_run, last, 0)] if len(ends) else np.zeros(edges.shape, dtype=np.intp)
-    left = np.where(any_run & ~inside, ease[np.clip(since, 0, len(ease) - 1)], 0.0)
+    since = np.arange(frames) - ends.take(np.where(any_run, last, 0)) if len(ends) else np.zeros(edges.shape, dtype=np.intp)
+    left = np.where(any_run & ~inside, ease.take(since, mode="clip"), 0.0)  # (clipped to the ease's frames)
     flat_starts, flat_ends = rows * frames + starts, rows * frames + ends
     # Each point's own runs: its rows, its runs (``first`` to ``stop``) and indices into them.
     bounds = np.searchsorted(rows, np.arange(points + 1) * legs_count)
