@@ -104,7 +104,8 @@ def solve_offline_lock(problem, weights=None):
     frames = problem.pelvis.shape[0]
     legs = problem.toes.shape[0]
     dt = 1.0 / problem.fps
-    up = np.asarray(problem.up, dtype=float) / np.linalg.norm(problem.up)
+    up = np.asarray(problem.up, dtype=float)
+    up = up / length(up)
     heel_contacts = _heel_contacts(problem)
     terms = _GroupTerms(1 + legs, frames, up)  # group 0 the pelvis, 1 + leg each foot
 
@@ -208,7 +209,7 @@ def _swing_ease(standing, fps, seconds):
     index = np.arange(standing.shape[-1])
     since = index - np.maximum.accumulate(np.where(on, index, -(10**9)), axis=-1)
     until = np.minimum.accumulate(np.where(on, index, 10**9)[..., ::-1], axis=-1)[..., ::-1] - index
-    x = np.where(since <= until, np.clip(since / (seconds * fps), 0.0, 1.0), 1.0)
+    x = np.where(since <= until, np.minimum(since / (seconds * fps), 1.0), 1.0)  # since >= 0: no np.clip
     ramp = EASE_PEAK * (1.0 - x * x * (3.0 - 2.0 * x))
     return 0.5 * (ramp[..., 1:] + ramp[..., :-1])
 
@@ -466,7 +467,7 @@ def _released(weights, ease):
     last = np.maximum.accumulate(np.where(weights > 0, index, -1), axis=-1)
     rows = (np.arange(legs) * frames)[:, None]  # the frames as indices into (L F) rows
     held = weights.take(rows + np.maximum(last, 0)) * (last >= 0)
-    return np.maximum(weights, held * ease.take(np.minimum(index - last, frames - 1)))
+    return np.maximum(weights, held * ease.take(index - last, mode="clip"))  # (clipped to the ease's frames)
 
 
 def _ease_out(x):
