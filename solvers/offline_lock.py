@@ -45,7 +45,7 @@ import numpy as np
 
 from .banded import solve_mostly_separable, solve_tridiagonal
 from .contacts import REFERENCE_LEG_LENGTH
-from .quaternion import cross, dot, length
+from .quaternion import cross, dot, dots, length
 
 
 @dataclass
@@ -104,22 +104,24 @@ def solve_offline_lock(problem, weights=None):
     frames = problem.pelvis.shape[0]
     legs = problem.toes.shape[0]
     dt = 1.0 / problem.fps
-    up = np.asarray(problem.up, dtype=float) / np.linalg.norm(problem.up)
+    up = np.asarray(problem.up, dtype=float)
+    up = up / length(up)
     heel_contacts = _heel_contacts(problem)
     terms = _GroupTerms(1 + legs, frames, up)  # group 0 the pelvis, 1 + leg each foot
 
     # The pelvis keeps its source steps: its correction's step is zero.
-    terms.step(0, np.full(frames - 1, weights.pelvis_velocity / dt))
+    terms.step(0, weights.pelvis_velocity / dt)
     terms.anchor(0, weights.pelvis_anchor * dt)
 
     pairs = _pairs(np.stack((problem.contacts, heel_contacts)))  # (2, L, F-1): the toes', the heels'
     toe_pair, heel_pair = pairs
-    toe_step, heel_step = np.diff(problem.toes, axis=1), np.diff(problem.ankles, axis=1)
+    points = np.stack((problem.toes, problem.ankles))  # (2, L, F, 3): toes, heels
+    toe_step, heel_step = points[:, :, 1:] - points[:, :, :-1]
     standing = np.maximum(problem.contacts, heel_contacts)
     # The foot moves as one: on its ground while either point is.
     # By dot (one einsum), not ``@ up``: OpenBLAS runs a matrix-vector product of a long
     # clip's rows on several threads (see quaternion.horizontal).
-    heights = dot(np.stack((problem.toes, problem.ankles)), up)  # (2, L, F): toes, heels
+    heights = dot(points, up)  # (2, L, F): toes, heels
     clearance = _clearance(heights, standing, problem, weights).min(axis=0)
     easing = _swing_ease(standing, problem.fps, weights.swing_ease)
     feet = slice(1, None)  # every foot's group: the legs are rows of one array
@@ -142,10 +144,10 @@ def solve_offline_lock(problem, weights=None):
     heel_only = heel_pair * (1.0 - toe_pair)
     terms.step(feet, heel_only * weights.lock / dt, -heel_pair[..., None] * heel_step)
     terms.anchor(feet, (weights.toe_anchor + standing * weights.stance_anchor) * dt)
-    pins = _pins(problem, pairs, heel_contacts, weights)
+    pins = _pins(problem, points, pairs, heel_contacts, weights)
     corrections, targets, stretch = _solve_with_reach(problem, weights, pins, terms)
     return OfflineSolution(
-        pelvis=problem.pelvis + corrections[:, :3],
+        pelvis=problem.pelvis + corrections[0].T,
         toes=targets[0],
         heels=targets[1],
         lock_residual=_lock_residual(targets, pairs),
@@ -207,7 +209,7 @@ def _swing_ease(standing, fps, seconds):
     index = np.arange(standing.shape[-1])
     since = index - np.maximum.accumulate(np.where(on, index, -(10**9)), axis=-1)
     until = np.minimum.accumulate(np.where(on, index, 10**9)[..., ::-1], axis=-1)[..., ::-1] - index
-    x = np.where(since <= until, np.clip(since / (seconds * fps), 0.0, 1.0), 1.0)
+    x = np.where(since <= until, np.minimum(since / (seconds * fps), 1.0), 1.0)  # since >= 0: no np.clip
     ramp = EASE_PEAK * (1.0 - x * x * (3.0 - 2.0 * x))
     return 0.5 * (ramp[..., 1:] + ramp[..., :-1])
 
@@ -238,35 +240,35 @@ def _lock_residual(points, pair):
     locked = pair >= 1.0
     if not locked.any():
         return 0.0
-    return float(length(points[..., 1:, :][locked] - points[..., :-1, :][locked]).max())
+    # Every step's squared length, masked, then one root: no boolean gathers of the points.
+    steps = points[..., 1:, :] - points[..., :-1, :]
+    return float(np.sqrt(np.where(locked, dots(steps, steps), 0.0).max()))
 
 
 def _solve_with_reach(problem, weights, pins, terms):
     """Solve the terms' normal equations, then again with reach terms where a leg
     stretches too far.
 
-    Returns the corrections (F, 3 * (1 + L)), the (toe, heel) targets (2, L, F, 3) and how
-    far each leg stretches past its reach to them (L, F)."""
+    Returns the corrections (1 + L, 3, F) (:meth:`_GroupTerms.to_world`), the (toe, heel)
+    targets (2, L, F, 3) and how far each leg stretches past its reach to them (L, F)."""
     dt = 1.0 / problem.fps
     diag, lower, rhs = terms.normal_equations()
-    corrections = terms.to_world(solve_tridiagonal(diag, lower, rhs).T)
+    corrections = terms.to_world(solve_tridiagonal(diag, lower, rhs))
     targets = _targets(problem, corrections, pins)
     active = np.zeros(problem.contacts.shape, dtype=bool)
-    legs = len(active)
     for _ in range(weights.reach_iterations):
         stretch, offset, distance = _reach_state(problem, corrections, targets[1])
         if not (stretch > weights.reach_tolerance * problem.reach).any() or not (stretch[~active] > 0).any():
             break  # within tolerance, or every stretched frame is already constrained
         active |= stretch > 0
         direction = _unit(offset, distance)
-        feet = _feet(corrections, legs)
         # |H - A| ~ distance + n.((e - e_k) - (d - d_k)) = reach: the pelvis follows the
         # leg and the foot yields, as stiff as their other terms make them; a heel's own
         # correction (_hold) is kept as it is.
-        goal = problem.reach - distance + dot(direction, corrections[:, :3] - feet)
+        goal = problem.reach - distance + dot(direction, (corrections[0] - corrections[1:]).swapaxes(1, 2))
         frames = np.flatnonzero(active.any(axis=0))
         reach_terms = _reach_terms(terms.in_basis(direction), active * weights.reach / dt, goal, frames, len(diag))
-        corrections = terms.to_world(solve_mostly_separable(diag, lower, rhs, frames, *reach_terms))
+        corrections = terms.to_world(solve_mostly_separable(diag, lower, rhs, frames, *reach_terms).T)
         targets = _targets(problem, corrections, pins)
     else:  # the last solve's stretch is not measured yet
         stretch = _reach_state(problem, corrections, targets[1])[0]
@@ -285,15 +287,15 @@ class _Pins:
     heel_only: np.ndarray  # (L, F) where the heel alone is pinned
 
 
-def _pins(problem, pairs, heel_contacts, weights):
+def _pins(problem, points, pairs, heel_contacts, weights):
     """The :class:`_Pins` of a problem, or None where no heel is pinned (every foot then
-    moves as a whole)."""
+    moves as a whole); ``points`` (2, L, F, 3) its toes and heels."""
     if not (pairs[1] > 0).any():
         return None
     dt = 1.0 / problem.fps
     ease = _ease_out(np.arange(problem.contacts.shape[-1]) * dt / weights.release_time)[:, 0]
     return _Pins(
-        points=np.stack((problem.toes, problem.ankles)).transpose(0, 3, 1, 2).copy(),
+        points=points.transpose(0, 3, 1, 2).copy(),
         **dict(zip(("toe_runs", "heel_runs"), _runs(pairs, ease))),
         foot=length(problem.ankles - problem.toes),
         turned=_released(heel_contacts, ease),
@@ -331,14 +333,15 @@ def _runs(pairs, ease):
     edges = np.zeros((len(pinned), frames), dtype=np.int8)
     edges[:, :-1] = pinned
     edges[:, 1:] -= pinned
-    rows, starts = np.nonzero(edges == 1)
+    is_start = edges == 1
+    rows, starts = np.nonzero(is_start)
     ends = np.nonzero(edges == -1)[1]  # row by row, as the starts
     after_own = np.zeros(len(rows), dtype=bool)  # the run follows an earlier run of its own row
     after_own[1:] = rows[1:] == rows[:-1]
     gaps = np.zeros(len(rows), dtype=np.intp)  # frames since the run before (of any row)
     gaps[1:] = starts[1:] - ends[:-1]
-    resumed = np.where(after_own, ease[np.maximum(gaps, 0)], 0.0)[:, None]
-    started = (edges == 1).cumsum(axis=-1)  # runs of the row started at or before each frame
+    resumed = np.where(after_own, ease.take(gaps, mode="clip"), 0.0)[:, None]  # (clipped: no gap below 0)
+    started = is_start.cumsum(axis=-1)  # runs of the row started at or before each frame
     first_run = started[:, -1].cumsum() - started[:, -1]  # each row's first index in the runs
     any_run = np.zeros(edges.shape, dtype=bool)
     any_run[:, 1:] = started[:, :-1] > 0
@@ -346,8 +349,8 @@ def _runs(pairs, ease):
     inside[:, 1:] = pinned
     last = np.zeros(edges.shape, dtype=np.intp)
     last[:, 1:] = started[:, :-1] - 1 + first_run[:, None]
-    since = np.arange(frames) - ends[np.where(any_run, last, 0)] if len(ends) else np.zeros(edges.shape, dtype=np.intp)
-    left = np.where(any_run & ~inside, ease[np.clip(since, 0, len(ease) - 1)], 0.0)
+    since = np.arange(frames) - ends.take(np.where(any_run, last, 0)) if len(ends) else np.zeros(edges.shape, dtype=np.intp)
+    left = np.where(any_run & ~inside, ease.take(since, mode="clip"), 0.0)  # (clipped to the ease's frames)
     flat_starts, flat_ends = rows * frames + starts, rows * frames + ends
     # Each point's own runs: its rows, its runs (``first`` to ``stop``) and indices into them.
     bounds = np.searchsorted(rows, np.arange(points + 1) * legs_count)
@@ -367,11 +370,11 @@ def _targets(problem, corrections, pins):
     heel and toe are both pinned, the foot turned about the ball so the heel holds too
     (``pins``: :func:`_pins`)."""
     if pins is None:  # no heel pinned: every foot moves as a whole
-        feet = _feet(corrections, problem.toes.shape[0])
+        feet = corrections[1:].swapaxes(1, 2)  # (L, F, 3)
         return np.stack([problem.toes + feet, problem.ankles + feet])
     # The points a component at a time (3, L, F): the per-frame weights (L, F) then scale
     # whole rows of frames, where on (L, F, 3) points they would scale three values at a time.
-    feet = corrections[:, 3:].reshape(len(corrections), -1, 3).T  # (3, L, F)
+    feet = corrections[1:].swapaxes(0, 1)  # (3, L, F)
     toes, heels = np.add(pins.points, feet, out=np.empty(pins.points.shape))
     # Where only the heel is pinned the foot correction already holds it; where the toe is
     # pinned too the foot follows the ball and the heel needs its own correction to stay.
@@ -395,11 +398,6 @@ def _targets(problem, corrections, pins):
     targets[0] = toes.transpose(1, 2, 0)
     targets[1] = _hold(heels, pins.heel_runs).transpose(1, 2, 0)
     return targets
-
-
-def _feet(corrections, legs):
-    """Each foot's correction (L, F, 3), a view of the corrections (F, 3 * (1 + L))."""
-    return corrections[:, 3:].reshape(len(corrections), legs, 3).swapaxes(0, 1)
 
 
 def _hold(points, runs):
@@ -469,7 +467,7 @@ def _released(weights, ease):
     last = np.maximum.accumulate(np.where(weights > 0, index, -1), axis=-1)
     rows = (np.arange(legs) * frames)[:, None]  # the frames as indices into (L F) rows
     held = weights.take(rows + np.maximum(last, 0)) * (last >= 0)
-    return np.maximum(weights, held * ease.take(np.minimum(index - last, frames - 1)))
+    return np.maximum(weights, held * ease.take(index - last, mode="clip"))  # (clipped to the ease's frames)
 
 
 def _ease_out(x):
@@ -497,7 +495,7 @@ def _rescaled(v, lengths):
 def _reach_state(problem, corrections, heels):
     """How far each leg stretches past its reach (L, F), to the heel targets (L, F, 3), with
     the pelvis correction in ``corrections``; then the hip-to-heel offsets and their lengths."""
-    offset = problem.hips + corrections[None, :, :3] - heels
+    offset = problem.hips + corrections[0].T - heels
     distance = length(offset)
     return distance - problem.reach, offset, distance
 
@@ -514,7 +512,7 @@ class _GroupTerms:
         self.basis = _basis_about(up)
         # Per group, per axis of the basis (two across ``up``, then ``up``) and per step or frame.
         self.step_weights = np.zeros((groups, 3, frames - 1))
-        self.pulled = np.zeros((groups, frames - 1, 3))  # the steps' weight * P goal, in the basis
+        self.pulled = np.zeros((groups, 3, frames - 1))  # the steps' weight * P goal, in the basis
         self.anchor_weights = np.zeros((groups, 3, frames))
 
     def step(self, group, weight, goal=None, horizontal_only=False):
@@ -526,8 +524,8 @@ class _GroupTerms:
         if goal is not None:
             projected = self.in_basis(goal)
             if horizontal_only:
-                projected[..., ALONG_UP] = 0.0
-            projected *= np.asarray(weight)[..., None]
+                projected[..., ALONG_UP, :] = 0.0
+            projected *= _per_axis(weight)
             self.pulled[group] += projected
 
     def anchor(self, group, weight, vertical_only=False):
@@ -536,14 +534,18 @@ class _GroupTerms:
         self.anchor_weights[group, ALONG_UP if vertical_only else ALL_AXES] += _per_axis(weight)
 
     def in_basis(self, vectors):
-        """World vectors (..., 3) in the normal equations' basis."""
-        return vectors @ self.basis.T
+        """World vectors (..., n, 3) in the normal equations' basis, a component at a time
+        (..., 3, n): the per-frame weights then scale whole rows of frames."""
+        return self.basis @ vectors.swapaxes(-1, -2)
 
     def to_world(self, x):
-        """A solution (F, 3G) in the normal equations' basis, in world axes."""
-        frames = x.shape[0]
-        # Not ``@``: a 3 x 3 product per frame and group is a BLAS call each, einsum one loop.
-        return np.einsum("fgi,ij->fgj", x.reshape(frames, -1, 3), self.basis).reshape(frames, -1)
+        """A solution (3G, F) in the normal equations' basis (a row per group and axis, as
+        :meth:`normal_equations`), in world axes, a component at a time: (G, 3, F).
+
+        One 3 x 3 by 3 x F product per group: a BLAS call each along whole rows of frames
+        (single-threaded below ~29k frames, as :meth:`in_basis`), where an einsum over
+        (F, G, 3) costs several times as much in its short inner loops."""
+        return self.basis.T @ x.reshape(-1, 3, x.shape[-1])
 
     def normal_equations(self):
         """The diagonal, the couplings of each frame to the one before and the right-hand
@@ -557,7 +559,7 @@ class _GroupTerms:
         neighbour = np.empty_like(own)
         neighbour[..., 0] = 0.0
         np.negative(step, out=neighbour[..., 1:])
-        pulled = self.pulled.swapaxes(1, 2)  # (G, 3, F-1)
+        pulled = self.pulled
         rhs = np.zeros((groups, 3, frames))
         rhs[..., 1:] += pulled
         rhs[..., :-1] -= pulled
@@ -578,9 +580,14 @@ def _basis_about(up):
     """Rows: two unit axes across the unit ``up`` and ``up``, a right-handed basis; built
     from the world axis least aligned with ``up``, so an axis-aligned ``up`` gives a signed
     permutation (exact)."""
-    across = cross(up, np.eye(3)[np.argmin(np.abs(up))])  # not np.cross: a few times slower on one vector
-    across /= np.linalg.norm(across)
-    return np.stack((across, cross(up, across), up))
+    axis = np.eye(3)[np.argmin(np.abs(up))]
+    basis = np.empty((3, 3))
+    cross(up, axis, out=basis[0])  # not np.cross: a few times slower on one vector
+    # The second axis, up x across, is (up (up . axis) - axis) / |up x axis|: no second cross product.
+    np.subtract(up * dot(up, axis), axis, out=basis[1])
+    basis[:2] /= length(basis[0])
+    basis[2] = up
+    return basis
 
 
 def _reach_terms(direction, weight, goal, frames, size):
@@ -588,12 +595,11 @@ def _reach_terms(direction, weight, goal, frames, size):
     pelvis's correction ``e`` with each foot's ``d`` on ``frames`` (k,), as
     :func:`.banded.solve_mostly_separable` takes them, the frames last: per leg, the
     vectors ``u`` (L, size, k) and weights (L, k) of the blocks' terms ``weight * u u^T``,
-    and the right-hand sides (size, k) (``direction`` n (L, F, 3), ``weight`` and ``goal``
+    and the right-hand sides (size, k) (``direction`` n (L, 3, F), ``weight`` and ``goal``
     (L, F), in the equations' basis)."""
-    direction, weight, goal = (values.take(frames, axis=1) for values in (direction, weight, goal))
+    across, weight, goal = (values.take(frames, axis=-1) for values in (direction, weight, goal))
     legs, count = weight.shape
     # Each leg's term acts along u = (n on the pelvis, -n on its foot, 0 on the other feet).
-    across = direction.transpose(0, 2, 1)  # (L, 3, k)
     along = np.zeros((legs, size // 3, 3, count))
     along[:, 0] = across
     along[np.arange(legs), np.arange(legs) + 1] = -across
