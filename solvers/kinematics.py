@@ -94,7 +94,9 @@ def forward_kinematics(skeleton, rot, pos, joints=None):
     start, above = 0, None
     for level in levels:
         stop = start + len(level)
-        level_rot, level_pos = _as_rows(local_rot[:, start:stop]), _as_rows(local_pos[:, start:stop])
+        # A joint's frames after another's, as :func:`_joints_of` reads them back.
+        level_rot, level_pos = (quat.as_component_rows(values[:, start:stop].swapaxes(0, 1))
+                                for values in (local_rot, local_pos))
         if above is None:  # the roots (every ancestor of a joint is among them)
             global_rot, global_pos = level_rot, level_pos
         else:
@@ -102,8 +104,8 @@ def forward_kinematics(skeleton, rot, pos, joints=None):
             if parent_joints == above[0]:
                 parent_rot, parent_pos = above[1:]
             else:
-                parent_rot = _as_rows(grot.take(parent_joints, axis=1))
-                parent_pos = _as_rows(gpos.take(parent_joints, axis=1))
+                parent_rot, parent_pos = (quat.as_component_rows(values.take(parent_joints, axis=1).swapaxes(0, 1))
+                                          for values in (grot, gpos))
             global_rot = quat.multiply(parent_rot, level_rot)
             global_pos = quat.rotate(parent_rot, level_pos)
             global_pos += parent_pos
@@ -113,18 +115,9 @@ def forward_kinematics(skeleton, rot, pos, joints=None):
     return grot, gpos
 
 
-def _as_rows(values):
-    """Values (F, joints, k) as rows (joints F, k), a joint's frames after another's, laid
-    out a component at a time, as the quaternion helpers run fastest (see
-    :mod:`.quaternion`'s docstring)."""
-    frames, count, size = values.shape
-    out = np.empty((size, count, frames))
-    out.T[...] = values
-    return out.reshape(size, -1).T
-
-
 def _joints_of(rows, count):
-    """Rows of :func:`_as_rows` as (k, joints, F), a view: a joint's values at a time."""
+    """Rows (joints F, k) of a level, as :func:`forward_kinematics` lays them out, as (k, joints,
+    F), a view: a joint's values at a time."""
     return rows.T.reshape(rows.shape[1], count, -1)
 
 

@@ -358,8 +358,10 @@ def _solve_stacked(pose, legs, chains, limits, toe_targets, heel_targets, leg, u
 
     stacked = LegLimits(*(per_row(f) for f in ("max_extension", "softening", "knee_forward_local",
                                                "toe_min_height", "heel_min_height", "toe_end_min_height")))
-    solve_leg(rows, leg, stacked, _as_rows(toe_targets), up, options,
-              heel_target=None if heel_targets is None else _as_rows(heel_targets))
+    # The targets (G, F, 3) laid out as the rows, a component at a time: every vector the
+    # solve derives from them is then too.
+    solve_leg(rows, leg, stacked, quat.as_component_rows(toe_targets), up, options,
+              heel_target=None if heel_targets is None else quat.as_component_rows(heel_targets))
     # What the solve changed: the local rotations from the hip to the toe (the joints it turns,
     # and those between), the global rotations from the hip and the positions below it.
     changed = ((pose.rot, rows.rot, runs(leg.hip, leg.toe + 1)), (pose.grot, rows.grot, runs(leg.hip)),
@@ -368,14 +370,6 @@ def _solve_stacked(pose, legs, chains, limits, toe_targets, heel_targets, leg, u
         for leg_runs, leg_rows in zip(solved, theirs.reshape(count, frames, size, -1)):
             for in_pose, in_rows in leg_runs:
                 ours[:, in_pose] = leg_rows[:, in_rows]
-
-
-def _as_rows(points):
-    """Points (G, F, 3) as rows (G F, 3) laid out as the solve's rows, a component at a time
-    (see :func:`_solve_stacked`): every vector the solve derives from them is then too."""
-    rows = np.empty((3, points.shape[0] * points.shape[1])).T
-    rows[...] = points.reshape(-1, 3)
-    return rows
 
 
 def _runs(joints, first=0):

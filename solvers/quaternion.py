@@ -66,6 +66,15 @@ def component_rows(v, ndim=None):
     return rows.reshape(rows.shape[:1] + (1,) * (ndim - v.ndim) + rows.shape[1:])
 
 
+def as_component_rows(values):
+    """``values`` (..., k) copied into rows (N, k), the leading axes flattened in order, stored a
+    component at a time (:func:`component_rows` of the result: each row contiguous), as the
+    solvers lay out the rows they run the quaternion helpers on."""
+    out = np.empty((values.shape[-1],) + values.shape[:-1])
+    out[...] = component_rows(values)
+    return out.reshape(values.shape[-1], -1).T
+
+
 def dot(u, v):
     """Dot products along a short last axis (3 or 4) in one einsum: ``np.sum(u * v, -1)``'s
     numbers to round-off at a fraction of the cost (numpy reduces a short axis slowly, a
