@@ -578,7 +578,11 @@ def _new_result(obj, source, sampled, clip):
     if source.action is not None:  # a rerun plays it again (from the NLA: on top of the tracks)
         fresh[sources.SOURCE_PROPERTY] = source.action.name
     if source.result is not None:
-        _replace(obj, source.result, fresh, clip)
+        _carry_edited_contacts(obj, source.result, fresh, clip)
+        if results.played_only_by(obj, source.result):
+            _replace(source.result, fresh)
+        # else another object plays the earlier result too: it keeps it, this object
+        # alone plays the fresh one (under Blender's next free name)
     return fresh
 
 
@@ -600,13 +604,16 @@ def _first_strip_action(tracks):
     return next((strip.action for track in tracks for strip in track.strips if strip.action), None)
 
 
-def _replace(obj, result, fresh, clip):
-    """``fresh`` takes the place of the earlier ``result``: its name, its users and the
-    contact curves an animator edited on it."""
+def _carry_edited_contacts(obj, result, fresh, clip):
+    """The contact curves an animator edited on the earlier ``result``, copied to ``fresh``."""
     edited = [(bone, prop) for bone, prop in _curves(obj, clip)
               if bone is not None and armature.animator_contact_curve(obj, result, bone, prop)]
     rows = [armature.read_contact_curve(obj, result, bone, clip.frames, prop) for bone, prop in edited]
     armature.write_contact_curves(obj, fresh, edited, clip.frames, rows, stamp=False)
+
+
+def _replace(result, fresh):
+    """``fresh`` takes the place of the earlier ``result``: its name and its users."""
     name = result.name
     result.user_remap(fresh)
     bpy.data.actions.remove(result)

@@ -6,7 +6,8 @@ action of that name is provably the tool's untouched output: it names the same s
 (the action, or the NLA tracks it replaced) and its keys still match the digest stored
 when Foot Lock wrote it. An action someone made under that name, or a result an
 animator edited since, is never replaced (the new result then gets Blender's next free
-name). Contact curves are left out of the digest: they carry their own stamps, and the
+name); nor is a result another object plays too (two characters sharing a source, as a
+glTF with two armatures imports): that object keeps it. Contact curves are left out of the digest: they carry their own stamps, and the
 edited ones are carried over to the new result (see :func:`.armature.animator_contact_curve`).
 """
 
@@ -76,4 +77,10 @@ def earlier_result(obj, source, name):
         same_source = list(earlier.get(sources.TRACKS_PROPERTY, ())) == [track.name for track in source.tracks]
     else:
         same_source = earlier.get(sources.SOURCE_PROPERTY) == source.action.name
-    return earlier if same_source and _untouched(obj, earlier) else None
+    return earlier if same_source and played_only_by(obj, earlier) and _untouched(obj, earlier) else None
+
+
+def played_only_by(obj, action):
+    """Whether no data-block but ``obj`` uses ``action`` (it may not use it either): a
+    result another object plays is that object's animation, never replaced from this one."""
+    return bpy.data.user_map(subset={action})[action] <= {obj}

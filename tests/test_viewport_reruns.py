@@ -173,3 +173,65 @@ def test_rerun_from_the_source_never_replaces_an_action_someone_else_named_like_
     assert obj.animation_data.action.name == "walk_sliding.footlock.001"
     assert addon.data.actions["walk_sliding.footlock"] == theirs
     assert not list(action_compat.iter_fcurves(obj, theirs))
+
+
+def two_characters_playing_one_action(addon, sliding):
+    """Two armatures of the same character playing the same source action (as a glTF
+    with two armatures imports); the second one stricter about contacts."""
+    from foot_lock.adapters import action_compat
+
+    first, second = import_clip(addon, sliding), import_clip(addon, sliding)
+    own = second.animation_data.action
+    action_compat.assign_action(second, first.animation_data.action)
+    addon.data.actions.remove(own)
+    second.foot_lock.speed_threshold *= 0.3
+    return first, second
+
+
+def select_only(addon, obj):
+    for other in addon.context.view_layer.objects:
+        other.select_set(other == obj)
+    addon.context.view_layer.objects.active = obj
+
+
+def keys_of(obj):
+    from foot_lock.adapters import action_compat
+
+    action = obj.animation_data.action
+    return action.name, [tuple(key.co) for fcurve in action_compat.iter_fcurves(obj, action)
+                         for key in fcurve.keyframe_points]
+
+
+def test_fixing_one_character_never_replaces_the_result_another_one_plays(addon, sliding):
+    first, second = two_characters_playing_one_action(addon, sliding)
+    select_only(addon, first)
+    assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
+    kept = keys_of(first)
+    assert kept[0] == "walk_sliding.footlock"
+
+    select_only(addon, second)  # from the shared source: the first one's result is not its own
+    assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
+    assert keys_of(first) == kept
+    assert second.animation_data.action.name == "walk_sliding.footlock.001"
+    assert keys_of(second) != kept  # its own, stricter labels
+
+    assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}  # from its own result: refreshed in place
+    assert second.animation_data.action.name == "walk_sliding.footlock.001"
+    assert keys_of(first) == kept
+
+
+def test_a_rerun_on_a_result_two_characters_play_leaves_the_other_one_its_result(addon, sliding):
+    from foot_lock.adapters import action_compat
+
+    first, second = two_characters_playing_one_action(addon, sliding)
+    select_only(addon, first)
+    assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
+    shared = first.animation_data.action
+    action_compat.assign_action(second, shared)  # both play the first one's result
+    kept = keys_of(first)
+
+    select_only(addon, second)
+    assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}  # rerun on the shared result
+    assert first.animation_data.action == shared and keys_of(first) == kept
+    assert second.animation_data.action.name == "walk_sliding.footlock.001"
+    assert second.animation_data.action["foot_lock_source"] == "walk_sliding"
