@@ -63,8 +63,9 @@ def parse(text):
     if not text.lstrip().startswith("HIERARCHY") or motion_at < 0:
         raise SolverInputError("not a BVH file: missing HIERARCHY or MOTION section")
     joints = _parse_hierarchy(text[:motion_at])
-    frames_match = re.search(r"Frames:[ \t]*(\d+)", text[motion_at:])
-    time_match = re.search(r"Frame Time:[ \t]*(\S+)[^\n]*\n", text[motion_at:])
+    # Any case and any spaces or tabs between the words, as Blender's importer reads them.
+    frames_match = re.search(r"Frames:[ \t]*(\d+)", text[motion_at:], re.IGNORECASE)
+    time_match = re.search(r"Frame[ \t]+Time:[ \t]*(\S+)[^\n]*\n", text[motion_at:], re.IGNORECASE)
     if not frames_match or not time_match:
         raise SolverInputError("BVH MOTION section lacks 'Frames:' or 'Frame Time:'")
     frame_time = _frame_time(time_match.group(1))

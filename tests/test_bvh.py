@@ -59,6 +59,17 @@ def test_unchanged_motion_is_written_back_verbatim(clips_dir, tmp_path):
     assert (tmp_path / "same.bvh").read_bytes().startswith(source.read_bytes()[: len(parsed.header)])
 
 
+def test_a_motion_header_in_another_case_or_spaced_by_tabs_reads_as_blender_reads_it(clips_dir, tmp_path):
+    source = clips_dir / "cmu_131_01.bvh"
+    text = source.read_text()
+    odd = text.replace("Frames:", "FRAMES:\t", 1).replace("Frame Time:", "frame\ttime:", 1)
+    assert odd != text
+    (tmp_path / "odd.bvh").write_text(odd)
+    parsed, original = bvh.read(tmp_path / "odd.bvh"), bvh.read(source)
+    assert parsed.frame_time == original.frame_time
+    assert parsed.tokens.tolist() == original.tokens.tolist()
+
+
 # --- position channels on every joint (MotionBuilder-style) -----------------------------
 
 

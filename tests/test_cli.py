@@ -233,6 +233,10 @@ def test_readme_documents_every_settings_flag(blender):
 
     readme = (ROOT / "README.md").read_text()
     assert [s.flag for s in panel_settings() if f"`{s.flag}`" not in readme] == []
+    # | Name | Panel | `--flag` | default with its unit | ...: the number, or on / off
+    documented = dict(re.findall(r"\| `(--[a-z-]+)` \| ([^ |]+)", readme))
+    actual = {s.flag: (("on" if s.default else "off") if s.kind is bool else f"{s.default:g}") for s in panel_settings()}
+    assert {flag: documented[flag] for flag in actual} == actual
 
 
 def test_readme_quick_start_is_two_commands_demo_then_tests():
