@@ -243,6 +243,14 @@ def character_size(bone_lengths):
     return mean_leg_length(bone_lengths) / REFERENCE_LEG_LENGTH
 
 
+def resting_floor(heights, fps):
+    """The skate ratios' ground: the lowest height any of the toes at ``heights`` (L, F)
+    stays at or below for ``GROUND_TIME`` (the least of their highest over each such
+    window). A toe's lowest frame alone would let one glitch (a capture's first frame a
+    few cm down) sink the ground under every toe and hide every skate."""
+    return float(-rolling_min(-heights, round(GROUND_TIME * float(fps) / 2.0)).max())
+
+
 def motion_metrics(toes, hips, ankles, pelvis, contacts, up, fps, floors, bone_lengths,
                    reference_pelvis, unit_scale=1.0, steadying=None):
     """All reported figures for each of S states of the motion (a before and an after), one
@@ -252,9 +260,9 @@ def motion_metrics(toes, hips, ankles, pelvis, contacts, up, fps, floors, bone_l
     figures. The filters that run along frames take every state's legs as rows of one
     array: on a short clip their cost is per numpy call, not per frame."""
     states = len(toes)
-    ground = np.asarray(floors).min()
     speeds = toe_speeds(toes, up, fps, unit_scale)  # shared by the toe slide and both skate ratios
     toe_heights = heights_along(toes, up)  # shared by the skate ratios and the penetration
+    ground = resting_floor(toe_heights[0], fps)  # the input's, for every state
     accelerations = ankle_accelerations(ankles, fps, unit_scale)
     slides, grounded_shares = _ground_slides(foot_points(ankles, toes), up, fps,
                                              character_size(bone_lengths), unit_scale, steadying)

@@ -439,6 +439,21 @@ def test_a_fix_does_not_make_the_clip_skate_more(name, fps):
     assert result.after["skate_ratio_5f"] <= result.before["skate_ratio_5f"]
 
 
+@pytest.mark.parametrize("glitch", [0, 150])
+def test_one_frame_sunk_below_the_floor_does_not_move_the_skate_ratio(glitch):
+    """The skate ratio's ground is where the toes rest, not their lowest frame: a capture's
+    frame a few cm down (cmu_07_01's first is) would sink it under every toe and hide every
+    skate (20% read 0%)."""
+    skeleton, motion, rig = load("cmu_131_01")
+    sliding = scale_root_motion(skeleton, motion, 1.25)
+    sunk = type(sliding)(sliding.rot.copy(), sliding.pos.copy(), sliding.fps, dict(sliding.meta))
+    sunk.pos[glitch, 0] -= 0.06 * np.asarray(bvh.UP)  # the whole body 6 cm down on one frame
+    clean, glitched = (remove_foot_sliding(skeleton, m, rig, bvh.UP) for m in (sliding, sunk))
+    for state in ("before", "after"):
+        ratios = [getattr(result, state)["skate_ratio"] for result in (clean, glitched)]
+        assert ratios[0] > 0.05 and abs(ratios[1] - ratios[0]) < 0.01, (state, ratios)
+
+
 def test_a_heel_outpacing_its_ball_is_not_pinned_alone():
     """The hop pivots on its forefoot: its heel, labelled planted (its vertical cue says so)
     while the ball is free, moves over 1 m/s. Pinned alone it would sweep the ball along
