@@ -10,6 +10,7 @@ failed job changes nothing.
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 
 import bpy
 import numpy as np
@@ -404,11 +405,10 @@ def label_clip(clip, settings, cuts=None):
     return labels
 
 
-def label_missing_across_cuts(clip, contacts, settings):
+def label_missing_across_cuts(clip, contacts, settings, cuts):
     """``contacts`` (2L, F) with the rows of curves that do not exist (NaN) labelled by
-    :func:`label_clip` and no contact on a cut; unchanged (the solve labels them, with the
-    slip it measures) where the clip has no cuts."""
-    cuts = cut_frames(clip)
+    :func:`label_clip` and no contact on a cut (``cuts``: :func:`cut_frames`); unchanged
+    (the solve labels them, with the slip it measures) where the clip has no cuts."""
     missing = np.isnan(contacts).all(axis=1)
     if not len(cuts) or not missing.any():
         return contacts
@@ -497,11 +497,14 @@ def remove_sliding(obj, scene, progress=lambda fraction: None):
     progress(0.3)
     rows = _animator_contacts(obj, [source.result, source.action], clip, settings.overwrite_contacts)
     missing = np.isnan(rows).all(axis=1)  # labelled with the current settings
-    rows = label_missing_across_cuts(clip, rows, contact_settings(settings))
+    cuts = cut_frames(clip)
+    rows = label_missing_across_cuts(clip, rows, contact_settings(settings), cuts)
     contacts, heel_contacts = np.split(rows, 2)
     progress(0.4)
     looped = _is_loop(obj, source, clip)
-    result = (loops.solve_loop if looped else remove_foot_sliding)(
+    # A loop's last pose is its first (_is_loop): a clip that jumps back does not close.
+    solve = loops.solve_loop if looped else partial(remove_foot_sliding, cuts=cuts)
+    result = solve(
         clip.skeleton, clip.motion, clip.rig, UP, contacts=contacts,
         settings=solver_settings(settings), unit_scale=unit_scale(scene), heel_contacts=heel_contacts,
     )

@@ -108,7 +108,7 @@ def _label_feet(heels, toes, rig, root, length, up, fps, settings, noise=None):
 
 
 def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None, settings=None,
-                        unit_scale=1.0, heel_contacts=None, measured=slice(None)):
+                        unit_scale=1.0, heel_contacts=None, measured=slice(None), cuts=()):
     """Lock the feet of ``motion`` during contacts; returns a :class:`FootLockResult`.
 
     Each foot has two points to pin: the toe (the ball, ``leg.toe``) while ``contacts``
@@ -120,6 +120,9 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
     as are all without the array. ``unit_scale`` is metres per world unit, used only for
     the reported figures, which are those of the ``measured`` frames (a loop's solve
     keeps the middle of several cycles). A clip that walks in place is not locked.
+    ``cuts``: the frames where the clip jumps (an NLA repeat starting again); the lock is
+    solved piece by piece between them (their labels are the caller's, as no contact
+    spans a jump).
     """
     settings = settings or FootLockSettings()
     up = np.asarray(up, dtype=float) / np.linalg.norm(up)
@@ -157,7 +160,7 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
             OfflineProblem(
                 pelvis=before["pelvis"], hips=before["hips"], toes=before["toes"], ankles=before["ankles"],
                 contacts=contacts, reach=np.stack([lim.max_extension - lim.softening for lim in limits]),
-                fps=motion.fps, heel_contacts=heel_contacts, up=up,
+                fps=motion.fps, heel_contacts=heel_contacts, up=up, cuts=cuts,
             ),
             settings.weights,
         )

@@ -38,7 +38,7 @@ Terms, all weighted per second of animation so any frame rate gives the same res
   shows, the pelvis follows (an active set, re-linearised a few times).
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import pairwise
 
 import numpy as np
@@ -88,6 +88,7 @@ class OfflineProblem:
     fps: float
     heel_contacts: np.ndarray | None = None  # (L, F) in 0..1: the heel pinned; None: never
     up: tuple = (0.0, 0.0, 1.0)  # the world's up, for the feet's heights
+    cuts: tuple = ()  # frames where the clip jumps (an NLA repeat starting again): a new piece starts
 
 
 @dataclass
@@ -100,8 +101,42 @@ class OfflineSolution:
 
 
 def solve_offline_lock(problem, weights=None):
+    """The pelvis and foot targets that lock the feet of ``problem``; a clip with cuts is
+    solved piece by piece, as the pieces are: nothing a lock builds up on one side of a
+    jump (a held correction, a foot easing into its swing, the pelvis's own) carries
+    over to the other."""
     weights = weights or OfflineWeights()
+    if not len(problem.cuts):
+        return _solve_piece(problem, weights)
     frames = problem.pelvis.shape[0]
+    pieces = [slice(start, end) for start, end in pairwise([0, *problem.cuts, frames]) if end > start]
+    return _joined([_solve_piece(_piece(problem, piece), weights) for piece in pieces])
+
+
+def _piece(problem, frames):
+    """``problem`` on the ``frames`` (a slice) of one piece alone."""
+    rows = (slice(None), frames)  # the (L, F ...) arrays' frames
+    heel_contacts = None if problem.heel_contacts is None else problem.heel_contacts[rows]
+    return replace(problem, pelvis=problem.pelvis[frames], hips=problem.hips[rows], toes=problem.toes[rows],
+                   ankles=problem.ankles[rows], contacts=problem.contacts[rows], reach=problem.reach[rows],
+                   heel_contacts=heel_contacts, cuts=())
+
+
+def _joined(solutions):
+    """One solution of the pieces' ``solutions``, in order."""
+    return OfflineSolution(
+        pelvis=np.concatenate([solution.pelvis for solution in solutions]),
+        toes=np.concatenate([solution.toes for solution in solutions], axis=1),
+        heels=np.concatenate([solution.heels for solution in solutions], axis=1),
+        lock_residual=max(solution.lock_residual for solution in solutions),
+        reach_violation=max(solution.reach_violation for solution in solutions),
+    )
+
+
+def _solve_piece(problem, weights):
+    frames = problem.pelvis.shape[0]
+    if frames < 2:  # a lone frame between two jumps: nothing moves to lock
+        return OfflineSolution(problem.pelvis.copy(), problem.toes.copy(), problem.ankles.copy(), 0.0, 0.0)
     legs = problem.toes.shape[0]
     dt = 1.0 / problem.fps
     up = np.asarray(problem.up, dtype=float)

@@ -21,7 +21,7 @@ from foot_lock.solvers.banded import (
     solve_tridiagonal,
     spd_inverse,
 )
-from foot_lock.solvers.foot_lock import remove_foot_sliding
+from foot_lock.solvers.foot_lock import label_foot_contacts, remove_foot_sliding
 from foot_lock.solvers.kinematics import SolverInputError, forward_kinematics
 from foot_lock.solvers.rig import Leg, Rig
 
@@ -465,3 +465,18 @@ def test_a_heel_outpacing_its_ball_is_not_pinned_alone():
     alone = (result.heel_contacts > 0.5) & (result.contacts < 0.5)
     assert alone.any() and speed[alone].max() < 1.0  # m/s
     assert steps_while(joint_paths(skeleton, result.motion, rig, "ankle"), result.heel_contacts).max() < PIN
+
+
+def test_a_clip_that_jumps_back_is_locked_as_its_pieces_are_alone():
+    """A walk played twice in a row (its pelvis jumps back, as an NLA repeat's): with the
+    jump given as a cut, each half is locked exactly as the walk alone is."""
+    skeleton, motion, rig = load("cmu_131_01")
+    sliding = scale_root_motion(skeleton, motion, 1.25)
+    heels, toes, _ = label_foot_contacts(skeleton, sliding, rig, bvh.UP)
+    alone = remove_foot_sliding(skeleton, sliding, rig, bvh.UP, contacts=toes, heel_contacts=heels)
+    twice = type(sliding)(np.concatenate([sliding.rot] * 2), np.concatenate([sliding.pos] * 2), sliding.fps,
+                          dict(sliding.meta))
+    both = remove_foot_sliding(skeleton, twice, rig, bvh.UP, contacts=np.tile(toes, 2), heel_contacts=np.tile(heels, 2),
+                               cuts=[motion.frames])
+    for got, expected in ((both.motion.rot, alone.motion.rot), (both.motion.pos, alone.motion.pos)):
+        assert np.abs(got - np.concatenate([expected] * 2)).max() < 1e-9
