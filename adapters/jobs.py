@@ -100,6 +100,21 @@ def store_legs(settings, detected):
         item.name, item.thigh, item.shin, item.foot, item.toe = leg.side, leg.thigh, leg.shin, leg.foot, leg.toe
 
 
+@contextmanager
+def detected_legs_dropped_on_failure(obj):
+    """Legs a job detects and stores on its way (:func:`ensure_legs`) are dropped again
+    when it fails: a refused job changes nothing, its settings included."""
+    settings = obj.foot_lock
+    pelvis, had_legs = settings.pelvis, bool(settings.legs)
+    try:
+        yield
+    except Exception:
+        if not had_legs:
+            settings.legs.clear()
+            settings.pelvis = pelvis
+        raise
+
+
 def ensure_legs(obj):
     """The object's legs, detected and stored first if none are set up."""
     settings = obj.foot_lock

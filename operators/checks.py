@@ -1,7 +1,7 @@
 """What every Foot Lock operator shares: small named ``poll()`` checks and one way of
 turning expected failures into clear error reports."""
 
-from ..adapters import preview
+from ..adapters import jobs, preview
 from ..adapters.errors import AdapterError
 from ..solvers.kinematics import SolverInputError
 from ..solvers.leg_detection import LegDetectionError
@@ -41,7 +41,8 @@ class ArmatureOperator:
     def execute(self, context):
         obj = active_armature(context)
         try:
-            with preview.paused(obj):  # the job reads the action without the preview's muted curves
+            # The job reads the action without the preview's muted curves.
+            with preview.paused(obj), jobs.detected_legs_dropped_on_failure(obj):
                 message = self.run(context, obj)
         except EXPECTED_ERRORS as error:
             self.report({"ERROR"}, f"Foot Lock: {error}")

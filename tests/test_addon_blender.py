@@ -502,6 +502,7 @@ def test_legs_moved_by_constraints_are_refused_clearly(addon, clips_dir):
     with pytest.raises(RuntimeError, match=r"'LeftLeg' is moved by constraints \(Copy Rotation\)"):
         addon.ops.foot_lock.remove_sliding()
     assert snapshot(obj, obj.animation_data.action) == before
+    assert not obj.foot_lock.legs and not obj.foot_lock.pelvis  # the legs it detected on its way are not kept
     constraint.mute = True  # a muted constraint moves nothing
     assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
 
@@ -514,6 +515,12 @@ def test_a_refused_bone_setting_writes_nothing_not_even_contact_curves(addon, cl
         addon.ops.foot_lock.remove_sliding()
     assert snapshot(obj, obj.animation_data.action) == before
     assert [action.name for action in addon.data.actions] == ["cmu_07_01"]
+    assert not obj.foot_lock.legs
+    addon.ops.foot_lock.detect_legs()  # legs set up before the refused job stay as they were
+    legs = [tuple(leg.values()) for leg in obj.foot_lock.legs]
+    with pytest.raises(RuntimeError, match="does not inherit rotation"):
+        addon.ops.foot_lock.remove_sliding()
+    assert [tuple(leg.values()) for leg in obj.foot_lock.legs] == legs and obj.foot_lock.pelvis == "Hips"
 
 
 def test_legs_set_up_by_hand_are_used_as_they_are(addon, clips_dir):
