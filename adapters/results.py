@@ -7,11 +7,14 @@ action of that name is provably the tool's untouched output: it names the same s
 when Foot Lock wrote it. An action someone made under that name, or a result an
 animator edited since, is never replaced (the new result then gets Blender's next free
 name); nor is a result another object plays too (two characters sharing a source, as a
-glTF with two armatures imports): that object keeps it. Contact curves are left out of the digest: they carry their own stamps, and the
-edited ones are carried over to the new result (see :func:`.armature.animator_contact_curve`).
+glTF with two armatures imports): that object keeps it, and this one's result is one of
+the numbered copies. Contact curves are left out of the digest: they carry their own
+stamps, and the edited ones are carried over to the new result (see
+:func:`.armature.animator_contact_curve`).
 """
 
 import hashlib
+import re
 
 import bpy
 
@@ -68,16 +71,27 @@ def stamp(obj, result):
 
 
 def earlier_result(obj, source, name):
-    """The action called ``name`` if it is Foot Lock's untouched result of ``source`` (a
-    :class:`~.sources.MotionSource`), else None."""
-    earlier = bpy.data.actions.get(name)
-    if earlier is None or earlier.library is not None or earlier == source.action:
-        return None
+    """Foot Lock's untouched result of ``source`` (a :class:`~.sources.MotionSource`) that
+    no other object plays: the action called ``name``, else the first of its numbered
+    copies (``name.001`` ...; where another object kept ``name``, this object's result got
+    the next free name), else None."""
+    numbered = re.compile(re.escape(name) + r"\.\d{3,}")
+    candidates = sorted(action.name for action in bpy.data.actions if numbered.fullmatch(action.name))
+    for candidate in [name, *candidates]:
+        earlier = bpy.data.actions.get(candidate)
+        if earlier is not None and _own_untouched_result(obj, source, earlier):
+            return earlier
+    return None
+
+
+def _own_untouched_result(obj, source, earlier):
+    if earlier.library is not None or earlier == source.action:
+        return False
     if source.kind == sources.NLA:
         same_source = list(earlier.get(sources.TRACKS_PROPERTY, ())) == [track.name for track in source.tracks]
     else:
         same_source = earlier.get(sources.SOURCE_PROPERTY) == source.action.name
-    return earlier if same_source and played_only_by(obj, earlier) and _untouched(obj, earlier) else None
+    return same_source and played_only_by(obj, earlier) and _untouched(obj, earlier)
 
 
 def played_only_by(obj, action):

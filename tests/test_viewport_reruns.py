@@ -219,6 +219,12 @@ def test_fixing_one_character_never_replaces_the_result_another_one_plays(addon,
     assert second.animation_data.action.name == "walk_sliding.footlock.001"
     assert keys_of(first) == kept
 
+    source = addon.data.actions["walk_sliding"]
+    assert run_again_from_the_source(addon, second, source).name == "walk_sliding.footlock.001"  # its own, refreshed
+    assert keys_of(first) == kept
+    assert sorted(action.name for action in addon.data.actions) == [
+        "walk_sliding", "walk_sliding.footlock", "walk_sliding.footlock.001"]
+
 
 def test_a_rerun_on_a_result_two_characters_play_leaves_the_other_one_its_result(addon, sliding):
     from foot_lock.adapters import action_compat
