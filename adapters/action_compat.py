@@ -98,13 +98,17 @@ def fcurve_table(bag):
 
 def fcurve_channels(bag):
     """``(fcurve, (data_path, array_index))`` of every curve of a bag (or None: none), in
-    order. Within :func:`remembered_keys` each curve's channel is read once, and a copy's
-    curves have their source's (see :func:`_remember_copies`)."""
+    order. Within :func:`remembered_keys` each curve's channel is read once, a copy's
+    curves have their source's (see :func:`_remember_copies`) and a bag listed before is
+    not listed again while it has as many curves."""
     if bag is None:
         return []
     if _channels is None:
         return [(fcurve, (fcurve.data_path, fcurve.array_index)) for fcurve in bag.fcurves]
     uid = bag.id_data.session_uid
+    known = _listing(bag, uid)
+    if known is not None:
+        return list(known[0])
     listed = []
     pointers = []
     for fcurve in bag.fcurves:
@@ -114,8 +118,8 @@ def fcurve_channels(bag):
             channel = _channels[uid, pointer] = fcurve.data_path, fcurve.array_index
         listed.append((fcurve, channel))
         pointers.append(pointer)
-    _listed[uid, _AS_POINTER(bag)] = pointers
-    return listed
+    _listed[uid, _AS_POINTER(bag)] = listed, pointers
+    return list(listed)
 
 
 def find_fcurve(bag, data_path, index=0):
@@ -199,8 +203,9 @@ _remembered = None
 # The channels of the curves listed in there, the same way: {(action session_uid, F-curve
 # address): (data_path, array_index)}, or None outside (see :func:`fcurve_channels`)
 _channels = None
-# The addresses of the curves of each bag as last listed, in order: {(action session_uid,
-# bag address): [F-curve address]}, or None outside (see :func:`_remember_copies`)
+# The curves of each bag as last listed, in order: {(action session_uid, bag address):
+# ([(fcurve, channel)] as :func:`fcurve_channels` gives them, [F-curve address])}, or None
+# outside
 _listed = None
 
 
@@ -243,27 +248,33 @@ def _forget(fcurve):
 
 def _remember_copies(source_bag, copy_bag):
     """The curves of ``copy_bag`` hold the keys and channels of ``source_bag``'s: the one in
-    the same place (Blender copies a bag's curves in their order)."""
+    the same place (Blender copies a bag's curves in their order). Where the source was
+    listed (:func:`fcurve_channels`), so is the copy, from the same pass over its curves."""
     if _remembered is None or source_bag is None or copy_bag is None:
         return
     uid, copy_uid = source_bag.id_data.session_uid, copy_bag.id_data.session_uid
-    for pointer, copy_pointer in zip(_addresses(source_bag, uid), _addresses(copy_bag)):
+    source = _listing(source_bag, uid)
+    copies = list(copy_bag.fcurves)
+    copy_pointers = list(map(_AS_POINTER, copies))
+    for pointer, copy_pointer in zip(map(_AS_POINTER, source_bag.fcurves) if source is None else source[1],
+                                     copy_pointers):
         known = _remembered.get((uid, pointer))
         if known is not None:
             _remembered[copy_uid, copy_pointer] = known
         channel = _channels.get((uid, pointer))
         if channel is not None:
             _channels[copy_uid, copy_pointer] = channel
+    if source is not None and len(copies) == len(source[1]):
+        listed = [(copy, channel) for copy, (_, channel) in zip(copies, source[0])]
+        _listed[copy_uid, _AS_POINTER(copy_bag)] = listed, copy_pointers
 
 
-def _addresses(bag, uid=None):
-    """The address of every curve of ``bag`` (see :func:`_curve_key`); with ``uid``, its
-    action's session id, as :func:`fcurve_channels` listed them where it did and the bag
-    still has as many curves (a job adds curves, it removes none: as many are the same)."""
-    listed = _listed.get((uid, _AS_POINTER(bag))) if uid is not None else None
-    if listed is not None and len(listed) == len(bag.fcurves):
-        return listed
-    return map(_AS_POINTER, bag.fcurves)
+def _listing(bag, uid):
+    """What :func:`fcurve_channels` listed of ``bag`` (``uid``, its action's session id):
+    ([(fcurve, channel)], [F-curve address]) while the bag still has as many curves (a job
+    adds curves, it removes none: as many are the same), else None."""
+    listed = _listed.get((uid, _AS_POINTER(bag)))
+    return listed if listed is not None and len(listed[1]) == len(bag.fcurves) else None
 
 
 # --- keys in bulk -----------------------------------------------------------------------
