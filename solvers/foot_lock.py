@@ -128,7 +128,7 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
         raise SolverInputError("the rig has no legs to lock")
     timings, slip, warnings = {}, 0.0, []
     with _timed(timings, "kinematics"):
-        grot, gpos = forward_kinematics(skeleton, motion.rot, motion.pos, _solved_joints(rig))
+        grot, gpos = forward_kinematics(skeleton, motion.rot, motion.pos, _solved_joints(rig), by_component=True)
         limits, bone_lengths = measure_legs_and_lengths(grot, gpos, rig.legs, up, settings.softening_ratio)
     contacts = _checked_contacts(contacts, len(rig.legs), motion.frames)
     heel_contacts = _checked_contacts(heel_contacts, len(rig.legs), motion.frames)
@@ -234,12 +234,10 @@ def _state(gpos, rig, out):
     ``out`` (1 + 3 L, F, 3) in one gather: the pelvis, then every leg's hip, then ankle, then
     toe; returns them by name (see :func:`_parts`)."""
     joints = [rig.pelvis] + [getattr(leg, role) for role in ("hip", "ankle", "toe") for leg in rig.legs]
-    # Each row of ``out`` a joint's frames: by flat index into the (F n) positions, which copies
-    # a position at a time (a gather along the joint axis copies a value at a time, several
-    # times the cost). Mode "clip" (the indices are valid anyway) writes to ``out`` unbuffered.
-    frames, count = gpos.shape[:2]
-    index = np.arange(0, frames * count, count) + np.array(joints)[:, None]
-    np.take(gpos.reshape(-1, 3), index, axis=0, out=out, mode="clip")
+    # The solve's globals are stored a joint's component at a time (forward_kinematics'
+    # ``by_component``): the joints' rows of frames are taken whole, then copied into ``out``
+    # a component's row of frames at a time.
+    out.transpose(0, 2, 1)[...] = gpos.transpose(1, 2, 0).take(joints, axis=0)
     return _parts(out, len(rig.legs))
 
 
