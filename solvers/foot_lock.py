@@ -17,7 +17,7 @@ from .contacts import (
     detect_foot_contacts,
     heel_down,
 )
-from .kinematics import Motion, Pose, SolverInputError, check_motion, forward_kinematics
+from .kinematics import Motion, Pose, SolverInputError, check_motion, forward_kinematics, joint_runs
 from .leg_ik import LegOptions, measure_legs_and_lengths, solve_legs
 from .offline_lock import OfflineProblem, OfflineWeights, solve_offline_lock
 from .rig import leg_length, mean_leg_length
@@ -267,6 +267,11 @@ def _move_pelvis(pose, rig, pelvis_positions):
     recompute their globals). The leg solver, given a heel target, reads no joint below the
     ankle before it turns the hip and recomputes them all then."""
     below = sorted({j for leg in rig.legs for j in pose.skeleton.chain(rig.pelvis, leg.ankle)[1:]})
-    pose.gpos[:, below] += (pelvis_positions - pose.gpos[:, rig.pelvis])[:, None]
+    shift = (pelvis_positions - pose.gpos[:, rig.pelvis]).T[:, None]  # (3, 1, F)
+    # Each run of joints shifted as a slice of the components' rows (3, joints, F), along the
+    # frames: the solve's globals are stored so (forward_kinematics' ``by_component``), where
+    # a gather and scatter by the joints' list, three values at a time, cost several times more.
+    for run in joint_runs(below):
+        pose.gpos.T[:, run] += shift
     pose.place(rig.pelvis, pelvis_positions)
     pose.gpos[:, rig.pelvis] = pelvis_positions

@@ -193,6 +193,19 @@ def _levels(parents, joints):
     return levels
 
 
+def joint_runs(joints):
+    """Slices of the runs of consecutive joints in ``joints`` (indices, in order): a chain as
+    BVH files and Blender's armatures list it is one or two runs (the toe tip is often listed
+    last), which numpy reads and writes as slices several times faster than by the joints'
+    indices."""
+    runs, start = [], 0
+    for end in range(1, len(joints) + 1):
+        if end == len(joints) or joints[end] != joints[end - 1] + 1:
+            runs.append(slice(joints[start], joints[end - 1] + 1))
+            start = end
+    return runs
+
+
 def inverse_kinematics_locals(skeleton, grot, gpos):
     """Local rotations and translations (F, n, 4) / (F, n, 3) from global ones: the
     inverse of :func:`forward_kinematics` (a root's local transform is its global one)."""
