@@ -17,7 +17,7 @@ from .contacts import (
     detect_foot_contacts,
     heel_down,
 )
-from .kinematics import Motion, Pose, SolverInputError, check_motion, forward_kinematics
+from .kinematics import Motion, Pose, SolverInputError, check_motion, forward_kinematics, joint_runs
 from .leg_ik import LegOptions, measure_legs_and_lengths, solve_legs
 from .offline_lock import OfflineProblem, OfflineWeights, solve_offline_lock
 from .rig import leg_length, mean_leg_length
@@ -131,7 +131,7 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
         raise SolverInputError("the rig has no legs to lock")
     timings, slip, warnings = {}, 0.0, []
     with _timed(timings, "kinematics"):
-        grot, gpos = forward_kinematics(skeleton, motion.rot, motion.pos, _solved_joints(rig))
+        grot, gpos = forward_kinematics(skeleton, motion.rot, motion.pos, _solved_joints(rig), by_component=True)
         limits, bone_lengths = measure_legs_and_lengths(grot, gpos, rig.legs, up, settings.softening_ratio)
     contacts = _checked_contacts(contacts, len(rig.legs), motion.frames)
     heel_contacts = _checked_contacts(heel_contacts, len(rig.legs), motion.frames)
@@ -237,12 +237,10 @@ def _state(gpos, rig, out):
     ``out`` (1 + 3 L, F, 3) in one gather: the pelvis, then every leg's hip, then ankle, then
     toe; returns them by name (see :func:`_parts`)."""
     joints = [rig.pelvis] + [getattr(leg, role) for role in ("hip", "ankle", "toe") for leg in rig.legs]
-    # Each row of ``out`` a joint's frames: by flat index into the (F n) positions, which copies
-    # a position at a time (a gather along the joint axis copies a value at a time, several
-    # times the cost). Mode "clip" (the indices are valid anyway) writes to ``out`` unbuffered.
-    frames, count = gpos.shape[:2]
-    index = np.arange(0, frames * count, count) + np.array(joints)[:, None]
-    np.take(gpos.reshape(-1, 3), index, axis=0, out=out, mode="clip")
+    # The solve's globals are stored a joint's component at a time (forward_kinematics'
+    # ``by_component``): the joints' rows of frames are taken whole, then copied into ``out``
+    # a component's row of frames at a time.
+    out.transpose(0, 2, 1)[...] = gpos.transpose(1, 2, 0).take(joints, axis=0)
     return _parts(out, len(rig.legs))
 
 
@@ -272,6 +270,11 @@ def _move_pelvis(pose, rig, pelvis_positions):
     recompute their globals). The leg solver, given a heel target, reads no joint below the
     ankle before it turns the hip and recomputes them all then."""
     below = sorted({j for leg in rig.legs for j in pose.skeleton.chain(rig.pelvis, leg.ankle)[1:]})
-    pose.gpos[:, below] += (pelvis_positions - pose.gpos[:, rig.pelvis])[:, None]
+    shift = (pelvis_positions - pose.gpos[:, rig.pelvis]).T[:, None]  # (3, 1, F)
+    # Each run of joints shifted as a slice of the components' rows (3, joints, F), along the
+    # frames: the solve's globals are stored so (forward_kinematics' ``by_component``), where
+    # a gather and scatter by the joints' list, three values at a time, cost several times more.
+    for run in joint_runs(below):
+        pose.gpos.T[:, run] += shift
     pose.place(rig.pelvis, pelvis_positions)
     pose.gpos[:, rig.pelvis] = pelvis_positions

@@ -74,7 +74,7 @@ class Motion:
         return Motion(self.rot.copy(), self.pos.copy(), self.fps, dict(self.meta))
 
 
-def forward_kinematics(skeleton, rot, pos, joints=None):
+def forward_kinematics(skeleton, rot, pos, joints=None, by_component=False):
     """Global rotations and positions (F, n, 4) / (F, n, 3) from local ones.
 
     With ``joints`` only those joints and their ancestors are computed (the rest of
@@ -85,12 +85,18 @@ def forward_kinematics(skeleton, rot, pos, joints=None):
     computed together, as rows of one array: on a short clip the cost is per numpy call,
     not per joint. The locals are gathered once, in that order; where the parents of a level
     are the level above, in order (chains, as the legs are), their globals are its rows.
+
+    With ``by_component`` the globals are stored a joint's component at a time (each joint's x
+    of every frame contiguous, then its y ...), as the levels compute them: each is written
+    as whole rows of frames, and the solve's readers (the legs' measures, the leg solver's
+    rows, the pelvis's shift) read them that way too, a joint's component over every frame
+    in one contiguous pass where the default layout steps three or four values at a time.
     """
     parents = skeleton.parents.tolist()
     levels = _levels(parents, range(len(skeleton)) if joints is None else skeleton.closure(joints))
     order = [j for level in levels for j in level]
     local_rot, local_pos = rot.take(order, axis=1), pos.take(order, axis=1)
-    grot, gpos = np.empty_like(rot), np.empty_like(pos)
+    grot, gpos = (_globals_like(values, by_component) for values in (rot, pos))
     start, above = 0, None
     for level in levels:
         stop = start + len(level)
@@ -113,6 +119,15 @@ def forward_kinematics(skeleton, rot, pos, joints=None):
         gpos.T[:, level] = _joints_of(global_pos, len(level))
         start, above = stop, (level, global_rot, global_pos)
     return grot, gpos
+
+
+def _globals_like(values, by_component):
+    """An uninitialized array shaped as ``values`` (F, n, k); with ``by_component`` stored a
+    joint's component at a time (each joint's x of every frame contiguous, then its y ...)."""
+    if not by_component:
+        return np.empty_like(values)
+    frames, count, size = values.shape
+    return np.empty((count, size, frames)).transpose(2, 0, 1)
 
 
 def _joints_of(rows, count):
@@ -176,6 +191,19 @@ def _levels(parents, joints):
     for j, d in depth.items():
         levels[d].append(j)
     return levels
+
+
+def joint_runs(joints):
+    """Slices of the runs of consecutive joints in ``joints`` (indices, in order): a chain as
+    BVH files and Blender's armatures list it is one or two runs (the toe tip is often listed
+    last), which numpy reads and writes as slices several times faster than by the joints'
+    indices."""
+    runs, start = [], 0
+    for end in range(1, len(joints) + 1):
+        if end == len(joints) or joints[end] != joints[end - 1] + 1:
+            runs.append(slice(joints[start], joints[end - 1] + 1))
+            start = end
+    return runs
 
 
 def inverse_kinematics_locals(skeleton, grot, gpos):

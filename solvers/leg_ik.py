@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import quaternion as quat
-from .kinematics import Pose, Skeleton, SolverInputError
+from .kinematics import Pose, Skeleton, SolverInputError, joint_runs
 from .rig import Leg, offset_below
 
 # Below this sine of the thigh-to-leg-axis angle (about 1 degree) the knee's own
@@ -373,13 +373,11 @@ def _solve_stacked(pose, legs, chains, limits, toe_targets, heel_targets, leg, u
 
 
 def _runs(joints, first=0):
-    """Slices (into the pose, into the rows) of each run of consecutive joints in ``joints``,
-    which sit in the rows from ``first`` on: a chain as BVH files and Blender's armatures list
-    it is one or two runs (the toe tip is often listed last), each copied as a slice several
-    times faster than by the joints' indices."""
-    runs, start = [], 0
-    for end in range(1, len(joints) + 1):
-        if end == len(joints) or joints[end] != joints[end - 1] + 1:
-            runs.append((slice(joints[start], joints[end - 1] + 1), slice(first + start, first + end)))
-            start = end
+    """Slices (into the pose, into the rows) of each run of consecutive joints in ``joints``
+    (:func:`.kinematics.joint_runs`), which sit in the rows from ``first`` on."""
+    runs = []
+    for run in joint_runs(joints):
+        size = run.stop - run.start
+        runs.append((run, slice(first, first + size)))
+        first += size
     return runs
