@@ -16,18 +16,15 @@ import bpy
 import numpy as np
 
 from ..solvers import loops
-from ..solvers import quaternion as quat
-from ..solvers.foot_lock import label_foot_contacts, remove_foot_sliding
-from ..solvers.kinematics import forward_kinematics
+from ..solvers.foot_lock import cut_frames, label_pieces, remove_foot_sliding
 from ..solvers.leg_detection import detect_legs
-from ..solvers.rig import Leg, Rig, leg_length_from_locals
+from ..solvers.rig import Leg, Rig
 from . import action_compat as compat
 from . import armature, control_rig, cycles, evaluated, results, sources
 from .errors import AdapterError
 from .properties import contact_settings, solver_settings
 
 UP = (0.0, 0.0, 1.0)  # Blender's world is Z-up
-CUT_SPEED = 20.0  # leg lengths per second: a pelvis this fast jumped (a repeat, a strip change)
 FOOTLOCK_SUFFIX = sources.RESULT_SUFFIX
 
 
@@ -390,39 +387,17 @@ def _animator_contacts(obj, actions, clip, overwrite):
     return rows
 
 
-def cut_frames(clip):
-    """Indices of the frames where the pelvis jumps instead of moving (an NLA repeat starting
-    again, a cut between strips): no contact spans them."""
-    pelvis = clip.rig.pelvis
-    if clip.skeleton.parents[pelvis] < 0:  # the usual rig: its position is its world position
-        path = clip.motion.pos[:, pelvis]
-    else:
-        path = forward_kinematics(clip.skeleton, clip.motion.rot, clip.motion.pos, [pelvis])[1][:, pelvis]
-    step = quat.length(path[1:] - path[:-1])
-    size = leg_length_from_locals(clip.skeleton, clip.motion.rot, clip.motion.pos, clip.rig)
-    return np.flatnonzero(step * clip.motion.fps > CUT_SPEED * size) + 1
-
-
 def label_clip(clip, settings, cuts=None):
     """(2L, F) contact labels of the clip, the toes' then the heels', piece by piece
-    between :func:`cut_frames` (no contact on a cut's first frame)."""
-    cuts = cut_frames(clip) if cuts is None else cuts
-    legs = len(clip.rig.legs)
-    labels = np.zeros((2 * legs, len(clip.frames)))
-    for piece in np.split(np.arange(len(clip.frames)), cuts):
-        if len(piece) < 2:
-            continue
-        motion = clip.motion.copy()
-        motion.rot, motion.pos = motion.rot[piece], motion.pos[piece]
-        heels, toes, _ = label_foot_contacts(clip.skeleton, motion, clip.rig, UP, settings)
-        labels[:legs, piece], labels[legs:, piece] = toes, heels
-    labels[:, cuts] = 0.0
-    return labels
+    between :func:`~..solvers.foot_lock.cut_frames` (no contact on a cut's first frame)."""
+    cuts = cut_frames(clip.skeleton, clip.motion, clip.rig) if cuts is None else cuts
+    heels, toes = label_pieces(clip.skeleton, clip.motion, clip.rig, UP, settings, cuts)
+    return np.concatenate([toes, heels])
 
 
 def label_missing_across_cuts(clip, contacts, settings, cuts):
     """``contacts`` (2L, F) with the rows of curves that do not exist (NaN) labelled by
-    :func:`label_clip` and no contact on a cut (``cuts``: :func:`cut_frames`); unchanged
+    :func:`label_clip` and no contact on a cut (``cuts``: :func:`~..solvers.foot_lock.cut_frames`); unchanged
     (the solve labels them, with the slip it measures) where the clip has no cuts."""
     missing = np.isnan(contacts).all(axis=1)
     if not len(cuts) or not missing.any():
@@ -512,7 +487,7 @@ def remove_sliding(obj, scene, progress=lambda fraction: None):
     progress(0.3)
     rows = _animator_contacts(obj, [source.result, source.action], clip, settings.overwrite_contacts)
     missing = np.isnan(rows).all(axis=1)  # labelled with the current settings
-    cuts = cut_frames(clip)
+    cuts = cut_frames(clip.skeleton, clip.motion, clip.rig)
     rows = label_missing_across_cuts(clip, rows, contact_settings(settings), cuts)
     contacts, heel_contacts = np.split(rows, 2)
     progress(0.4)

@@ -20,7 +20,7 @@ from .contacts import (
 from .kinematics import Motion, Pose, SolverInputError, check_motion, forward_kinematics, joint_runs
 from .leg_ik import LegOptions, measure_legs_and_lengths, solve_legs
 from .offline_lock import OfflineProblem, OfflineWeights, solve_offline_lock
-from .rig import leg_length, mean_leg_length
+from .rig import leg_length, leg_length_from_locals, mean_leg_length
 from .root_motion import is_in_place
 
 IN_PLACE = ("the clip walks in place (its root stays put while the planted feet glide back): "
@@ -105,6 +105,37 @@ def _label_feet(heels, toes, rig, root, length, up, fps, settings, noise=None):
     heel_labels = heel_down(heel_labels, heels, up, length, fps, settings)
     heel_labels[[not leg.has_toe_bone for leg in rig.legs]] = 0.0
     return heel_labels, toe_labels, slip
+
+
+CUT_SPEED = 20.0  # leg lengths per second: a pelvis this fast jumped (a repeat, takes joined)
+
+
+def cut_frames(skeleton, motion, rig):
+    """Indices of the frames where the pelvis jumps instead of moving (an NLA repeat starting
+    again, takes joined in one file): no contact spans them (:func:`label_pieces`) and the
+    lock is solved piece by piece between them (:func:`remove_foot_sliding`)."""
+    pelvis = rig.pelvis
+    if skeleton.parents[pelvis] < 0:  # the usual rig: its position is its world position
+        path = motion.pos[:, pelvis]
+    else:
+        path = forward_kinematics(skeleton, motion.rot, motion.pos, [pelvis])[1][:, pelvis]
+    step = quat.length(path[1:] - path[:-1])
+    size = leg_length_from_locals(skeleton, motion.rot, motion.pos, rig)
+    return np.flatnonzero(step * motion.fps > CUT_SPEED * size) + 1
+
+
+def label_pieces(skeleton, motion, rig, up, settings, cuts):
+    """Heel and toe contact weights, (L, F) each, of the clip labelled piece by piece
+    between ``cuts`` (:func:`cut_frames`), no contact on a cut's first frame."""
+    heels, toes = np.zeros((2, len(rig.legs), motion.frames))
+    for piece in np.split(np.arange(motion.frames), cuts):
+        if len(piece) < 2:
+            continue
+        part = motion.copy()
+        part.rot, part.pos = motion.rot[piece], motion.pos[piece]
+        heels[:, piece], toes[:, piece], _ = label_foot_contacts(skeleton, part, rig, up, settings)
+    heels[:, cuts] = toes[:, cuts] = 0.0
+    return heels, toes
 
 
 def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None, settings=None,

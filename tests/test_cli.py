@@ -59,6 +59,27 @@ def test_bvh_out_no_longer_slides(bvh_run, sliding, walk):
     assert toe_slide_on_reference(fixed, walk) <= 1.5
 
 
+def test_takes_joined_in_one_bvh_are_fixed_each_as_alone(tmp_path, sliding):
+    """The sliding walk twice in one file (its pelvis jumps back between the takes): labels
+    and lock take by take, so each half comes out as the walk fixed alone."""
+    from foot_lock.cli.bvh_files import fix_bvh
+    from foot_lock.solvers.foot_lock import FootLockSettings
+
+    text = sliding.read_text()
+    frames = bvh.read(sliding).tokens.shape[0]
+    header, rows = text.split("Frame Time:", 1)
+    time_line, body = rows.split("\n", 1)
+    joined = tmp_path / "joined.bvh"
+    joined.write_text(header.replace(f"Frames: {frames}", f"Frames: {2 * frames}") + "Frame Time:" + time_line + "\n"
+                      + body.rstrip("\n") + "\n" + body)
+    for source, target in ((sliding, tmp_path / "alone_fixed.bvh"), (joined, tmp_path / "joined_fixed.bvh")):
+        fix_bvh(source, target, FootLockSettings())
+    alone = bvh.read(tmp_path / "alone_fixed.bvh").tokens.astype(float)
+    both = bvh.read(tmp_path / "joined_fixed.bvh").tokens.astype(float)
+    assert both.shape == (2 * frames, alone.shape[1])
+    assert np.abs(both - np.concatenate([alone, alone])).max() < 2e-6  # the file's 6 decimals
+
+
 def flattened(settings):
     """Nested settings (the solver's dataclasses as a report holds them) as one level."""
     flat = {}
