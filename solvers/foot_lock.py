@@ -185,6 +185,7 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
     heel_contacts[[not leg.has_toe_bone for leg in rig.legs]] = 0.0  # the one point is the toe
     if not (contacts > 0).any() and not (heel_contacts > 0).any() and IN_PLACE not in warnings:
         warnings.append("no foot contacts: nothing to lock")
+    warnings += _changing_feet(before["ankles"], before["toes"], contacts, heel_contacts, rig)
 
     with _timed(timings, "offline_solve"):
         solution = solve_offline_lock(
@@ -231,6 +232,28 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
         timings=timings,
         foot_jitter_mm=1000.0 * noise * unit_scale,
     )
+
+
+FOOT_LENGTH_CHANGE = 0.005  # a foot's heel-to-ball length varying by more within a stance is reported
+
+
+def _changing_feet(heels, toes, contacts, heel_contacts, rig):
+    """Warnings for feet whose heel-to-ball length (heels, toes (L, F, 3)) changes within a
+    stance pinned at both points (animated scale): a foot that grows or shrinks there
+    cannot hold both, and its ball slides by the change. Rigid feet (every rig without
+    scale keys) are told apart from the whole clip's lengths alone."""
+    lengths = quat.length(heels - toes)
+    both = (contacts > 0) & (heel_contacts > 0)
+    warnings = []
+    for leg, pinned, length in zip(rig.legs, both, lengths):
+        if np.ptp(length) <= FOOT_LENGTH_CHANGE * length.max() or not pinned.any():
+            continue
+        edges = np.flatnonzero(np.diff(np.concatenate([[False], pinned, [False]]).astype(np.int8)))
+        change = max(np.ptp(length[start:end]) / length[start:end].max() for start, end in edges.reshape(-1, 2))
+        if change > FOOT_LENGTH_CHANGE:
+            warnings.append(f"the {leg.name} foot changes length by up to {100 * change:.0f}% within a stance "
+                            "(animated scale?): held at heel and ball it cannot keep both, so its ball slides")
+    return warnings
 
 
 def _solved_joints(rig):

@@ -480,3 +480,16 @@ def test_a_clip_that_jumps_back_is_locked_as_its_pieces_are_alone():
                                cuts=[motion.frames])
     for got, expected in ((both.motion.rot, alone.motion.rot), (both.motion.pos, alone.motion.pos)):
         assert np.abs(got - np.concatenate([expected] * 2)).max() < 1e-9
+
+
+def test_a_foot_that_grows_while_planted_is_reported():
+    """Animated scale on a foot: held at heel and ball it cannot keep both (its ball slides
+    a little); the report says so rather than leaving the after figure to explain itself."""
+    skeleton, motion, rig = load("cmu_07_01")
+    sliding = scale_root_motion(skeleton, motion, 1.25)
+    assert not remove_foot_sliding(skeleton, sliding, rig, bvh.UP).warnings
+    growing = type(sliding)(sliding.rot.copy(), sliding.pos.copy(), sliding.fps, dict(sliding.meta))
+    left = rig.legs[0]
+    growing.pos[:, [left.toe, left.toe_end]] *= np.linspace(1.0, 1.1, motion.frames)[:, None, None]
+    (warning,) = remove_foot_sliding(skeleton, growing, rig, bvh.UP).warnings
+    assert warning.startswith(f"the {left.name} foot changes length by up to 1% within a stance")
