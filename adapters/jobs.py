@@ -397,8 +397,8 @@ def label_clip(clip, settings, cuts=None):
 
 def label_missing_across_cuts(clip, contacts, settings, cuts):
     """``contacts`` (2L, F) with the rows of curves that do not exist (NaN) labelled by
-    :func:`label_clip` and no contact on a cut (``cuts``: :func:`~..solvers.foot_lock.cut_frames`); unchanged
-    (the solve labels them, with the slip it measures) where the clip has no cuts."""
+    :func:`label_clip` and no contact on a cut (``cuts``: :func:`~..solvers.foot_lock.cut_frames`);
+    unchanged (the solve labels them, with the slip it measures) where the clip has no cuts."""
     missing = np.isnan(contacts).all(axis=1)
     if not len(cuts) or not missing.any():
         return contacts

@@ -134,6 +134,7 @@ def _joined(solutions):
 
 
 def _solve_piece(problem, weights):
+    """:func:`solve_offline_lock` of a clip without cuts."""
     frames = problem.pelvis.shape[0]
     if frames < 2:  # a lone frame between two jumps: nothing moves to lock
         return OfflineSolution(problem.pelvis.copy(), problem.toes.copy(), problem.ankles.copy(), 0.0, 0.0)
