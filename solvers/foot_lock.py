@@ -16,10 +16,11 @@ from .contacts import (
     ContactSettings,
     detect_foot_contacts,
     heel_down,
+    run_starts,
 )
 from .kinematics import Motion, Pose, SolverInputError, check_motion, forward_kinematics, joint_runs
 from .leg_ik import LegOptions, measure_legs_and_lengths, solve_legs
-from .offline_lock import OfflineProblem, OfflineWeights, solve_offline_lock
+from .offline_lock import OfflineProblem, OfflineWeights, pieces, solve_offline_lock
 from .rig import leg_length, leg_length_from_locals, mean_leg_length
 from .root_motion import is_in_place
 
@@ -128,11 +129,10 @@ def label_pieces(skeleton, motion, rig, up, settings, cuts):
     """Heel and toe contact weights, (L, F) each, of the clip labelled piece by piece
     between ``cuts`` (:func:`cut_frames`), no contact on a cut's first frame."""
     heels, toes = np.zeros((2, len(rig.legs), motion.frames))
-    for piece in np.split(np.arange(motion.frames), cuts):
-        if len(piece) < 2:
+    for piece in pieces(motion.frames, cuts):
+        if piece.stop - piece.start < 2:
             continue
-        part = motion.copy()
-        part.rot, part.pos = motion.rot[piece], motion.pos[piece]
+        part = Motion(motion.rot[piece], motion.pos[piece], motion.fps, dict(motion.meta))
         heels[:, piece], toes[:, piece], _ = label_foot_contacts(skeleton, part, rig, up, settings)
     heels[:, cuts] = toes[:, cuts] = 0.0
     return heels, toes
@@ -248,8 +248,8 @@ def _changing_feet(heels, toes, contacts, heel_contacts, rig):
     for leg, pinned, length in zip(rig.legs, both, lengths):
         if np.ptp(length) <= FOOT_LENGTH_CHANGE * length.max() or not pinned.any():
             continue
-        edges = np.flatnonzero(np.diff(np.concatenate([[False], pinned, [False]]).astype(np.int8)))
-        change = max(np.ptp(length[start:end]) / length[start:end].max() for start, end in edges.reshape(-1, 2))
+        stances = np.split(length[pinned], np.flatnonzero(run_starts(pinned)[pinned])[1:])
+        change = max(np.ptp(held) / held.max() for held in stances)
         if change > FOOT_LENGTH_CHANGE:
             warnings.append(f"the {leg.name} foot changes length by up to {100 * change:.0f}% within a stance "
                             "(animated scale?): held at heel and ball it cannot keep both, so its ball slides")

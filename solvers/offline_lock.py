@@ -108,9 +108,14 @@ def solve_offline_lock(problem, weights=None):
     weights = weights or OfflineWeights()
     if not len(problem.cuts):
         return _solve_piece(problem, weights)
-    frames = problem.pelvis.shape[0]
-    pieces = [slice(start, end) for start, end in pairwise([0, *problem.cuts, frames]) if end > start]
-    return _joined([_solve_piece(_piece(problem, piece), weights) for piece in pieces])
+    return _joined([_solve_piece(_piece(problem, piece), weights)
+                    for piece in pieces(problem.pelvis.shape[0], problem.cuts)])
+
+
+def pieces(frames, cuts):
+    """Slices of the pieces of a clip of ``frames`` frames between its ``cuts`` (the frames
+    where a new piece starts), in order."""
+    return [slice(start, end) for start, end in pairwise([0, *cuts, frames]) if end > start]
 
 
 def _piece(problem, frames):
