@@ -19,6 +19,8 @@ inside ``register()`` / ``unregister()`` so that ``import foot_lock`` (and with 
 ``foot_lock.solvers``) never needs bpy.
 """
 
+import atexit
+
 
 def _subpackages():
     """The Blender-facing subpackages in registration order."""
@@ -29,10 +31,34 @@ def _subpackages():
 
 
 def register():
+    import bpy
+
     for module in _subpackages():
         module.register()
+    if _blender_is_a_python_module(bpy):
+        atexit.register(_unregister_at_exit)
 
 
 def unregister():
+    atexit.unregister(_unregister_at_exit)
     for module in reversed(_subpackages()):
         module.unregister()
+
+
+def _blender_is_a_python_module(bpy):
+    """The ``bpy`` wheel rather than Blender itself (``bpy.app.module`` from 4.3 on; 4.2's
+    wheel has no executable)."""
+    return getattr(bpy.app, "module", not bpy.app.binary_path)
+
+
+def _unregister_at_exit():
+    """Unregister what a script registered and never unregistered (users' scripts do that).
+
+    The bpy wheel closes Blender from its own exit handler, and with our classes still
+    registered it hangs there (4.5) or crashes (4.2). Exit handlers run last registered
+    first, so this one runs before Blender's. An add-on enabled in the preferences is left
+    to Blender, which disables those before it closes."""
+    import bpy
+
+    if __name__ not in bpy.context.preferences.addons:
+        unregister()

@@ -2,6 +2,7 @@
 real Blender (the bpy wheel), enabled, disabled and removed again; plus the
 register -> unregister smoke test and the check that the solver core needs no bpy."""
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -106,6 +107,36 @@ def test_register_unregister_twice(blender):
     for _ in range(2):
         foot_lock.register()
         foot_lock.unregister()
+
+
+# A user's script: Foot Lock registered (or enabled as an add-on), a job and Preview run,
+# and the script ends with it still registered.
+_NEVER_UNREGISTERED = """
+import bpy
+import addon_utils, foot_lock
+{turn_on}
+bpy.ops.import_anim.bvh(filepath={clip!r}, global_scale=0.056444, update_scene_fps=True)
+assert bpy.ops.foot_lock.remove_sliding() == {{"FINISHED"}}
+bpy.context.active_object.foot_lock.preview = True
+bpy.context.scene.frame_set(20)
+print("the script ended")
+"""
+
+
+@pytest.mark.blender
+@pytest.mark.parametrize("turn_on", ["foot_lock.register()", "addon_utils.enable('foot_lock', default_set=True)"])
+def test_a_script_that_never_unregisters_exits_cleanly(blender, tmp_path, pythonpath, turn_on):
+    """The bpy wheel hung at exit (4.5) or crashed (4.2) after a script that registered Foot
+    Lock and never unregistered it; an add-on that Blender disables itself at exit is not
+    unregistered twice."""
+    script = tmp_path / "script.py"
+    script.write_text(_NEVER_UNREGISTERED.format(turn_on=turn_on, clip=str(ROOT / "tests" / "data" / "cmu_07_01.bvh")))
+    env = {**os.environ, "PYTHONPATH": str(pythonpath)}
+    result = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                            timeout=180, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "the script ended" in result.stdout
+    assert "Traceback" not in result.stderr, result.stderr
 
 
 def test_solver_core_imports_without_bpy():
