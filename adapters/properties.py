@@ -1,7 +1,8 @@
 """Foot Lock's settings, stored on each armature object as ``Object.foot_lock``.
 
 Thresholds are given for a reference adult (metres, seconds) and scaled by the
-character's own leg length, so the defaults suit a character in any unit.
+character's own leg length, so the defaults suit a character in any unit. The panel
+shows the lengths and speeds among them in the scene's units (:data:`SCENE_UNITS`).
 """
 
 import math
@@ -26,6 +27,16 @@ from ..solvers.runtime_pose import PELVIS_SMOOTHING
 _CONTACT_DEFAULTS = ContactSettings()
 _SOLVER_DEFAULTS = FootLockSettings()
 _RUNTIME_DEFAULTS = RuntimeSettings()
+
+# Settings stored in metres (per second) for an adult that the panel shows, and takes
+# typed, in the scene's units: setting -> Blender's unit.
+SCENE_UNITS = {
+    "speed_threshold": "VELOCITY",
+    "height_threshold": "LENGTH",
+    "max_correction": "LENGTH",
+    "lock_distance": "LENGTH",
+    "unlock_distance": "LENGTH",
+}
 
 
 class FOOT_LOCK_PG_leg(PropertyGroup):
@@ -76,6 +87,34 @@ class FOOT_LOCK_PG_report(PropertyGroup):
     )
 
 
+def in_scene_units(name):
+    """The panel's field of the setting ``name`` of :data:`SCENE_UNITS`."""
+    return f"{name}_in_scene_units"
+
+
+def _unit_scale():
+    scene = bpy.context.scene
+    return scene.unit_settings.scale_length if scene is not None else 1.0
+
+
+def _scene_units_field(name, unit, stored):
+    """A field that shows and sets the setting ``name`` (metres for an adult; ``stored`` its
+    property's keywords) in the scene's units.
+
+    Blender shows a LENGTH or VELOCITY value times the scene's Unit Scale and divides a
+    typed length by it: shown as it is, a 0.1 m threshold would read "1 mm" in a
+    centimetre scene (Unit Scale 0.01) and a typed "10 cm" would store 10 m."""
+
+    def shown(self):
+        return getattr(self, name) / _unit_scale()
+
+    def typed(self, value):
+        setattr(self, name, value * _unit_scale())
+
+    return FloatProperty(name=stored["name"], description=stored["description"], unit=unit, min=0.0,
+                         get=shown, set=typed, options=set())
+
+
 class FOOT_LOCK_PG_settings(PropertyGroup):
     pelvis: StringProperty(name="Pelvis", description="Bone carrying the body's translation (hips)")
     legs: CollectionProperty(type=FOOT_LOCK_PG_leg, name="Legs")
@@ -90,13 +129,13 @@ class FOOT_LOCK_PG_settings(PropertyGroup):
     speed_threshold: FloatProperty(
         name="Contact Speed",
         description="A toe slower than this is in contact (for an adult; scaled by leg length)",
-        default=_CONTACT_DEFAULTS.speed_threshold, min=0.01, soft_max=1.0, unit="VELOCITY",
+        default=_CONTACT_DEFAULTS.speed_threshold, min=0.01, soft_max=1.0,
     )
     height_threshold: FloatProperty(
         name="Contact Height",
         description="A toe higher than this above its local ground is not in contact "
         "(for an adult; scaled by leg length)",
-        default=_CONTACT_DEFAULTS.height_threshold, min=0.0, soft_max=0.5, unit="LENGTH",
+        default=_CONTACT_DEFAULTS.height_threshold, min=0.0, soft_max=0.5,
     )
     vote_window: FloatProperty(
         name="Vote Window",
@@ -163,19 +202,19 @@ class FOOT_LOCK_PG_settings(PropertyGroup):
         name="Max Correction",
         description="Ground further above or below the clip's floor than this is a ledge or a bad hit "
         "and is ignored (for an adult; scaled by leg length)",
-        default=_RUNTIME_DEFAULTS.max_correction, min=0.0, soft_max=2.0, unit="LENGTH",
+        default=_RUNTIME_DEFAULTS.max_correction, min=0.0, soft_max=2.0,
     )
     lock_distance: FloatProperty(
         name="Lock Distance",
         description="A planted foot locks only this close to its animated position "
         "(for an adult; scaled by leg length)",
-        default=_RUNTIME_DEFAULTS.lock_distance, min=0.0, soft_max=0.5, unit="LENGTH",
+        default=_RUNTIME_DEFAULTS.lock_distance, min=0.0, soft_max=0.5,
     )
     unlock_distance: FloatProperty(
         name="Unlock Distance",
         description="A locked foot lets go when it lags this far behind its animated position "
         "and its leg can no longer reach it (for an adult; scaled by leg length)",
-        default=_RUNTIME_DEFAULTS.unlock_distance, min=0.0, soft_max=1.0, unit="LENGTH",
+        default=_RUNTIME_DEFAULTS.unlock_distance, min=0.0, soft_max=1.0,
     )
     blend_time: FloatProperty(
         name="Blend Time",
@@ -244,8 +283,15 @@ classes = (FOOT_LOCK_PG_leg, FOOT_LOCK_PG_report, FOOT_LOCK_PG_settings)
 
 
 def register_properties():
+    # The fields in the scene's units are added to the registered class, not declared in
+    # its body: a property with Python callbacks declared there crashes Blender 4.2 at exit.
+    stored = FOOT_LOCK_PG_settings.__annotations__
+    for name, unit in SCENE_UNITS.items():
+        setattr(FOOT_LOCK_PG_settings, in_scene_units(name), _scene_units_field(name, unit, stored[name].keywords))
     bpy.types.Object.foot_lock = PointerProperty(type=FOOT_LOCK_PG_settings, name="Foot Lock")
 
 
 def unregister_properties():
     del bpy.types.Object.foot_lock
+    for name in SCENE_UNITS:
+        delattr(FOOT_LOCK_PG_settings, in_scene_units(name))

@@ -54,7 +54,7 @@ def panel_settings():
         return ()
     bpy = import_blender()
 
-    from ..adapters.properties import FOOT_LOCK_PG_settings, solver_settings
+    from ..adapters.properties import SCENE_UNITS, FOOT_LOCK_PG_settings, solver_settings
 
     kinds = {bpy.props.BoolProperty: bool, bpy.props.FloatProperty: float, bpy.props.IntProperty: int}
     annotations = FOOT_LOCK_PG_settings.__annotations__
@@ -68,7 +68,7 @@ def panel_settings():
         kind, keywords = kinds[prop.function], prop.keywords
         settings.append(Setting(
             name, kind, keywords.get("default", kind()), keywords.get("min"), keywords.get("max"),
-            keywords.get("description", ""), keywords.get("unit") or keywords.get("subtype", ""),
+            keywords.get("description", ""), SCENE_UNITS.get(name) or keywords.get("unit") or keywords.get("subtype", ""),
         ))
     return tuple(settings)
 

@@ -554,6 +554,51 @@ def test_the_panel_report_says_what_the_bake_did(addon, clips_dir, tmp_path):
     assert 0.0 < report.pelvis_shift < 4.0 and report.seconds > 0.0
 
 
+def _shown(bpy, settings, name):
+    """The panel's field of ``name`` as Blender shows a length or speed: times the Unit Scale."""
+    from foot_lock.adapters.properties import in_scene_units
+
+    field = settings.bl_rna.properties[in_scene_units(name)]
+    units = bpy.context.scene.unit_settings
+    value = getattr(settings, field.identifier) * units.scale_length
+    return bpy.utils.units.to_string(units.system, field.unit, value, precision=3, split_unit=False)
+
+
+def _typed(bpy, settings, name, text):
+    """Type ``text`` into the panel's field of ``name``, as Blender reads it: divided by the Unit Scale."""
+    from foot_lock.adapters.properties import in_scene_units
+
+    field = settings.bl_rna.properties[in_scene_units(name)]
+    units = bpy.context.scene.unit_settings
+    typed = bpy.utils.units.to_value(units.system, field.unit, text) / units.scale_length
+    setattr(settings, field.identifier, typed)
+
+
+@pytest.mark.parametrize("scale, length_unit", [(1.0, "METERS"), (0.01, "CENTIMETERS"), (0.001, "MILLIMETERS")])
+def test_panel_lengths_and_speeds_read_and_type_in_the_scenes_units(addon, scale, length_unit):
+    """A centimetre scene (an FBX's Unit Scale 0.01) shows the 0.1 m Contact Height as 10 cm, not
+    1 mm, and "25 cm" typed stores 0.25 m for an adult, not 25 m: what the job reads is the same
+    in every scene."""
+    from foot_lock.adapters.properties import SCENE_UNITS, in_scene_units
+
+    units = addon.context.scene.unit_settings
+    units.system, units.scale_length, units.length_unit = "METRIC", scale, length_unit
+    obj = addon.data.objects.new("rig", addon.data.armatures.new("rig"))
+    settings = obj.foot_lock
+    assert _shown(addon, settings, "height_threshold").replace(" ", "") == "10cm"
+    assert _shown(addon, settings, "speed_threshold").replace(" ", "") == "0.25m/s"
+    assert _shown(addon, settings, "lock_distance").replace(" ", "") == "10cm"
+    _typed(addon, settings, "height_threshold", "25 cm")
+    _typed(addon, settings, "unlock_distance", "0.4 m")
+    _typed(addon, settings, "speed_threshold", "0.3 m/s")
+    assert settings.height_threshold == pytest.approx(0.25)
+    assert settings.unlock_distance == pytest.approx(0.4)
+    assert settings.speed_threshold == pytest.approx(0.3)
+    # No other setting claims a scene unit: the stored ones are metres for an adult, whatever the scene.
+    scene_unit_fields = {p.identifier for p in settings.bl_rna.properties if p.unit in {"LENGTH", "VELOCITY"}}
+    assert scene_unit_fields == {in_scene_units(name) for name in SCENE_UNITS}
+
+
 def test_scale_on_bones_outside_the_legs_does_not_stop_the_job(addon, clips_dir):
     obj = import_clip(addon, clips_dir / "cmu_07_01.bvh")
     head = obj.pose.bones["Head"]

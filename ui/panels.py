@@ -2,6 +2,8 @@
 
 import bpy
 
+from ..adapters.properties import SCENE_UNITS, in_scene_units
+
 
 class FootLockPanel:
     bl_space_type = "VIEW_3D"
@@ -12,6 +14,12 @@ class FootLockPanel:
     def poll(cls, context):
         obj = context.active_object
         return obj is not None and obj.type == "ARMATURE"
+
+
+def draw_settings(layout, settings, names):
+    """The settings ``names``, lengths and speeds in the scene's units."""
+    for name in names:
+        layout.prop(settings, in_scene_units(name) if name in SCENE_UNITS else name)
 
 
 class FOOT_LOCK_PT_main(FootLockPanel, bpy.types.Panel):
@@ -82,8 +90,8 @@ class FOOT_LOCK_PT_contacts(FootLockPanel, bpy.types.Panel):
         settings = context.active_object.foot_lock
         layout.operator("foot_lock.detect_contacts", icon="KEYFRAME")
         layout.prop(settings, "overwrite_contacts")
-        for name in ("speed_threshold", "height_threshold", "vote_window", "min_gap", "smoothing", "compensate_slip"):
-            layout.prop(settings, name)
+        draw_settings(layout, settings,
+                      ("speed_threshold", "height_threshold", "vote_window", "min_gap", "smoothing", "compensate_slip"))
 
 
 class FOOT_LOCK_PT_solver(FootLockPanel, bpy.types.Panel):
@@ -95,8 +103,7 @@ class FOOT_LOCK_PT_solver(FootLockPanel, bpy.types.Panel):
         layout = self.layout
         layout.use_property_split = True
         settings = context.active_object.foot_lock
-        for name in ("softening", "height_clamp", "heel_look_at", "toe_look_at"):
-            layout.prop(settings, name)
+        draw_settings(layout, settings, ("softening", "height_clamp", "heel_look_at", "toe_look_at"))
 
 
 class FOOT_LOCK_PT_preview(FootLockPanel, bpy.types.Panel):
@@ -113,9 +120,8 @@ class FOOT_LOCK_PT_preview(FootLockPanel, bpy.types.Panel):
         if settings.preview_error:
             layout.label(text=f"Stopped: {settings.preview_error}", icon="ERROR")
         layout.use_property_split = True
-        for name in ("ground_collection", "root_follow", "show_overlay", "max_correction", "lock_distance",
-                     "unlock_distance", "blend_time", "max_tilt", "pelvis_smoothing"):
-            layout.prop(settings, name)
+        draw_settings(layout, settings, ("ground_collection", "root_follow", "show_overlay", "max_correction",
+                                         "lock_distance", "unlock_distance", "blend_time", "max_tilt", "pelvis_smoothing"))
 
 
 classes = (FOOT_LOCK_PT_main, FOOT_LOCK_PT_legs, FOOT_LOCK_PT_contacts, FOOT_LOCK_PT_solver, FOOT_LOCK_PT_preview)
