@@ -25,27 +25,33 @@ import numpy as np
 def solve_tridiagonal(diag, lower, rhs):
     """Solve a batch of symmetric positive definite tridiagonal systems, one per row:
     ``diag`` (c, n) their diagonals, ``lower`` (c, n) ``A[i, i - 1]`` (``lower[:, 0]`` is
-    ignored; ``A[i - 1, i]`` is the same), ``rhs`` (c, n). Returns x (c, n).
+    ignored; ``A[i - 1, i]`` is the same), ``rhs`` (c, n), or (s, c, n) for s right-hand
+    sides of each system. Returns x, shaped as ``rhs``.
 
     The rows are padded to a few rows (at most ``SHORT_CHAIN``) times a power of two with
     rows that couple to nothing (their x is 0, and every term they add to a real row is an
-    exact zero) and laid end to end as one chain: every level then keeps the even rows of
-    every system at once, through 1-D slices, which numpy runs several times faster than the
-    same slices of 2-D rows. The levels' cost follows the padded rows (317 rows: 320, where
-    the next power of two would be 512), and the last few rows of every system are solved
-    one after the other (:func:`_solve_short_chains`)."""
-    chains, n = diag.shape
+    exact zero) and laid end to end as one chain, each system once per right-hand side:
+    every level then keeps the even rows of every system at once, through 1-D slices, which
+    numpy runs several times faster than the same slices of 2-D rows. The levels' cost
+    follows the padded rows (317 rows: 320, where the next power of two would be 512), and
+    the last few rows of every system are solved one after the other
+    (:func:`_solve_short_chains`)."""
+    n = diag.shape[-1]
     levels = max(-(-n // SHORT_CHAIN) - 1, 0).bit_length()  # halvings to at most SHORT_CHAIN rows
     short = -(-n >> levels)
     size = short << levels
-    padded = np.zeros((3, chains, size))
-    padded[0, :, n:] = 1.0
-    padded[0, :, :n] = diag
-    padded[1, :, 1:n] = lower[:, 1:]  # no coupling between one system and the next
-    padded[2, :, :n] = rhs
-    x = np.empty(chains * size)
+    # Only the padding is set before the systems are copied in: zeroing the whole array
+    # costs a pass over it.
+    padded = np.empty((3,) + rhs.shape[:-1] + (size,))
+    padded[..., n:] = 0.0
+    padded[0, ..., n:] = 1.0
+    padded[0, ..., :n] = diag
+    padded[1, ..., 0] = 0.0  # no coupling between one system and the next
+    padded[1, ..., 1:n] = lower[:, 1:]
+    padded[2, ..., :n] = rhs
+    x = np.empty(padded[0].size)
     _reduce_chains(*padded.reshape(3, -1), size, short, x)
-    return x.reshape(chains, size)[:, :n]
+    return x.reshape(padded.shape[1:])[..., :n]
 
 
 # :func:`solve_tridiagonal` halves its systems down to this many rows or fewer, then solves
@@ -141,9 +147,9 @@ def solve_mostly_separable(diag, lower, rhs, frames, vectors, weights, pulls):
     Exact, at a cost that follows the dense frames rather than the chains' length: the
     frames between them (``outside``) are eliminated first. Outside, the system is the
     chains cut at every dense frame, solved for the right-hand side and for a unit pull from
-    the dense frame on each side of each stretch (one :func:`solve_tridiagonal` of 3m rows);
-    what is left is a block-tridiagonal system on the dense frames alone, coupled through
-    diagonal blocks (:func:`solve_block_tridiagonal`)."""
+    the dense frame on each side of each stretch (one :func:`solve_tridiagonal` of three
+    right-hand sides); what is left is a block-tridiagonal system on the dense frames alone,
+    coupled through diagonal blocks (:func:`solve_block_tridiagonal`)."""
     m, n = diag.shape
     # Whether each frame is outside, with a frame that is not on either side of the clip:
     # a frame's neighbours are then read by np.take without clipping or masking the ends.
@@ -169,10 +175,9 @@ def solve_mostly_separable(diag, lower, rhs, frames, vectors, weights, pulls):
         from_before = np.where(dense_before, outside_lower, 0.0)
         dense_after = ~is_outside.take(outside + 2) & (outside < n - 1)
         from_after = np.where(dense_after, lower.take(outside + 1, axis=1, mode="clip"), 0.0)
-        outside_diag = diag.take(outside, axis=1)
-        solved = solve_tridiagonal(np.concatenate((outside_diag,) * 3), np.concatenate((cut_lower,) * 3),
-                                   np.concatenate((rhs.take(outside, axis=1), from_before, from_after)))
-        free, by_before, by_after = solved[:m], solved[m : 2 * m], solved[2 * m :]  # A_oo^-1 of each: x outside = free - by_before x_b - by_after x_a
+        # A_oo^-1 of each: x outside = free - by_before x_b - by_after x_a
+        free, by_before, by_after = solve_tridiagonal(
+            diag.take(outside, axis=1), cut_lower, np.stack((rhs.take(outside, axis=1), from_before, from_after)))
         place = is_outside[1:-1].cumsum() - 1  # each frame outside: its column in ``free``
         # The dense frames' system: each loses what its neighbours outside pass back to it.
         _pass_back(reduced_diag, reduced_rhs, right_out, lower.take(frames + 1, axis=1, mode="clip"),
