@@ -19,6 +19,8 @@ its right-hand sides travel transposed, as one array ``[lower^T ; upper^T ; rhs^
 dropped row (``D`` is symmetric).
 """
 
+from functools import lru_cache
+
 import numpy as np
 
 
@@ -376,13 +378,24 @@ def _bordered_inverse(blocks):
     (``L`` the factor of ``D``), so ``D^-1 = X X^T``. On a few blocks the Python-level
     calls of inverting ``L`` row by row cost more than the bigger factorisation."""
     n, m = blocks.shape[:2]
-    bordered = np.zeros((n, 2 * m, 2 * m))
+    # The factorisation reads the lower triangle alone: the upper-right block is left unset
+    # (zeroing the whole array would cost a pass over it).
+    bordered = np.empty((n, 2 * m, 2 * m))
     bordered[:, :m, :m] = blocks
-    flat = bordered.reshape(n, -1)
-    flat[:, 2 * m * m :: 2 * m + 1] = 1.0  # the lower-left identity
-    flat[:, 2 * m * m + m :: 2 * m + 1] = BORDER
+    bordered[:, m:] = _border(m)
     inverse_transposed = np.linalg.cholesky(bordered)[:, m:, :m]  # L^-T
     return inverse_transposed @ inverse_transposed.swapaxes(-1, -2)
+
+
+@lru_cache(maxsize=4)
+def _border(m):
+    """The lower rows ``[I, BORDER I]`` (m, 2m) of :func:`_bordered_inverse`'s matrices
+    (read-only: shared by every call on blocks of ``m``)."""
+    border = np.zeros((m, 2 * m))
+    border[:, :m] = np.eye(m)
+    border[:, m:] = BORDER * np.eye(m)
+    border.flags.writeable = False
+    return border
 
 
 def _solve_dense(diag, rows):
