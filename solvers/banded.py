@@ -337,9 +337,10 @@ def _reduce(diag, rows):
 
 # Up to this many blocks :func:`spd_inverse` factors each block bordered by the identity
 # (one LAPACK call for the lot); beyond, that factorisation's per-block cost (a matrix twice
-# as wide) outweighs the fixed cost of inverting the triangle row by row (9 x 9 blocks, in
-# instructions: 18 blocks 0.46M bordered, 0.52M row by row; 35 blocks 0.83M, 0.76M).
-BORDERED_BLOCKS = 30
+# as wide) outweighs the fixed cost of inverting the triangle row by row (9 x 9 blocks,
+# bordered against row by row: 35 blocks 0.72M instructions and 40 us against 0.75M and
+# 49 us; 50 blocks 1.01M, 54 us against 0.95M, 60 us).
+BORDERED_BLOCKS = 40
 # Up to this many unknowns (or two rows of blocks) :func:`_reduce` solves what is left as
 # one dense system: three rows of the offline lock's 9 x 9 blocks. Kept small, as the
 # bordered factorisation is twice as wide and OpenBLAS factors large matrices in parallel.
