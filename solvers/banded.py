@@ -274,13 +274,15 @@ def _reduce_diagonal_coupling(kept_diag, inverse, lower, rhs):
     # A[k, p] S_p A[p, k] and A[k, q] S_q A[q, k], it couples to k - 2 through
     # -A[k, p] S_p A[p, k - 2] and to k + 2 through -A[k, q] S_q A[q, k + 2] (stored
     # transposed, as _reduce's rows), and its right-hand side loses A[k, p] S_p b_p ...
+    by_previous = to_previous[:, None] * inverse  # A[k, p] S_p, shared by both of p's kept rows
     kept_diag[..., 1:] -= to_next[:, None] * inverse[..., :inner] * to_next
-    kept_diag[..., :dropped] -= to_previous[:, None] * inverse * to_previous
-    through = to_previous[:, None, :inner] * inverse[..., :inner] * to_next  # -A[k + 2, k] of kept row k
+    kept_diag[..., :dropped] -= by_previous * to_previous
     rows = np.empty((kept, 2 * m + rhs.shape[0], m))
     rows[0, :m] = rows[inner:, m : 2 * m] = 0.0  # the ends have no neighbour there
-    np.negative(through.transpose(2, 0, 1), out=rows[1:, :m])
-    np.negative(through.transpose(2, 1, 0), out=rows[:inner, m : 2 * m])
+    # -A[k + 2, k] of kept row k (its factor negated: the numbers of the product negated),
+    # made straight into the lower block of row k + 2, then its transpose is row k's upper.
+    np.multiply(by_previous[..., :inner], -to_next, out=rows[1:, :m].transpose(1, 2, 0))
+    rows[:inner, m : 2 * m] = rows[1:, :m].swapaxes(-1, -2)
     kept_rhs = rhs[..., 0::2].copy()
     kept_rhs[..., 1:] -= solved[..., :inner] * to_next
     kept_rhs[..., :dropped] -= solved * to_previous
