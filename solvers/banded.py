@@ -19,33 +19,41 @@ its right-hand sides travel transposed, as one array ``[lower^T ; upper^T ; rhs^
 dropped row (``D`` is symmetric).
 """
 
+from functools import lru_cache
+
 import numpy as np
 
 
 def solve_tridiagonal(diag, lower, rhs):
     """Solve a batch of symmetric positive definite tridiagonal systems, one per row:
     ``diag`` (c, n) their diagonals, ``lower`` (c, n) ``A[i, i - 1]`` (``lower[:, 0]`` is
-    ignored; ``A[i - 1, i]`` is the same), ``rhs`` (c, n). Returns x (c, n).
+    ignored; ``A[i - 1, i]`` is the same), ``rhs`` (c, n), or (s, c, n) for s right-hand
+    sides of each system. Returns x, shaped as ``rhs``.
 
     The rows are padded to a few rows (at most ``SHORT_CHAIN``) times a power of two with
     rows that couple to nothing (their x is 0, and every term they add to a real row is an
-    exact zero) and laid end to end as one chain: every level then keeps the even rows of
-    every system at once, through 1-D slices, which numpy runs several times faster than the
-    same slices of 2-D rows. The levels' cost follows the padded rows (317 rows: 320, where
-    the next power of two would be 512), and the last few rows of every system are solved
-    one after the other (:func:`_solve_short_chains`)."""
-    chains, n = diag.shape
+    exact zero) and laid end to end as one chain, each system once per right-hand side:
+    every level then keeps the even rows of every system at once, through 1-D slices, which
+    numpy runs several times faster than the same slices of 2-D rows. The levels' cost
+    follows the padded rows (317 rows: 320, where the next power of two would be 512), and
+    the last few rows of every system are solved one after the other
+    (:func:`_solve_short_chains`)."""
+    n = diag.shape[-1]
     levels = max(-(-n // SHORT_CHAIN) - 1, 0).bit_length()  # halvings to at most SHORT_CHAIN rows
     short = -(-n >> levels)
     size = short << levels
-    padded = np.zeros((3, chains, size))
-    padded[0, :, n:] = 1.0
-    padded[0, :, :n] = diag
-    padded[1, :, 1:n] = lower[:, 1:]  # no coupling between one system and the next
-    padded[2, :, :n] = rhs
-    x = np.empty(chains * size)
+    # Only the padding is set before the systems are copied in: zeroing the whole array
+    # costs a pass over it.
+    padded = np.empty((3,) + rhs.shape[:-1] + (size,))
+    padded[..., n:] = 0.0
+    padded[0, ..., n:] = 1.0
+    padded[0, ..., :n] = diag
+    padded[1, ..., 0] = 0.0  # no coupling between one system and the next
+    padded[1, ..., 1:n] = lower[:, 1:]
+    padded[2, ..., :n] = rhs
+    x = np.empty(padded[0].size)
     _reduce_chains(*padded.reshape(3, -1), size, short, x)
-    return x.reshape(chains, size)[:, :n]
+    return x.reshape(padded.shape[1:])[..., :n]
 
 
 # :func:`solve_tridiagonal` halves its systems down to this many rows or fewer, then solves
@@ -141,9 +149,9 @@ def solve_mostly_separable(diag, lower, rhs, frames, vectors, weights, pulls):
     Exact, at a cost that follows the dense frames rather than the chains' length: the
     frames between them (``outside``) are eliminated first. Outside, the system is the
     chains cut at every dense frame, solved for the right-hand side and for a unit pull from
-    the dense frame on each side of each stretch (one :func:`solve_tridiagonal` of 3m rows);
-    what is left is a block-tridiagonal system on the dense frames alone, coupled through
-    diagonal blocks (:func:`solve_block_tridiagonal`)."""
+    the dense frame on each side of each stretch (one :func:`solve_tridiagonal` of three
+    right-hand sides); what is left is a block-tridiagonal system on the dense frames alone,
+    coupled through diagonal blocks (:func:`solve_block_tridiagonal`)."""
     m, n = diag.shape
     # Whether each frame is outside, with a frame that is not on either side of the clip:
     # a frame's neighbours are then read by np.take without clipping or masking the ends.
@@ -169,10 +177,9 @@ def solve_mostly_separable(diag, lower, rhs, frames, vectors, weights, pulls):
         from_before = np.where(dense_before, outside_lower, 0.0)
         dense_after = ~is_outside.take(outside + 2) & (outside < n - 1)
         from_after = np.where(dense_after, lower.take(outside + 1, axis=1, mode="clip"), 0.0)
-        outside_diag = diag.take(outside, axis=1)
-        solved = solve_tridiagonal(np.concatenate((outside_diag,) * 3), np.concatenate((cut_lower,) * 3),
-                                   np.concatenate((rhs.take(outside, axis=1), from_before, from_after)))
-        free, by_before, by_after = solved[:m], solved[m : 2 * m], solved[2 * m :]  # A_oo^-1 of each: x outside = free - by_before x_b - by_after x_a
+        # A_oo^-1 of each: x outside = free - by_before x_b - by_after x_a
+        free, by_before, by_after = solve_tridiagonal(
+            diag.take(outside, axis=1), cut_lower, np.stack((rhs.take(outside, axis=1), from_before, from_after)))
         place = is_outside[1:-1].cumsum() - 1  # each frame outside: its column in ``free``
         # The dense frames' system: each loses what its neighbours outside pass back to it.
         _pass_back(reduced_diag, reduced_rhs, right_out, lower.take(frames + 1, axis=1, mode="clip"),
@@ -267,13 +274,15 @@ def _reduce_diagonal_coupling(kept_diag, inverse, lower, rhs):
     # A[k, p] S_p A[p, k] and A[k, q] S_q A[q, k], it couples to k - 2 through
     # -A[k, p] S_p A[p, k - 2] and to k + 2 through -A[k, q] S_q A[q, k + 2] (stored
     # transposed, as _reduce's rows), and its right-hand side loses A[k, p] S_p b_p ...
+    by_previous = to_previous[:, None] * inverse  # A[k, p] S_p, shared by both of p's kept rows
     kept_diag[..., 1:] -= to_next[:, None] * inverse[..., :inner] * to_next
-    kept_diag[..., :dropped] -= to_previous[:, None] * inverse * to_previous
-    through = to_previous[:, None, :inner] * inverse[..., :inner] * to_next  # -A[k + 2, k] of kept row k
+    kept_diag[..., :dropped] -= by_previous * to_previous
     rows = np.empty((kept, 2 * m + rhs.shape[0], m))
     rows[0, :m] = rows[inner:, m : 2 * m] = 0.0  # the ends have no neighbour there
-    np.negative(through.transpose(2, 0, 1), out=rows[1:, :m])
-    np.negative(through.transpose(2, 1, 0), out=rows[:inner, m : 2 * m])
+    # -A[k + 2, k] of kept row k (its factor negated: the numbers of the product negated),
+    # made straight into the lower block of row k + 2, then its transpose is row k's upper.
+    np.multiply(by_previous[..., :inner], -to_next, out=rows[1:, :m].transpose(1, 2, 0))
+    rows[:inner, m : 2 * m] = rows[1:, :m].swapaxes(-1, -2)
     kept_rhs = rhs[..., 0::2].copy()
     kept_rhs[..., 1:] -= solved[..., :inner] * to_next
     kept_rhs[..., :dropped] -= solved * to_previous
@@ -330,9 +339,10 @@ def _reduce(diag, rows):
 
 # Up to this many blocks :func:`spd_inverse` factors each block bordered by the identity
 # (one LAPACK call for the lot); beyond, that factorisation's per-block cost (a matrix twice
-# as wide) outweighs the fixed cost of inverting the triangle row by row (9 x 9 blocks, in
-# instructions: 18 blocks 0.46M bordered, 0.52M row by row; 35 blocks 0.83M, 0.76M).
-BORDERED_BLOCKS = 30
+# as wide) outweighs the fixed cost of inverting the triangle row by row (9 x 9 blocks,
+# bordered against row by row: 35 blocks 0.72M instructions and 40 us against 0.75M and
+# 49 us; 50 blocks 1.01M, 54 us against 0.95M, 60 us).
+BORDERED_BLOCKS = 40
 # Up to this many unknowns (or two rows of blocks) :func:`_reduce` solves what is left as
 # one dense system: three rows of the offline lock's 9 x 9 blocks. Kept small, as the
 # bordered factorisation is twice as wide and OpenBLAS factors large matrices in parallel.
@@ -371,13 +381,24 @@ def _bordered_inverse(blocks):
     (``L`` the factor of ``D``), so ``D^-1 = X X^T``. On a few blocks the Python-level
     calls of inverting ``L`` row by row cost more than the bigger factorisation."""
     n, m = blocks.shape[:2]
-    bordered = np.zeros((n, 2 * m, 2 * m))
+    # The factorisation reads the lower triangle alone: the upper-right block is left unset
+    # (zeroing the whole array would cost a pass over it).
+    bordered = np.empty((n, 2 * m, 2 * m))
     bordered[:, :m, :m] = blocks
-    flat = bordered.reshape(n, -1)
-    flat[:, 2 * m * m :: 2 * m + 1] = 1.0  # the lower-left identity
-    flat[:, 2 * m * m + m :: 2 * m + 1] = BORDER
+    bordered[:, m:] = _border(m)
     inverse_transposed = np.linalg.cholesky(bordered)[:, m:, :m]  # L^-T
     return inverse_transposed @ inverse_transposed.swapaxes(-1, -2)
+
+
+@lru_cache(maxsize=4)
+def _border(m):
+    """The lower rows ``[I, BORDER I]`` (m, 2m) of :func:`_bordered_inverse`'s matrices
+    (read-only: shared by every call on blocks of ``m``)."""
+    border = np.zeros((m, 2 * m))
+    border[:, :m] = np.eye(m)
+    border[:, m:] = BORDER * np.eye(m)
+    border.flags.writeable = False
+    return border
 
 
 def _solve_dense(diag, rows):

@@ -195,15 +195,18 @@ def rolling_min(values, half_width):
 def window_sum(values, half_width, axis=-1):
     """Sum over ``2 * half_width + 1`` frames around each frame (fewer at the clip's ends)."""
     values = np.swapaxes(values, axis, 0)
-    frames, half = len(values), half_width
+    frames = len(values)
     # Each window's sum is the running total at its last frame (the clip's last, past the end)
-    # less the total before its first: one difference of the running total padded with zeros
-    # before the clip (less a zero: the same numbers as nothing taken) and its last value after.
-    total = np.empty((frames + 2 * half + 1,) + values.shape[1:])
-    total[: half + 1] = 0.0
-    np.cumsum(values, axis=0, dtype=float, out=total[half + 1 : half + 1 + frames])
-    total[half + 1 + frames :] = total[half + frames]
-    return np.swapaxes(total[2 * half + 1 :] - total[:frames], 0, axis)
+    # less the total before its first, where it starts inside the clip: the numbers of
+    # subtracting a zero before the clip, without padding the running total at either end.
+    total = np.cumsum(values, axis=0, dtype=float)
+    out = np.empty_like(total)
+    inside = max(frames - half_width, 0)  # windows that end inside the clip
+    out[:inside] = total[half_width:]
+    out[inside:] = total[-1]
+    later = min(half_width + 1, frames)  # the first window that starts after the clip's first frame
+    out[later:] -= total[: frames - later]
+    return np.swapaxes(out, 0, axis)
 
 
 def local_slip(point_velocity, root_velocity, cap, half_width, max_slip=1.0):
