@@ -436,7 +436,7 @@ def detect_contacts(obj, scene=None, overwrite=False):
     clip, sampled = read_source_clip(obj, scene or bpy.context.scene, source)
     labels = label_clip(clip, contact_settings(settings))
     if baking:
-        action = _new_result(obj, source, sampled, clip)
+        action = _new_result(obj, source, sampled, clip, replace=True)  # an adopted result is replaceable
         sources.mute_tracks(source.tracks, action)
         results.stamp(obj, action)
     else:
@@ -507,7 +507,11 @@ def remove_sliding(obj, scene, progress=lambda fraction: None):
     else:
         rotation_bones = location_bones = [follower.control for follower in clip.controls.followers()]
 
-    target = source.action if settings.in_place else _new_result(obj, source, sampled, clip)
+    kept = None if settings.in_place else _kept_result(obj, source)
+    target = source.action if settings.in_place else _new_result(obj, source, sampled, clip, replace=kept is None)
+    if kept is not None:
+        result.warnings.append(f"{kept.name!r} was changed since Foot Lock made it (or another object plays it): "
+                               f"kept as it is, the new fix is {target.name!r}")
     keyed = None
     if clip.controls is None:
         armature.key_motion(obj, target, joint_map, result.motion, int(clip.frames[0]), rotation_bones, location_bones)
@@ -558,10 +562,21 @@ def _every_bone_closes(obj, action, clip):
     return loops.ends_meet(skeleton, motion, _rig(obj, joint_map), UP)
 
 
-def _new_result(obj, source, sampled, clip):
+def _kept_result(obj, source):
+    """The earlier result a rerun leaves as it is: one an animator changed beyond its
+    contact curves (a polished key, a channel added) or another object plays. Nothing
+    plays it once the fix is assigned, so it gets a fake user: it survives saving."""
+    if source.result is None or results.replaceable(obj, source.result):
+        return None
+    source.result.use_fake_user = True
+    return source.result
+
+
+def _new_result(obj, source, sampled, clip, replace):
     """A new action for the fix, assigned (the source stays as it was): a copy of the
-    action, or, from the NLA, every channel baked. It replaces an earlier result of the
-    same source, keeping that one's name, users and the contact curves an animator edited."""
+    action, or, from the NLA, every channel baked. With ``replace``, it takes the place of
+    the earlier result of the same source (its name and users); from either, it keeps the
+    contact curves an animator edited."""
     if source.kind == sources.NLA:
         fresh = bpy.data.actions.new(_result_name(obj, source))
         compat.assign_action(obj, fresh)
@@ -572,10 +587,8 @@ def _new_result(obj, source, sampled, clip):
         fresh[sources.SOURCE_PROPERTY] = source.action.name
     if source.result is not None:
         _carry_edited_contacts(obj, source.result, fresh, clip)
-        if results.played_only_by(obj, source.result):
+        if replace:
             _replace(source.result, fresh)
-        # else another object plays the earlier result too: it keeps it, this object
-        # alone plays the fresh one (under Blender's next free name)
     return fresh
 
 

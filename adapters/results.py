@@ -91,7 +91,13 @@ def _own_untouched_result(obj, source, earlier):
         same_source = list(earlier.get(sources.TRACKS_PROPERTY, ())) == [track.name for track in source.tracks]
     else:
         same_source = earlier.get(sources.SOURCE_PROPERTY) == source.action.name
-    return same_source and played_only_by(obj, earlier) and _untouched(obj, earlier)
+    return same_source and replaceable(obj, earlier)
+
+
+def replaceable(obj, result):
+    """Whether a fresh fix may take the place of ``result``: Foot Lock's untouched output
+    that no other object plays (edited contact curves aside: they are carried over)."""
+    return played_only_by(obj, result) and _untouched(obj, result)
 
 
 def played_only_by(obj, action):

@@ -133,6 +133,49 @@ def test_an_edit_of_a_channel_the_fix_copied_also_makes_the_result_the_animators
     assert result.name == "walk_sliding.footlock.001" and edited.name == "walk_sliding.footlock"
 
 
+@pytest.mark.parametrize("edit", ["polished key", "new channel"])
+def test_rerun_on_a_result_an_animator_changed_keeps_it_and_makes_a_new_one(addon, sliding, edit):
+    """Clicked again on the result itself (the active action), after polishing an arm key
+    or keying a new channel on it: the polish stays where it was made, the fix goes to a
+    new action, and the report says so (it replaced the polished result silently)."""
+    obj, source, edited, arm = fixed_with_a_copied_arm(addon, sliding)
+    if edit == "polished key":
+        arm.keyframe_points[40].co.y += 0.1
+        arm.update()
+        path, index, frame, value = arm.data_path, arm.array_index, arm.keyframe_points[40].co.x, arm.keyframe_points[40].co.y
+    else:
+        head = obj.pose.bones["Head"]
+        head.scale = (1.5, 1.5, 1.5)
+        head.keyframe_insert("scale", index=0, frame=151)
+        path, index, frame, value = 'pose.bones["Head"].scale', 0, 151.0, 1.5
+    from foot_lock.adapters import action_compat
+
+    obj.foot_lock.speed_threshold *= 0.5
+    assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
+    result = obj.animation_data.action
+    assert result.name == "walk_sliding.footlock.001" and edited.name == "walk_sliding.footlock"
+    kept = action_compat.find_fcurve(action_compat.channel_bag(obj, edited), path, index)
+    assert kept.evaluate(frame) == pytest.approx(value)
+    assert edited.use_fake_user  # played by nothing now, it survives saving
+    assert result["foot_lock_source"] == source.name
+    from foot_lock.adapters import jobs
+
+    warnings = jobs.remove_sliding(obj, addon.context.scene).result.warnings  # again on the new result: untouched
+    assert not any("was changed since" in warning for warning in warnings)
+    assert obj.animation_data.action.name == "walk_sliding.footlock.001"
+
+
+def test_rerun_on_a_changed_result_says_which_action_it_kept(addon, sliding):
+    obj, _, _, arm = fixed_with_a_copied_arm(addon, sliding)
+    arm.keyframe_points[40].co.y += 0.1
+    arm.update()
+    from foot_lock.adapters import jobs
+
+    warnings = jobs.remove_sliding(obj, addon.context.scene).result.warnings
+    assert any("'walk_sliding.footlock' was changed since Foot Lock made it" in warning
+               and "'walk_sliding.footlock.001'" in warning for warning in warnings)
+
+
 def test_an_interpolation_edit_of_a_copied_channel_makes_the_result_the_animators(addon, sliding):
     """The digest covers how every key of every curve interpolates, not only its frame and value."""
     obj, source, edited, arm = fixed_with_a_copied_arm(addon, sliding)
