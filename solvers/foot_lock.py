@@ -212,6 +212,9 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
         states[:, :, measured], len(rig.legs), contacts[:, measured], up, motion.fps, unit_scale,
         np.array([lim.toe_min_height for lim in limits]), bone_lengths, before["pelvis"][measured], steadying,
     )
+    pinned = np.stack((heel_contacts[:, measured], contacts[:, measured])) > 0
+    warnings += _held_too_far(_parts(states[:, :, measured], len(rig.legs)), pinned, rig,
+                              mean_leg_length(bone_lengths), motion.fps, unit_scale)
     if IN_PLACE not in warnings:  # an in-place walk is left unlocked on purpose: its labels are not the news
         if not whole:  # the input's figures are not of the whole clip
             grounded = metrics.ground_slide(metrics.foot_points(before["ankles"], before["toes"]), up, motion.fps,
@@ -253,6 +256,37 @@ def _changing_feet(heels, toes, contacts, heel_contacts, rig):
         if change > FOOT_LENGTH_CHANGE:
             warnings.append(f"the {leg.name} foot changes length by up to {100 * change:.0f}% within a stance "
                             "(animated scale?): held at heel and ball it cannot keep both, so its ball slides")
+    return warnings
+
+
+HELD_TOO_FAR = 0.5  # leg lengths an animated foot may move while pinned: a stance slides a few tenths
+
+
+def _held_too_far(parts, pinned, rig, leg_length, fps, unit_scale):
+    """Warnings for contacts over which the animated foot moves further than ``HELD_TOO_FAR``
+    leg lengths (one keyed through a swing): held all the same, the foot is kept far from
+    where the leg can reach, and the pelvis moves to reach it all along the clip, not only
+    there. ``parts``: the before and after positions (:func:`_parts` of (2, ...));
+    ``pinned`` (2, L, F): where the heels, then the toes, are pinned."""
+    frames = pinned.shape[-1]
+    points = parts["feet"][0].reshape(-1, 3)  # the input's ankles, then toes: rows as ``pinned``'s
+    index = np.arange(pinned.size)
+    run_start = np.maximum.accumulate(np.where(run_starts(pinned).ravel(), index, 0))
+    moved = np.where(pinned.ravel(), quat.length(points - points[run_start]), 0.0).reshape(pinned.shape)
+    pelvis_shift = quat.length(parts["pelvis"][1] - parts["pelvis"][0]).max()
+    warnings = []
+    for number, leg in enumerate(rig.legs):
+        point, frame = np.unravel_index(moved[:, number].argmax(), (2, frames))
+        if moved[point, number, frame] <= HELD_TOO_FAR * leg_length:
+            continue
+        start = run_start.reshape(pinned.shape)[point, number, frame] % frames
+        curve = ("heel_contact", "foot_contact")[point]
+        warnings.append(
+            f"the {leg.name} foot is pinned {start / fps:.2f}-{frame / fps:.2f} s into the clip while its animation "
+            f"moves {100.0 * unit_scale * moved[point, number, frame]:.0f} cm: held all the same, the pelvis moves up "
+            f"to {100.0 * unit_scale * pelvis_shift:.0f} cm to reach it, all along the clip; check its {curve} "
+            "curve there (a contact through a swing?)"
+        )
     return warnings
 
 

@@ -493,3 +493,22 @@ def test_a_foot_that_grows_while_planted_is_reported():
     growing.pos[:, [left.toe, left.toe_end]] *= np.linspace(1.0, 1.1, motion.frames)[:, None, None]
     (warning,) = remove_foot_sliding(skeleton, growing, rig, bvh.UP).warnings
     assert warning.startswith(f"the {left.name} foot changes length by up to 1% within a stance")
+
+
+def test_a_contact_keyed_through_a_swing_is_reported_with_its_times():
+    """An animator's contact held from one stance through the swing into the next: the lock
+    obeys it and the pelvis moves about a metre all along the clip to reach the held foot,
+    which the report said nothing about. It now names the foot, the curve and the times."""
+    skeleton, motion, rig = load("cmu_07_01")
+    sliding = scale_root_motion(skeleton, motion, 1.25)
+    labelled = remove_foot_sliding(skeleton, sliding, rig, bvh.UP)
+    assert not labelled.warnings
+    contacts = labelled.contacts.copy()
+    contacts[0, 136:201] = 1.0  # 1.13-1.67 s: the left foot's swing
+    result = remove_foot_sliding(skeleton, sliding, rig, bvh.UP, contacts=contacts,
+                                 heel_contacts=labelled.heel_contacts)
+    assert result.after["pelvis_deviation_cm"] > 30.0  # obeyed: the edit is the animator's call
+    (warning,) = result.warnings
+    first, last = (float(t) for t in warning.split(" pinned ")[1].split(" s ")[0].split("-"))
+    assert warning.startswith(f"the {rig.legs[0].name} foot is pinned") and "foot_contact" in warning
+    assert first <= 136 / motion.fps and last >= 200 / motion.fps
