@@ -13,8 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..solvers import loops, matrices
-from ..solvers.quaternion import horizontal
-from ..solvers.root_motion import plant_feet
+from ..solvers.root_motion import plant_feet, travel_before_and_after, travel_summary
 from . import action_compat as compat
 from . import armature, cycles, jobs
 from .errors import AdapterError
@@ -28,7 +27,8 @@ OBJECT_GROUP = "Object Transforms"  # where Blender itself groups an object's ow
 class RootMotionOutcome:
     action: object
     carrier: str  # the bone (or the object) now carrying the travel
-    distance: float  # metres, first to last frame
+    travel_before: float  # metres the root travels, first to last frame, before
+    travel_after: float  # ... and after
     frames: int
     seconds: float
 
@@ -54,8 +54,10 @@ def root_motion_from_feet(obj, scene, onto_object=False):
                                        rotation_bones=[], location_bones=[carrier], new_action_name=name)
         if looped:
             cycles.keep_looping(obj, target, [carrier])
-    distance = float(np.linalg.norm(horizontal(travel[-1], jobs.UP))) * jobs.unit_scale(scene)
-    return RootMotionOutcome(target, carrier, distance, len(clip.frames), time.perf_counter() - start_time)
+    before, after = travel_before_and_after(clip.skeleton, clip.motion, clip.rig.pelvis, travel, jobs.UP)
+    metres = jobs.unit_scale(scene)
+    return RootMotionOutcome(target, carrier, before * metres, after * metres, len(clip.frames),
+                             time.perf_counter() - start_time)
 
 
 def _key_object_travel(obj, action, frames, travel, new_action_name):
@@ -77,5 +79,5 @@ def _key_object_travel(obj, action, frames, travel, new_action_name):
 
 
 def summary(outcome):
-    return (f"{outcome.distance:.2f} m of travel over {outcome.frames} frames keyed onto "
+    return (f"{travel_summary(outcome.travel_before, outcome.travel_after, outcome.frames)}, keyed onto "
             f"{outcome.carrier!r} in {outcome.action.name!r}")

@@ -9,11 +9,8 @@ glTF, a new ``<action>.rootmotion`` action in a ``.blend``).
 
 from pathlib import Path
 
-import numpy as np
-
 from ..solvers import bvh, loops
-from ..solvers.quaternion import horizontal
-from ..solvers.root_motion import plant_feet
+from ..solvers.root_motion import plant_feet, travel_before_and_after, travel_summary
 from .bvh_files import unit_scale
 from .clip_files import FORMATS, check_formats
 from .errors import ClipError
@@ -69,5 +66,5 @@ def _bvh_root_motion(source, target, onto_object):
     looped = loops.is_closed_loop(skeleton, motion, rig, bvh.UP)
     moved, travel, _ = plant_feet(skeleton, motion, rig, bvh.UP, looped=looped)
     bvh.write(target, parsed, moved, scale, location_joints=[rig.pelvis])
-    distance = float(np.linalg.norm(horizontal(travel[-1], bvh.UP)))
-    return f"{distance:.2f} m of travel over {motion.frames} frames keyed onto {skeleton.names[rig.pelvis]!r}"
+    before, after = travel_before_and_after(skeleton, motion, rig.pelvis, travel, bvh.UP)
+    return f"{travel_summary(before, after, motion.frames)}, keyed onto {skeleton.names[rig.pelvis]!r}"

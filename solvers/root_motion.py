@@ -149,6 +149,20 @@ def with_travel(skeleton, motion, joint, travel):
     return moved
 
 
+def travel_before_and_after(skeleton, motion, pelvis, travel, up):
+    """How far (world units) the pelvis travels horizontally from the first frame to the
+    last in ``motion``, and with ``travel`` (F, 3) (:func:`plant_feet`'s) added: a clip that
+    already travels keeps most of its own, so the added travel alone says little."""
+    _, gpos = forward_kinematics(skeleton, motion.rot[[0, -1]], motion.pos[[0, -1]], [pelvis])
+    before = horizontal(gpos[1, pelvis] - gpos[0, pelvis], up)
+    return float(np.linalg.norm(before)), float(np.linalg.norm(before + horizontal(travel[-1] - travel[0], up)))
+
+
+def travel_summary(before, after, frames):
+    """The figures of Root Motion from Feet for the status bar and the command line (metres)."""
+    return f"the root travels {after:.2f} m over {frames} frames ({before:.2f} m before)"
+
+
 def plant_feet(skeleton, motion, rig, up, settings=None, looped=False):
     """``motion`` carried by the travel of its feet (see :func:`feet_travel`) on the rig's
     translation joint (``rig.pelvis``); returns (motion, travel, contacts)."""

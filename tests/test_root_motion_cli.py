@@ -1,12 +1,15 @@
 """The ``root-motion`` command: an in-place walk made to travel, BVH to BVH (numpy only)
 and through Blender (.blend)."""
 
+import re
+
 import numpy as np
 import pytest
 from clip_scenarios import CMU_TO_METRES, in_place, reference_labels, toe_positions
 from foot_lock.cli import main
 from foot_lock.solvers import bvh
 from foot_lock.solvers.metrics import toe_slide
+from foot_lock.solvers.quaternion import horizontal
 
 
 @pytest.fixture
@@ -18,11 +21,22 @@ def in_place_bvh(clips_dir, tmp_path):
     return path, reference_labels(skeleton, motion, bvh.detect_rig(parsed))
 
 
-def test_root_motion_bvh_to_bvh_plants_the_feet_and_changes_only_the_root(in_place_bvh, tmp_path, capsys):
+def _root_travel(path):
+    """Metres the root of a BVH travels horizontally, first frame to last (it has no parent)."""
+    _, motion, rig = bvh.load(path, CMU_TO_METRES)
+    ends = motion.pos[[0, -1], rig.pelvis]
+    return float(np.linalg.norm(horizontal(ends[1] - ends[0], bvh.UP)))
+
+
+def test_root_motion_bvh_to_bvh_plants_the_feet_and_changes_only_the_root(in_place_bvh, clips_dir, tmp_path, capsys):
     source, labels = in_place_bvh
     target = tmp_path / "travelling.bvh"
     assert main(["root-motion", str(source), "-o", str(target)]) == 0
-    assert "m of travel" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    # The figures are the root's travel before and after, not the travel added alone.
+    after, before = (float(m) for m in re.search(r"the root travels ([\d.]+) m .* \(([\d.]+) m before\)", out).groups())
+    assert before == pytest.approx(_root_travel(source), abs=0.01)
+    assert after == pytest.approx(_root_travel(clips_dir / "cmu_07_01.bvh"), rel=0.1)  # the walk's own, found again
     skeleton, motion, rig = bvh.load(target, CMU_TO_METRES)
     assert 100.0 * toe_slide(toe_positions(skeleton, motion, rig), labels, bvh.UP, motion.fps) <= 1.0
     before, after = bvh.read(source), bvh.read(target)
