@@ -509,6 +509,7 @@ def remove_sliding(obj, scene, progress=lambda fraction: None):
 
     kept = None if settings.in_place else _kept_result(obj, source)
     target = source.action if settings.in_place else _new_result(obj, source, sampled, clip, replace=kept is None)
+    result.warnings += _keys_left_outside(source)
     if kept is not None:
         result.warnings.append(f"{kept.name!r} was changed since Foot Lock made it (or another object plays it): "
                                f"kept as it is, the new fix is {target.name!r}")
@@ -560,6 +561,22 @@ def _every_bone_closes(obj, action, clip):
     skeleton, motion, joint_map = armature.read_poses(obj, action, clip.frames[[0, -1]], _tail_bones(obj.foot_lock),
                                                       object_keys=True)
     return loops.ends_meet(skeleton, motion, _rig(obj, joint_map), UP)
+
+
+def _keys_left_outside(source):
+    """A warning for an action whose manual frame range (the clip it plays) is narrower than
+    its keys: only the range is fixed, and the fix meets the keys outside it abruptly."""
+    action = source.action
+    if source.kind == sources.NLA or not action.use_frame_range or action.use_cyclic:  # a loop plays its range alone
+        return []
+    start, end = frame_range(action)
+    first, last = (round(frame) for frame in action.curve_frame_range)
+    edges = [str(start)] * (first < start) + [str(end)] * (last > end)
+    if not edges:
+        return []
+    return [f"{action.name!r} plays its manual frame range {start}-{end} of keys {first}-{last}: only the range is "
+            f"fixed and the keys outside it are left as they were, so the motion jumps at frame {' and '.join(edges)} "
+            "if the scene plays past it"]
 
 
 def _kept_result(obj, source):

@@ -554,6 +554,29 @@ def test_the_panel_report_says_what_the_bake_did(addon, clips_dir, tmp_path):
     assert 0.0 < report.pelvis_shift < 4.0 and report.seconds > 0.0
 
 
+def test_a_manual_frame_range_inside_the_keys_is_fixed_alone_and_the_report_says_so(addon, clips_dir):
+    """A take trimmed by its manual frame range (50-250 of keys 1-317): the range is the clip,
+    fixed; the keys outside stay as they were, and the report says the motion jumps at the
+    range's ends if the scene plays past them."""
+    from foot_lock.adapters import action_compat, jobs
+
+    obj = import_clip(addon, clips_dir / "cmu_07_01.bvh")
+    source = obj.animation_data.action
+    source.use_frame_range, source.frame_start, source.frame_end = True, 50, 250
+    outcome = jobs.remove_sliding(obj, addon.context.scene)
+    assert outcome.frames == 201
+    (warning,) = [w for w in outcome.result.warnings if "manual frame range" in w]
+    assert "50-250 of keys 1-317" in warning and "jumps at frame 50 and 250" in warning
+    hips = 'pose.bones["Hips"].location'
+    before, after = (action_compat.find_fcurve(action_compat.channel_bag(obj, action), hips, 0)
+                     for action in (source, outcome.action))
+    assert [after.evaluate(frame) for frame in (1, 20, 49, 251, 317)] == [
+        before.evaluate(frame) for frame in (1, 20, 49, 251, 317)]  # outside: as it was
+    source.frame_start = 1
+    source.frame_end = 317  # the whole take: nothing to say
+    assert not [w for w in jobs.remove_sliding(obj, addon.context.scene).result.warnings if "manual frame range" in w]
+
+
 def _shown(bpy, settings, name):
     """The panel's field of ``name`` as Blender shows a length or speed: times the Unit Scale."""
     from foot_lock.adapters.properties import in_scene_units
