@@ -47,7 +47,7 @@ from ..solvers.kinematics import Motion
 from ..solvers.runtime_pose import TerrainFootLock, play_clip, preview_joints, runtime_clip
 from . import action_compat as compat
 from . import armature, jobs, overlay, sources, terrain
-from .errors import AdapterError
+from .errors import EXPECTED_ERRORS, AdapterError
 from .properties import FOOT_LOCK_PG_settings, contact_settings, runtime_settings, solver_settings
 
 PREVIEW_SUFFIX = ".preview"
@@ -391,10 +391,12 @@ def _step_safely(obj, scene, depsgraph, before_evaluation=None, compare=True):
 
 
 def _stop(obj, error):
-    """Turn the object's Preview off because of ``error``, saying why."""
+    """Turn the object's Preview off because of ``error``, saying why: an expected refusal in
+    its one line, anything else (a bug) with its traceback too."""
     message = str(error) or type(error).__name__
     print(f"Foot Lock: Preview of {obj.name!r} stopped: {message}")
-    traceback.print_exc()
+    if not isinstance(error, EXPECTED_ERRORS):
+        traceback.print_exc()
     obj.foot_lock.preview_error = message
     obj.foot_lock.preview = False  # its update gives the clip's pose back
 

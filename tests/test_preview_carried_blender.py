@@ -74,7 +74,8 @@ def test_an_armature_travelling_by_its_own_keys_has_its_feet_planted_in_the_worl
     assert np.abs(play(addon, obj, frames, toes) - shown).max() < 1e-4
 
 
-def test_an_armature_carried_by_a_path_stops_its_preview_saying_why(addon, clips_dir):
+def test_an_armature_carried_by_a_path_stops_its_preview_saying_why_in_one_line(addon, clips_dir, capsys):
+    """An expected refusal prints its message, no traceback."""
     obj = _walk(addon, clips_dir / f"{CLIP}.bvh")
     curve = addon.data.curves.new("Path", "CURVE")
     curve.splines.new("POLY").points.add(1)
@@ -94,6 +95,9 @@ def test_an_armature_carried_by_a_path_stops_its_preview_saying_why(addon, clips
     assert not obj.foot_lock.preview
     assert "constraint 'Follow Path'" in obj.foot_lock.preview_error
     assert "Remove Foot Sliding" in obj.foot_lock.preview_error
+    printed = capsys.readouterr()
+    assert f"Preview of {obj.name!r} stopped: {obj.foot_lock.preview_error}" in printed.out
+    assert "Traceback" not in printed.out + printed.err
 
 
 def test_an_armature_held_in_place_by_a_constraint_previews_as_usual(addon, clips_dir):
