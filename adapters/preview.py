@@ -11,7 +11,8 @@ starts and again when something it depends on changes (the action, the legs, the
 settings, the armature's placement, a ground mesh, its transform or keys, which meshes
 are ground); the pose of every frame is kept, as pose-channel values. An armature that
 travels by its own transform keys is simulated in the world they move it through; one
-carried from frame to frame by anything else (a path, a parent) is refused. On a frame change the handler only writes the
+carried from frame to frame by anything else (a path, a parent) is refused before it is
+simulated or baked (:func:`_refuse_carried`). On a frame change the handler only writes the
 kept values of the current frame into the bones the preview changes there (or changed
 on the frame shown before), so playing costs a few property writes a frame, and
 scrubbing or jumping shows exactly what playing from the start shows. What each preview
@@ -47,7 +48,7 @@ from ..solvers.kinematics import Motion
 from ..solvers.runtime_pose import TerrainFootLock, play_clip, preview_joints, runtime_clip
 from . import action_compat as compat
 from . import armature, jobs, overlay, sources, terrain
-from .errors import AdapterError
+from .errors import EXPECTED_ERRORS, AdapterError
 from .properties import FOOT_LOCK_PG_settings, contact_settings, runtime_settings, solver_settings
 
 PREVIEW_SUFFIX = ".preview"
@@ -89,7 +90,6 @@ class _Preview:
     shown: _Channels  # the channels of ``joints`` as shown
     authored: _Channels  # ... and as the clip has them
     keys: int = 0  # _keys_signature of the action it was simulated from
-    frame: int = 0  # the scene frame it was simulated on
     ground: tuple = ()  # names of the meshes that were ground
     surface: int | None = None  # their terrain.still_signature (None: ground that may move)
     drives: bool | None = None  # whether it muted its channels' F-curves and poses them before evaluation
@@ -112,9 +112,6 @@ class _Preview:
 _OPTIONS = ("lock_distance", "unlock_distance", "blend_time", "max_correction", "max_tilt", "pelvis_smoothing",
             "root_follow", "softening", "height_clamp", "heel_look_at", "toe_look_at", "speed_threshold",
             "height_threshold", "vote_window", "min_gap", "smoothing", "compensate_slip", "pelvis")
-
-
-_PLACEMENT = 3  # where the object stands, in a key
 
 
 def _key(obj, scene):
@@ -192,9 +189,7 @@ def _simulate(obj, scene, depsgraph, key, names, surface):
     still signature is ``surface``): a new :class:`_Preview`."""
     settings = jobs.ensure_legs(obj)
     action = jobs.active_action(obj)
-    carrier = sources.moved_by(obj)
-    if carrier is not None and _object_keys(obj, action):  # its keys alone do not say where it goes
-        raise _carried(obj, carrier)
+    _refuse_carried(obj, scene, depsgraph, action)
     clip = jobs.read_clip(obj, action, object_keys=True)
     joint_map = clip.joint_map
     joints = np.array([j for j in preview_joints(clip.skeleton, clip.rig) if not joint_map.is_tail[j]])
@@ -209,8 +204,7 @@ def _simulate(obj, scene, depsgraph, key, names, surface):
                        np.abs(played.pos[:, joints] - motion.pos[:, joints]).max(axis=-1)) > UNCHANGED
     return _Preview(key, clip, joints, played, runtime.leg_length, moved,
                     _pose_channels(obj, clip, joints, played.rot, played.pos),
-                    _pose_channels(obj, clip, joints, motion.rot, motion.pos), _keys_signature(obj), scene.frame_current,
-                    names, surface)
+                    _pose_channels(obj, clip, joints, motion.rot, motion.pos), _keys_signature(obj), names, surface)
 
 
 _ROTATION_CHANNELS = {"QUATERNION": "rotation_quaternion", "AXIS_ANGLE": "rotation_axis_angle"}  # else Euler
@@ -250,20 +244,33 @@ def _preview_of(obj, scene, depsgraph):
             preview.key = key  # (Edit Mode entered or left: the same surface, nothing to simulate)
             return preview
         if preview is not None:
-            _refuse_carried(obj, scene, preview, key)
             _give_back(obj, preview)  # its curves unmuted: the action is read as it is
         preview = _previews[obj.name] = _simulate(obj, scene, depsgraph, key, names, surface)
     return preview
 
 
-def _refuse_carried(obj, scene, preview, key):
-    """Refuse an object whose placement alone changed with the frame while something besides
-    its keys moves it (a path, a parent): simulated again on every frame, the preview would
-    show each frame from where the object stood on it, as if it stood still there."""
+def _refuse_carried(obj, scene, depsgraph, action):
+    """Refuse an object that something besides its keys (a path, a parent) moves: one with
+    transform keys as well (its keys alone do not say where it goes), or one whose world
+    matrix changes anywhere over the clip or the scene's frame range. The preview simulates
+    it where it stands now: every other frame would show it as if it stood still there.
+    Refused before anything is simulated or baked, not once a frame change shows it moved."""
     carrier = sources.moved_by(obj)
-    if (carrier is not None and scene.frame_current != preview.frame
-            and _without(key, _PLACEMENT) == _without(preview.key, _PLACEMENT)):
+    if carrier is not None and (_object_keys(obj, action) or _moves_over(obj, scene, depsgraph, action)):
         raise _carried(obj, carrier)
+
+
+def _moves_over(obj, scene, depsgraph, action):
+    """Whether the object's world matrix changes over the clip's and the scene's frames (and
+    any between). The scene is stepped through them, an evaluation per frame: paid only by
+    an armature that something besides its keys may move."""
+    start, end = jobs.frame_range(action)
+    matrices = []
+    with terrain.stepped(scene):
+        for frame in range(min(start, scene.frame_start), max(end, scene.frame_end) + 1):
+            scene.frame_set(frame)
+            matrices.append(np.array(obj.evaluated_get(depsgraph).matrix_world))
+    return np.ptp(matrices, axis=0).max() > terrain.STILL
 
 
 def _carried(obj, carrier):
@@ -272,10 +279,6 @@ def _carried(obj, carrier):
         "(it simulates an armature standing still or travelling by its own keys); "
         "Remove Foot Sliding reads the motion as the viewport shows it"
     )
-
-
-def _without(key, index):
-    return key[:index] + key[index + 1 :]
 
 
 def _only_ground_updated(preview, key, names, surface):
@@ -391,10 +394,12 @@ def _step_safely(obj, scene, depsgraph, before_evaluation=None, compare=True):
 
 
 def _stop(obj, error):
-    """Turn the object's Preview off because of ``error``, saying why."""
+    """Turn the object's Preview off because of ``error``, saying why: an expected refusal in
+    its one line, anything else (a bug) with its traceback too."""
     message = str(error) or type(error).__name__
     print(f"Foot Lock: Preview of {obj.name!r} stopped: {message}")
-    traceback.print_exc()
+    if not isinstance(error, EXPECTED_ERRORS):
+        traceback.print_exc()
     obj.foot_lock.preview_error = message
     obj.foot_lock.preview = False  # its update gives the clip's pose back
 

@@ -35,7 +35,7 @@ from ..solvers.matrices import affine_inverse
 
 STILL = 1e-6  # a matrix entry or vertex coordinate changing less than this over the range is still
 
-_stepping = []  # non-empty while the scene is stepped through the frame range to sample the ground
+_stepping = []  # non-empty while the scene is stepped through frames (to sample the ground, or a carried armature)
 
 
 def is_character_mesh(obj):
@@ -69,7 +69,7 @@ def ground_objects(scene, collection=None):
 
 
 def is_stepping():
-    """Whether the scene is being stepped through frames to sample the ground: frame-change
+    """Whether the scene is being stepped through frames (:func:`stepped`): frame-change
     handlers have nothing to show meanwhile."""
     return bool(_stepping)
 
@@ -130,7 +130,7 @@ def _sample_over_frames(scene, depsgraph, objects, frames):
     matrices = {obj.name: np.empty((len(frames), 4, 4)) for obj in objects}
     shapes = {obj.name: [] for obj in objects}
     deforming = [obj for obj in objects if may_deform(obj)]
-    with _stepped(scene):
+    with stepped(scene):
         for row, frame in enumerate(frames):
             scene.frame_set(int(frame))
             for obj in objects:
@@ -147,7 +147,7 @@ def _sample_over_frames(scene, depsgraph, objects, frames):
 
 
 @contextlib.contextmanager
-def _stepped(scene):
+def stepped(scene):
     """The scene stepped by the caller, frame-change handlers told so, its frame restored after."""
     frame, subframe = scene.frame_current, scene.frame_subframe
     _stepping.append(True)

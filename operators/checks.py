@@ -2,12 +2,7 @@
 turning expected failures into clear error reports."""
 
 from ..adapters import jobs, preview
-from ..adapters.errors import AdapterError
-from ..solvers.kinematics import SolverInputError
-from ..solvers.leg_detection import LegDetectionError
-
-# Every failure the jobs expect; anything else is a bug and should surface as one.
-EXPECTED_ERRORS = (AdapterError, SolverInputError, LegDetectionError)
+from ..adapters.errors import EXPECTED_ERRORS
 
 
 def active_armature(context):

@@ -1,7 +1,7 @@
 """Preview of an armature that does not stand still: carried by its own transform keys
-(the preview follows it and plants the feet in the world), by a path (it stops, saying
-why, instead of simulating again on every frame), or held in place by a constraint (it
-previews as usual)."""
+(the preview follows it and plants the feet in the world), by a path or a parent (it is
+refused as it is switched on, and so is Bake Preview, saying why, in one line), or held in
+place by a constraint (it previews as usual)."""
 
 import math
 
@@ -74,7 +74,8 @@ def test_an_armature_travelling_by_its_own_keys_has_its_feet_planted_in_the_worl
     assert np.abs(play(addon, obj, frames, toes) - shown).max() < 1e-4
 
 
-def test_an_armature_carried_by_a_path_stops_its_preview_saying_why(addon, clips_dir):
+def test_an_armature_carried_by_a_path_stops_its_preview_saying_why_in_one_line(addon, clips_dir, capsys):
+    """An expected refusal prints its message, no traceback."""
     obj = _walk(addon, clips_dir / f"{CLIP}.bvh")
     curve = addon.data.curves.new("Path", "CURVE")
     curve.splines.new("POLY").points.add(1)
@@ -94,6 +95,49 @@ def test_an_armature_carried_by_a_path_stops_its_preview_saying_why(addon, clips
     assert not obj.foot_lock.preview
     assert "constraint 'Follow Path'" in obj.foot_lock.preview_error
     assert "Remove Foot Sliding" in obj.foot_lock.preview_error
+    printed = capsys.readouterr()
+    assert f"Preview of {obj.name!r} stopped: {obj.foot_lock.preview_error}" in printed.out
+    assert "Traceback" not in printed.out + printed.err
+
+
+def _on_a_moving_parent(bpy, clips_dir, after_the_clip=False):
+    """The walk parented to an empty keyed to travel ``TRAVEL`` over the clip, or only over
+    as many frames after it that the scene's frame range goes on to."""
+    obj = _walk(bpy, clips_dir / f"{CLIP}.bvh")
+    vehicle = bpy.data.objects.new("Vehicle", None)
+    scene = bpy.context.scene
+    scene.collection.objects.link(vehicle)
+    obj.parent = vehicle
+    frames = frames_of(obj)
+    if after_the_clip:
+        frames = frames + len(frames)
+        scene.frame_end = int(frames[-1])
+    for frame, x in ((frames[0], 0.0), (frames[-1], TRAVEL)):
+        vehicle.location = (x, 0.0, 0.0)
+        vehicle.keyframe_insert("location", frame=int(frame))
+    return obj
+
+
+@pytest.mark.parametrize("after_the_clip", [False, True], ids=["over the clip", "after it, in the scene's range"])
+def test_an_armature_its_parent_carries_is_refused_as_preview_is_switched_on(addon, clips_dir, after_the_clip):
+    """Not only once a frame change shows the parent moved (the first one does not: the
+    frame is changed before it is evaluated), wherever the timeline may show it moving."""
+    obj = _on_a_moving_parent(addon, clips_dir, after_the_clip)
+    obj.foot_lock.preview = True
+    assert not obj.foot_lock.preview
+    assert "carried from frame to frame by its parent 'Vehicle'" in obj.foot_lock.preview_error
+
+
+def test_bake_preview_refuses_an_armature_its_parent_carries_saying_what_preview_says(addon, clips_dir):
+    """Checked over the frames it bakes before anything is simulated or written, with
+    Preview off, and with the message Preview stops with."""
+    obj = _on_a_moving_parent(addon, clips_dir)
+    source, actions = obj.animation_data.action, set(addon.data.actions)
+    with pytest.raises(RuntimeError) as refused:
+        addon.ops.foot_lock.bake_preview()
+    assert obj.animation_data.action == source and set(addon.data.actions) == actions
+    obj.foot_lock.preview = True
+    assert obj.foot_lock.preview_error and obj.foot_lock.preview_error in str(refused.value)
 
 
 def test_an_armature_held_in_place_by_a_constraint_previews_as_usual(addon, clips_dir):
