@@ -145,7 +145,7 @@ def _topological_bones(armature):
     return list(armature.bones)
 
 
-def _object_transforms(name, world, frames, unturned=None):
+def _object_transforms(obj, world, frames, unturned=None):
     """Rotations (F, 4) wxyz, translations (F, 3) and uniform scales (F,) of the object's
     world matrices (F, 4, 4), refusing the frames the solver cannot express; ``unturned``,
     :func:`_unturned` of them where the caller has it."""
@@ -157,18 +157,51 @@ def _object_transforms(name, world, frames, unturned=None):
     scales = _column_lengths(linear)
     scale = scales.mean(axis=1)
     degenerate = ~np.isfinite(world).all(axis=(1, 2)) | (scale <= 1e-12)
-    _refuse_first(degenerate, frames, f"object {name!r} is scaled to zero (or not a number) at frame {{}}: "
+    _refuse_first(degenerate, frames, f"object {obj.name!r} is scaled to zero (or not a number) at frame {{}}: "
                   "Foot Lock needs the armature visible on every frame")
     uneven = np.ptp(scales, axis=1) > _SCALE_TOLERANCE * scale
-    _refuse_first(uneven, frames, f"object {name!r} is scaled non-uniformly at frame {{}}: "
+    _refuse_first(uneven, frames, f"object {obj.name!r} is scaled non-uniformly at frame {{}}: "
                   "apply the scale (Ctrl+A > Scale) or use the same scale on all three axes")
     rotation = linear / scale[:, None, None]
-    _refuse_first(matrices.cofactors(rotation)[1] < 0.0, frames,
-                  f"object {name!r} is mirrored (negative scale) at frame {{}}: apply the scale first")
+    mirrored = matrices.cofactors(rotation)[1] < 0.0
+    if mirrored.any():
+        raise AdapterError(_mirror_refusal(obj, int(frames[np.argmax(mirrored)])))
     sheared = np.abs(rotation.transpose(0, 2, 1) @ rotation - np.eye(3)).max(axis=(1, 2)) > 1e-4
     _refuse_first(sheared, frames,
-                  f"object {name!r} is sheared (by a parent's scale) at frame {{}}: apply the transforms first")
+                  f"object {obj.name!r} is sheared (by a parent's scale) at frame {{}}: apply the transforms first")
     return quat.from_matrix(rotation), world[:, :3, 3].copy(), scale
+
+
+def _mirror_refusal(obj, frame):
+    """Why ``obj``, mirrored on ``frame``, is refused: it names the objects whose own
+    negative scale mirrors it and gives advice that keeps the motion. Applying the scale
+    does not: it mirrors the bones' rest but not their keyed rotations, and the body flies
+    apart (bones move up to 1.8 m on the CMU walk)."""
+    carriers = _negative_scales(obj)
+    if carriers == [obj.name]:
+        by, fix, mirror = "its negative scale", "set its scale positive", repr(obj.name)
+    elif carriers:
+        names = ", ".join(repr(name) for name in carriers)
+        by, fix, mirror = f"the negative scale of {names}", f"set the scale of {names} positive", names
+    else:  # not mirrored as things stand now: a scale keyed negative on some frames, or a parent inverse
+        by, fix, mirror = "a negative scale, its own or a parent's", "set that scale positive", "the mirror"
+    # Mirrored back, a planted foot stays planted only if the mirror itself stands still:
+    # a mirror that travels reflects the travel too, and the feet slide by twice its part
+    # along the mirrored axis.
+    return (f"object {obj.name!r} is mirrored by {by} at frame {frame}, which Foot Lock cannot solve: {fix}, "
+            f"run Foot Lock, then make it negative again (planted feet stay planted if {mirror} does not move); "
+            "do not apply the scale: that breaks the animation")
+
+
+def _negative_scales(obj):
+    """Names of ``obj`` and its parents whose own transform, as it is now, has a negative
+    scale (an odd number of them mirrors ``obj``)."""
+    names = []
+    while obj is not None:
+        if obj.matrix_basis.is_negative:
+            names.append(obj.name)
+        obj = obj.parent
+    return names
 
 
 def _unturned(world):
@@ -595,7 +628,7 @@ def _assemble(obj, layout, rest, rot_c, pos_c, bone_scale, uneven, world, frames
     unturned = _unturned(world)
     world_rot, world_pos, world_scale = (
         np.broadcast_to(values, (count, *values.shape[1:]))
-        for values in _object_transforms(obj.name, world, frames, unturned)
+        for values in _object_transforms(obj, world, frames, unturned)
     )
 
     parent_scale, own_scale, unsupported = _chain_scales(bones, parents, bone_scale, uneven, world_scale)

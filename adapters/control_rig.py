@@ -179,11 +179,22 @@ def _ik_fk_mode(obj, action, prop_bone, frames, leg):
         return IK
     if np.all(values >= 1.0 - 1e-3):
         return FK
-    frame = int(frames[np.argmax((values > 1e-3) & (values < 1.0 - 1e-3))]) if len(values) > 1 else int(frames[0])
     raise AdapterError(
-        f"leg {leg!r} is not fully in IK or FK ({prop_bone}[\"{_IK_FK}\"] is between 0 and 1 or changes, e.g. "
-        f"at frame {frame}): set the switch to 0 (IK) or 1 (FK) for the whole clip"
+        f"leg {leg!r} is not fully in IK or FK ({prop_bone}[\"{_IK_FK}\"] {_first_mixed_frame(values, frames)}): "
+        "set the switch to 0 (IK) or 1 (FK) for the whole clip"
     )
+
+
+def _first_mixed_frame(values, frames):
+    """Where a switch's ``values`` on ``frames`` (one value: the same on every frame) first
+    stop being one mode, in words: the first frame between IK and FK, or, where every frame
+    is one of the two, the first that differs from the clip's first."""
+    blended = (values > 1e-3) & (values < 1.0 - 1e-3)
+    if blended.any():
+        first = np.argmax(blended)
+        return f"is {values[first]:.3g}, between 0 and 1, at frame {int(frames[first])}"
+    first = np.argmax(np.abs(values - values[0]) > 0.5)
+    return f"changes from {round(values[0])} to {round(values[first])} at frame {int(frames[first])}"
 
 
 # --- reading the evaluated deformation skeleton ---------------------------------------------

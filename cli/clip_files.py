@@ -46,6 +46,8 @@ def check_formats(source, target):
         raise ClipError("a BVH is written only from a BVH, whose hierarchy it keeps: write .blend, .fbx or .glb")
     if not source.is_file():
         raise ClipError(f"{source} is not a file")
+    if source.stat().st_size == 0:  # said before an importer reads it as some other broken kind of file
+        raise ClipError("the file is empty (0 bytes)")
 
 
 def _fix(source, target, args):

@@ -62,7 +62,7 @@ CORRUPT = {
     "value_not_a_number": (lambda t: with_rows(t, lambda rows: set_row_value(rows, 7, 3, "1.2.3")), "not a number"),
     "value_nan": (lambda t: with_rows(t, lambda rows: set_row_value(rows, 7, 3, "nan")), "not a finite number"),
     "no_motion_section": (lambda t: t[: t.index("MOTION")], "not a BVH file"),
-    "empty": (lambda t: "", "not a BVH file"),
+    "empty": (lambda t: "", "the file is empty (0 bytes)"),
     "binary_garbage": (lambda t: bytes(range(256)).decode("latin-1") * 8, "not a BVH file"),
     "no_legs": (lambda t: "HIERARCHY\nROOT Hips\n{\nOFFSET 0 0 0\nCHANNELS 3 Xposition Yposition Zposition\n"
                           "End Site\n{\nOFFSET 0 1 0\n}\n}\nMOTION\nFrames: 2\nFrame Time: 0.01\n0 0 0\n0 0 1\n",

@@ -267,21 +267,83 @@ def test_read_refuses_non_uniform_object_scale(clips_dir):
         armature.read_motion(obj, action, first, last)
 
 
+def _mirror(obj, carrier):
+    """Mirror ``obj`` in X by ``carrier``: itself, or a new empty of that name it is parented to."""
+    if carrier != obj.name:
+        parent = bpy.data.objects.new(carrier, None)
+        bpy.context.scene.collection.objects.link(parent)
+        obj.parent = parent
+        obj = parent
+    obj.scale = (-1.0, 1.0, 1.0)
+    bpy.context.view_layer.update()
+
+
+@pytest.mark.parametrize("by", ["itself", "parent"])
+def test_a_mirrored_armature_is_refused_naming_the_mirror_and_advice_that_keeps_the_motion(clips_dir, by):
+    """The refusal names the object whose scale is negative (the armature, or the parent
+    empty that mirrors it) and never says to apply the scale: that moves the bones and
+    breaks the animation."""
+    _reset()
+    obj, action, first, last = _import_bvh(clips_dir, "cmu_07_01.bvh")
+    carrier = obj.name if by == "itself" else "Mirror"
+    _mirror(obj, carrier)
+    with pytest.raises(AdapterError) as refusal:
+        armature.read_motion(obj, action, first, last)
+    message = str(refusal.value)
+    by_words = "its negative scale" if by == "itself" else "the negative scale of 'Mirror'"
+    assert message.startswith(f"object {obj.name!r} is mirrored by {by_words} at frame {first}, "), message
+    scale_words = "set its scale positive" if by == "itself" else "set the scale of 'Mirror' positive"
+    assert f"{scale_words}, run Foot Lock, then make it negative again" in message
+    assert "do not apply the scale" in message and "apply the scale first" not in message
+
+
+@pytest.mark.parametrize("by", ["itself", "parent"])
+def test_the_mirror_advice_works_fixed_unmirrored_then_mirrored_back_the_feet_stay_planted(addon, sliding, by):
+    """What the refusal advises, done on the sliding walk: scale positive, Remove Foot
+    Sliding, scale negative again. A mirror that stands still maps each planted toe to one
+    point, so the toes planted in the fix stay still in the world (they slid before)."""
+    from blender_scenes import slide_cm_s
+    from control_rig_scenes import world_heads
+
+    obj, original, first, last = _import_bvh(sliding.parent, sliding.name)
+    carrier = obj.name if by == "itself" else "Mirror"
+    _mirror(obj, carrier)
+    addon.data.objects[carrier].scale = (1.0, 1.0, 1.0)
+    assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
+    addon.data.objects[carrier].scale = (-1.0, 1.0, 1.0)
+    fixed = obj.animation_data.action
+    toes = ["LeftToeBase", "RightToeBase"]
+    frames = np.arange(first, last + 1)
+    contacts = np.array([_contact_values(obj, fixed, toe, frames) for toe in toes]) >= 0.5
+    fps = addon.context.scene.render.fps
+
+    assert contacts.sum() > 100 and slide_cm_s(world_heads(addon, obj, toes, frames), contacts, fps) < 0.5
+    obj.animation_data.action = original
+    assert slide_cm_s(world_heads(addon, obj, toes, frames), contacts, fps) > 20.0
+
+
+def _contact_values(obj, action, bone, frames):
+    fcurve = compat.find_fcurve(compat.channel_bag(obj, action), armature.contact_data_path(bone), 0)
+    return compat.read_values(fcurve, frames)
+
+
 def test_an_object_that_neither_turns_nor_scales_reads_as_any_other(monkeypatch):
     """The short cut for world matrices without rotation or scale gives the general
     path's rotations, translations and scales bit for bit, and still refuses a non-number."""
+    _reset()
+    rig = bpy.data.objects.new("rig", None)
     frames = np.arange(3)
     world = np.tile(np.eye(4), (3, 1, 1))
     world[:, :3, 3] = [[0.0, 0.0, 0.0], [2.5, -1e-3, 7.0], [-0.0, 1e300, 3.0]]
-    short = armature._object_transforms("rig", world, frames)
+    short = armature._object_transforms(rig, world, frames)
     monkeypatch.setattr(armature, "_unturned", lambda world: False)
-    general = armature._object_transforms("rig", world, frames)
+    general = armature._object_transforms(rig, world, frames)
     monkeypatch.undo()
     for got, expected in zip(short, general):
         assert got.dtype == expected.dtype and got.shape == expected.shape and got.tobytes() == expected.tobytes()
     world[1, 0, 3] = np.nan
     with pytest.raises(AdapterError, match="not a number\\) at frame 1"):
-        armature._object_transforms("rig", world, frames)
+        armature._object_transforms(rig, world, frames)
 
 
 def test_read_names_bone_channel_and_frame_of_nan(clips_dir):

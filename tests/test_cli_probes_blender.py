@@ -203,7 +203,8 @@ def corrupt_scenes(bpy, walk, folder):
     bpy.ops.wm.save_as_mainfile(filepath=str(folder / "fps_5000.blend"))
     good = (folder / "fps_5000.blend").read_bytes()
     (folder / "truncated.blend").write_bytes(good[: len(good) // 3])
-    (folder / "empty.blend").write_bytes(b"")
+    for name in ("empty.blend", "empty.fbx", "empty.glb"):
+        (folder / name).write_bytes(b"")
     (folder / "text.fbx").write_text("; FBX 7.4.0 project file\nnot really\n")
     (folder / "garbage.glb").write_bytes(b"glTF" + bytes(range(256)) * 4)
     broken = {"asset": {"version": "2.0"}, "animations": [{"samplers": [{"input": 7, "output": 8}], "channels": []}],
@@ -211,8 +212,8 @@ def corrupt_scenes(bpy, walk, folder):
     (folder / "accessors.gltf").write_text(json.dumps(broken))
     (folder / "not_json.gltf").write_text("{ this is not json")
     return {"fps_5000.blend": "5000 frames per second", "accessors.gltf": "time accessor is broken",
-            "not_json.gltf": "not a glTF file", "truncated.blend": "", "empty.blend": "", "text.fbx": "",
-            "garbage.glb": ""}
+            "not_json.gltf": "not a glTF file", "truncated.blend": "", "text.fbx": "",
+            "garbage.glb": "", **dict.fromkeys(("empty.blend", "empty.fbx", "empty.glb"), "the file is empty (0 bytes)")}
 
 
 def test_corrupt_scenes_are_one_line_each_in_a_single_run_and_a_batch(blender, tmp_path, walk, pythonpath):
@@ -225,7 +226,7 @@ def test_corrupt_scenes_are_one_line_each_in_a_single_run_and_a_batch(blender, t
     for name, words in expected.items():
         (line,) = [line for line in lines if f"FAILED {folder / name}: " in line]
         assert words in line, line
-    for name in ("fps_5000.blend", "accessors.gltf", "truncated.blend"):
+    for name in ("fps_5000.blend", "accessors.gltf", "truncated.blend", "empty.fbx"):
         single = cli_run(["remove-sliding", folder / name, "-o", tmp_path / "one.blend"], tmp_path, pythonpath)
         assert single.returncode == 1 and single.stderr == "", single.stderr
         (line,) = single.stdout.splitlines()

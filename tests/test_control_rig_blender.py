@@ -160,9 +160,20 @@ def test_rigify_leg_blended_between_ik_and_fk_is_refused_before_anything_is_writ
     rig = rigify_walk
     rig.pose.bones["thigh_parent.R"]["IK_FK"] = 0.5
     actions = len(addon.data.actions)
-    with pytest.raises(RuntimeError, match=r"leg 'right' is not fully in IK or FK .*thigh_parent\.R"):
+    with pytest.raises(RuntimeError, match=r"leg 'right' is not fully in IK or FK .*thigh_parent\.R.* is 0\.5, "):
         addon.ops.foot_lock.remove_sliding()
     assert len(addon.data.actions) == actions and rig.animation_data.action.name == "walk"
+
+
+def test_rigify_leg_switching_within_the_clip_is_refused_at_the_frame_it_switches(addon, rigify_walk):
+    """FK (1) up to frame 44, IK (0) from 45: no frame is between the two, and the refusal
+    names frame 45, where the switch happens, not the clip's first."""
+    switch = rigify_walk.pose.bones["thigh_parent.L"]
+    for frame, value in ((44, 1.0), (45, 0.0)):
+        switch["IK_FK"] = value
+        switch.keyframe_insert('["IK_FK"]', frame=frame)
+    with pytest.raises(RuntimeError, match=r"leg 'left' .*thigh_parent\.L.* changes from 1 to 0 at frame 45\)"):
+        addon.ops.foot_lock.remove_sliding()
 
 
 # --- a rig of one's own, set up in the Legs panel ---------------------------------------------
