@@ -157,18 +157,22 @@ def _object_transforms(obj, world, frames, unturned=None):
     scales = _column_lengths(linear)
     scale = scales.mean(axis=1)
     degenerate = ~np.isfinite(world).all(axis=(1, 2)) | (scale <= 1e-12)
-    _refuse_first(degenerate, frames, f"object {obj.name!r} is scaled to zero (or not a number) at frame {{}}: "
-                  "Foot Lock needs the armature visible on every frame")
+    _refuse_first(degenerate, frames, lambda frame: f"object {obj.name!r} is scaled to zero (or not a number) at "
+                  f"frame {frame}: Foot Lock needs the armature visible on every frame")
     uneven = np.ptp(scales, axis=1) > _SCALE_TOLERANCE * scale
-    _refuse_first(uneven, frames, f"object {obj.name!r} is scaled non-uniformly at frame {{}}: "
-                  "apply the scale (Ctrl+A > Scale) or use the same scale on all three axes")
+    # As with a mirror, applying the scale would scale the rest but not the keyed translations.
+    _refuse_first(uneven, frames, lambda frame: f"object {obj.name!r} is scaled non-uniformly (its own scale or a "
+                  f"parent's) at frame {frame}, which Foot Lock cannot solve: give that scale the same value on all "
+                  "three axes, run Foot Lock, then set it back (planted feet stay planted if it does not move); "
+                  "do not apply the scale: that breaks the animation")
     rotation = linear / scale[:, None, None]
     mirrored = matrices.cofactors(rotation)[1] < 0.0
     if mirrored.any():
         raise AdapterError(_mirror_refusal(obj, int(frames[np.argmax(mirrored)])))
     sheared = np.abs(rotation.transpose(0, 2, 1) @ rotation - np.eye(3)).max(axis=(1, 2)) > 1e-4
-    _refuse_first(sheared, frames,
-                  f"object {obj.name!r} is sheared (by a parent's scale) at frame {{}}: apply the transforms first")
+    _refuse_first(sheared, frames, lambda frame: f"object {obj.name!r} is sheared (a parent's non-uniform scale "
+                  f"turned under it) at frame {frame}, which Foot Lock cannot solve: give that parent's scale the same "
+                  "value on all three axes, run Foot Lock, then set it back")
     return quat.from_matrix(rotation), world[:, :3, 3].copy(), scale
 
 
@@ -218,8 +222,10 @@ def _column_lengths(linear):
 
 
 def _refuse_first(bad, frames, message):
+    """Refuse with ``message(frame)`` at the first of the ``frames`` that is ``bad``. A
+    function, not a template: an object's name may hold braces."""
     if bad.any():
-        raise AdapterError(message.format(int(frames[np.argmax(bad)])))
+        raise AdapterError(message(int(frames[np.argmax(bad)])))
 
 
 def _channel_values(obj, layout, order, modes, table, frames):
