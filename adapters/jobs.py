@@ -436,7 +436,7 @@ def detect_contacts(obj, scene=None, overwrite=False):
     clip, sampled = read_source_clip(obj, scene or bpy.context.scene, source)
     labels = label_clip(clip, contact_settings(settings))
     if baking:
-        action = _new_result(obj, source, sampled, clip, replace=True)  # an adopted result is replaceable
+        action = _new_result(obj, source, sampled, clip, replace=True)  # adopted: untouched, this object's alone
         sources.mute_tracks(source.tracks, action)
         results.stamp(obj, action)
     else:
@@ -507,12 +507,11 @@ def remove_sliding(obj, scene, progress=lambda fraction: None):
     else:
         rotation_bones = location_bones = [follower.control for follower in clip.controls.followers()]
 
-    kept = None if settings.in_place else _kept_result(obj, source)
-    target = source.action if settings.in_place else _new_result(obj, source, sampled, clip, replace=kept is None)
+    target, kept = (source.action, None) if settings.in_place else _fresh_result(obj, source, sampled, clip)
     result.warnings += _keys_left_outside(source)
     if kept is not None:
-        result.warnings.append(f"{kept.name!r} was changed since Foot Lock made it (or another object plays it): "
-                               f"kept as it is, the new fix is {target.name!r}")
+        result.warnings.append(f"{kept.name!r} was changed since Foot Lock made it: kept as it is, the new fix is "
+                               f"{target.name!r}")
     keyed = None
     if clip.controls is None:
         armature.key_motion(obj, target, joint_map, result.motion, int(clip.frames[0]), rotation_bones, location_bones)
@@ -579,14 +578,20 @@ def _keys_left_outside(source):
             "if the scene plays past it"]
 
 
-def _kept_result(obj, source):
-    """The earlier result a rerun leaves as it is: one an animator changed beyond its
-    contact curves (a polished key, a channel added) or another object plays. Nothing
-    plays it once the fix is assigned, so it gets a fake user: it survives saving."""
-    if source.result is None or results.replaceable(obj, source.result):
-        return None
-    source.result.use_fake_user = True
-    return source.result
+def _fresh_result(obj, source, sampled, clip):
+    """The new action for the fix (:func:`_new_result`), and the earlier result it left as
+    it is because an animator changed it beyond its contact curves (a polished key, a
+    channel added), else None. One another object plays is left to that object, as it is:
+    nothing to tell. Nothing plays the changed one once the fix is assigned, so it gets a
+    fake user: it is still saved."""
+    earlier = source.result
+    alone = earlier is not None and results.played_only_by(obj, earlier)
+    untouched = alone and results.untouched(obj, earlier)
+    fresh = _new_result(obj, source, sampled, clip, replace=untouched)
+    if alone and not untouched:
+        earlier.use_fake_user = True
+        return fresh, earlier
+    return fresh, None
 
 
 def _new_result(obj, source, sampled, clip, replace):

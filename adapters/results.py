@@ -56,8 +56,9 @@ def _per_curve_digest(obj, action):
     return hashlib.sha1(text.encode()).hexdigest()[:16]
 
 
-def _untouched(obj, action):
-    """Whether ``action``'s keys still match the digest stored when Foot Lock wrote it."""
+def untouched(obj, action):
+    """Whether ``action``'s keys still match the digest stored when Foot Lock wrote it (its
+    contact curves aside: an animator's edits there are carried to a fresh result)."""
     stored = action.get(_DIGEST_PROPERTY)
     if not isinstance(stored, str):
         return False
@@ -91,13 +92,7 @@ def _own_untouched_result(obj, source, earlier):
         same_source = list(earlier.get(sources.TRACKS_PROPERTY, ())) == [track.name for track in source.tracks]
     else:
         same_source = earlier.get(sources.SOURCE_PROPERTY) == source.action.name
-    return same_source and replaceable(obj, earlier)
-
-
-def replaceable(obj, result):
-    """Whether a fresh fix may take the place of ``result``: Foot Lock's untouched output
-    that no other object plays (edited contact curves aside: they are carried over)."""
-    return played_only_by(obj, result) and _untouched(obj, result)
+    return same_source and played_only_by(obj, earlier) and untouched(obj, earlier)
 
 
 def played_only_by(obj, action):
