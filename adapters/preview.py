@@ -189,8 +189,8 @@ def _simulate(obj, scene, depsgraph, key, names, surface):
     still signature is ``surface``): a new :class:`_Preview`."""
     settings = jobs.ensure_legs(obj)
     action = jobs.active_action(obj)
+    clip = jobs.read_clip(obj, action, object_keys=True)  # what it refuses (a control rig ...) it refuses fast
     _refuse_carried(obj, scene, depsgraph, action)
-    clip = jobs.read_clip(obj, action, object_keys=True)
     joint_map = clip.joint_map
     joints = np.array([j for j in preview_joints(clip.skeleton, clip.rig) if not joint_map.is_tail[j]])
     joint_map.require_exact(joint_map.joint_bone[j] for j in joints)
