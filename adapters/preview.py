@@ -255,7 +255,7 @@ def _refuse_carried(obj, scene, depsgraph, action):
     matrix changes anywhere over the clip or the scene's frame range. The preview simulates
     it where it stands now: every other frame would show it as if it stood still there.
     Refused before anything is simulated or baked, not once a frame change shows it moved."""
-    carrier = sources.moved_by(obj)
+    carrier = sources.moved_by(obj, placement_only=True)  # bone drivers pose it: no reason to step the scene
     if carrier is not None and (_object_keys(obj, action) or _moves_over(obj, scene, depsgraph, action)):
         raise _carried(obj, carrier)
 

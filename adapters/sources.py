@@ -120,11 +120,18 @@ def keys_are_exact(obj, action):
     return moved_by(obj) is None
 
 
-def moved_by(obj):
+# The object's own transform: what a driver must drive to carry the object itself.
+_PLACEMENT_PATHS = frozenset(f"{prefix}{channel}" for prefix in ("", "delta_") for channel in (
+    "location", "rotation_euler", "rotation_quaternion", "rotation_axis_angle", "scale"))
+
+
+def moved_by(obj, placement_only=False):
     """What besides its action's F-curves may move the armature ``obj`` (words for a
-    message), or None: its keys alone determine its world motion."""
+    message), or None: its keys alone determine its world motion. With ``placement_only``,
+    only what may carry the object itself: drivers of its bones pose it, they do not."""
     anim = obj.animation_data
-    if anim is not None and anim.drivers:
+    if anim is not None and any(not placement_only or driver.data_path in _PLACEMENT_PATHS
+                                for driver in anim.drivers):
         return "drivers"
     if anim is not None and (anim.action_influence < 1.0 or anim.action_blend_type != "REPLACE"):
         return "its action's influence or blending"

@@ -163,3 +163,23 @@ def test_an_armature_travelling_by_its_keys_and_a_constraint_is_refused_saying_w
     obj.foot_lock.preview = True
     assert not obj.foot_lock.preview
     assert "constraint 'Child Of'" in obj.foot_lock.preview_error
+
+
+@pytest.mark.parametrize("driven, steps", [('pose.bones["Head"].scale', False), ("location", True)])
+def test_only_what_may_carry_the_armature_makes_preview_step_the_scene(addon, clips_dir, monkeypatch, driven, steps):
+    """A driver on a bone poses the armature, it does not carry it: Preview does not step
+    the scene through every frame to check that the armature stands still (an evaluation a
+    frame, seconds with a heavy mesh, on every simulation). A driver on its location may
+    carry it: checked, and, holding it still, previewed as usual."""
+    from foot_lock.adapters import preview
+
+    obj = _walk(addon, clips_dir / f"{CLIP}.bvh")
+    path, _, channel = driven.rpartition(".")
+    owner = obj.path_resolve(path) if path else obj
+    owner.driver_add(channel, 0).driver.expression = "1.0" if path else "0.0"
+    stepped = []
+    moves_over = preview._moves_over
+    monkeypatch.setattr(preview, "_moves_over", lambda *args: stepped.append(args) or moves_over(*args))
+    obj.foot_lock.preview = True
+    assert obj.foot_lock.preview and obj.foot_lock.preview_error == ""
+    assert bool(stepped) == steps
