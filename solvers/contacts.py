@@ -706,7 +706,7 @@ def detect_foot_contacts(heels, toes, root, up, fps, leg_length, settings=None, 
     if toe_tips is not None:
         toe, toe_skating = (rows[:feet] | rows[feet:] for rows in (toe, toe_skating))
 
-    def tracks():  # (measured only where a gap is found: a clean clip's feet have none)
+    def tracks():
         track = ground_track(cues.rows(slice(2 * feet)), grounds[0], np.concatenate([heel_skating, toe_skating]),
                              gait_fps, scale, settings)
         return [tuple(part[rows] for part in track) for rows in (slice(feet), slice(feet, 2 * feet))]
@@ -778,19 +778,18 @@ def stays_down(track, row, start, end):
     return bool(low[row, start:end].all()) and travel <= steps[row, start : end + 1].sum()
 
 
-def fill_foot_gaps(heel, toe, max_gap, tracks=None):
+def fill_foot_gaps(heel, toe, max_gap, measure_tracks=None):
     """Heel and toe labels (L, F) with each break of the whole foot (neither point on) of at
     most ``max_gap`` frames closed, on the point that is in contact on both sides of it, else
     on both: a foot that lifts and lands within a flicker did not swing, and pinning it
     again a little elsewhere after an instant free would make it jump.
 
-    With ``tracks`` (heel's, toe's :func:`ground_track`, or a function that measures them, called
-    only where there is a break to close) a break is closed only where each point it is closed
-    on stays down across it (:func:`stays_down`)."""
+    With ``measure_tracks`` (a function giving the heel's and the toe's :func:`ground_track`,
+    called only where there is a break to close: a clean clip's feet have none) a break is
+    closed only where each point it is closed on stays down across it (:func:`stays_down`)."""
     heel, toe = heel.copy(), toe.copy()
     gaps = short_gaps(heel | toe, max_gap)
-    if callable(tracks) and len(gaps[0]):
-        tracks = tracks()
+    tracks = measure_tracks() if measure_tracks is not None and len(gaps[0]) else None
     for row, start, end in zip(*gaps):  # the few flickers of a clip
         by_heel, by_toe = heel[row, start - 1] and heel[row, end], toe[row, start - 1] and toe[row, end]
         on_heel, on_toe = by_heel or not by_toe, by_toe or not by_heel

@@ -415,7 +415,7 @@ def test_a_gap_is_bridged_only_where_the_foot_stays_down(travel, lift, skating, 
     heels, toes = foot_across_a_gap(travel, lift)
     tracks = [ground_track(point_cues(points, (0.0, 0.0, 1.0), fps, 1.0, settings), np.zeros((40, 3)),
                            np.full((1, 40), skating), fps, 1.0, settings) for points in (heels, toes)]
-    heel, toe = fill_foot_gaps(labels, labels, 12, tracks)
+    heel, toe = fill_foot_gaps(labels, labels, 12, lambda: tracks)
     assert heel[0, 15:25].all() == toe[0, 15:25].all() == heel[0, 15:25].any() == filled
 
 
