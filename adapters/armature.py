@@ -200,12 +200,14 @@ def _mirror_refusal(obj, frame):
 def _negative_scales(obj):
     """Names of ``obj`` and its parents whose own transform, as it is now, has a negative
     scale (an odd number of them mirrors ``obj``)."""
-    names = []
+    return [item.name for item in object_ancestors(obj) if item.matrix_basis.is_negative]
+
+
+def object_ancestors(obj):
+    """``obj`` and its parents up to the top."""
     while obj is not None:
-        if obj.matrix_basis.is_negative:
-            names.append(obj.name)
+        yield obj
         obj = obj.parent
-    return names
 
 
 def _unturned(world):

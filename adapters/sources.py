@@ -19,7 +19,7 @@ import bpy
 import numpy as np
 
 from . import action_compat as compat
-from .armature import bone_data_path
+from .armature import bone_data_path, object_ancestors
 from .errors import AdapterError
 
 KEYS, EVALUATED, NLA = "keys", "evaluated scene", "NLA"
@@ -137,7 +137,7 @@ def moved_by(obj, placement_only=False):
         return "its action's influence or blending"
     if _constrained(obj):
         return f"its constraint {next(c.name for c in obj.constraints if _active(c))!r}"
-    moving = next((ancestor for ancestor in _ancestors(obj.parent) if _moves_itself(ancestor)), None)
+    moving = next((ancestor for ancestor in object_ancestors(obj.parent) if _moves_itself(ancestor)), None)
     return None if moving is None else f"its parent {moving.name!r}"
 
 
@@ -167,13 +167,6 @@ def _animates_transform(obj, fcurve):
     return np.ptp(values) > 1e-7 or bool(len(fcurve.modifiers))
 
 
-def _ancestors(obj):
-    """``obj`` and its parents up to the top."""
-    while obj is not None:
-        yield obj
-        obj = obj.parent
-
-
 def _moves_itself(obj):
     """Whether something may move ``obj`` (a parent of the armature) over time: constraints,
     drivers, an action or NLA strips."""
@@ -187,7 +180,7 @@ def check_evaluated(obj):
     """After sampling: refuse object constraints without a valid target and drivers that
     failed, on the armature (its bones included) and its ancestors (Blender evaluated them
     as if absent)."""
-    for item in _ancestors(obj):
+    for item in object_ancestors(obj):
         for constraint in item.constraints:
             if _active(constraint) and not _valid(constraint):
                 raise AdapterError(
