@@ -22,7 +22,7 @@ from ..solvers.rig import Leg, Rig
 from . import action_compat as compat
 from . import armature, control_rig, cycles, evaluated, results, sources
 from .errors import AdapterError
-from .properties import contact_settings, solver_settings
+from .properties import contact_settings, solver_settings, unit_scale
 
 UP = (0.0, 0.0, 1.0)  # Blender's world is Z-up
 FOOTLOCK_SUFFIX = sources.RESULT_SUFFIX
@@ -332,11 +332,6 @@ def _refuse_constrained_legs(obj, joint_map, bones):
                     "motion: on a control rig, pick each leg's IK control and the body control in the Legs panel "
                     "(Rigify's are found by themselves), or pick unconstrained bones there"
                 )
-
-
-def unit_scale(scene):
-    """Metres per Blender unit, for the reported figures."""
-    return scene.unit_settings.scale_length if scene.unit_settings.system != "NONE" else 1.0
 
 
 # --- contacts ---------------------------------------------------------------------------

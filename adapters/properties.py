@@ -92,9 +92,15 @@ def in_scene_units(name):
     return f"{name}_in_scene_units"
 
 
-def _unit_scale():
-    scene = bpy.context.scene
-    return scene.unit_settings.scale_length if scene is not None else 1.0
+def unit_scale(scene):
+    """Metres per Blender unit as Blender shows lengths: the Unit Scale, unless the scene
+    has no unit system (then Blender shows the numbers as they are)."""
+    return scene.unit_settings.scale_length if scene.unit_settings.system != "NONE" else 1.0
+
+
+def _context_unit_scale():
+    scene = bpy.context.scene  # the scene whose units the panel shows
+    return unit_scale(scene) if scene is not None else 1.0
 
 
 def _scene_units_field(name, unit, stored):
@@ -106,10 +112,10 @@ def _scene_units_field(name, unit, stored):
     centimetre scene (Unit Scale 0.01) and a typed "10 cm" would store 10 m."""
 
     def shown(self):
-        return getattr(self, name) / _unit_scale()
+        return getattr(self, name) / _context_unit_scale()
 
     def typed(self, value):
-        setattr(self, name, value * _unit_scale())
+        setattr(self, name, value * _context_unit_scale())
 
     return FloatProperty(name=stored["name"], description=stored["description"], unit=unit, min=0.0,
                          get=shown, set=typed, options=set())

@@ -17,7 +17,7 @@ from ..solvers.root_motion import plant_feet, travel_before_and_after, travel_su
 from . import action_compat as compat
 from . import armature, cycles, jobs
 from .errors import AdapterError
-from .properties import contact_settings
+from .properties import contact_settings, unit_scale
 
 ROOT_MOTION_SUFFIX = ".rootmotion"
 OBJECT_GROUP = "Object Transforms"  # where Blender itself groups an object's own curves
@@ -55,7 +55,7 @@ def root_motion_from_feet(obj, scene, onto_object=False):
         if looped:
             cycles.keep_looping(obj, target, [carrier])
     before, after = travel_before_and_after(clip.skeleton, clip.motion, clip.rig.pelvis, travel, jobs.UP)
-    metres = jobs.unit_scale(scene)
+    metres = unit_scale(scene)
     return RootMotionOutcome(target, carrier, before * metres, after * metres, len(clip.frames),
                              time.perf_counter() - start_time)
 

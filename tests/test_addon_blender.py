@@ -622,6 +622,17 @@ def test_panel_lengths_and_speeds_read_and_type_in_the_scenes_units(addon, scale
     assert scene_unit_fields == {in_scene_units(name) for name in SCENE_UNITS}
 
 
+def test_panel_lengths_in_a_scene_without_units_are_the_numbers_stored(addon):
+    """Without a unit system Blender shows a length's number as it is, whatever the Unit
+    Scale: the field is the stored metres, as the report's figures take them."""
+    units = addon.context.scene.unit_settings
+    units.system, units.scale_length = "NONE", 0.01
+    settings = addon.data.objects.new("rig", addon.data.armatures.new("rig")).foot_lock
+    assert settings.height_threshold_in_scene_units == pytest.approx(settings.height_threshold)
+    settings.height_threshold_in_scene_units = 0.25
+    assert settings.height_threshold == pytest.approx(0.25)
+
+
 def test_scale_on_bones_outside_the_legs_does_not_stop_the_job(addon, clips_dir):
     obj = import_clip(addon, clips_dir / "cmu_07_01.bvh")
     head = obj.pose.bones["Head"]
