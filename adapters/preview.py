@@ -270,7 +270,7 @@ def _moves_over(obj, scene, depsgraph, action):
         for frame in range(min(start, scene.frame_start), max(end, scene.frame_end) + 1):
             scene.frame_set(frame)
             matrices.append(np.array(obj.evaluated_get(depsgraph).matrix_world))
-    return np.ptp(matrices, axis=0).max() > terrain.STILL
+    return not terrain.stands_still(np.array(matrices))
 
 
 def _carried(obj, carrier):

@@ -181,7 +181,12 @@ def _same_shape(shape, other):
 
 def _is_still(matrices, same):
     """Whether an object sampled over the range neither moved nor changed shape."""
-    return same[1:].all() and np.abs(matrices - matrices[0]).max() <= STILL
+    return same[1:].all() and stands_still(matrices)
+
+
+def stands_still(matrices):
+    """Whether an object's world matrices (F, 4, 4), sampled over frames, are its first's."""
+    return np.abs(matrices - matrices[0]).max() <= STILL
 
 
 def _moving(matrices, shapes, same):
