@@ -301,19 +301,26 @@ def to_matrix(q):
 def from_matrix(m):
     """Unit quaternions (w >= 0) from rotation matrices (..., 3, 3), all branches batched."""
     m = np.asarray(m, dtype=float)
-    trace = m[..., 0, 0] + m[..., 1, 1] + m[..., 2, 2]
-    candidates = np.stack(
-        (
-            np.stack((1 + trace, m[..., 2, 1] - m[..., 1, 2], m[..., 0, 2] - m[..., 2, 0], m[..., 1, 0] - m[..., 0, 1]), -1),
-            np.stack((m[..., 2, 1] - m[..., 1, 2], 1 + m[..., 0, 0] - m[..., 1, 1] - m[..., 2, 2], m[..., 0, 1] + m[..., 1, 0], m[..., 0, 2] + m[..., 2, 0]), -1),
-            np.stack((m[..., 0, 2] - m[..., 2, 0], m[..., 0, 1] + m[..., 1, 0], 1 - m[..., 0, 0] + m[..., 1, 1] - m[..., 2, 2], m[..., 1, 2] + m[..., 2, 1]), -1),
-            np.stack((m[..., 1, 0] - m[..., 0, 1], m[..., 0, 2] + m[..., 2, 0], m[..., 1, 2] + m[..., 2, 1], 1 - m[..., 0, 0] - m[..., 1, 1] + m[..., 2, 2]), -1),
-        ),
-        axis=-2,
-    )
+    (m00, m01, m02), (m10, m11, m12), (m20, m21, m22) = ([m[..., row, col] for col in range(3)] for row in range(3))
+    trace = m00 + m11 + m22
+    # The four candidates (..., 4, 4), one per pivot, written in place: on a rig's few rest
+    # matrices np.stack's and take_along_axis' wrappers cost more than the arithmetic.
+    candidates = np.empty(m.shape[:-2] + (4, 4))
+    candidates[..., 0, 0] = 1 + trace
+    candidates[..., 1, 1] = 1 + m00 - m11 - m22
+    candidates[..., 2, 2] = 1 - m00 + m11 - m22
+    candidates[..., 3, 3] = 1 - m00 - m11 + m22
+    candidates[..., 0, 1] = candidates[..., 1, 0] = m21 - m12
+    candidates[..., 0, 2] = candidates[..., 2, 0] = m02 - m20
+    candidates[..., 0, 3] = candidates[..., 3, 0] = m10 - m01
+    candidates[..., 1, 2] = candidates[..., 2, 1] = m01 + m10
+    candidates[..., 1, 3] = candidates[..., 3, 1] = m02 + m20
+    candidates[..., 2, 3] = candidates[..., 3, 2] = m12 + m21
     # Pick the candidate with the largest pivot: numerically the best conditioned.
-    pivots = np.stack((trace, m[..., 0, 0], m[..., 1, 1], m[..., 2, 2]), -1)
-    best = np.argmax(pivots, axis=-1)
-    q = np.take_along_axis(candidates, best[..., None, None], axis=-2)[..., 0, :]
-    q = normalize(q)
+    pivots = np.empty(m.shape[:-2] + (4,))
+    pivots[..., 0] = trace
+    pivots[..., 1:] = np.diagonal(m, axis1=-2, axis2=-1)
+    best = np.argmax(pivots, axis=-1).reshape(-1)
+    flat = candidates.reshape(-1, 4, 4)
+    q = normalize(flat[np.arange(len(flat)), best].reshape(m.shape[:-2] + (4,)))
     return np.where(q[..., :1] < 0, -q, q)
