@@ -139,10 +139,15 @@ def rotation_channel(mode):
 # --- reading ----------------------------------------------------------------------------
 
 
-def _topological_bones(armature):
-    """Bones with every parent before its children: as Blender lists them, depth first
-    (its bone iterator walks each bone's children, in order, right after the bone)."""
-    return list(armature.bones)
+def bone_hierarchy(armature):
+    """The armature's bones with every parent before its children (as Blender lists them,
+    depth first: its bone iterator walks each bone's children, in order, right after the
+    bone), their names and each one's parent index (-1 for a root). The parents are found
+    by the bones themselves (Blender's structs hash and compare by address), not by reading
+    each parent's name."""
+    bones = list(armature.bones)
+    index_of = {bone: i for i, bone in enumerate(bones)}
+    return bones, armature.bones.keys(), [index_of.get(bone.parent, -1) for bone in bones]
 
 
 def _object_transforms(obj, world, frames, unturned=None):
@@ -442,14 +447,12 @@ class _Bones:
     def of(cls, obj, extra_tails, only=None):
         """Every bone a joint, or with ``only`` (bone names) those and their ancestors."""
         armature_bones = obj.data.bones
-        every = _topological_bones(obj.data)
-        names = [bone.name for bone in every]
+        every, names, parent_of = bone_hierarchy(obj.data)
         index_of = {name: i for i, name in enumerate(names)}
         tails = list(dict.fromkeys(extra_tails))
         missing = [name for name in [*tails, *(only or ())] if name not in index_of]
         if missing:
             raise AdapterError(f"armature {obj.name!r} has no bone {missing[0]!r}")
-        parent_of = [index_of[parent.name] if (parent := bone.parent) else -1 for bone in every]
         members = list(range(len(every)))
         if only is not None:
             kept = set()  # holds the ancestors of every bone in it: a chain stops at the first kept bone

@@ -76,9 +76,7 @@ def detect_leg_bones(obj):
     points = points @ world[:3, :3].T
     points += world[:3, 3]
     heads, tails = points[:count], points[count:]
-    names = [bone.name for bone in bones]
-    index = {name: i for i, name in enumerate(names)}
-    parents = [index[parent.name] if (parent := bone.parent) else -1 for bone in bones]
+    _, names, parents = armature.bone_hierarchy(obj.data)
     guess = detect_legs(names, parents, heads, tails, up=UP)
     legs = [
         LegBoneNames(
