@@ -118,6 +118,8 @@ _ALIASES = {
     "foot": ("foot", "ankle"),
     "toe": ("toe", "toebase", "toes", "ball"),
 }
+# The roles each of those cores can name (_ALIASES inverted).
+_ROLES_OF = {core: [role for role, cores in _ALIASES.items() if core in cores] for cores in _ALIASES.values() for core in cores}
 _PELVIS_NAMES = ("pelvis", "hips", "hip")
 _ROW_PREFIXES = {1: ("",), 2: ("front_", "back_"), 3: ("front_", "middle_", "back_")}
 
@@ -193,7 +195,7 @@ class _RestRig:
         # Children before parents: the walks up from the leaves (sorted once, used twice).
         self.deepest_first = sorted(range(count), key=lambda bone: -self.depth[bone])
         # Python floats from here on too (the same numbers): the tests below compare them one at a time.
-        self.lengths = np.linalg.norm(self.tails - self.heads, axis=1).tolist()
+        self.lengths = _lengths(self.tails - self.heads).tolist()
         points = np.concatenate([self.heads, self.tails])
         heights = points @ self.up
         self.ground = float(heights.min())
@@ -216,7 +218,8 @@ class _RestRig:
                 f"expected {count} parents and ({count}, 3) heads and tails for {count} bone names, got "
                 f"{parents.shape}, {self.heads.shape} and {self.tails.shape}"
             )
-        if ((parents < -1) | (parents >= count)).any():
+        listed = parents.tolist()  # a rig's few ints: Python's min and max cost less than numpy's comparisons
+        if min(listed) < -1 or max(listed) >= count:
             raise LegDetectionError("a parent index is out of range (use -1 for a root bone)")
         if not (np.isfinite(self.heads).all() and np.isfinite(self.tails).all()):
             raise LegDetectionError("bone heads or tails contain values that are not numbers")
@@ -290,23 +293,30 @@ def _named_legs(rig):
     parsed = rig.parsed
     # Every row the names mention: a quadruped's "LeftFront" legs beside its "Left" ones.
     rows = sorted({name.row for name in parsed if name.side}, key=lambda row: (row is not None, row or ""))
+    named = _leg_named_bones(parsed)
     legs = []
     for row in rows:
         for side in ("left", "right"):
-            ranked = {role: _ranked_candidates(parsed, side, row, role) for role in _LEG_ROLES}
+            ranked = {role: _ranked_candidates(parsed, named.get((side, row, role), []), role) for role in _LEG_ROLES}
             chain = _first_connected_chain(rig, parsed, ranked)
             if chain is not None:
                 legs.append(LegBones(side, *chain))
     return legs
 
 
-def _ranked_candidates(parsed, side, row, role):
+def _leg_named_bones(parsed):
+    """The bones whose core names a leg bone, by side, row and role (in bone order): one
+    pass over the names instead of one per side and role."""
+    named = {}
+    for bone, name in enumerate(parsed):
+        for role in _ROLES_OF.get(name.core, ()):
+            named.setdefault((name.side, name.row, role), []).append(bone)
+    return named
+
+
+def _ranked_candidates(parsed, found, role):
+    """The bones ``found`` for ``role``, best first."""
     aliases = _ALIASES[role]
-    found = [
-        bone
-        for bone, name in enumerate(parsed)
-        if name.side == side and name.row == row and name.core in aliases
-    ]
     return sorted(
         found, key=lambda bone: (parsed[bone].family, aliases.index(parsed[bone].core), parsed[bone].segment)
     )
@@ -389,7 +399,7 @@ def _with_topology_legs(rig, named, groups):
     named_feet = rig.heads[[leg.foot for leg in named]]
 
     def is_named(leg):
-        beside = np.linalg.norm(named_feet - rig.heads[leg.foot], axis=1).min() <= _TINY * rig.size
+        beside = _lengths(named_feet - rig.heads[leg.foot]).min() <= _TINY * rig.size
         return beside or bool(named_bones & _bones(leg))
 
     named_branches = {rig.parents[leg.thigh] for leg in named} | {
@@ -527,6 +537,12 @@ def _forward(rig, legs):
 def _length(vector):
     """``np.linalg.norm`` of one vector, the same number without its wrapper's cost."""
     return math.sqrt(vector.dot(vector))
+
+
+def _lengths(vectors):
+    """``np.linalg.norm(vectors, axis=1)`` of vectors (n, 3): the same numbers (its own sum
+    of squares), without its wrapper's cost."""
+    return np.sqrt(np.add.reduce(vectors * vectors, axis=1))
 
 
 def _side_by_position(rig, pelvis, leg, left):
