@@ -539,11 +539,7 @@ def _read_keys(obj, action, frames, extra_tails=(), only=None, object_keys=False
         pose_bones = [pose_bones[i] for i in layout.members]
 
     # matrix_basis as rotation + translation + uniform scale, all bones and frames at once.
-    basis = np.empty((4, nb, count))
-    for mode in set(modes):
-        members = [b for b in range(nb) if modes[b] == mode]
-        width = rotation_channel(mode)[1]
-        basis[:, members] = channels.channel_quat(mode, _rows(rotation[:width], members))
+    basis = _basis_quats(rotation, modes)
     if np.all(scale == 1.0):
         bone_scale, uneven = np.ones((nb, count)), {}
     else:
@@ -553,10 +549,24 @@ def _read_keys(obj, action, frames, extra_tails=(), only=None, object_keys=False
     rot_c = channels.multiply(rest_q, basis)
     pos_c = np.empty((3, nb, count))
     pos_c[:] = rest[1].T[:, :, None]
-    moving = np.flatnonzero(np.any(location != 0.0, axis=(0, 2)))  # most bones never translate
+    moving = (location != 0.0).any(axis=(0, 2)).nonzero()[0]  # most bones never translate
     if moving.size:
         pos_c[:, moving] += channels.rotate(rest_q[:, moving], location[:, moving])
     return _assemble(obj, layout, rest, rot_c, pos_c, bone_scale, uneven, world, frames, pose_bones)
+
+
+def _basis_quats(rotation, modes):
+    """Quaternions (4, B, F) of the bones' rotation channel values (4, B, F; Euler rows
+    0-2) in their rotation ``modes``, the bones of each mode converted together."""
+    if len(set(modes)) == 1:  # the usual rig: one mode, no bones to pick out and scatter back
+        mode = modes[0]
+        return channels.channel_quat(mode, np.ascontiguousarray(rotation[: rotation_channel(mode)[1]]))
+    basis = np.empty(rotation.shape)
+    for mode in set(modes):
+        members = [b for b in range(len(modes)) if modes[b] == mode]
+        width = rotation_channel(mode)[1]
+        basis[:, members] = channels.channel_quat(mode, _rows(rotation[:width], members))
+    return basis
 
 
 def read_evaluated_motion(obj, sampled, extra_tails=()):
