@@ -545,7 +545,9 @@ def _read_keys(obj, action, frames, extra_tails=(), only=None, object_keys=False
     else:
         bone_scale, uneven = _uniform_scale(scale, frames)
     rest = _rest_offsets(obj.data, layout.members, layout.parents[:nb])
-    rest_q = rest[0].T[:, :, None]  # (4, bones, 1)
+    # (4, bones, F): numpy runs the product's 28 operations faster on equal shapes than
+    # broadcasting one rest rotation along each bone's frames.
+    rest_q = np.repeat(rest[0].T[:, :, None], count, axis=2)
     rot_c = channels.multiply(rest_q, basis)
     pos_c = np.empty((3, nb, count))
     pos_c[:] = rest[1].T[:, :, None]
