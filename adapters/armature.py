@@ -315,7 +315,7 @@ def _pose_bones(obj, names):
     """The pose bones of the bones named ``names`` and their indices (B,) in
     ``obj.pose.bones``, from one pass over the pose bones, not a lookup by name per bone."""
     listed = list(obj.pose.bones)
-    index_of = {pose_bone.name: i for i, pose_bone in enumerate(listed)}
+    index_of = {name: i for i, name in enumerate(obj.pose.bones.keys())}  # one call, not a name read per bone
     order = [index_of[name] for name in names]
     return [listed[i] for i in order], np.array(order, dtype=int)
 
