@@ -8,7 +8,8 @@ and a factor drifting 0.8 -> 1.2; per scenario the label F1 against the original
 pelvis deviation and the p99 ankle acceleration over the input's. Runs: the same walks
 played x2 / x3 faster at 30 fps (stances of 3-7 frames). Skated motion: the walks made
 to skate in their joint rotations and fixed end to end (the slide left over the reference
-frames beside the report's own figures).
+frames beside the report's own figures). Capture jitter, and glitched frames (the report's
+ground figures beside the labels).
 Force-plate part: see :mod:`forceplate`.
 """
 
@@ -278,6 +279,22 @@ def print_jitter(clips_dir, clips=SHARED_CLIPS):
     print("mean: " + ", ".join(f"{d} deg F1 {f:.3f} slide {s:.2f}" for d, (f, s) in zip(JITTER_DEGREES, means)))
 
 
+def print_glitches(clips_dir, clips=SHARED_CLIPS):
+    """Capture glitches (:func:`clip_scenarios.glitched`: the body 6 cm down for a frame, two
+    at 120 fps, once a second), the root played x1.25: label F1 against the clean clip's
+    reference, and the share of the frames the report sees the feet on the ground and their
+    slide before the fix (glitched / clean)."""
+    print("Shared walks with a glitched frame every second, root x1.25: label F1, the report's grounded share "
+          "and ground slide before (glitched / clean)")
+    for clip, fps, skeleton, clean, rig, reference in decimated_clips(clips_dir, clips):
+        results = [remove_foot_sliding(skeleton, cs.scale_root_motion(skeleton, state, 1.25), rig, bvh.UP)
+                   for state in (cs.glitched(clean), clean)]
+        shares, slides = ([result.before[figure] for result in results]
+                          for figure in ("grounded_share", "ground_slide_cm_s"))
+        print(f"{clip:<11} {fps:>3} fps: F1 {cs.f1_score(results[0].contacts, reference):.3f}, grounded "
+              f"{shares[0]:.2f} / {shares[1]:.2f}, slide before {slides[0]:5.2f} / {slides[1]:5.2f} cm/s")
+
+
 def print_labelling_speed(clips_dir, frames=1000):
     from benchmark import clip_of_length
 
@@ -306,6 +323,7 @@ def main(argv=None):
         print_skate(args.clips)
         print_skated_motion(args.clips)
         print_jitter(args.clips)
+        print_glitches(args.clips)
         print_labelling_speed(args.clips)
     from forceplate import print_forceplate_table
 

@@ -192,6 +192,19 @@ def rolling_min(values, half_width):
     return np.minimum(backward[..., :frames], forward[..., width - 1 : width - 1 + frames])
 
 
+DIP_TIME = 0.02  # s: a point dipping below its neighbours for at most twice this is a glitch, not ground
+
+
+def local_ground(heights, half_width, fps):
+    """The local ground under points at ``heights`` (..., F): the lowest they stay within
+    ``half_width`` frames either side. A dip of a frame or two (a capture's bad first frame,
+    a marker dropout: no foot stands for 40 ms) is filled first (a rolling maximum over
+    ``DIP_TIME`` either side): taken as the ground, it would hold every frame within
+    ``half_width`` of it above the ground."""
+    dips = max(1, round(DIP_TIME * fps))
+    return rolling_min(-rolling_min(-heights, dips), half_width)
+
+
 def window_sum(values, half_width, axis=-1):
     """Sum over ``2 * half_width + 1`` frames around each frame (fewer at the clip's ends)."""
     values = np.swapaxes(values, axis, 0)
@@ -269,8 +282,8 @@ class PointCues:
     points: np.ndarray  # (L, F, 3)
     up: np.ndarray  # (3,) unit
     heights: np.ndarray  # (L, F) along ``up``
-    # (L, F) above the local ground: the lowest they go within ``ground_window`` (a step, a box,
-    # a stair is ground too)
+    # (L, F) above the local ground (:func:`local_ground`): the lowest they stay within
+    # ``ground_window`` (a step, a box, a stair is ground too; a glitched frame is not)
     clearance: np.ndarray
     vertical_speed: np.ndarray  # (L, F), signed, per second (see :func:`span_velocity`)
     horizontal_velocity: np.ndarray  # (L, F, 3), per second
@@ -288,7 +301,7 @@ def point_cues(points, up, fps, scale, settings):
     :func:`gait_tempo`)."""
     up = np.asarray(up, dtype=float)
     heights = heights_along(points, up, own=True)  # (not ``@``: see quaternion.horizontal)
-    clearance = heights - rolling_min(heights, round(settings.ground_window * fps))
+    clearance = heights - local_ground(heights, round(settings.ground_window * fps), fps)
     point_velocity = span_velocity(points, fps, settings.velocity_span)
     vertical_speed = heights_along(point_velocity, up, own=True)
     horizontal_velocity = horizontal(point_velocity, up, vertical_speed)

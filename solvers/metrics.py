@@ -7,7 +7,15 @@ units. Frame-based filters use the clip's own frame rate.
 
 import numpy as np
 
-from .contacts import REFERENCE_LEG_LENGTH, across, heights_along, long_runs, lowest_row, rolling_min
+from .contacts import (
+    REFERENCE_LEG_LENGTH,
+    across,
+    heights_along,
+    local_ground,
+    long_runs,
+    lowest_row,
+    rolling_min,
+)
 from .jitter import jitter, steadied, steadying_kernel
 from .quaternion import dot, lengths
 from .rig import mean_leg_length
@@ -180,7 +188,7 @@ def grounded_feet(foot_points, up, fps, size, steadying=None):
     velocity[:, 1:-1] /= 2.0  # (the ends' one-frame steps over 1.0: the same numbers as left)
     velocity *= fps
     height = np.take(heights, rows)
-    clearance = height - rolling_min(height, round(GROUND_WINDOW * fps))
+    clearance = height - local_ground(height, round(GROUND_WINDOW * fps), fps)
     vertical = heights_along(velocity, up)
     on_ground = (clearance < GROUND_HEIGHT * size) & (np.abs(vertical) < GROUND_VERTICAL_SPEED * size)
     return long_runs(on_ground, round(GROUND_TIME * fps)), across(velocity, up, vertical)

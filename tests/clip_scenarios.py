@@ -304,3 +304,14 @@ def jittered(motion, degrees, seed=0):
     half_angles = 0.5 * np.radians(degrees) * rng.normal(size=motion.rot.shape[:-1])
     turns = np.concatenate([np.cos(half_angles)[..., None], np.sin(half_angles)[..., None] * axes], axis=-1)
     return kinematics.Motion(quaternion.multiply(motion.rot, turns), motion.pos.copy(), motion.fps, dict(motion.meta))
+
+
+def glitched(motion, depth=0.06, every=1.0, seconds=0.017, up=bvh.UP):
+    """A copy of ``motion`` whose whole body drops ``depth`` m for ``seconds`` (at least a
+    frame) every ``every`` s, from half a period in: capture glitches, as a clip's bad first
+    frame or a marker dropout leaves them."""
+    glitches = motion.copy()
+    period, length = round(every * motion.fps), max(1, round(seconds * motion.fps))
+    for start in range(period // 2, motion.frames, period):
+        glitches.pos[start : start + length, 0] -= depth * np.asarray(up, dtype=float)
+    return glitches
