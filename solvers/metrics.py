@@ -32,6 +32,7 @@ GROUND_HEIGHT = 0.03  # m
 GROUND_VERTICAL_SPEED = 0.1  # m/s
 GROUND_WINDOW = 0.5  # s
 GROUND_TIME = 0.1  # s; shorter spells near the ground are a swing toe skimming the floor
+GROUND_SPAN = 1.0 / 30.0  # s either side over which the feet's speeds are measured, at every frame rate
 # A foot "on the ground" faster than this is a pop of the data (a capture's first frame, a
 # cut), not a slide: left out of the mean rather than letting one frame swamp it.
 POP_SPEED = 5.0  # m/s
@@ -177,16 +178,15 @@ def grounded_feet(foot_points, up, fps, size, steadying=None):
     # flat index (np.take_along_axis builds an index per axis, several times the cost).
     frames = heights.shape[-1]
     rows = lowest * lowest.size + np.arange(lowest.size).reshape(lowest.shape)
-    # That point's own velocity (np.gradient's central differences of its track, one-sided at
-    # the clip's ends), from the frames either side of it alone: a switch from ankle to toe is
-    # no step.
-    ahead, behind = np.ones(frames, dtype=int), np.ones(frames, dtype=int)
-    ahead[-1] = behind[0] = 0
+    # That point's own velocity (central differences of its track over ``GROUND_SPAN`` either
+    # side, shorter at the clip's ends), from its own track alone: a switch from ankle to toe
+    # is no step.
+    span, index = max(1, round(GROUND_SPAN * fps)), np.arange(frames)
+    ahead, behind = np.minimum(span, frames - 1 - index), np.minimum(span, index)
     flat = foot_points.reshape(-1, 3)
     velocity = np.take(flat, rows + ahead, axis=0)
     velocity -= np.take(flat, rows - behind, axis=0)
-    velocity[:, 1:-1] /= 2.0  # (the ends' one-frame steps over 1.0: the same numbers as left)
-    velocity *= fps
+    velocity *= (fps / np.maximum(ahead + behind, 1))[:, None]
     height = np.take(heights, rows)
     clearance = height - local_ground(height, round(GROUND_WINDOW * fps), fps)
     vertical = heights_along(velocity, up)
