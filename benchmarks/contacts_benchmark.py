@@ -8,8 +8,8 @@ and a factor drifting 0.8 -> 1.2; per scenario the label F1 against the original
 pelvis deviation and the p99 ankle acceleration over the input's. Runs: the same walks
 played x2 / x3 faster at 30 fps (stances of 3-7 frames). Skated motion: the walks made
 to skate in their joint rotations and fixed end to end (the slide left over the reference
-frames beside the report's own figures). Capture jitter, and glitched frames (the report's
-ground figures beside the labels).
+frames beside the report's own figures). Capture jitter, glitched frames (the report's ground
+figures beside the labels) and stairs.
 Force-plate part: see :mod:`forceplate`.
 """
 
@@ -279,6 +279,32 @@ def print_jitter(clips_dir, clips=SHARED_CLIPS):
     print("mean: " + ", ".join(f"{d} deg F1 {f:.3f} slide {s:.2f}" for d, (f, s) in zip(JITTER_DEGREES, means)))
 
 
+STAIR_RISES = (0.08, -0.08)  # m per step: up, down
+
+
+def print_stairs(clips_dir, clips=SHARED_CLIPS):
+    """The walks' feet on a staircase (:func:`clip_scenarios.stair_heights`), the root rising
+    with the lower foot: toe label F1 against the flat clip's reference, beside the flat one."""
+    from foot_lock.solvers.contacts import detect_foot_contacts
+    from foot_lock.solvers.foot_lock import travel
+    from foot_lock.solvers.kinematics import forward_kinematics
+    from foot_lock.solvers.rig import leg_length
+
+    print("Shared walks on stairs (8 cm a step, each stance on its own step): toe label F1, flat / up / down")
+    for clip, fps, skeleton, motion, rig, reference in decimated_clips(clips_dir, clips):
+        _, gpos = forward_kinematics(skeleton, motion.rot, motion.pos)
+        row = []
+        for rise in (0.0, *STAIR_RISES):
+            steps = cs.stair_heights(reference, fps, rise)[..., None] * np.asarray(bvh.UP)
+            heels, toes = (np.stack([gpos[:, getattr(leg, joint)] for leg in rig.legs]) + steps
+                           for joint in ("ankle", "toe"))
+            root = travel(skeleton, gpos, rig, bvh.UP) + steps.min(axis=0)
+            _, labels, _ = detect_foot_contacts(heels, toes, root, bvh.UP, fps, leg_length(gpos, rig),
+                                                foot_edges=False)
+            row.append(cs.f1_score(labels, reference))
+        print(f"{clip:<11} {fps:>3} fps: " + " / ".join(f"{f1:.3f}" for f1 in row))
+
+
 def print_glitches(clips_dir, clips=SHARED_CLIPS):
     """Capture glitches (:func:`clip_scenarios.glitched`: the body 6 cm down for a frame, two
     at 120 fps, once a second), the root played x1.25: label F1 against the clean clip's
@@ -324,6 +350,7 @@ def main(argv=None):
         print_skated_motion(args.clips)
         print_jitter(args.clips)
         print_glitches(args.clips)
+        print_stairs(args.clips)
         print_labelling_speed(args.clips)
     from forceplate import print_forceplate_table
 

@@ -315,3 +315,24 @@ def glitched(motion, depth=0.06, every=1.0, seconds=0.017, up=bvh.UP):
     for start in range(period // 2, motion.frames, period):
         glitches.pos[start : start + length, 0] -= depth * np.asarray(up, dtype=float)
     return glitches
+
+
+def stair_heights(stances, fps, rise=0.08, merge=0.2):
+    """Per foot and frame (L, F), how far up a staircase the feet of a flat walk are (down it
+    for a negative ``rise``, m per step): each stance (``stances`` (L, F), the flat clip's
+    contacts; runs less than ``merge`` s apart are one) on its own step, the feet taking
+    alternate steps, and the swings rising smoothly from one step to the next. Added to the
+    feet along ``up`` and, with the lower foot's, to the root: stairs climbed at the flat
+    walk's pace."""
+    legs, frames = stances.shape
+    heights = np.zeros((legs, frames))
+    index = np.arange(frames)
+    for leg, standing in enumerate(np.asarray(stances, dtype=bool)):
+        last = np.maximum.accumulate(np.where(standing, index, -frames))
+        following = np.minimum.accumulate(np.where(standing, index, 2 * frames)[::-1])[::-1]
+        standing = following - last <= merge * fps
+        starts = standing & ~np.concatenate([[False], standing[:-1]])
+        steps = rise * (2 * np.cumsum(starts) + leg)
+        known = np.flatnonzero(standing)
+        heights[leg] = np.interp(np.arange(frames), known, steps[known])
+    return heights
