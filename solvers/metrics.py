@@ -15,6 +15,7 @@ from .contacts import (
     long_runs,
     lowest_row,
     rolling_min,
+    span_velocity,
 )
 from .jitter import jitter, steadied, steadying_kernel
 from .quaternion import dot, lengths
@@ -176,17 +177,10 @@ def grounded_feet(foot_points, up, fps, size, steadying=None):
     lowest = lowest_row(heights)
     # The lowest point of each foot and frame as a row of the (P L F) points, taken by one
     # flat index (np.take_along_axis builds an index per axis, several times the cost).
-    frames = heights.shape[-1]
     rows = lowest * lowest.size + np.arange(lowest.size).reshape(lowest.shape)
-    # That point's own velocity (central differences of its track over ``GROUND_SPAN`` either
-    # side, shorter at the clip's ends), from its own track alone: a switch from ankle to toe
-    # is no step.
-    span, index = max(1, round(GROUND_SPAN * fps)), np.arange(frames)
-    ahead, behind = np.minimum(span, frames - 1 - index), np.minimum(span, index)
-    flat = foot_points.reshape(-1, 3)
-    velocity = np.take(flat, rows + ahead, axis=0)
-    velocity -= np.take(flat, rows - behind, axis=0)
-    velocity *= (fps / np.maximum(ahead + behind, 1))[:, None]
+    # That point's own velocity, across ``GROUND_SPAN`` either side of its own track: a switch
+    # from ankle to toe is no step.
+    velocity = np.take(span_velocity(foot_points, fps, GROUND_SPAN).reshape(-1, 3), rows, axis=0)
     height = np.take(heights, rows)
     clearance = height - local_ground(height, round(GROUND_WINDOW * fps), fps)
     vertical = heights_along(velocity, up)
