@@ -283,25 +283,12 @@ STAIR_RISES = (0.08, -0.08)  # m per step: up, down
 
 
 def print_stairs(clips_dir, clips=SHARED_CLIPS):
-    """The walks' feet on a staircase (:func:`clip_scenarios.stair_heights`), the root rising
-    with the lower foot: toe label F1 against the flat clip's reference, beside the flat one."""
-    from foot_lock.solvers.contacts import detect_foot_contacts
-    from foot_lock.solvers.foot_lock import travel
-    from foot_lock.solvers.kinematics import forward_kinematics
-    from foot_lock.solvers.rig import leg_length
-
+    """The walks' feet on a staircase (:func:`clip_scenarios.stair_labels`): toe label F1
+    against the flat clip's reference, beside the flat one."""
     print("Shared walks on stairs (8 cm a step, each stance on its own step): toe label F1, flat / up / down")
     for clip, fps, skeleton, motion, rig, reference in decimated_clips(clips_dir, clips):
-        _, gpos = forward_kinematics(skeleton, motion.rot, motion.pos)
-        row = []
-        for rise in (0.0, *STAIR_RISES):
-            steps = cs.stair_heights(reference, fps, rise)[..., None] * np.asarray(bvh.UP)
-            heels, toes = (np.stack([gpos[:, getattr(leg, joint)] for leg in rig.legs]) + steps
-                           for joint in ("ankle", "toe"))
-            root = travel(skeleton, gpos, rig, bvh.UP) + steps.min(axis=0)
-            _, labels, _ = detect_foot_contacts(heels, toes, root, bvh.UP, fps, leg_length(gpos, rig),
-                                                foot_edges=False)
-            row.append(cs.f1_score(labels, reference))
+        row = [cs.f1_score(cs.stair_labels(skeleton, motion, rig, reference, rise), reference)
+               for rise in (0.0, *STAIR_RISES)]
         print(f"{clip:<11} {fps:>3} fps: " + " / ".join(f"{f1:.3f}" for f1 in row))
 
 

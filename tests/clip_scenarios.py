@@ -317,13 +317,26 @@ def glitched(motion, depth=0.06, every=1.0, seconds=0.017, up=bvh.UP):
     return glitches
 
 
+def stair_labels(skeleton, motion, rig, stances, rise=0.08):
+    """The labeller's toe labels (L, F) of ``motion``'s feet walking up a staircase (down it for
+    a negative ``rise``; :func:`stair_heights` of its ``stances``), the root rising with the
+    lower foot, at the flat walk's pace."""
+    from foot_lock.solvers.contacts import detect_foot_contacts
+    from foot_lock.solvers.foot_lock import travel
+    from foot_lock.solvers.rig import leg_length
+
+    _, gpos = forward_kinematics(skeleton, motion.rot, motion.pos)
+    steps = stair_heights(stances, motion.fps, rise)[..., None] * np.asarray(bvh.UP)
+    heels, toes = (np.stack([gpos[:, getattr(leg, joint)] for leg in rig.legs]) + steps for joint in ("ankle", "toe"))
+    root = travel(skeleton, gpos, rig, bvh.UP) + steps.min(axis=0)
+    return detect_foot_contacts(heels, toes, root, bvh.UP, motion.fps, leg_length(gpos, rig), foot_edges=False)[1]
+
+
 def stair_heights(stances, fps, rise=0.08, merge=0.2):
     """Per foot and frame (L, F), how far up a staircase the feet of a flat walk are (down it
     for a negative ``rise``, m per step): each stance (``stances`` (L, F), the flat clip's
     contacts; runs less than ``merge`` s apart are one) on its own step, the feet taking
-    alternate steps, and the swings rising smoothly from one step to the next. Added to the
-    feet along ``up`` and, with the lower foot's, to the root: stairs climbed at the flat
-    walk's pace."""
+    alternate steps, and the swings rising smoothly from one step to the next."""
     legs, frames = stances.shape
     heights = np.zeros((legs, frames))
     index = np.arange(frames)
