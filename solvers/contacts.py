@@ -646,6 +646,12 @@ def gait_tempo(points, up, fps, scale, settings):
     step time over the median time a point stays above, then below, the lowest of the
     others (by at least ``planted_height``; in a gait each foot is in turn the higher).
 
+    A point standing on its own ground (within ``planted_height`` of :func:`local_ground`)
+    is not above, however high it stands: on stairs or uneven ground a foot planted a step
+    above the other is not stepping. Counted as the higher, a walk down stairs whose feet
+    land a step or two apart changed side each time the lower one swung past the other
+    and read as a run (cmu_07_01 with each stance on its own 8 cm step: 3.0, now 1.3).
+
     A run's stance lasts a few frames and its foot rolls over them several times faster
     than a walk's: its speeds and times are a walk's, scaled by this tempo. Jumps, hops and
     standing (the feet rising together or not at all, fewer than ``MIN_STEPS`` steps) keep 1.
@@ -653,9 +659,10 @@ def gait_tempo(points, up, fps, scale, settings):
     heights = heights_along(points, up, own=True)
     if len(heights) < 2:
         return 1.0
-    above = heights - lowest_of_the_others(heights)
     band = settings.planted_height * scale
-    side = np.subtract(above > band, above < -band, dtype=np.intp)  # 1 above, -1 below, 0 between
+    above = heights - lowest_of_the_others(heights)
+    lifted = heights - local_ground(heights, round(settings.ground_window * fps), fps) > band
+    side = np.subtract((above > band) & lifted, above < -band, dtype=np.intp)  # 1 above, -1 below, 0 between
     # Hysteresis: between the bands a point keeps the side it was last on (taken by flat index).
     frames = side.shape[1]
     last = np.maximum.accumulate(np.where(side != 0, np.arange(frames), 0), axis=1)
