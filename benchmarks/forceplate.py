@@ -5,8 +5,9 @@
 A trial is ``<name>.c3d`` (read with the pure-Python ``c3d`` package from PyPI) beside
 ``<name>.contacts.json``: per plate, the foot on it and its contact frames measured by the
 plate (vertical force above 20 N). Markers stand in for joints: heel = the heel marker,
-toe = a toe or metatarsal-head marker, root = the mean of the pelvis markers. The foot's
-contact is heel OR toe (heel strike to toe-off). Only the frames around each plate stance
+toe = a metatarsal-head marker (where the marker sets place their toe marker), toe tip = the
+front of the foot estimated beyond it (:func:`foot_tips`), root = the mean of the pelvis
+markers. The foot's contact is heel OR toe (heel strike to toe-off). Only the frames around each plate stance
 are scored (outside a plate, 0 means "not measured", not "in the air").
 
 A plate measures the sum of what stands on it. Where the other foot lands on a plate the
@@ -37,6 +38,9 @@ TARGET_F1, TARGET_ERROR_MS = 0.95, 30.0
 # the lowest that marker goes in the trial, and slower than a swing (truth is read from the
 # recorded trial only, never from the labeller).
 ON_PLATE_HEIGHT, ON_PLATE_SPEED, PLATE_INSET = 0.03, 1.0, 0.01  # m, m/s, m
+# The ball of the foot lies at about 73% of the foot's length from the heel (as shoe fitting
+# measures it): the front of the foot reaches this share of the heel-to-ball length beyond it.
+TIP_BEYOND_BALL = 0.27 / 0.73
 
 
 @dataclass
@@ -240,12 +244,20 @@ def scenarios(trial):
     }
 
 
+def foot_tips(heels, toes):
+    """The front of each foot (L, F, 3), on the heel-to-ball line ``TIP_BEYOND_BALL`` of its
+    length beyond the metatarsal-head marker. At push-off the foot rolls about its toes: the
+    met-head marker rises tens of milliseconds before the toes leave the plate."""
+    return toes + TIP_BEYOND_BALL * (toes - heels)
+
+
 def foot_labels(trial, settings=None):
-    """Foot contact (heel or toe), boolean (2, F), from the labeller under test."""
+    """Foot contact (heel or toe), boolean (2, F), from the labeller under test; the toe is
+    planted while its marker or the front of the foot is (:func:`foot_tips`)."""
     from foot_lock.solvers.contacts import detect_foot_contacts
 
     heel, toe, _ = detect_foot_contacts(trial.heels, trial.toes, trial.root, trial.up, trial.fps,
-                                     trial.leg_length, settings)
+                                     trial.leg_length, settings, toe_tips=foot_tips(trial.heels, trial.toes))
     return np.maximum(heel, toe) > 0.5
 
 

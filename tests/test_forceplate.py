@@ -43,11 +43,13 @@ def test_all_trials_together_meet_the_targets(pooled, scenario):
 
 def test_noisy_markers_still_find_the_plates(pooled):
     """Every marker jittered by 5 mm a frame (a noisy lab, a markerless capture): pooled F1
-    0.97, onset 13 ms, offset 34 ms -- a little past the 30 ms target, the smoothing the noise
-    needs blurring toe-off. Before the labeller smoothed jitter: F1 0.68, edges 99 / 200 ms."""
+    0.98, onset 13 ms, offset 17.5 ms. With the met-head marker alone standing for the toe
+    (no :func:`forceplate.foot_tips`), offset 34 ms: it rises while the toes still push, and
+    the smoothing the noise needs blurred that rise further. Before the labeller smoothed
+    jitter: F1 0.68, edges 99 / 200 ms."""
     f1, onset_ms, offset_ms = pooled["noise 5 mm"]
     assert f1 >= forceplate.TARGET_F1
-    assert onset_ms <= forceplate.TARGET_ERROR_MS and offset_ms <= 40.0
+    assert onset_ms <= forceplate.TARGET_ERROR_MS and offset_ms <= forceplate.TARGET_ERROR_MS
 
 
 def test_a_treadmill_s_belt_does_not_move_the_contacts(pooled):
@@ -62,7 +64,7 @@ def test_a_treadmill_s_belt_does_not_move_the_contacts(pooled):
 def test_a_treadmill_at_a_run_s_pace_keeps_the_contacts(pooled, scenario):
     """The trials played two and three times faster on a treadmill: stances of 0.2-0.3 s
     (a run's), the belt carrying the planted feet back at 1.8-4.4 m/s. Pooled F1 0.97, the
-    edges within 13 ms; labelled at a walk's tempo (contacts.gait_tempo fixed at 1), F1
+    edges within 10 ms; labelled at a walk's tempo (contacts.gait_tempo fixed at 1), F1
     0.91 / 0.90 and onsets 31 / 22 ms."""
     f1, onset_ms, offset_ms = pooled[scenario]
     assert f1 >= forceplate.TARGET_F1
@@ -104,6 +106,13 @@ def test_a_plate_the_other_foot_steps_onto_is_not_scored_from_then_on():
     assert 170 <= unknown[0] <= 185 and unknown[-1] == walk.known.shape[1] - 1
     assert walk.known[forceplate.FEET.index("L")].all()
     assert by_name["BTS"].known.all() and by_name["Qualisys"].known.all()
+
+
+def test_the_front_of_the_foot_lies_beyond_the_ball_on_the_heel_to_ball_line():
+    heels = np.array([[[0.0, 0.0, 0.05], [0.1, 0.0, 0.05]]])
+    toes = heels + [0.19, 0.0, -0.02]
+    tips = forceplate.foot_tips(heels, toes)
+    np.testing.assert_allclose(tips - toes, (toes - heels) * 0.27 / 0.73)
 
 
 def test_the_scorer_sees_labels_that_miss_the_plates():
