@@ -144,6 +144,33 @@ def run_rows(clips_dir, clips=SHARED_CLIPS, factors=RUN_FACTORS, rates=(30, 60))
                        100.0 * after)
 
 
+SLOW_FACTORS = ((0.5, 30), (0.25, 30), (0.5, 60))  # a walk played slower, and the rate it is sampled at
+
+
+def slow_rows(clips_dir, clips=SHARED_CLIPS):
+    """Per walk played two / four times slower (a cautious walk, a sneak): the labels' F1
+    against the original's reference, and how many contacts the fix pinned while the
+    animation moved the foot away (the "pinned ... while its animation moves" warnings)."""
+    for clip in clips:
+        skeleton, original, rig = cs.load(clip, clips_dir=clips_dir)
+        full_reference = cs.reference_labels(skeleton, original, rig)
+        for factor, fps in SLOW_FACTORS:
+            motion = cs.time_compressed(original, factor, fps)
+            reference = full_reference[:, :: cs.compression_step(original, factor, fps)]
+            labels, _ = label_contacts(skeleton, motion, rig, bvh.UP)
+            warnings = remove_foot_sliding(skeleton, motion, rig, bvh.UP).warnings
+            yield clip, factor, fps, cs.f1_score(labels, reference), sum("pinned" in warning for warning in warnings)
+
+
+def print_slow_walks(clips_dir, clips=SHARED_CLIPS):
+    print("Shared walks played slower: label F1 against the original's reference, contacts pinned through a swing")
+    rows = list(slow_rows(clips_dir, clips))
+    for clip, factor, fps, f1, pinned in rows:
+        print(f"{clip:<11} x{factor:<4} {fps:>3} fps  F1 {f1:.3f}  pinned through a swing: {pinned}")
+    for (factor, fps), picked in grouped(rows, slice(1, 3), slice(3, 4)):
+        print(f"mean x{factor:<4} {fps:>3} fps  F1 {picked[:, 0].mean():.3f} (min {picked[:, 0].min():.3f})")
+
+
 def grouped(rows, key, figures):
     """Per distinct ``row[key]`` of ``rows`` (tuples), in the order first seen, the ``row[figures]``
     of its rows as one array (a row per row): the means printed under a table."""
@@ -333,6 +360,7 @@ def main(argv=None):
         print_robustness(args.clips)
         print_in_place(args.clips)
         print_runs(args.clips)
+        print_slow_walks(args.clips)
         print_skate(args.clips)
         print_skated_motion(args.clips)
         print_jitter(args.clips)

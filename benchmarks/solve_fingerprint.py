@@ -27,6 +27,7 @@ from benchmark import import_foot_lock  # noqa: E402
 import_foot_lock()
 
 import clip_scenarios as cs  # noqa: E402
+from foot_lock.solvers import bvh  # noqa: E402
 from foot_lock.solvers.foot_lock import remove_foot_sliding  # noqa: E402
 from foot_lock.solvers.kinematics import forward_kinematics  # noqa: E402
 
@@ -37,7 +38,7 @@ FIGURES = ("before", "after")  # kinds compared at the report's 2 decimals
 
 def _solve_arrays(skeleton, motion, rig):
     """Name (kind or kind/figure) -> array of one solve."""
-    result = remove_foot_sliding(skeleton, motion, rig, unit_scale=1.0)
+    result = remove_foot_sliding(skeleton, motion, rig, bvh.UP, unit_scale=1.0)
     arrays = {
         "contacts": result.contacts, "heels": result.heel_contacts,
         "rot": result.motion.rot, "pos": result.motion.pos,

@@ -43,7 +43,11 @@ REFERENCE_LEG_LENGTH = 0.85  # hip-to-ankle bone length of a reference adult, me
 # s from one foot's lift to the other's at a brisk walk (120 steps a minute): the thresholds
 # below are a walk's; a quicker gait (a run, a dash) is labelled in its own time.
 REFERENCE_STEP_TIME = 0.5
+# s a step takes at 100 steps a minute, the slow end of a normal walk's cadence: a gait that
+# steps slower still (a cautious, sneaking or elderly walk) is labelled in its own time too.
+SLOW_STEP_TIME = 0.6
 MAX_TEMPO = 3.0  # a sprinter's step (0.17 s) is the quickest a human gait takes
+MIN_TEMPO = 1.0 / 3.0  # a step of 1.8 s, a walk slowed to a crawl
 MIN_STEPS = 4  # two strides make a gait; a single quick side-step does not
 HEEL_LIFT = 0.005  # m for an adult: a heel higher than this above its contact's lowest is not planted
 
@@ -642,9 +646,10 @@ def steadied_points(point_sets, measured, fps, scale, settings, noise=None):
 
 
 def gait_tempo(points, up, fps, scale, settings):
-    """How many times quicker than a brisk walk the clip steps (1 to 3): the reference
-    step time over the median time a point stays above, then below, the lowest of the
-    others (by at least ``planted_height``; in a gait each foot is in turn the higher).
+    """How many times quicker than a walk the clip steps (1/3 to 3): 1 for the median time a
+    point stays above, then below, the lowest of the others (by at least ``planted_height``;
+    in a gait each foot is in turn the higher) within a walk's cadence, ``REFERENCE_STEP_TIME``
+    to ``SLOW_STEP_TIME``; beyond it, the nearer of the two over that time.
 
     A point standing on its own ground (within ``planted_height`` of :func:`local_ground`)
     is not above, however high it stands: on stairs or uneven ground a foot planted a step
@@ -653,8 +658,11 @@ def gait_tempo(points, up, fps, scale, settings):
     and read as a run (cmu_07_01 with each stance on its own 8 cm step: 3.0, now 1.3).
 
     A run's stance lasts a few frames and its foot rolls over them several times faster
-    than a walk's: its speeds and times are a walk's, scaled by this tempo. Jumps, hops and
-    standing (the feet rising together or not at all, fewer than ``MIN_STEPS`` steps) keep 1.
+    than a walk's: its speeds and times are a walk's, scaled by this tempo. A slow walk's
+    foot lifts and lands as slowly: at a walk's speeds its contacts ran into the swing (a
+    walk slowed x3: toe labels' F1 0.84-0.87, contacts pinned through swings). Jumps, hops
+    and standing (the feet rising together or not at all, fewer than ``MIN_STEPS`` steps)
+    keep 1.
     """
     heights = heights_along(points, up, own=True)
     if len(heights) < 2:
@@ -673,6 +681,11 @@ def gait_tempo(points, up, fps, scale, settings):
     steps = (frame[1:] - frame[:-1])[row[1:] == row[:-1]]
     if len(steps) < MIN_STEPS:
         return 1.0
+    # Slow only where even the quicker steps are: a step the sides missed (feet passing
+    # within the band) reads as two, and a stair between them skips changes too.
+    quicker = np.partition(steps, len(steps) // 4)[len(steps) // 4]
+    if quicker > SLOW_STEP_TIME * fps:
+        return float(max(SLOW_STEP_TIME * fps / quicker, MIN_TEMPO))
     return float(min(max(REFERENCE_STEP_TIME * fps / median(steps), 1.0), MAX_TEMPO))
 
 
@@ -685,7 +698,7 @@ def lowest_of_the_others(heights):
 
 
 def detect_foot_contacts(heels, toes, root, up, fps, leg_length, settings=None, toe_tips=None,
-                         foot_edges=True, noise=None):
+                         foot_edges=True, noise=None, tempo=None):
     """Separate heel and toe contact weights, each (L, F), of L feet, and the slip.
 
     ``heels``: (L, F, 3) heel points (the ankle joint or the foot bone's head on a rig, the
@@ -706,11 +719,14 @@ def detect_foot_contacts(heels, toes, root, up, fps, leg_length, settings=None, 
     as curves and to pin each point while its weight is 1. A foot off the ground for less
     than ``settings.min_swing`` between two contacts did not leave it (:func:`fill_foot_gaps`).
     Times and speeds are the gait's own (:func:`gait_tempo`, from the heels: they lift highest).
-    ``noise``: the :func:`~.jitter.jitter` of the heels and toes together, if already measured.
+    ``noise``: the :func:`~.jitter.jitter` of the heels and toes together, and ``tempo`` the
+    heels' :func:`gait_tempo`, if already measured.
     """
     settings = settings or ContactSettings()
     scale = leg_length / REFERENCE_LEG_LENGTH
-    gait_fps = fps / gait_tempo(heels, up, fps, scale, settings)  # the heels lift highest
+    if tempo is None:
+        tempo = gait_tempo(heels, up, fps, scale, settings)  # the heels lift highest
+    gait_fps = fps / tempo
     if noise is None:
         noise = jitter(np.concatenate([heels, toes]))
     heels, toes, toe_tips, root = steadied_points([heels, toes, toe_tips, root], None, gait_fps, scale, settings, noise)

@@ -15,6 +15,7 @@ from . import quaternion as quat
 from .contacts import (
     ContactSettings,
     detect_foot_contacts,
+    gait_tempo,
     heel_down,
     run_starts,
 )
@@ -97,12 +98,13 @@ def label_foot_contacts(skeleton, motion, rig, up, settings=None):
                        settings)
 
 
-def _label_feet(heels, toes, rig, root, length, up, fps, settings, noise=None):
+def _label_feet(heels, toes, rig, root, length, up, fps, settings, noise=None, tempo=None):
     """Heel and toe labels and the slip factor of the legs' heels and toes (L, F, 3); ``root``
     (F, 3) the joint that carries the character (:func:`travel`), ``length`` the leg length,
-    ``noise`` the heels' and toes' :func:`metrics.foot_jitter`, if already measured."""
+    ``noise`` the heels' and toes' :func:`metrics.foot_jitter` and ``tempo`` the heels'
+    :func:`~.contacts.gait_tempo`, if already measured."""
     heel_labels, toe_labels, slip = detect_foot_contacts(heels, toes, root, up, fps, length, settings, foot_edges=False,
-                                                         noise=noise)
+                                                         noise=noise, tempo=tempo)
     heel_labels = heel_down(heel_labels, heels, up, length, fps, settings)
     heel_labels[[not leg.has_toe_bone for leg in rig.legs]] = 0.0
     return heel_labels, toe_labels, slip
@@ -171,12 +173,15 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
     states = np.empty((2, 1 + 3 * len(rig.legs), motion.frames, 3))
     before = _state(gpos, rig, states[0])
     noise = None  # the input feet's jitter over the whole clip, once something reads it
+    size = metrics.character_size(bone_lengths)
+    # The gait's tempo, for the labels and the ground figures alike (both in the gait's own time).
+    tempo = gait_tempo(before["ankles"], up, motion.fps, size, settings.contacts)
     if missing.any() or heel_missing.any():
         root, length = travel(skeleton, gpos, rig, up), mean_leg_length(bone_lengths)  # leg_length's
         noise = metrics.foot_jitter(before["feet"])
         with _timed(timings, "contacts"):
             heel_labels, labels, slip = _label_feet(before["ankles"], before["toes"], rig, root, length, up, motion.fps,
-                                                    settings.contacts, noise)
+                                                    settings.contacts, noise, tempo)
         if is_in_place(before["toes"], root, up, motion.fps, length):
             labels[:] = heel_labels[:] = 0.0  # its feet glide by design: locking them would tear the legs off
             warnings.append(IN_PLACE)
@@ -203,14 +208,13 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
         solve_legs(pose, rig.legs, limits, solution.toes, up, settings.leg_options, heel_targets=solution.heels)
     _state(gpos, rig, states[1])
 
-    size = metrics.character_size(bone_lengths)
     whole = range(motion.frames)[measured] == range(motion.frames)
     if noise is None or not whole:
         noise = metrics.foot_jitter(before["feet"][:, measured])
     steadying = metrics.ground_steadying(noise, motion.fps, size)
     (before_figures, after_figures), (grounded, _) = _metrics(
         states[:, :, measured], len(rig.legs), contacts[:, measured], up, motion.fps, unit_scale,
-        np.array([lim.toe_min_height for lim in limits]), bone_lengths, before["pelvis"][measured], steadying,
+        np.array([lim.toe_min_height for lim in limits]), bone_lengths, before["pelvis"][measured], steadying, tempo,
     )
     pinned = np.stack((heel_contacts[:, measured], contacts[:, measured])) > 0
     warnings += _held_too_far(_parts(states[:, :, measured], len(rig.legs)), pinned, rig,
@@ -218,7 +222,7 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
     if IN_PLACE not in warnings:  # an in-place walk is left unlocked on purpose: its labels are not the news
         if not whole:  # the input's figures are not of the whole clip
             grounded = metrics.ground_slide(metrics.foot_points(before["ankles"], before["toes"]), up, motion.fps,
-                                            size, steadying=steadying)[1]
+                                            size, steadying=steadying, tempo=tempo)[1]
         warnings += metrics.implausible_contacts(contacts, grounded, [leg.name for leg in rig.legs])
     return FootLockResult(
         motion=type(motion)(pose.rot, pose.pos, motion.fps, dict(motion.meta)),
@@ -341,14 +345,14 @@ def _parts(rows, legs):
             "feet": rows[..., 1 + legs :, :, :]}
 
 
-def _metrics(states, legs, contacts, up, fps, unit_scale, floors, bone_lengths, reference_pelvis, steadying):
+def _metrics(states, legs, contacts, up, fps, unit_scale, floors, bone_lengths, reference_pelvis, steadying, tempo):
     """The figures of each state (a before and an after: positions gathered by :func:`_state`,
     (S, 1 + 3 L, F, 3)), measured together, and the share of the frames each foot is on the
     ground (S, L)."""
     parts = _parts(states, legs)
     return metrics.motion_metrics(
         parts["toes"], parts["hips"], parts["ankles"], parts["pelvis"], contacts, up, fps,
-        floors, bone_lengths, reference_pelvis, unit_scale, steadying,
+        floors, bone_lengths, reference_pelvis, unit_scale, steadying, tempo,
     )
 
 

@@ -162,15 +162,19 @@ def ground_steadying(noise, fps, size):
     return steadying_kernel(noise, fps, 1, GROUND_JITTER_SPEED * size, GROUND_STEADYING * fps)
 
 
-def grounded_feet(foot_points, up, fps, size, steadying=None):
+def grounded_feet(foot_points, up, fps, size, steadying=None, tempo=1.0):
     """Which frames (L, F) each foot is on the ground, and its lowest point's horizontal
     velocity (L, F, 3) in world units per second.
 
     ``foot_points`` (P, L, F, 3): the points of each foot (ankle, toe, ...; see
     :func:`foot_points`); ``size``: the character's leg length over a reference adult's,
     for the adult-scaled thresholds; ``steadying``: the :func:`ground_steadying` of the
-    input's feet.
+    input's feet; ``tempo``: the input's :func:`~.contacts.gait_tempo`. The criterion's
+    times and vertical speed are the gait's own, as the labeller's are: a walk four times
+    slower hangs its swing foot near the ground, vertically slow, four times as long, and
+    read at a walk's pace half its swing counted as ground.
     """
+    gait_fps = fps / tempo
     up = np.asarray(up, dtype=float)
     foot_points = steadied(foot_points, steadying)
     heights = heights_along(foot_points, up)  # (P, L, F)
@@ -180,28 +184,29 @@ def grounded_feet(foot_points, up, fps, size, steadying=None):
     rows = lowest * lowest.size + np.arange(lowest.size).reshape(lowest.shape)
     # That point's own velocity, across ``GROUND_SPAN`` either side of its own track: a switch
     # from ankle to toe is no step.
-    velocity = np.take(span_velocity(foot_points, fps, GROUND_SPAN).reshape(-1, 3), rows, axis=0)
+    # (per second of the gait: the clip's own speeds over the tempo)
+    velocity = np.take(span_velocity(foot_points, gait_fps, GROUND_SPAN).reshape(-1, 3), rows, axis=0)
     height = np.take(heights, rows)
-    clearance = height - local_ground(height, round(GROUND_WINDOW * fps), fps)
+    clearance = height - local_ground(height, round(GROUND_WINDOW * gait_fps), fps)
     vertical = heights_along(velocity, up)
     on_ground = (clearance < GROUND_HEIGHT * size) & (np.abs(vertical) < GROUND_VERTICAL_SPEED * size)
-    return long_runs(on_ground, round(GROUND_TIME * fps)), across(velocity, up, vertical)
+    return long_runs(on_ground, round(GROUND_TIME * gait_fps)), across(velocity, up, vertical) * tempo
 
 
-def ground_slide(foot_points, up, fps, size, unit_scale=1.0, steadying=None):
+def ground_slide(foot_points, up, fps, size, unit_scale=1.0, steadying=None, tempo=1.0):
     """Mean horizontal speed (m/s) of the feet's lowest points while on the ground, and the
-    share of frames each foot (L,) is on the ground (``foot_points`` and ``steadying``: see
-    :func:`grounded_feet`)."""
-    (slide,), (grounded_share,) = _ground_slides(foot_points[:, None], up, fps, size, unit_scale, steadying)
+    share of frames each foot (L,) is on the ground (``foot_points``, ``steadying`` and
+    ``tempo``: see :func:`grounded_feet`)."""
+    (slide,), (grounded_share,) = _ground_slides(foot_points[:, None], up, fps, size, unit_scale, steadying, tempo)
     return slide, grounded_share
 
 
-def _ground_slides(foot_points, up, fps, size, unit_scale, steadying):
+def _ground_slides(foot_points, up, fps, size, unit_scale, steadying, tempo):
     """:func:`ground_slide` of S states of the feet at once, ``foot_points`` (P, S, L, F, 3):
     their legs are rows of one array. Returns the S slides and the (S, L) shares."""
     states = foot_points.shape[1]
     on_ground, velocity = grounded_feet(foot_points.reshape((len(foot_points), -1) + foot_points.shape[-2:]), up, fps,
-                                        size, steadying)
+                                        size, steadying, tempo)
     on_ground = on_ground.reshape(states, -1, on_ground.shape[-1])
     speed = lengths(velocity).reshape(on_ground.shape) * unit_scale
     sliding = on_ground & (speed < POP_SPEED * size * unit_scale)
@@ -254,12 +259,12 @@ def resting_floor(heights, fps):
 
 
 def motion_metrics(toes, hips, ankles, pelvis, contacts, up, fps, floors, bone_lengths,
-                   reference_pelvis, unit_scale=1.0, steadying=None):
+                   reference_pelvis, unit_scale=1.0, steadying=None, tempo=1.0):
     """All reported figures for each of S states of the motion (a before and an after), one
     dict per state, and the share of the frames each foot is on the ground (S, L); arrays
     in world units with a leading axis of states: ``toes``, ``hips``, ``ankles`` (S, L, F, 3),
-    ``pelvis`` (S, F, 3). ``steadying`` the input's :func:`ground_steadying`, for the ground
-    figures. The filters that run along frames take every state's legs as rows of one
+    ``pelvis`` (S, F, 3). ``steadying`` the input's :func:`ground_steadying` and ``tempo`` its
+    gait's, for the ground figures. The filters that run along frames take every state's legs as rows of one
     array: on a short clip their cost is per numpy call, not per frame."""
     states = len(toes)
     speeds = toe_speeds(toes, up, fps, unit_scale)  # shared by the toe slide and both skate ratios
@@ -267,7 +272,7 @@ def motion_metrics(toes, hips, ankles, pelvis, contacts, up, fps, floors, bone_l
     ground = resting_floor(toe_heights[0], fps)  # the input's, for every state
     accelerations = ankle_accelerations(ankles, fps, unit_scale)
     slides, grounded_shares = _ground_slides(foot_points(ankles, toes), up, fps,
-                                             character_size(bone_lengths), unit_scale, steadying)
+                                             character_size(bone_lengths), unit_scale, steadying, tempo)
     near = _near_ground(toe_heights, ground, unit_scale)
     columns = {
         "ground_slide_cm_s": 100.0 * np.array(slides),

@@ -237,8 +237,9 @@ def compression_step(motion, factor, fps):
 
 def time_compressed(motion, factor, fps=30):
     """The clip played ``factor`` times faster, sampled at ``fps``: a walk made a run or a
-    dash, its stances 3-6 frames long at 30 fps (x3). Its reference labels are the
-    original's at the same frames: ``reference[:, ::compression_step(motion, factor, fps)]``."""
+    dash, its stances 3-6 frames long at 30 fps (x3); below 1, slower (a 120 fps walk at 0.25
+    is every frame of it played at 30 fps: a sneak). Its reference labels are the original's
+    at the same frames: ``reference[:, ::compression_step(motion, factor, fps)]``."""
     step = compression_step(motion, factor, fps)
     return kinematics.Motion(motion.rot[::step].copy(), motion.pos[::step].copy(), float(fps), dict(motion.meta))
 

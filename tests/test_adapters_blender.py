@@ -305,7 +305,9 @@ def test_a_mirrored_armature_is_refused_naming_the_mirror_and_advice_that_keeps_
 def test_the_mirror_advice_works_fixed_unmirrored_then_mirrored_back_the_feet_stay_planted(addon, sliding, by):
     """What the refusal advises, done on the sliding walk: scale positive, Remove Foot
     Sliding, scale negative again. A mirror that stands still maps each planted toe to one
-    point, so the toes planted in the fix stay still in the world (they slid before)."""
+    point, so the toes planted in the fix stay still in the world (they slid before: 7.9
+    cm/s, the 120 fps walk imported frame for frame plays five times slower in the 24 fps
+    scene; labelled at a walk's pace, its contacts ran into the swings, which slid 35)."""
     from blender_scenes import slide_cm_s
     from control_rig_scenes import world_heads
 
@@ -323,7 +325,7 @@ def test_the_mirror_advice_works_fixed_unmirrored_then_mirrored_back_the_feet_st
 
     assert contacts.sum() > 100 and slide_cm_s(world_heads(addon, obj, toes, frames), contacts, fps) < 0.5
     obj.animation_data.action = original
-    assert slide_cm_s(world_heads(addon, obj, toes, frames), contacts, fps) > 20.0
+    assert slide_cm_s(world_heads(addon, obj, toes, frames), contacts, fps) > 5.0
 
 
 def _contact_values(obj, action, bone, frames):

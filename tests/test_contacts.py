@@ -158,6 +158,47 @@ def test_a_tempo_needs_two_strides_and_stays_human():
     assert alternating_tempo(25, 3) == 1.0  # a side-step and back
 
 
+def test_a_walk_s_cadence_keeps_a_walk_s_tempo_and_a_slower_gait_its_own():
+    """Steps of 0.5-0.6 s (100-120 steps a minute) are a walk's; slower ones scale the
+    tempo down from 0.6 s, to a third at most."""
+    assert alternating_tempo(55, 8) == 1.0
+    assert alternating_tempo(120, 8) == pytest.approx(0.5)
+    assert alternating_tempo(300, 8) == pytest.approx(1.0 / 3.0)
+
+
+@pytest.mark.parametrize("clip", SHARED_WALKS)
+@pytest.mark.parametrize("factor", [0.5, 0.25])
+def test_a_slow_walk_is_labelled_in_its_own_time(clip, factor):
+    """The walks played two and four times slower at 30 fps (a cautious walk, a sneak: steps
+    of 1.1-2.3 s). At a walk's speeds their feet lift and land under the contact threshold
+    for longer, and four times slower whole swings were pinned: F1 0.74-0.85 and "pinned
+    while its animation moves" warnings; labelled in their own time, 0.91-0.97, none."""
+    skeleton, original, rig = load(clip)
+    motion = time_compressed(original, factor)
+    reference = reference_labels(skeleton, original, rig)[:, :: compression_step(original, factor, 30)]
+    assert f1_score(label_contacts(skeleton, motion, rig, bvh.UP)[0], reference) >= 0.9
+    assert not [warning for warning in remove_foot_sliding(skeleton, motion, rig, bvh.UP).warnings
+                if "pinned" in warning]
+
+
+@pytest.mark.parametrize("clip", ["cmu_07_01", "cmu_03_01"])
+def test_the_report_measures_a_slow_walk_in_its_own_time(clip):
+    """The walk four times slower, its root x1.25: the report's ground figures (feet near
+    their ground and vertically still) in the gait's own time, as the labels are. At a
+    walk's pace half of a slow swing hangs near the ground slowly enough to count: the feet
+    read as on the ground on 0.60-0.65 of the frames (0.37-0.43 at full speed) and cmu_07_01
+    slid 24 cm/s where its stances slide 9. Now 0.39-0.55 and 9.3 / 5.6 cm/s for 9.4 / 5.3.
+    (The turning walks step quicker in their turns, so their tempo reads less slow.)"""
+    skeleton, original, rig = load(clip)
+    reference = reference_labels(skeleton, original, rig)
+    full_speed, slow = (scale_root_motion(skeleton, time_compressed(original, factor), 1.25) for factor in (1.0, 0.25))
+    full_share = remove_foot_sliding(skeleton, full_speed, rig, bvh.UP).before["grounded_share"]
+    before = remove_foot_sliding(skeleton, slow, rig, bvh.UP).before
+    stance_slide = 100.0 * metrics.toe_slide(toe_positions(skeleton, slow, rig), reference, bvh.UP, slow.fps)
+    assert abs(before["grounded_share"] - full_share) < 0.15
+    assert before["ground_slide_cm_s"] == pytest.approx(stance_slide, rel=0.25)
+
+
 def test_feet_rising_together_keep_a_walk_s_tempo():
     """Jumps and hops: no alternation of the feet, no tempo."""
     skeleton, motion, rig = load("cmu_01_01")
