@@ -16,7 +16,7 @@ import bpy
 import numpy as np
 
 from ..solvers import loops
-from ..solvers.foot_lock import cut_frames, label_pieces, remove_foot_sliding
+from ..solvers.foot_lock import cut_frames, label_foot_contacts, remove_foot_sliding
 from ..solvers.leg_detection import detect_legs
 from ..solvers.rig import Leg, Rig
 from . import action_compat as compat
@@ -383,8 +383,7 @@ def _animator_contacts(obj, actions, clip, overwrite):
 def label_clip(clip, settings, cuts=None):
     """(2L, F) contact labels of the clip, the toes' then the heels', piece by piece
     between :func:`~..solvers.foot_lock.cut_frames` (no contact on a cut's first frame)."""
-    cuts = cut_frames(clip.skeleton, clip.motion, clip.rig) if cuts is None else cuts
-    heels, toes = label_pieces(clip.skeleton, clip.motion, clip.rig, UP, settings, cuts)
+    heels, toes, _ = label_foot_contacts(clip.skeleton, clip.motion, clip.rig, UP, settings, cuts)
     return np.concatenate([toes, heels])
 
 

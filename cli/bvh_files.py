@@ -13,7 +13,7 @@ import numpy as np
 from ..solvers import bvh
 from ..solvers.atomic_files import atomic_output
 from ..solvers.contacts import REFERENCE_LEG_LENGTH
-from ..solvers.foot_lock import cut_frames, label_pieces, remove_foot_sliding
+from ..solvers.foot_lock import remove_foot_sliding
 from .errors import ClipError
 from .report import clip_entry
 
@@ -45,16 +45,6 @@ def file_unit_scale(path, override=None):
     return unit_scale(parsed, bvh.detect_rig(parsed), override)
 
 
-def _labelled_across_cuts(skeleton, motion, rig, settings):
-    """Takes joined in one file (the pelvis jumps between them): the contacts labelled
-    and the lock solved take by take; none, the solve labels the clip itself."""
-    cuts = cut_frames(skeleton, motion, rig)
-    if not len(cuts):
-        return {}
-    heels, toes = label_pieces(skeleton, motion, rig, bvh.UP, settings.contacts, cuts)
-    return {"contacts": toes, "heel_contacts": heels, "cuts": cuts}
-
-
 def fix_bvh(source, target, settings, unit_override=None):
     """Fix ``source`` into ``target``; returns the one clip entry of the report."""
     start = time.perf_counter()
@@ -63,8 +53,8 @@ def fix_bvh(source, target, settings, unit_override=None):
     scale, unit_source = unit_scale(parsed, rig, unit_override)
     # Solved in metres, the regime the solver is tuned and tested in; written back in file units.
     skeleton, motion = bvh.to_motion(parsed, scale)
-    result = remove_foot_sliding(skeleton, motion, rig, bvh.UP, settings=settings,
-                                 **_labelled_across_cuts(skeleton, motion, rig, settings))
+    # Takes joined in one file (the pelvis jumps between them) are labelled and locked take by take.
+    result = remove_foot_sliding(skeleton, motion, rig, bvh.UP, settings=settings)
     with atomic_output(target) as temp:
         bvh.write(temp, parsed, result.motion, scale, result.rotation_joints, result.location_joints)
     return [clip_entry(

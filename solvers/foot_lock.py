@@ -86,16 +86,39 @@ def label_contacts(skeleton, motion, rig, up, settings=None):
     return toes, slip
 
 
-def label_foot_contacts(skeleton, motion, rig, up, settings=None):
-    """Heel and toe contact weights, (L, F) each, and the slip factor, for a clip as it is.
+def label_foot_contacts(skeleton, motion, rig, up, settings=None, cuts=None):
+    """Heel and toe contact weights, (L, F) each, and the slip factor, for a clip as it is:
+    piece by piece between its ``cuts`` (:func:`cut_frames`, found where None; see
+    :func:`_label_across_cuts`).
 
     A leg without a toe bone has one point to pin (see :func:`remove_foot_sliding`): its
     heel row is 0."""
     check_motion(skeleton, motion)
+    cuts = cut_frames(skeleton, motion, rig) if cuts is None else cuts
     _, gpos = forward_kinematics(skeleton, motion.rot, motion.pos, _solved_joints(rig))
     heels, toes = _points(gpos, rig, "ankle", "toe")
-    return _label_feet(heels, toes, rig, travel(skeleton, gpos, rig, up), leg_length(gpos, rig), up, motion.fps,
-                       settings)
+    return _label_across_cuts(heels, toes, rig, travel(skeleton, gpos, rig, up), leg_length(gpos, rig), up,
+                              motion.fps, settings, cuts)
+
+
+def _label_across_cuts(heels, toes, rig, root, length, up, fps, settings, cuts, noise=None, tempo=None):
+    """:func:`_label_feet` of the whole clip, or where it has ``cuts`` (takes joined, an NLA
+    repeat starting again) of each piece between them on its own, its jitter and tempo its
+    own: no contact spans a jump, none is on a cut's first frame, and the slip is the
+    pieces' (a mean over their frames). ``noise`` and ``tempo``: the whole clip's, if
+    already measured."""
+    if not len(cuts):
+        return _label_feet(heels, toes, rig, root, length, up, fps, settings, noise, tempo)
+    heel_labels, toe_labels = np.zeros((2,) + heels.shape[:2])
+    slip = frames = 0.0
+    for piece in pieces(heels.shape[1], cuts):
+        if piece.stop - piece.start < 2:
+            continue
+        heel_labels[:, piece], toe_labels[:, piece], piece_slip = _label_feet(
+            heels[:, piece], toes[:, piece], rig, root[piece], length, up, fps, settings)
+        slip, frames = slip + piece_slip * (piece.stop - piece.start), frames + piece.stop - piece.start
+    heel_labels[:, cuts] = toe_labels[:, cuts] = 0.0
+    return heel_labels, toe_labels, slip / max(frames, 1.0)
 
 
 def _label_feet(heels, toes, rig, root, length, up, fps, settings, noise=None, tempo=None):
@@ -115,8 +138,8 @@ CUT_SPEED = 20.0  # leg lengths per second: a pelvis this fast jumped (a repeat,
 
 def cut_frames(skeleton, motion, rig):
     """Indices of the frames where the pelvis jumps instead of moving (an NLA repeat starting
-    again, takes joined in one file): no contact spans them (:func:`label_pieces`) and the
-    lock is solved piece by piece between them (:func:`remove_foot_sliding`)."""
+    again, takes joined in one file): no contact spans them (:func:`label_foot_contacts`) and
+    the lock is solved piece by piece between them (:func:`remove_foot_sliding`)."""
     pelvis = rig.pelvis
     if skeleton.parents[pelvis] < 0:  # the usual rig: its position is its world position
         path = motion.pos[:, pelvis]
@@ -127,21 +150,8 @@ def cut_frames(skeleton, motion, rig):
     return np.flatnonzero(step * motion.fps > CUT_SPEED * size) + 1
 
 
-def label_pieces(skeleton, motion, rig, up, settings, cuts):
-    """Heel and toe contact weights, (L, F) each, of the clip labelled piece by piece
-    between ``cuts`` (:func:`cut_frames`), no contact on a cut's first frame."""
-    heels, toes = np.zeros((2, len(rig.legs), motion.frames))
-    for piece in pieces(motion.frames, cuts):
-        if piece.stop - piece.start < 2:
-            continue
-        part = Motion(motion.rot[piece], motion.pos[piece], motion.fps, dict(motion.meta))
-        heels[:, piece], toes[:, piece], _ = label_foot_contacts(skeleton, part, rig, up, settings)
-    heels[:, cuts] = toes[:, cuts] = 0.0
-    return heels, toes
-
-
 def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None, settings=None,
-                        unit_scale=1.0, heel_contacts=None, measured=slice(None), cuts=()):
+                        unit_scale=1.0, heel_contacts=None, measured=slice(None), cuts=None):
     """Lock the feet of ``motion`` during contacts; returns a :class:`FootLockResult`.
 
     Each foot has two points to pin: the toe (the ball, ``leg.toe``) while ``contacts``
@@ -153,15 +163,16 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
     as are all without the array. ``unit_scale`` is metres per world unit, used only for
     the reported figures, which are those of the ``measured`` frames (a loop's solve
     keeps the middle of several cycles). A clip that walks in place is not locked.
-    ``cuts``: the frames where the clip jumps (an NLA repeat starting again); the lock is
-    solved piece by piece between them (their labels are the caller's, as no contact
-    spans a jump).
+    ``cuts``: the frames where the clip jumps (takes joined, an NLA repeat starting again;
+    :func:`cut_frames`, found where None); the lock is solved, and missing labels labelled,
+    piece by piece between them.
     """
     settings = settings or FootLockSettings()
     up = np.asarray(up, dtype=float) / np.linalg.norm(up)
     check_motion(skeleton, motion)
     if not rig.legs:
         raise SolverInputError("the rig has no legs to lock")
+    cuts = cut_frames(skeleton, motion, rig) if cuts is None else cuts
     timings, slip, warnings = {}, 0.0, []
     with _timed(timings, "kinematics"):
         grot, gpos = forward_kinematics(skeleton, motion.rot, motion.pos, _solved_joints(rig), by_component=True)
@@ -180,8 +191,8 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
         root, length = travel(skeleton, gpos, rig, up), mean_leg_length(bone_lengths)  # leg_length's
         noise = metrics.foot_jitter(before["feet"])
         with _timed(timings, "contacts"):
-            heel_labels, labels, slip = _label_feet(before["ankles"], before["toes"], rig, root, length, up, motion.fps,
-                                                    settings.contacts, noise, tempo)
+            heel_labels, labels, slip = _label_across_cuts(before["ankles"], before["toes"], rig, root, length, up,
+                                                           motion.fps, settings.contacts, cuts, noise, tempo)
         if is_in_place(before["toes"], root, up, motion.fps, length):
             labels[:] = heel_labels[:] = 0.0  # its feet glide by design: locking them would tear the legs off
             warnings.append(IN_PLACE)

@@ -104,7 +104,8 @@ def solve_loop(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None, setting
     tiled, (tiled_contacts, tiled_heels) = tile(motion, copies, rows)
     middle = slice(period * (copies // 2), period * (copies // 2 + 1) + 1)
     result = remove_foot_sliding(skeleton, tiled, rig, up, contacts=tiled_contacts, settings=settings,
-                                 unit_scale=unit_scale, heel_contacts=tiled_heels, measured=middle)
+                                 unit_scale=unit_scale, heel_contacts=tiled_heels, measured=middle,
+                                 cuts=())  # the copies join seamlessly: one cycle after another
     shift = (copies // 2) * cycle_offset(motion)
     kept = type(motion)(result.motion.rot[middle], result.motion.pos[middle] - shift, motion.fps,
                         dict(motion.meta))

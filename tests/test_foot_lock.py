@@ -482,6 +482,26 @@ def test_a_clip_that_jumps_back_is_locked_as_its_pieces_are_alone():
         assert np.abs(got - np.concatenate([expected] * 2)).max() < 1e-9
 
 
+def test_a_clip_that_jumps_back_is_cut_and_labelled_piece_by_piece_untold():
+    """The same walk played twice, neither the jump nor labels given: the solve finds the jump
+    (cut_frames) and labels each half on its own, as the walk alone (no contact on the
+    jump's frame), so no foot is held across it. Labelled as one clip, a contact ran across
+    the jump and the pelvis moved 2.7 m to hold it: slide 14 -> 21 cm/s."""
+    skeleton, motion, rig = load("cmu_131_01")
+    sliding = scale_root_motion(skeleton, motion, 1.25)
+    alone = remove_foot_sliding(skeleton, sliding, rig, bvh.UP)
+    twice = type(sliding)(np.concatenate([sliding.rot] * 2), np.concatenate([sliding.pos] * 2), sliding.fps,
+                          dict(sliding.meta))
+    both = remove_foot_sliding(skeleton, twice, rig, bvh.UP)
+    assert not both.warnings
+    away_from_the_jump = np.arange(2 * motion.frames) != motion.frames
+    for got, expected in ((both.contacts, alone.contacts), (both.heel_contacts, alone.heel_contacts)):
+        assert np.array_equal(got[:, away_from_the_jump], np.tile(expected, 2)[:, away_from_the_jump])
+    reference = np.tile(reference_labels(skeleton, motion, rig), 2)
+    reference[:, motion.frames - 1 : motion.frames + 1] = False  # the step across the jump is no slide
+    assert metrics.toe_slide(toe_positions(skeleton, both.motion, rig), reference, bvh.UP, motion.fps) < 0.005
+
+
 def test_a_foot_that_grows_while_planted_is_reported():
     """Animated scale on a foot: held at heel and ball it cannot keep both (its ball slides
     a little); the report says so rather than leaving the after figure to explain itself."""
