@@ -117,6 +117,19 @@ def print_in_place(clips_dir, clips=SHARED_CLIPS):
         print(f"{clip:<11} {fps:>3} fps: F1 {cs.f1_score(labels, reference):.3f}")
 
 
+def compressed_clips(clips_dir, clips, pacings):
+    """Per clip and (factor, rate) of ``pacings``: its name, the factor, the rate, the
+    skeleton, the clip played ``factor`` times faster at that rate
+    (:func:`clip_scenarios.time_compressed`), the rig, and the original clip's reference
+    labels at the same frames."""
+    for clip in clips:
+        skeleton, original, rig = cs.load(clip, clips_dir=clips_dir)
+        reference = cs.reference_labels(skeleton, original, rig)
+        for factor, fps in pacings:
+            yield (clip, factor, fps, skeleton, cs.time_compressed(original, factor, fps), rig,
+                   reference[:, :: cs.compression_step(original, factor, fps)])
+
+
 RUN_FACTORS = (2, 3)  # a walk played this many times faster: stances of 5-7 and 3-6 frames at 30 fps
 
 
@@ -127,21 +140,17 @@ def run_rows(clips_dir, clips=SHARED_CLIPS, factors=RUN_FACTORS, rates=(30, 60))
     the original's reference frames before and after the fix (cm/s)."""
     from foot_lock.solvers.contacts import reference_contacts
 
-    for clip in clips:
-        skeleton, original, rig = cs.load(clip, clips_dir=clips_dir)
-        full_reference = cs.reference_labels(skeleton, original, rig)
-        for factor, fps in ((factor, fps) for factor in factors for fps in rates):
-            motion = cs.time_compressed(original, factor, fps)
-            reference = full_reference[:, :: cs.compression_step(original, factor, fps)]
-            ceiling = cs.f1_score(reference_contacts(cs.toe_positions(skeleton, motion, rig), fps,
-                                                     threshold=0.25 * factor, window=1), reference)
-            for name, scenario in cs.root_scenarios(skeleton, motion).items():
-                labels, _ = label_contacts(skeleton, scenario, rig, bvh.UP)
-                result = remove_foot_sliding(skeleton, scenario, rig, bvh.UP)
-                before = metrics.toe_slide(cs.toe_positions(skeleton, scenario, rig), reference, bvh.UP, fps)
-                after = metrics.toe_slide(cs.toe_positions(skeleton, result.motion, rig), reference, bvh.UP, fps)
-                yield (clip, factor, fps, name, cs.f1_score(labels, reference), ceiling, 100.0 * before,
-                       100.0 * after)
+    pacings = [(factor, fps) for factor in factors for fps in rates]
+    for clip, factor, fps, skeleton, motion, rig, reference in compressed_clips(clips_dir, clips, pacings):
+        ceiling = cs.f1_score(reference_contacts(cs.toe_positions(skeleton, motion, rig), fps,
+                                                 threshold=0.25 * factor, window=1), reference)
+        for name, scenario in cs.root_scenarios(skeleton, motion).items():
+            labels, _ = label_contacts(skeleton, scenario, rig, bvh.UP)
+            result = remove_foot_sliding(skeleton, scenario, rig, bvh.UP)
+            before = metrics.toe_slide(cs.toe_positions(skeleton, scenario, rig), reference, bvh.UP, fps)
+            after = metrics.toe_slide(cs.toe_positions(skeleton, result.motion, rig), reference, bvh.UP, fps)
+            yield (clip, factor, fps, name, cs.f1_score(labels, reference), ceiling, 100.0 * before,
+                   100.0 * after)
 
 
 SLOW_FACTORS = ((0.5, 30), (0.25, 30), (0.5, 60))  # a walk played slower, and the rate it is sampled at
@@ -151,15 +160,10 @@ def slow_rows(clips_dir, clips=SHARED_CLIPS):
     """Per walk played two / four times slower (a cautious walk, a sneak): the labels' F1
     against the original's reference, and how many contacts the fix pinned while the
     animation moved the foot away (the "pinned ... while its animation moves" warnings)."""
-    for clip in clips:
-        skeleton, original, rig = cs.load(clip, clips_dir=clips_dir)
-        full_reference = cs.reference_labels(skeleton, original, rig)
-        for factor, fps in SLOW_FACTORS:
-            motion = cs.time_compressed(original, factor, fps)
-            reference = full_reference[:, :: cs.compression_step(original, factor, fps)]
-            labels, _ = label_contacts(skeleton, motion, rig, bvh.UP)
-            warnings = remove_foot_sliding(skeleton, motion, rig, bvh.UP).warnings
-            yield clip, factor, fps, cs.f1_score(labels, reference), sum("pinned" in warning for warning in warnings)
+    for clip, factor, fps, skeleton, motion, rig, reference in compressed_clips(clips_dir, clips, SLOW_FACTORS):
+        labels, _ = label_contacts(skeleton, motion, rig, bvh.UP)
+        warnings = remove_foot_sliding(skeleton, motion, rig, bvh.UP).warnings
+        yield clip, factor, fps, cs.f1_score(labels, reference), sum("pinned" in warning for warning in warnings)
 
 
 def print_slow_walks(clips_dir, clips=SHARED_CLIPS):

@@ -7,8 +7,8 @@ A trial is ``<name>.c3d`` (read with the pure-Python ``c3d`` package from PyPI) 
 plate (vertical force above 20 N). Markers stand in for joints: heel = the heel marker,
 toe = a metatarsal-head marker (where the marker sets place their toe marker), toe tip = the
 front of the foot estimated beyond it (:func:`foot_tips`), root = the mean of the pelvis
-markers. The foot's contact is heel OR toe (heel strike to toe-off). Only the frames around each plate stance
-are scored (outside a plate, 0 means "not measured", not "in the air").
+markers. The foot's contact is heel OR toe (heel strike to toe-off). Only the frames around
+each plate stance are scored (outside a plate, 0 means "not measured", not "in the air").
 
 A plate measures the sum of what stands on it. Where the other foot lands on a plate the
 stance foot still stands on (a long plate, a short step: walk.c3d's last plate), the plate

@@ -264,8 +264,8 @@ def motion_metrics(toes, hips, ankles, pelvis, contacts, up, fps, floors, bone_l
     dict per state, and the share of the frames each foot is on the ground (S, L); arrays
     in world units with a leading axis of states: ``toes``, ``hips``, ``ankles`` (S, L, F, 3),
     ``pelvis`` (S, F, 3). ``steadying`` the input's :func:`ground_steadying` and ``tempo`` its
-    gait's, for the ground figures. The filters that run along frames take every state's legs as rows of one
-    array: on a short clip their cost is per numpy call, not per frame."""
+    gait's, for the ground figures. The filters that run along frames take every state's legs
+    as rows of one array: on a short clip their cost is per numpy call, not per frame."""
     states = len(toes)
     speeds = toe_speeds(toes, up, fps, unit_scale)  # shared by the toe slide and both skate ratios
     toe_heights = heights_along(toes, up)  # shared by the skate ratios and the penetration
