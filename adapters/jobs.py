@@ -10,13 +10,12 @@ failed job changes nothing.
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
-from functools import partial
 
 import bpy
 import numpy as np
 
 from ..solvers import loops
-from ..solvers.foot_lock import cut_frames, label_foot_contacts, remove_foot_sliding
+from ..solvers.foot_lock import label_foot_contacts, remove_foot_sliding
 from ..solvers.leg_detection import detect_legs
 from ..solvers.rig import Leg, Rig
 from . import action_compat as compat
@@ -380,24 +379,11 @@ def _animator_contacts(obj, actions, clip, overwrite):
     return rows
 
 
-def label_clip(clip, settings, cuts=None):
+def label_clip(clip, settings):
     """(2L, F) contact labels of the clip, the toes' then the heels', piece by piece
     between :func:`~..solvers.foot_lock.cut_frames` (no contact on a cut's first frame)."""
-    heels, toes, _ = label_foot_contacts(clip.skeleton, clip.motion, clip.rig, UP, settings, cuts)
+    heels, toes, _ = label_foot_contacts(clip.skeleton, clip.motion, clip.rig, UP, settings)
     return np.concatenate([toes, heels])
-
-
-def label_missing_across_cuts(clip, contacts, settings, cuts):
-    """``contacts`` (2L, F) with the rows of curves that do not exist (NaN) labelled by
-    :func:`label_clip` and no contact on a cut (``cuts``: :func:`~..solvers.foot_lock.cut_frames`);
-    unchanged (the solve labels them, with the slip it measures) where the clip has no cuts."""
-    missing = np.isnan(contacts).all(axis=1)
-    if not len(cuts) or not missing.any():
-        return contacts
-    contacts = contacts.copy()
-    contacts[missing] = label_clip(clip, settings, cuts)[missing]
-    contacts[:, cuts] = 0.0
-    return contacts
 
 
 @dataclass
@@ -478,14 +464,13 @@ def remove_sliding(obj, scene, progress=lambda fraction: None):
     clip, sampled = read_source_clip(obj, scene, source)
     progress(0.3)
     rows = _animator_contacts(obj, [source.result, source.action], clip, settings.overwrite_contacts)
-    missing = np.isnan(rows).all(axis=1)  # labelled with the current settings
-    cuts = cut_frames(clip.skeleton, clip.motion, clip.rig)
-    rows = label_missing_across_cuts(clip, rows, contact_settings(settings), cuts)
+    missing = np.isnan(rows).all(axis=1)  # labelled by the solve, with the current settings
     contacts, heel_contacts = np.split(rows, 2)
     progress(0.4)
+    # The solve finds where the clip jumps back and labels each take on its own; a loop,
+    # whose last pose is its first (_is_loop), does not jump.
     looped = _is_loop(obj, source, clip)
-    # A loop's last pose is its first (_is_loop): a clip that jumps back does not close.
-    solve = loops.solve_loop if looped else partial(remove_foot_sliding, cuts=cuts)
+    solve = loops.solve_loop if looped else remove_foot_sliding
     result = solve(
         clip.skeleton, clip.motion, clip.rig, UP, contacts=contacts,
         settings=solver_settings(settings), unit_scale=unit_scale(scene), heel_contacts=heel_contacts,
