@@ -76,6 +76,9 @@ _TOE_FLAT = 0.7
 # Bones at and above the legs' common ancestor that may carry the pelvis name: 3ds Max Biped
 # hangs the thighs on "Bip01 Spine", a child of "Bip01 Pelvis".
 _PELVIS_NAME_REACH = 3
+# A bone the legs hang from may share the body with the spine through a parent this high at
+# least (a share of the legs' own parent's height): a root bone on the floor carries neither.
+_BODY_ROOT_HEIGHT = 0.5
 
 _NO_LEGS = (
     "no leg chains found: expected bones named like thigh/upleg/upperleg/hip, "
@@ -491,9 +494,28 @@ def _pelvis(rig, legs):
         raise LegDetectionError(
             "the legs are in separate hierarchies: no common parent bone to serve as pelvis"
         )
+    base = _carrying_the_upper_body(rig, base)
     for bone in [base, *rig.ancestors(base)][:_PELVIS_NAME_REACH]:
         name = rig.parsed[bone]
         if name.side is None and name.core in _PELVIS_NAMES:
+            return bone
+    return base
+
+
+def _carrying_the_upper_body(rig, base):
+    """``base`` (the legs' common parent), or the bone above it that carries the upper body
+    too: Character Creator hangs the legs on ``CC_Base_Pelvis`` and the spine on its sibling
+    ``CC_Base_Waist``, both under ``CC_Base_Hip``, as Daz Genesis does under ``hip``. The
+    pelvis correction moves the whole body; put on the legs' own parent alone, it would tear
+    the hips from the waist. The upper body is where the rig's topmost point hangs."""
+    top = max(range(len(rig.names)), key=lambda bone: max(rig.head_level[bone], rig.tail_level[bone]))
+    if top == base or rig.is_below(top, base):
+        return base
+    floor = _BODY_ROOT_HEIGHT * rig.head_level[base]
+    for bone in rig.ancestors(base):
+        if rig.head_level[bone] < floor:
+            break
+        if top == bone or rig.is_below(top, bone):
             return bone
     return base
 

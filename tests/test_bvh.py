@@ -42,6 +42,55 @@ def test_a_pelvis_without_position_channels_moves_through_the_root(clips_dir, tm
     assert np.allclose(toes, toe_positions(skeleton, result.motion, rig), atol=1e-4)
 
 
+def with_legs_beside_the_spine(path):
+    """The CMU file with its hips laid out as Character Creator and Daz lay them out: the
+    legs hang from a joint of their own (``Pelvis``, with position channels as MotionBuilder
+    writes every joint, all zero) beside the spine, both under ``Hips``."""
+    parsed = bvh.read(path)
+    hierarchy = parsed.header[: parsed.header.index("MOTION")]
+    legs, spine = hierarchy.index("JOINT LHipJoint"), hierarchy.index("JOINT LowerBack")
+    pelvis = "JOINT Pelvis\n{\nOFFSET 0 0 0\nCHANNELS 6 Xposition Yposition Zposition Zrotation Yrotation Xrotation\n"
+    hierarchy = hierarchy[:legs] + pelvis + hierarchy[legs:spine] + "}\n" + hierarchy[spine:]
+    values = np.hstack([parsed.values[:, :6], np.zeros((len(parsed.values), 6)), parsed.values[:, 6:]])
+    rows = "\n".join(" ".join(f"{v:.6f}" for v in row) for row in values)
+    return f"{hierarchy}MOTION\nFrames: {len(values)}\nFrame Time: {parsed.frame_time}\n{rows}\n"
+
+
+def test_legs_hung_beside_the_spine_move_with_it(clips_dir, tmp_path):
+    """The pelvis correction goes on the joint that carries legs and spine alike: put on the
+    legs' own parent, it would pull the legs away from the body."""
+    source = tmp_path / "beside.bvh"
+    source.write_text(with_legs_beside_the_spine(clips_dir / "cmu_07_01.bvh"))
+    skeleton, motion, rig = bvh.load(bvh.write_sliding_copy(source, tmp_path / "sliding.bvh", 1.25), CMU_TO_METRES)
+    assert skeleton.names[rig.pelvis] == "Hips"
+    result = remove_foot_sliding(skeleton, motion, rig, bvh.UP)
+    assert result.after["pelvis_deviation_cm"] > 0.1  # the solve did move the body
+    spine, pelvis = skeleton.index("LowerBack"), skeleton.index("Pelvis")
+
+    def spine_on_the_pelvis(state):
+        _, gpos = forward_kinematics(skeleton, state.rot, state.pos)
+        return gpos[:, spine] - gpos[:, pelvis]
+
+    assert np.abs(spine_on_the_pelvis(result.motion) - spine_on_the_pelvis(motion)).max() < 1e-6
+
+
+def test_legs_hung_beside_the_spine_move_with_it_in_blender(addon, clips_dir, tmp_path):
+    """The same in Blender: Detect Legs picks the bone above both, and Remove Foot Sliding
+    keys its location."""
+    from blender_scenes import import_clip, world_joints
+
+    source = tmp_path / "beside.bvh"
+    source.write_text(with_legs_beside_the_spine(clips_dir / "cmu_07_01.bvh"))
+    obj = import_clip(addon, bvh.write_sliding_copy(source, tmp_path / "sliding.bvh", 1.25))
+    bones = ["LowerBack", "Pelvis"]
+    before = world_joints(obj, bones)
+    assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
+    assert obj.foot_lock.pelvis == "Hips"
+    after = world_joints(obj, bones)
+    assert np.abs(after - before).max() > 0.01  # metres: the solve did move the body
+    assert np.abs((after[:, 0] - after[:, 1]) - (before[:, 0] - before[:, 1])).max() < 1e-5
+
+
 def test_writing_a_position_to_a_joint_without_position_channels_is_refused(clips_dir, tmp_path):
     parsed = bvh.read(clips_dir / "cmu_07_01.bvh")
     skeleton, motion = bvh.to_motion(parsed)

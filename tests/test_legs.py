@@ -316,11 +316,17 @@ def test_3ds_max_biped_pelvis_above_the_thighs_parent():
     )
 
 
-def test_character_creator_skips_twist_bones():
+def test_character_creator_skips_twist_bones_and_moves_the_hip_that_carries_the_waist():
+    """Character Creator hangs the legs on CC_Base_Pelvis and the spine on its sibling
+    CC_Base_Waist, both under CC_Base_Hip: the pelvis correction goes on the hip, or it
+    would move the legs away from the waist."""
     rig = Rig()
     rig.add("CC_Base_BoneRoot", None, (0, 0, 0), (0, 0, 0.1))
     rig.add("CC_Base_Hip", "CC_Base_BoneRoot", (0, 0, 1.0), (0, 0, 1.05))
     rig.add("CC_Base_Pelvis", "CC_Base_Hip", (0, 0, 1.0), (0, 0, 0.95))
+    add_spine_and_arms(rig, "CC_Base_Hip", ["CC_Base_Waist", "CC_Base_Spine01", "CC_Base_Spine02"],
+                       ["CC_Base_{side}_Clavicle", "CC_Base_{side}_Upperarm", "CC_Base_{side}_Forearm",
+                        "CC_Base_{side}_Hand"])
     for side, letter in ((LEFT, "L"), (RIGHT, "R")):
         hip, knee = leg_points(side)[:2]
         rig.add(f"CC_Base_{letter}_ThighTwist01", "CC_Base_Pelvis", hip, np.add(hip, knee) / 2)
@@ -331,13 +337,45 @@ def test_character_creator_skips_twist_bones():
             [f"CC_Base_{letter}_{w}" for w in ("Thigh", "Calf", "Foot", "ToeBase")],
         )
     guess = rig.detect()
-    assert rig.names[guess.pelvis] == "CC_Base_Pelvis"
+    assert rig.names[guess.pelvis] == "CC_Base_Hip"
     assert legs_by_side(guess, rig.names)["left"] == (
         "CC_Base_L_Thigh",
         "CC_Base_L_Calf",
         "CC_Base_L_Foot",
         "CC_Base_L_ToeBase",
     )
+
+
+def test_daz_genesis_moves_the_hip_above_its_pelvis_and_abdomen():
+    """Genesis 8: hip -> pelvis -> thighs (a bend and a twist bone each), hip -> abdomen."""
+    rig = Rig()
+    rig.add("hip", None, (0, 0, 1.0), (0, 0, 0.95))
+    rig.add("pelvis", "hip", (0, 0, 1.0), (0, 0, 0.9))
+    add_spine_and_arms(rig, "hip", ["abdomenLower", "abdomenUpper", "chestLower", "neckLower", "head"],
+                       ["{side}Collar", "{side}ShldrBend", "{side}ForearmBend", "{side}Hand"])
+    for side, letter in ((LEFT, "l"), (RIGHT, "r")):
+        hip, knee, ankle, ball, tip, _ = leg_points(side)
+        middle = np.add(hip, knee) / 2
+        rig.chain("pelvis", [f"{letter}ThighBend", f"{letter}ThighTwist", f"{letter}Shin", f"{letter}Foot"],
+                  [hip, middle, knee, ankle, np.add(ankle, ball) / 2])
+        rig.chain(f"{letter}Foot", [f"{letter}Metatarsals", f"{letter}Toe"], [np.add(ankle, ball) / 2, ball, tip])
+    guess = rig.detect()
+    assert rig.names[guess.pelvis] == "hip"
+    assert legs_by_side(guess, rig.names)["right"] == ("rThighBend", "rShin", "rFoot", "rToe")
+
+
+def test_a_root_on_the_floor_with_a_prop_above_the_head_is_not_the_pelvis():
+    """The topmost point may hang from a root bone on the floor (a prop, an IK target
+    parented to the root): the body is still carried by the hips, not by the root."""
+    rig = Rig()
+    rig.add("root", None, (0, 0, 0), (0, 0.2, 0))
+    rig.add("Hips", "root", (0, 0, 1.0), (0, 0, 1.1))
+    add_spine_and_arms(rig, "Hips", ["Spine", "Chest", "Neck"], ["{side}Shoulder", "{side}Arm", "{side}ForeArm",
+                                                               "{side}Hand"])
+    for side, word in ((LEFT, "Left"), (RIGHT, "Right")):
+        add_leg(rig, "Hips", side, [f"{word}UpLeg", f"{word}Leg", f"{word}Foot", f"{word}ToeBase"])
+    rig.add("prop", "root", (0.3, 0, 2.2), (0.3, 0, 2.4))
+    assert rig.names[rig.detect().pelvis] == "Hips"
 
 
 def test_named_foot_without_toe_bone():
