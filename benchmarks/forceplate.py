@@ -17,19 +17,28 @@ truth is unknown, and those frames are not scored (:func:`shared_plate_frames`).
 """
 
 import json
+import re
 import sys
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-# Marker names per foot, first found wins; pelvis markers are averaged.
-HEEL_MARKERS = {"L": ("LHEE", "l heel", "L_FCC"), "R": ("RHEE", "r heel", "R_FCC")}
-TOE_MARKERS = {"L": ("LTOE", "l met", "L_FM1"), "R": ("RTOE", "r met", "R_FM1")}
-PELVIS_MARKERS = ("LASI", "RASI", "LPSI", "RPSI", "l asis", "r asis", "sacrum", "L_IAS", "R_IAS", "L_IPS", "R_IPS")
+# Marker names as the common marker sets write them, a side's letter or word before or
+# after (Plug-in Gait LHEE / LTOE / LASI, CAST L_FCC / L_FM1 / L_IAS, BTS "l heel" / "l met",
+# "L.Heel.Bottom" / "L.MT1" / "L.ASIS", a Vicon subject's "Bob:LHEE"), compared without case,
+# separators or subject: per foot the first name of each list found wins, pelvis markers are
+# averaged. The toe is a metatarsal head: where the sets place their toe marker.
+HEEL_NAMES = ("hee", "heel", "fcc", "cal", "calc", "heelbottom", "heelback", "heeltop")
+TOE_NAMES = ("toe", "met", "fm1", "mt1", "mh1", "fm2", "mt2", "mh2", "p1m", "d1m", "fm5", "mt5", "mh5")
+PELVIS_NAMES = ("asi", "asis", "ias", "psi", "psis", "ips")  # one per side
+SACRUM_NAMES = ("sacr", "sacrum", "sacral", "sac")  # or one in the middle
 FEET = ("L", "R")
+SIDES = {"L": ("l", "left"), "R": ("r", "right")}
 SCORE_MARGIN = 0.3  # s scored before and after each plate stance (the foot is in swing there)
-MM = 0.001
+MM = 0.001  # the unit of a C3D file's points unless its POINT:UNITS says another
+METRES_PER_UNIT = {"mm": MM, "cm": 0.01, "m": 1.0}
 # A reference adult's pelvis markers stand about 0.95 m above the heel markers, its leg
 # (hip to ankle) is 0.85 m long: the ratio turns a trial's marker heights into a leg length.
 LEG_PER_PELVIS_HEIGHT = 0.85 / 0.95
@@ -64,26 +73,56 @@ class Trial:
 
 def read_markers(path):
     """Marker labels, the point rate, positions (F, markers, 3) in metres, NaN where invalid,
-    and the force plates' corners (plates, 4, 3) in metres (lab axes, as the markers)."""
+    and the force plates' corners (plates, 4, 3) in metres (lab axes, as the markers), None
+    where the file does not give them."""
     import c3d
 
-    with open(path, "rb") as handle:
+    with open(path, "rb") as handle, warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "No analog data found")  # markers alone: no analog data is read here
         reader = c3d.Reader(handle)
         labels = [label.strip() for label in reader.point_labels]
         points = np.array([frame for _, frame, _ in reader.read_frames()], dtype=float)
         rate = float(reader.point_rate)
-        corners = reader.get("FORCE_PLATFORM").get("CORNERS")
-        corners = np.asarray(corners.float_array, dtype=float).reshape(-1, 4, 3) * MM
-    positions = points[..., :3] * MM
+        units = reader.get("POINT:UNITS")
+        metres = METRES_PER_UNIT.get(units.string_value.strip().lower(), MM) if units is not None else MM
+        plates = reader.get("FORCE_PLATFORM")
+        corners = None if plates is None else plates.get("CORNERS")
+        if corners is not None:
+            corners = np.asarray(corners.float_array, dtype=float).reshape(-1, 4, 3) * metres
+    positions = points[..., :3] * metres
     positions[points[..., 3] < 0] = np.nan  # a negative residual marks a marker not seen
     return labels, rate, positions, corners
 
 
-def pick(labels, positions, names):
-    found = [labels.index(name) for name in names if name in labels]
+def marker_key(label):
+    """A label as :data:`HEEL_NAMES` and the others compare it: lower case, without its
+    subject (``"Bob:"``) or separators (``"L.Heel.Bottom"`` -> ``"lheelbottom"``)."""
+    return re.sub(r"[^a-z0-9]", "", label.rsplit(":", 1)[-1].lower())
+
+
+def sided_markers(labels, names, foot):
+    """Indices of the ``labels`` that are one of ``names`` on ``foot``'s side, in the order
+    of ``names`` (a side's letter or word before the name or after it)."""
+    keys = [marker_key(label) for label in labels]
+    return [keys.index(key) for name in names for side in SIDES[foot] for key in (side + name, name + side)
+            if key in keys]
+
+
+def pick(labels, positions, names, foot):
+    found = sided_markers(labels, names, foot)
     if not found:
-        raise KeyError(f"none of the markers {names} in the trial")
+        raise KeyError(f"no {foot} marker named as any of {names} in the trial (labels: {labels})")
     return positions[:, found[0]]
+
+
+def pelvis_markers(labels):
+    """Indices of the pelvis markers among ``labels``: both sides' ASIS and PSIS, and a sacrum."""
+    keys = [marker_key(label) for label in labels]
+    sided = {index for foot in FEET for index in sided_markers(labels, PELVIS_NAMES, foot)}
+    found = sorted(sided | {keys.index(name) for name in SACRUM_NAMES if name in keys})
+    if not found:
+        raise KeyError(f"no pelvis marker (ASIS, PSIS or sacrum) in the trial (labels: {labels})")
+    return found
 
 
 def mean_of_seen(tracks):
@@ -104,10 +143,9 @@ def load_trial(c3d_path):
     """The trial cut to the frames where every marker used is seen at both ends."""
     c3d_path = Path(c3d_path)
     labels, rate, positions, corners = read_markers(c3d_path)
-    heels = [pick(labels, positions, HEEL_MARKERS[foot]) for foot in FEET]
-    toes = [pick(labels, positions, TOE_MARKERS[foot]) for foot in FEET]
-    pelvis = [positions[:, labels.index(name)] for name in PELVIS_MARKERS if name in labels]
-    root = mean_of_seen(np.stack(pelvis))
+    heels = [pick(labels, positions, HEEL_NAMES, foot) for foot in FEET]
+    toes = [pick(labels, positions, TOE_NAMES, foot) for foot in FEET]
+    root = mean_of_seen(positions[:, pelvis_markers(labels)].swapaxes(0, 1))
     tracks = np.stack([*heels, *toes, root])
     seen = np.flatnonzero(np.isfinite(tracks).all(axis=(0, 2)))
     first, last = seen[0], seen[-1] + 1
@@ -116,13 +154,15 @@ def load_trial(c3d_path):
     up = vertical_axis(root, heels)
     truth = json.loads(c3d_path.with_suffix("").with_suffix(".contacts.json").read_text())
     plate_stances = [
-        (FEET.index(plate["foot"]), corners[plate["plate"] - 1], max(start - first, 0), min(end - first, last - first))
+        (FEET.index(plate["foot"]), plate["plate"] - 1, max(start - first, 0), min(end - first, last - first))
         for plate in truth["plates"] if plate["foot"] in FEET
         for start, end in plate["contact_frames_0based"] if end > first and start < last
     ]
     known = np.ones(heels.shape[:2], dtype=bool)
-    for foot, plate, start, end in plate_stances:
-        known[foot, start:end] &= ~shared_plate_frames(heels[1 - foot], toes[1 - foot], plate, up, rate, start, end)
+    # Without the plates' corners, no frame can be told shared: all are scored.
+    for foot, plate, start, end in plate_stances if corners is not None else ():
+        known[foot, start:end] &= ~shared_plate_frames(heels[1 - foot], toes[1 - foot], corners[plate], up, rate,
+                                                       start, end)
     stances = [(foot, start, end) for foot, _, start, end in plate_stances]
     pelvis_height = np.median(root @ up) - np.percentile(heels @ up, 5)
     return Trial(c3d_path.stem, heels, toes, root, up, rate, stances, LEG_PER_PELVIS_HEIGHT * pelvis_height, known)

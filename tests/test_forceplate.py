@@ -1,6 +1,7 @@
 """Contact timing against force-plate truth: three gait-lab trials (tests/data/forceplate)."""
 
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -120,3 +121,67 @@ def test_the_scorer_sees_labels_that_miss_the_plates():
     labels = forceplate.foot_labels(trial)
     f1, _, _ = forceplate.score(~labels, trial)
     assert f1 < 0.5
+
+
+# A lab's labels for the same trial: walk.c3d's Plug-in Gait markers as other marker sets
+# and capture systems name them.
+RENAMED = {
+    "a Vicon subject's": {name: f"Subject01:{name}" for name in ("LHEE", "RHEE", "LTOE", "RTOE", "LASI", "RASI",
+                                                                 "LPSI", "RPSI")},
+    "dotted words": {"LHEE": "L.Heel", "RHEE": "R.Heel", "LTOE": "L.MT1", "RTOE": "R.MT1", "LASI": "L.ASIS",
+                     "RASI": "R.ASIS", "LPSI": "L.PSIS", "RPSI": "R.PSIS"},
+    "sides last": {"LHEE": "heel_left", "RHEE": "heel_right", "LTOE": "toe_left", "RTOE": "toe_right",
+                   "LASI": "ASIS_L", "RASI": "ASIS_R", "LPSI": "PSIS_L", "RPSI": "PSIS_R"},
+    "CAST": {"LHEE": "L_FCC", "RHEE": "R_FCC", "LTOE": "L_FM1", "RTOE": "R_FM1", "LASI": "L_IAS", "RASI": "R_IAS",
+             "LPSI": "L_IPS", "RPSI": "R_IPS"},
+}
+
+
+@pytest.mark.parametrize("marker_set", sorted(RENAMED))
+def test_a_trial_reads_the_same_whatever_its_marker_set_calls_the_markers(monkeypatch, marker_set):
+    recorded = forceplate.load_trial(DATA / "walk.c3d")
+    read_markers = forceplate.read_markers
+
+    def renamed(path):
+        labels, *rest = read_markers(path)
+        return [RENAMED[marker_set].get(label, f"unused{index}") for index, label in enumerate(labels)], *rest
+
+    monkeypatch.setattr(forceplate, "read_markers", renamed)
+    relabelled = forceplate.load_trial(DATA / "walk.c3d")
+    for part in ("heels", "toes", "root"):
+        np.testing.assert_allclose(getattr(relabelled, part), getattr(recorded, part), atol=1e-12)
+
+
+def test_a_sacrum_stands_in_for_the_posterior_pelvis_markers_and_no_pelvis_is_told():
+    labels = ["Bob:LASI", "Bob:RASI", "Bob:SACR", "Bob:LHEE"]
+    assert forceplate.pelvis_markers(labels) == [0, 1, 2]
+    assert forceplate.sided_markers(labels, forceplate.HEEL_NAMES, "L") == [3]
+    assert forceplate.sided_markers(labels, forceplate.HEEL_NAMES, "R") == []
+    with pytest.raises(KeyError, match="no pelvis marker"):
+        forceplate.pelvis_markers(["LHEE", "RHEE"])
+
+
+def test_a_trial_in_metres_without_plate_corners_reads_as_the_same_trial_in_millimetres(tmp_path):
+    """POINT:UNITS sets the markers' unit; without FORCE_PLATFORM:CORNERS no frame can be told
+    shared with the other foot, so all are scored. The same markers written so read the same."""
+    import c3d
+
+    labels, rate, positions, _ = forceplate.read_markers(DATA / "walk.c3d")
+    used = [labels.index(name) for name in ("LHEE", "RHEE", "LTOE", "RTOE", "LASI", "RASI", "LPSI", "RPSI")]
+    seen = np.isfinite(positions[:, used]).all(axis=2)
+    points = np.zeros((len(positions), len(used), 5), dtype=np.float32)
+    points[..., :3] = np.where(seen[..., None], positions[:, used], 0.0)
+    points[..., 3] = np.where(seen, 0.0, -1.0)  # a negative residual: not seen
+    writer = c3d.Writer(point_rate=rate, point_units="m")
+    writer.set_point_labels([labels[index] for index in used])
+    writer.add_frames([(frame, np.zeros((0, 0), dtype=np.float32)) for frame in points])
+    path = tmp_path / "metres.c3d"
+    with open(path, "wb") as handle, warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "No analog data found")  # markers alone, as intended
+        writer.write(handle)
+    (tmp_path / "metres.contacts.json").write_text((DATA / "walk.contacts.json").read_text())
+
+    recorded, written = forceplate.load_trial(DATA / "walk.c3d"), forceplate.load_trial(path)
+    for part in ("heels", "toes", "root"):
+        np.testing.assert_allclose(getattr(written, part), getattr(recorded, part), atol=1e-6)  # float32 metres
+    assert written.stances == recorded.stances and written.known.all()
