@@ -31,6 +31,7 @@ import_foot_lock()
 import clip_scenarios as cs  # noqa: E402
 from foot_lock.solvers import bvh, metrics  # noqa: E402
 from foot_lock.solvers.foot_lock import label_contacts, remove_foot_sliding  # noqa: E402
+from forceplate import BUNDLED_TRIALS, print_forceplate_table  # noqa: E402
 
 SHARED_CLIPS = ["cmu_131_01", "cmu_131_02", "cmu_07_01", "cmu_03_01"]  # walks of the clips README
 CHECKED_CLIPS = ["cmu_131_03", "cmu_01_01", "cmu_03_02"]  # hop, jumps, defects: must not break
@@ -356,7 +357,7 @@ def print_labelling_speed(clips_dir, frames=1000):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--clips", default=cs.CLIPS_DIR, type=Path)
-    parser.add_argument("--forceplate", default=ROOT.parent / "shared" / "forceplate", type=Path)
+    parser.add_argument("--forceplate", default=BUNDLED_TRIALS, type=Path)
     parser.add_argument("--skip-cmu", action="store_true")
     args = parser.parse_args(argv)
     if not args.skip_cmu:
@@ -371,8 +372,6 @@ def main(argv=None):
         print_glitches(args.clips)
         print_stairs(args.clips)
         print_labelling_speed(args.clips)
-    from forceplate import print_forceplate_table
-
     print_forceplate_table(args.forceplate)
 
 

@@ -1,6 +1,6 @@
 """Contact timing against force-plate truth (gait-lab trials, markers only).
 
-    python benchmarks/forceplate.py [DIR]
+    python benchmarks/forceplate.py [DIR]   (default: the trials bundled in tests/data/forceplate)
 
 A trial is ``<name>.c3d`` (read with the pure-Python ``c3d`` package from PyPI) beside
 ``<name>.contacts.json``: per plate, the foot on it and its contact frames measured by the
@@ -43,6 +43,7 @@ METRES_PER_UNIT = {"mm": MM, "cm": 0.01, "m": 1.0}
 # (hip to ankle) is 0.85 m long: the ratio turns a trial's marker heights into a leg length.
 LEG_PER_PELVIS_HEIGHT = 0.85 / 0.95
 TARGET_F1, TARGET_ERROR_MS = 0.95, 30.0
+BUNDLED_TRIALS = Path(__file__).resolve().parents[1] / "tests" / "data" / "forceplate"  # the shared trials' copies
 # The other foot stands on a plate when its sole is over the plate, a marker within this of
 # the lowest that marker goes in the trial, and slower than a swing (truth is read from the
 # recorded trial only, never from the labeller).
@@ -396,4 +397,4 @@ if __name__ == "__main__":
     from benchmark import import_foot_lock
 
     import_foot_lock()
-    print_forceplate_table(sys.argv[1] if len(sys.argv) > 1 else Path(__file__).resolve().parents[2] / "shared" / "forceplate")
+    print_forceplate_table(sys.argv[1] if len(sys.argv) > 1 else BUNDLED_TRIALS)
