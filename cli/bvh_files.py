@@ -53,8 +53,11 @@ def fix_bvh(source, target, settings, unit_override=None):
     scale, unit_source = unit_scale(parsed, rig, unit_override)
     # Solved in metres, the regime the solver is tuned and tested in; written back in file units.
     skeleton, motion = bvh.to_motion(parsed, scale)
+    up, axis = bvh.standing_up(skeleton, motion, rig)
     # Takes joined in one file (the pelvis jumps between them) are labelled and locked take by take.
-    result = remove_foot_sliding(skeleton, motion, rig, bvh.UP, settings=settings)
+    result = remove_foot_sliding(skeleton, motion, rig, up, settings=settings)
+    if up != bvh.UP:
+        result.warnings.append(f"the clip stands along {axis}, not BVH's +Y: solved with {axis} up")
     with atomic_output(target) as temp:
         bvh.write(temp, parsed, result.motion, scale, result.rotation_joints, result.location_joints)
     return [clip_entry(

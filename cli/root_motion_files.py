@@ -63,8 +63,9 @@ def _bvh_root_motion(source, target, onto_object):
     rig = bvh.detect_rig(parsed)
     scale, _ = unit_scale(parsed, rig)
     skeleton, motion = bvh.to_motion(parsed, scale)
-    looped = loops.is_closed_loop(skeleton, motion, rig, bvh.UP)
-    moved, travel, _ = plant_feet(skeleton, motion, rig, bvh.UP, looped=looped)
+    up, _ = bvh.standing_up(skeleton, motion, rig)
+    looped = loops.is_closed_loop(skeleton, motion, rig, up)
+    moved, travel, _ = plant_feet(skeleton, motion, rig, up, looped=looped)
     bvh.write(target, parsed, moved, scale, location_joints=[rig.pelvis])
-    before, after = travel_before_and_after(skeleton, motion, rig.pelvis, travel, bvh.UP)
+    before, after = travel_before_and_after(skeleton, motion, rig.pelvis, travel, up)
     return f"{travel_summary(before, after, motion.frames)}, keyed onto {skeleton.names[rig.pelvis]!r}"

@@ -12,13 +12,14 @@ import numpy as np
 
 from . import quaternion as quat
 from .atomic_files import atomic_output
-from .kinematics import Motion, Skeleton, SolverInputError, scale_root_motion
-from .leg_detection import detect_legs
-from .rig import Leg, Rig
+from .kinematics import Motion, Skeleton, SolverInputError, forward_kinematics, scale_root_motion
+from .leg_detection import LegDetectionError, detect_legs
+from .rig import Leg, Rig, nearest_axis, standing_direction
 from .rotations import quat_to_euler
 
 AXES = {"X": 0, "Y": 1, "Z": 2}
-UP = (0.0, 1.0, 0.0)  # BVH is Y-up
+UP = (0.0, 1.0, 0.0)  # BVH is Y-up ...
+Z_UP = (0.0, 0.0, 1.0)  # ... but some exporters write a Z-up world (see standing_up)
 CMU_UNIT = 0.056444  # metres per unit of the CMU motion-capture database's BVH files
 
 
@@ -295,7 +296,7 @@ def detect_rig(bvh):
     for j, parent in enumerate(parents):
         first_child.setdefault(parent, j)
     tails = np.array([heads[first_child[j]] if j in first_child else heads[j] for j in range(len(heads))])
-    guess = detect_legs([j.name for j in bvh.joints], parents, heads, tails, up=UP)
+    guess = _standing_legs([j.name for j in bvh.joints], parents, heads, tails)
     legs = []
     for leg in guess.legs:
         if leg.toe is not None:
@@ -306,6 +307,27 @@ def detect_rig(bvh):
             raise SolverInputError(f"BVH leg {leg.side!r} has no joint below its foot to lock")
         legs.append(Leg(leg.side, leg.thigh, leg.shin, leg.foot, toe, toe_end))
     return Rig(_translated_ancestor(bvh, guess.pelvis), legs)
+
+
+def _standing_legs(names, parents, heads, tails):
+    """:func:`~.leg_detection.detect_legs` of a rest pose standing along BVH's Y, else along Z."""
+    try:
+        return detect_legs(names, parents, heads, tails, up=UP)
+    except LegDetectionError as error:
+        try:
+            return detect_legs(names, parents, heads, tails, up=Z_UP)
+        except LegDetectionError:
+            raise error from None
+
+
+def standing_up(skeleton, motion, rig):
+    """The world axis the clip stands along (:func:`~.rig.nearest_axis` of its legs'
+    :func:`~.rig.standing_direction`) and its name. BVH is Y-up by convention, but some
+    exporters write a Z-up world, and a solve along the wrong axis reads heights as travel."""
+    joints = [joint for leg in rig.legs for joint in (leg.hip, leg.ankle)]
+    _, gpos = forward_kinematics(skeleton, motion.rot, motion.pos, joints)
+    hips, ankles = (gpos[:, [getattr(leg, role) for leg in rig.legs]].swapaxes(0, 1) for role in ("hip", "ankle"))
+    return nearest_axis(standing_direction(hips, ankles))
 
 
 def _translated_ancestor(bvh, joint):

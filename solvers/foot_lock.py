@@ -22,7 +22,7 @@ from .contacts import (
 from .kinematics import Motion, Pose, SolverInputError, check_motion, forward_kinematics, joint_runs
 from .leg_ik import LegOptions, measure_legs_and_lengths, solve_legs
 from .offline_lock import OfflineProblem, OfflineWeights, pieces, solve_offline_lock
-from .rig import leg_length, leg_length_from_locals, mean_leg_length
+from .rig import leg_length, leg_length_from_locals, mean_leg_length, nearest_axis, standing_direction
 from .root_motion import is_in_place
 
 IN_PLACE = ("the clip walks in place (its root stays put while the planted feet glide back): "
@@ -202,6 +202,7 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
     if not (contacts > 0).any() and not (heel_contacts > 0).any() and IN_PLACE not in warnings:
         warnings.append("no foot contacts: nothing to lock")
     warnings += _changing_feet(before["ankles"], before["toes"], contacts, heel_contacts, rig)
+    warnings += _lying(before["hips"], before["ankles"], up)
 
     with _timed(timings, "offline_solve"):
         solution = solve_offline_lock(
@@ -272,6 +273,21 @@ def _changing_feet(heels, toes, contacts, heel_contacts, rig):
             warnings.append(f"the {leg.name} foot changes length by up to {100 * change:.0f}% within a stance "
                             "(animated scale?): held at heel and ball it cannot keep both, so its ball slides")
     return warnings
+
+
+STANDING_COSINE = 0.5  # legs further than 60 degrees from up, over the whole clip, do not stand on the ground
+
+
+def _lying(hips, ankles, up):
+    """A warning where the legs (hips, ankles (L, F, 3)) do not stand along ``up`` over the
+    clip: imported with the wrong axes (a Z-up file read as Y-up) it lies on its back, its
+    heights read as travel and its contacts as slides."""
+    direction = standing_direction(hips, ankles)
+    if float(direction @ up) >= STANDING_COSINE:
+        return []
+    (_, axis), (_, up_axis) = nearest_axis(direction), nearest_axis(up)
+    return [f"the legs stand along {axis}, not up ({up_axis}): was the clip imported with the wrong axes? Contacts "
+            f"are read along {up_axis}, so they are wrong unless the character lies down or stands on its hands"]
 
 
 HELD_TOO_FAR = 0.5  # leg lengths an animated foot may move while pinned: a stance slides a few tenths

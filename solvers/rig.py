@@ -96,3 +96,19 @@ def offset_below(skeleton, rot, pos, top, joint):
     for above in reversed(chain[:-1]):
         offset = pos[:, above] + quat.rotate(rot[:, above], offset)
     return offset
+
+
+def standing_direction(hips, ankles):
+    """Unit vector from the ankles up to the hips ((L, F, 3) each), summed over the legs and
+    frames: the way the clip stands (its up, unless it lies on its side or stands on its hands)."""
+    along = (hips - ankles).sum(axis=(0, 1))
+    return along / max(float(np.linalg.norm(along)), np.finfo(float).tiny)
+
+
+def nearest_axis(direction):
+    """The world axis (a unit vector along X, Y or Z, either way) nearest to ``direction``,
+    and its name (``"+Y"``, ``"-Z"`` ...)."""
+    axis = int(np.argmax(np.abs(direction)))
+    sign = 1.0 if direction[axis] > 0 else -1.0
+    return tuple(sign if i == axis else 0.0 for i in range(3)), ("+" if sign > 0 else "-") + "XYZ"[axis]
+

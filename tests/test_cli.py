@@ -80,6 +80,80 @@ def test_takes_joined_in_one_bvh_are_fixed_each_as_alone(tmp_path, sliding):
     assert np.abs(both - np.concatenate([alone, alone])).max() < 2e-6  # the file's 6 decimals
 
 
+def z_up_copy(source, target):
+    """``source`` turned into a Z-up world (+90 degrees about X: every OFFSET, the root's
+    position and every joint's rotation), as some exporters write BVH: the same motion."""
+    from foot_lock.solvers import quaternion as quat
+
+    parsed = bvh.read(source)
+    skeleton, motion = bvh.to_motion(parsed)
+    turn = quat.from_axis_angle(np.array([1.0, 0.0, 0.0]), np.radians(90.0))
+    matrix = quat.to_matrix(turn)
+
+    def turned_offset(match):
+        return "OFFSET " + " ".join(f"{v:.6f}" for v in np.array(match.group(1).split(), dtype=float) @ matrix.T)
+
+    parsed.header = re.sub(r"OFFSET ([^\r\n]+)", turned_offset, parsed.header)
+    rotations = quat.multiply(quat.multiply(np.broadcast_to(turn, motion.rot.shape), motion.rot),
+                              np.broadcast_to(quat.conjugate(turn), motion.rot.shape))
+    turned = type(motion)(rotations, motion.pos @ matrix.T, motion.fps)
+    bvh.write(target, parsed, turned, 1.0, range(len(parsed.joints)), np.flatnonzero(skeleton.parents < 0))
+    return target
+
+
+def test_a_z_up_bvh_is_fixed_standing_along_z(tmp_path, sliding):
+    """BVH is Y-up, but some exporters write a Z-up world: the command line solves along the
+    axis the legs stand along, says so, and fixes the file as it fixes the Y-up one (solved
+    along Y, its heights read as travel and the labels miss stances)."""
+    from foot_lock.cli.bvh_files import fix_bvh
+    from foot_lock.solvers.foot_lock import FootLockSettings
+
+    z_up = z_up_copy(sliding, tmp_path / "z_up.bvh")
+    (as_y,), (as_z,) = (fix_bvh(source, tmp_path / f"{source.stem}_fixed.bvh", FootLockSettings())
+                        for source in (sliding, z_up))
+    assert as_z["warnings"] == as_y["warnings"] + ["the clip stands along +Z, not BVH's +Y: solved with +Z up"]
+    assert as_z["contacts"] == as_y["contacts"]
+    for state in ("before", "after"):
+        for figure, value in as_y[state].items():
+            assert as_z[state][figure] == pytest.approx(value, rel=1e-3, abs=1e-3), (state, figure)
+
+
+def test_an_unnamed_z_up_bvh_finds_its_legs_standing_along_z(tmp_path, sliding):
+    """Joints without telling names are found by their shape, which needs the axis the rest
+    pose stands along: BVH's Y, else Z."""
+    text = z_up_copy(sliding, tmp_path / "z_up.bvh").read_text()
+    for index, name in enumerate(re.findall(r"(?:ROOT|JOINT) (\S+)", text)):
+        text = re.sub(rf"((?:ROOT|JOINT) ){re.escape(name)}(\s)", rf"\g<1>j{index}\g<2>", text)
+    unnamed = tmp_path / "unnamed.bvh"
+    unnamed.write_text(text)
+    skeleton, motion, rig = bvh.load(unnamed)
+    _, _, named_rig = bvh.load(sliding)
+    assert [(leg.hip, leg.knee, leg.ankle, leg.toe) for leg in rig.legs] == [
+        (leg.hip, leg.knee, leg.ankle, leg.toe) for leg in named_rig.legs]
+    assert bvh.standing_up(skeleton, motion, rig) == (bvh.Z_UP, "+Z")
+
+
+def test_a_clip_solved_along_another_axis_than_its_legs_is_told(tmp_path, sliding):
+    """The solver core warns wherever the legs do not stand along the up it is given (a
+    Z-up file imported as Y-up lies on its back): in Blender, in any pipeline."""
+    from foot_lock.solvers.foot_lock import remove_foot_sliding
+
+    skeleton, motion, rig = bvh.load(z_up_copy(sliding, tmp_path / "z_up.bvh"))
+    lying = [w for w in remove_foot_sliding(skeleton, motion, rig, bvh.UP).warnings if "not up" in w]
+    assert lying == ["the legs stand along +Z, not up (+Y): was the clip imported with the wrong axes? Contacts "
+                     "are read along +Y, so they are wrong unless the character lies down or stands on its hands"]
+    assert not [w for w in remove_foot_sliding(skeleton, motion, rig, bvh.Z_UP).warnings if "not up" in w]
+
+
+def test_a_z_up_bvh_imported_as_blender_reads_bvh_is_told_lying(addon, tmp_path, sliding):
+    from blender_scenes import import_clip
+    from foot_lock.adapters import jobs
+
+    obj = import_clip(addon, z_up_copy(sliding, tmp_path / "z_up.bvh"))
+    warnings = jobs.remove_sliding(obj, addon.context.scene).result.warnings
+    assert [w for w in warnings if w.startswith("the legs stand along -Y, not up (+Z)")]
+
+
 def flattened(settings):
     """Nested settings (the solver's dataclasses as a report holds them) as one level."""
     flat = {}
