@@ -14,7 +14,7 @@ from . import quaternion as quat
 from .atomic_files import atomic_output
 from .kinematics import Motion, Skeleton, SolverInputError, forward_kinematics, scale_root_motion
 from .leg_detection import LegDetectionError, detect_legs
-from .rig import Leg, Rig, nearest_axis, standing_direction
+from .rig import Leg, Rig, nearest_axis, standing_direction, stands_along
 from .rotations import quat_to_euler
 
 AXES = {"X": 0, "Y": 1, "Z": 2}
@@ -310,14 +310,25 @@ def detect_rig(bvh):
 
 
 def _standing_legs(names, parents, heads, tails):
-    """:func:`~.leg_detection.detect_legs` of a rest pose standing along BVH's Y, else along Z."""
-    try:
-        return detect_legs(names, parents, heads, tails, up=UP)
-    except LegDetectionError as error:
+    """:func:`~.leg_detection.detect_legs` of a rest pose standing along BVH's Y, else along
+    Z. Legs found along an axis are kept only if they stand along it: joints without telling
+    names are found by their shape, and a Z-up rest pose read along Y can show chains that
+    end lowest along Y, a knee taken for the thigh and the toe for the foot. Where neither
+    axis finds standing legs, the first legs found are kept (a rest pose sitting or lying)."""
+    found, failure = [], None
+    for up in (UP, Z_UP):
         try:
-            return detect_legs(names, parents, heads, tails, up=Z_UP)
-        except LegDetectionError:
-            raise error from None
+            guess = detect_legs(names, parents, heads, tails, up=up)
+        except LegDetectionError as error:
+            failure = failure or error
+            continue
+        hips, ankles = (heads[[getattr(leg, role) for leg in guess.legs]][:, None] for role in ("thigh", "foot"))
+        if stands_along(hips, ankles, up):
+            return guess
+        found.append(guess)
+    if found:
+        return found[0]
+    raise failure
 
 
 def standing_up(skeleton, motion, rig):

@@ -22,7 +22,14 @@ from .contacts import (
 from .kinematics import Motion, Pose, SolverInputError, check_motion, forward_kinematics, joint_runs
 from .leg_ik import LegOptions, measure_legs_and_lengths, solve_legs
 from .offline_lock import OfflineProblem, OfflineWeights, pieces, solve_offline_lock
-from .rig import leg_length, leg_length_from_locals, mean_leg_length, nearest_axis, standing_direction
+from .rig import (
+    leg_length,
+    leg_length_from_locals,
+    mean_leg_length,
+    nearest_axis,
+    standing_direction,
+    stands_along,
+)
 from .root_motion import is_in_place
 
 IN_PLACE = ("the clip walks in place (its root stays put while the planted feet glide back): "
@@ -275,17 +282,13 @@ def _changing_feet(heels, toes, contacts, heel_contacts, rig):
     return warnings
 
 
-STANDING_COSINE = 0.5  # legs further than 60 degrees from up, over the whole clip, do not stand on the ground
-
-
 def _lying(hips, ankles, up):
     """A warning where the legs (hips, ankles (L, F, 3)) do not stand along ``up`` over the
     clip: imported with the wrong axes (a Z-up file read as Y-up) it lies on its back, its
     heights read as travel and its contacts as slides."""
-    direction = standing_direction(hips, ankles)
-    if float(direction @ up) >= STANDING_COSINE:
+    if stands_along(hips, ankles, up):
         return []
-    (_, axis), (_, up_axis) = nearest_axis(direction), nearest_axis(up)
+    (_, axis), (_, up_axis) = nearest_axis(standing_direction(hips, ankles)), nearest_axis(up)
     return [f"the legs stand along {axis}, not up ({up_axis}): was the clip imported with the wrong axes? Contacts "
             f"are read along {up_axis}, so they are wrong unless the character lies down or stands on its hands"]
 

@@ -105,6 +105,15 @@ def standing_direction(hips, ankles):
     return along / max(float(np.linalg.norm(along)), np.finfo(float).tiny)
 
 
+STANDING_COSINE = 0.5  # legs further than 60 degrees from up do not stand on the ground
+
+
+def stands_along(hips, ankles, up):
+    """Whether the legs (hips, ankles (L, F, 3)) stand along ``up``, within 60 degrees over
+    the clip (:func:`standing_direction`)."""
+    return float(standing_direction(hips, ankles) @ np.asarray(up, dtype=float)) >= STANDING_COSINE
+
+
 def nearest_axis(direction):
     """The world axis (a unit vector along X, Y or Z, either way) nearest to ``direction``,
     and its name (``"+Y"``, ``"-Z"`` ...)."""

@@ -118,18 +118,22 @@ def test_a_z_up_bvh_is_fixed_standing_along_z(tmp_path, sliding):
             assert as_z[state][figure] == pytest.approx(value, rel=1e-3, abs=1e-3), (state, figure)
 
 
-def test_an_unnamed_z_up_bvh_finds_its_legs_standing_along_z(tmp_path, sliding):
+@pytest.mark.parametrize("clip", ["cmu_07_01", "cmu_01_01", "cmu_03_02"])
+def test_an_unnamed_z_up_bvh_finds_its_legs_standing_along_z(tmp_path, clips_dir, clip):
     """Joints without telling names are found by their shape, which needs the axis the rest
-    pose stands along: BVH's Y, else Z."""
-    text = z_up_copy(sliding, tmp_path / "z_up.bvh").read_text()
+    pose stands along: BVH's Y, else Z. Read along Y, some Z-up rest poses still show legs:
+    chains ending lowest along Y (their toes point down Y), a knee taken for the thigh and
+    the toe for the foot. Only legs that stand along the axis they were found along count."""
+    source = clips_dir / f"{clip}.bvh"
+    text = z_up_copy(source, tmp_path / "z_up.bvh").read_text()
     for index, name in enumerate(re.findall(r"(?:ROOT|JOINT) (\S+)", text)):
         text = re.sub(rf"((?:ROOT|JOINT) ){re.escape(name)}(\s)", rf"\g<1>j{index}\g<2>", text)
     unnamed = tmp_path / "unnamed.bvh"
     unnamed.write_text(text)
     skeleton, motion, rig = bvh.load(unnamed)
-    _, _, named_rig = bvh.load(sliding)
-    assert [(leg.hip, leg.knee, leg.ankle, leg.toe) for leg in rig.legs] == [
-        (leg.hip, leg.knee, leg.ankle, leg.toe) for leg in named_rig.legs]
+    _, _, named_rig = bvh.load(source)
+    assert [(leg.hip, leg.knee, leg.ankle, leg.toe, leg.toe_end) for leg in rig.legs] == [
+        (leg.hip, leg.knee, leg.ankle, leg.toe, leg.toe_end) for leg in named_rig.legs]
     assert bvh.standing_up(skeleton, motion, rig) == (bvh.Z_UP, "+Z")
 
 
