@@ -74,6 +74,21 @@ def _meshes_hidden(scene, armature_obj):
 
 
 @contextmanager
+def _posed(obj):
+    """The armature in Pose Position while sampling: in Rest Position the depsgraph shows every
+    bone at rest, whatever its animation (the keys a fix is made of). Restored after."""
+    armature = obj.data
+    at_rest = armature.pose_position == "REST"
+    if at_rest:
+        armature.pose_position = "POSE"
+    try:
+        yield
+    finally:
+        if at_rest:
+            armature.pose_position = "REST"
+
+
+@contextmanager
 def _enabled(obj):
     """The armature and its parents enabled in the viewport while sampling (the depsgraph
     skips disabled objects: their pose would be stale), restored after."""
@@ -123,7 +138,7 @@ def sample_pose(obj, scene, frames, with_basis=True):
     world = np.empty((len(frames), 4, 4))
     basis = np.empty_like(pose) if with_basis else None
     object_basis = np.empty_like(world) if with_basis else None
-    with _frame_kept(scene), _enabled(obj), _meshes_hidden(scene, obj):
+    with _frame_kept(scene), _enabled(obj), _posed(obj), _meshes_hidden(scene, obj):
         for i, frame in enumerate(frames):
             scene.frame_set(int(frame))
             bones = obj.pose.bones  # the active depsgraph writes its result back to the original

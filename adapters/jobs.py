@@ -485,7 +485,7 @@ def remove_sliding(obj, scene, progress=lambda fraction: None):
         rotation_bones = location_bones = [follower.control for follower in clip.controls.followers()]
 
     target, kept = (source.action, None) if settings.in_place else _fresh_result(obj, source, sampled, clip)
-    result.warnings += _keys_left_outside(source)
+    result.warnings += _keys_left_outside(source) + _shown_at_rest(obj)
     if kept is not None:
         result.warnings.append(f"{kept.name!r} was changed since Foot Lock made it: kept as it is, the new fix is "
                                f"{target.name!r}")
@@ -553,6 +553,15 @@ def _keys_left_outside(source):
     return [f"{action.name!r} plays its manual frame range {start}-{end} of keys {first}-{last}: only the range is "
             f"fixed and the keys outside it are left as they were, so the motion jumps at frame {' and '.join(edges)} "
             "if the scene plays past it"]
+
+
+def _shown_at_rest(obj):
+    """A warning for an armature set to show its Rest Position: the fix is made from its
+    animation all the same, but the viewport shows none of it."""
+    if obj.data.pose_position != "REST":
+        return []
+    return [f"{obj.data.name!r} shows its Rest Position: the fix is baked from its animation, but the viewport shows "
+            "the rest pose until Pose Position is set again (Armature properties > Skeleton)"]
 
 
 def _fresh_result(obj, source, sampled, clip):

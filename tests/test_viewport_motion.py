@@ -95,6 +95,36 @@ def test_hand_keyed_contacts_on_a_travelling_in_place_walk_plant_the_feet_in_the
         foot_lock.unregister()
 
 
+def test_an_armature_shown_at_rest_is_fixed_from_its_animation_and_told(blender, clips_dir):
+    """Rest Position shows every bone at rest whatever its keys: a walk on a Follow Path read
+    so (the evaluated scene) was baked as the rest pose gliding along the path, the walk gone
+    from the fix. It is read in Pose Position, left at rest, and the report says the viewport
+    shows none of the fix until Pose Position is set again."""
+    import foot_lock
+    from foot_lock.adapters import action_compat, jobs
+
+    bpy = blender
+    foot_lock.register()
+    try:
+        results = {}
+        for position in ("POSE", "REST"):
+            bpy.ops.wm.read_factory_settings(use_empty=True)
+            obj, start, end = in_place_walk(bpy, clips_dir, "path")
+            obj.data.pose_position = position
+            outcome = jobs.remove_sliding(obj, bpy.context.scene)
+            assert obj.data.pose_position == position
+            fcurves = action_compat.fcurve_table(action_compat.channel_bag(obj, outcome.action))
+            results[position] = {channel: [fcurve.evaluate(frame) for frame in range(start, end + 1)]
+                                 for channel, fcurve in fcurves.items()}
+            results[position, "told"] = any("shows its Rest Position" in w for w in outcome.result.warnings)
+        assert results["REST"].keys() == results["POSE"].keys()
+        for channel, values in results["POSE"].items():
+            np.testing.assert_allclose(results["REST"][channel], values, atol=1e-5, err_msg=str(channel))
+        assert results["REST", "told"] and not results["POSE", "told"]
+    finally:
+        foot_lock.unregister()
+
+
 @pytest.mark.parametrize("rotation_mode", ["ZXY", "QUATERNION", "AXIS_ANGLE"])
 def test_an_object_travelling_by_its_own_keys_is_read_from_them_as_blender_evaluates_it(blender, clips_dir,
                                                                                          rotation_mode):
