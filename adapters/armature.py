@@ -25,6 +25,7 @@ from ..solvers import rotations as channels
 from ..solvers.kinematics import Motion, Skeleton
 from . import action_compat as compat
 from .errors import AdapterError
+from .scene_time import playback_rate
 
 CONTACT_PROPERTY = "foot_contact"
 HEEL_CONTACT_PROPERTY = "heel_contact"  # on the foot bone: its head, the ankle, is the heel pivot
@@ -696,7 +697,7 @@ def _assemble(obj, layout, rest, rot_c, pos_c, bone_scale, uneven, world, frames
         unsupported=unsupported,
         constrained=tuple(name for name, pose_bone in zip(names, pose_bones) if len(pose_bone.constraints)),
     )
-    motion = Motion(rot, pos, scene.render.fps / scene.render.fps_base)
+    motion = Motion(rot, pos, playback_rate(scene))
     return Skeleton(joint_names, parents), motion, joint_map
 
 

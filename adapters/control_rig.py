@@ -31,6 +31,7 @@ from . import action_compat as compat
 from .armature import bone_data_path, channel_values_at, key_channel, rotation_channel
 from .errors import AdapterError
 from .evaluated import sample_pose
+from .scene_time import playback_rate
 
 RIGIFY, PANEL = "Rigify", "Legs panel"
 IK, FK = "IK", "FK"
@@ -225,7 +226,7 @@ def read_deform_clip(obj, scene, settings, frames):
     gpos = np.concatenate([gpos, tip_points], axis=1)
     skeleton = Skeleton(names, parents)
     rot, pos = inverse_kinematics_locals(skeleton, grot, gpos)
-    motion = Motion(rot, pos, scene.render.fps / scene.render.fps_base)
+    motion = Motion(rot, pos, playback_rate(scene))
     legs = []
     for k, leg in enumerate(settings.legs):
         tail = len(chain) + k

@@ -16,6 +16,7 @@ import bpy
 import numpy as np
 
 from .errors import AdapterError
+from .scene_time import show_frame
 
 
 @dataclass
@@ -119,7 +120,8 @@ def _frame_kept(scene):
 
 
 def sample_pose(obj, scene, frames, with_basis=True):
-    """Evaluate ``scene`` at each of ``frames`` (integers) and read the pose of armature
+    """Evaluate ``scene`` at each of the animation's ``frames`` (integers; the scene stepped to
+    where it shows each, :func:`~.scene_time.show_frame`) and read the pose of armature
     ``obj``: an :class:`EvaluatedPose`; without ``with_basis`` its ``basis`` and
     ``object_basis`` are None (only baking every channel needs them). The scene's current
     frame is restored."""
@@ -140,7 +142,7 @@ def sample_pose(obj, scene, frames, with_basis=True):
     object_basis = np.empty_like(world) if with_basis else None
     with _frame_kept(scene), _enabled(obj), _posed(obj), _meshes_hidden(scene, obj):
         for i, frame in enumerate(frames):
-            scene.frame_set(int(frame))
+            show_frame(scene, frame)
             bones = obj.pose.bones  # the active depsgraph writes its result back to the original
             pose[i] = _matrices(bones, "matrix", count)
             world[i] = np.array(obj.matrix_world, dtype=float)

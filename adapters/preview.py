@@ -50,6 +50,7 @@ from . import action_compat as compat
 from . import armature, jobs, overlay, sources, terrain
 from .errors import EXPECTED_ERRORS, AdapterError
 from .properties import FOOT_LOCK_PG_settings, contact_settings, runtime_settings, solver_settings
+from .scene_time import playback_rate, shown_frame
 
 PREVIEW_SUFFIX = ".preview"
 TRAIL_SECONDS = 1.0  # how much toe path the overlay shows
@@ -120,7 +121,7 @@ def _key(obj, scene):
     action = _played_action(obj)
     collection = settings.ground_collection
     legs = tuple((leg.name, leg.thigh, leg.shin, leg.foot, leg.toe) for leg in settings.legs)
-    fps = scene.render.fps / scene.render.fps_base
+    fps = playback_rate(scene)
     options = tuple(getattr(settings, name) for name in _OPTIONS)
     return (action.name, jobs.frame_range(action), legs, _placement(obj, action), fps, options,
             collection.name if collection else None, _edits["action"], _edits["ground"])
@@ -319,7 +320,7 @@ def step(obj, scene, depsgraph, before_evaluation=None, compare=True):
     if preview.drives is None:
         preview.drives = _take_over(obj, preview)
     if before_evaluation is None or preview.drives == before_evaluation:
-        _show(obj, preview, scene.frame_current)
+        _show(obj, preview, _shown_row_frame(scene))
 
 
 def _take_over(obj, preview):
@@ -344,8 +345,14 @@ def _mute(obj, preview, mute):
                 fcurve.mute = mute
 
 
+def _shown_row_frame(scene):
+    """The clip's frame nearest to the one the scene shows (Time Stretching may show one
+    between two)."""
+    return round(shown_frame(scene))
+
+
 def _show(obj, preview, frame, shown=True):
-    """Pose the bones at scene ``frame`` as the preview shows them (``shown`` False, or
+    """Pose the bones at the clip's ``frame`` as the preview shows them (``shown`` False, or
     outside the clip: as the clip has them). Driving (its F-curves muted), it writes every
     channel. Else a bone the animation already shows right is not written, unless the
     preview changed it before: a channel without keys keeps what was set. (Run for every
@@ -369,7 +376,7 @@ def _give_back(obj, preview):
     with contextlib.suppress(KeyError, AdapterError):  # bones or action gone meanwhile: nothing to give back
         if preview.drives:
             _mute(obj, preview, False)
-        _show(obj, preview, scene.frame_current, shown=False)
+        _show(obj, preview, _shown_row_frame(scene), shown=False)
 
 
 # --- turning Preview on and off ---------------------------------------------------------
@@ -639,7 +646,7 @@ def overlays():
     scene = bpy.context.scene
     for name, preview in _previews.items():
         obj = bpy.data.objects.get(name)
-        row = scene.frame_current - preview.clip.joint_map.frame_start
+        row = _shown_row_frame(scene) - preview.clip.joint_map.frame_start
         if obj is None or not obj.foot_lock.show_overlay or not 0 <= row < len(preview.moved):
             continue
         played = preview.played

@@ -32,6 +32,7 @@ from mathutils import Vector
 from mathutils.bvhtree import BVHTree
 
 from ..solvers.matrices import affine_inverse
+from .scene_time import show_frame
 
 STILL = 1e-6  # a matrix entry or vertex coordinate changing less than this over the range is still
 
@@ -111,7 +112,7 @@ def _animated(data):
 
 
 def ground_over(scene, depsgraph, names, frames, up=(0.0, 0.0, 1.0)):
-    """The :class:`Ground` of the objects ``names`` over scene ``frames`` (F,): still ones in
+    """The :class:`Ground` of the objects ``names`` over animation ``frames`` (F,): still ones in
     one world-space tree, moving ones sampled on every frame (the scene's frame is restored)."""
     objects = [scene.objects[name] for name in names]
     changing = [obj for obj in objects if may_change(obj)]
@@ -132,7 +133,7 @@ def _sample_over_frames(scene, depsgraph, objects, frames):
     deforming = [obj for obj in objects if may_deform(obj)]
     with stepped(scene):
         for row, frame in enumerate(frames):
-            scene.frame_set(int(frame))
+            show_frame(scene, frame)
             for obj in objects:
                 matrices[obj.name][row] = np.array(obj.evaluated_get(depsgraph).matrix_world)
             for name, shape in _local_shapes(deforming if row else objects, depsgraph).items():

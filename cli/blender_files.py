@@ -26,6 +26,7 @@ from .. import register, unregister
 from ..adapters import action_compat, armature, jobs, sources
 from ..adapters.errors import AdapterError
 from ..adapters.properties import unit_scale
+from ..adapters.scene_time import playback_rate
 from ..solvers.atomic_files import atomic_output
 from ..solvers.bvh import check_frame_rate
 from .bvh_files import file_unit_scale
@@ -155,8 +156,7 @@ def _gltf_json(path):
 
 
 def scene_fps():
-    scene = bpy.context.scene
-    return scene.render.fps / scene.render.fps_base
+    return playback_rate(bpy.context.scene)
 
 
 # --- fix --------------------------------------------------------------------------------
@@ -292,7 +292,7 @@ def _entry(obj, action_name, outcome):
     scene = bpy.context.scene
     return clip_entry(
         outcome.result, [leg.name for leg in obj.foot_lock.legs], jobs.frame_range(outcome.action)[0],
-        scene.render.fps / scene.render.fps_base, unit_scale(scene), outcome.seconds,
+        playback_rate(scene), unit_scale(scene), outcome.seconds,
         armature=obj.name, action=action_name, output_action=outcome.action.name, unit_source="scene units",
         motion_source=outcome.source,  # which read ran: the action's keys, the evaluated scene or the NLA
     )
