@@ -237,7 +237,7 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
     )
     pinned = np.stack((heel_contacts[:, measured], contacts[:, measured])) > 0
     warnings += _held_too_far(_parts(states[:, :, measured], len(rig.legs)), pinned, rig,
-                              mean_leg_length(bone_lengths), motion.fps, unit_scale)
+                              mean_leg_length(bone_lengths), motion.fps, unit_scale, np.stack((heel_missing, missing)))
     if IN_PLACE not in warnings:  # an in-place walk is left unlocked on purpose: its labels are not the news
         if not whole:  # the input's figures are not of the whole clip
             grounded = metrics.ground_slide(metrics.foot_points(before["ankles"], before["toes"]), up, motion.fps,
@@ -296,12 +296,13 @@ def _lying(hips, ankles, up):
 HELD_TOO_FAR = 0.5  # leg lengths an animated foot may move while pinned: a stance slides a few tenths
 
 
-def _held_too_far(parts, pinned, rig, leg_length, fps, unit_scale):
+def _held_too_far(parts, pinned, rig, leg_length, fps, unit_scale, labelled):
     """Warnings for contacts over which the animated foot moves further than ``HELD_TOO_FAR``
     leg lengths (one keyed through a swing): held all the same, the foot is kept far from
     where the leg can reach, and the pelvis moves to reach it all along the clip, not only
     there. ``parts``: the before and after positions (:func:`_parts` of (2, ...));
-    ``pinned`` (2, L, F): where the heels, then the toes, are pinned."""
+    ``pinned`` (2, L, F): where the heels, then the toes, are pinned; ``labelled`` (2, L): which
+    of those rows the labeller made (the others are an animator's curves)."""
     frames = pinned.shape[-1]
     points = parts["feet"][0].reshape(-1, 3)  # the input's ankles, then toes: rows as ``pinned``'s
     index = np.arange(pinned.size)
@@ -315,11 +316,13 @@ def _held_too_far(parts, pinned, rig, leg_length, fps, unit_scale):
             continue
         start = run_start.reshape(pinned.shape)[point, number, frame] % frames
         curve = ("heel_contact", "foot_contact")[point]
+        advice = (f"labelled planted there as it moves so slowly near its ground (a clip playing far slower than it "
+                  f"was captured?): key its {curve} curve to 0 where it moves" if labelled[point, number]
+                  else f"check its {curve} curve there (a contact through a swing?)")
         warnings.append(
             f"the {leg.name} foot is pinned {start / fps:.2f}-{frame / fps:.2f} s into the clip while its animation "
             f"moves {100.0 * unit_scale * moved[point, number, frame]:.0f} cm: held all the same, the pelvis moves up "
-            f"to {100.0 * unit_scale * pelvis_shift:.0f} cm to reach it, all along the clip; check its {curve} "
-            "curve there (a contact through a swing?)"
+            f"to {100.0 * unit_scale * pelvis_shift:.0f} cm to reach it, all along the clip; {advice}"
         )
     return warnings
 

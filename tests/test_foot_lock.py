@@ -531,4 +531,19 @@ def test_a_contact_keyed_through_a_swing_is_reported_with_its_times():
     (warning,) = result.warnings
     first, last = (float(t) for t in warning.split(" pinned ")[1].split(" s ")[0].split("-"))
     assert warning.startswith(f"the {rig.legs[0].name} foot is pinned") and "foot_contact" in warning
+    assert warning.endswith("check its foot_contact curve there (a contact through a swing?)")
     assert first <= 136 / motion.fps and last >= 200 / motion.fps
+
+
+def test_a_foot_labelled_planted_far_along_its_path_is_told_as_the_labeller_s_call():
+    """The walk played ten times slower than captured (slow motion: its swings as slow as a
+    stance's slide): the labels hold each foot over metres, and the warning says the labeller
+    put them there (not an animator's curve to check) and which curve to key to free it."""
+    skeleton, motion, rig = load("cmu_07_01")
+    slowed = type(motion)(motion.rot, motion.pos, motion.fps / 10.0, dict(motion.meta))
+    warnings = remove_foot_sliding(skeleton, slowed, rig, bvh.UP).warnings
+    assert len(warnings) == len(rig.legs)
+    for leg, warning in zip(rig.legs, warnings):
+        assert warning.startswith(f"the {leg.name} foot is pinned")
+        assert warning.endswith("labelled planted there as it moves so slowly near its ground (a clip playing far "
+                                "slower than it was captured?): key its foot_contact curve to 0 where it moves")
