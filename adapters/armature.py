@@ -717,6 +717,62 @@ def channel_values_at(obj, table, bone_name, prop, width, frame):
     return np.array(values, dtype=float)
 
 
+def keyed_channels(obj, rotation_bones, location_bones):
+    """``(bone, property, width)`` of each channel a fix keys: each rotation bone's rotation in
+    its mode, each location bone's location unless it is connected (Blender ignores it)."""
+    pose_bones, bones = obj.pose.bones, obj.data.bones
+    return ([(name, *rotation_channel(pose_bones[name].rotation_mode)) for name in rotation_bones]
+            + [(name, "location", 3) for name in location_bones if not bones[name].use_connect])
+
+
+def _value_modifiers(obj, action, channels):
+    """``(fcurve, modifier)`` of each F-curve modifier in ``action`` on ``channels`` (see
+    :func:`keyed_channels`) that changes its curve's values within its keys: every unmuted
+    one but Cycles (which repeats the keys outside them). Keys baked from what such a
+    curve plays would have its modifier applied over them again."""
+    table = compat.fcurve_table(compat.channel_bag(obj, action))
+    found = []
+    for bone, prop, width in channels:
+        path = f"{bone_data_path(bone)}.{prop}"
+        for index in range(width):
+            fcurve = table.get((path, index))
+            if fcurve is not None and len(fcurve.modifiers):
+                found += [(fcurve, modifier) for modifier in fcurve.modifiers
+                          if not modifier.mute and modifier.type != "CYCLES"]
+    return found
+
+
+def _describe_modifiers(found):
+    """``'pose.bones["Hips"].location[0]' (Noise), ...`` of :func:`_value_modifiers`' list."""
+    return ", ".join(f"'{fcurve.data_path}[{fcurve.array_index}]' ({modifier.name})" for fcurve, modifier in found)
+
+
+def refuse_modified_channels(obj, action, channels):
+    """Refuse to key ``channels`` into the source ``action`` (In Place) where a modifier on
+    their curves would change the keys again (and removing it would change the source)."""
+    found = _value_modifiers(obj, action, channels)
+    if found:
+        raise AdapterError(
+            f"In Place would key curves whose F-curve modifiers change the keys again: "
+            f"{_describe_modifiers(found)}; turn In Place off (a new action then gets what they play baked into "
+            "its keys) or remove them"
+        )
+
+
+def bake_modifiers(obj, result, channels):
+    """Remove from the new action ``result`` the modifiers on the curves of ``channels`` (what
+    they play is baked into the keys written there: kept, they would change them again);
+    returns a warning naming them. The source keeps them."""
+    found = _value_modifiers(obj, result, channels)
+    if not found:
+        return []
+    named = _describe_modifiers(found)
+    for fcurve, modifier in found:
+        fcurve.modifiers.remove(modifier)
+    return [f"the F-curve modifiers on {named} are baked into the keys of {result.name!r} and left out of it "
+            "(the source keeps them)"]
+
+
 def key_channel(bag, table, bone_name, prop, frames, values):
     """Key ``values`` (width, F) at ``frames`` on a bone's channel ``prop``, in bulk and
     linear, keeping keys outside ``frames``; F-curves missing from ``table`` are created in
@@ -835,6 +891,7 @@ def write_motion(
     rotation_bones,
     location_bones,
     new_action_name=None,
+    warnings=None,
 ):
     """Key ``motion`` (local transforms as read by :func:`read_motion`, e.g. after solving)
     on ``frame_start ..`` for exactly ``rotation_bones`` (rotation channels, in each bone's
@@ -843,13 +900,24 @@ def write_motion(
     Writes into a copy of ``source_action`` named ``new_action_name`` that is assigned to
     ``obj`` (every other F-curve carried over untouched), or into ``source_action`` itself
     when ``new_action_name`` is None. Written curves get one linear key per frame; their
-    keys outside the written frames stay. Returns the action written to.
+    keys outside the written frames stay. F-curve modifiers on them are left out of a copy,
+    what they played baked into its keys (the source's refuse the write: see
+    :func:`bake_modifiers`), which appends its warning to ``warnings`` (a list), if given.
+    Returns the action written to.
     """
     rotation_bones = list(dict.fromkeys(rotation_bones))
     location_bones = list(dict.fromkeys(location_bones))
     check_writable(joint_map, motion, frame_start, rotation_bones, location_bones)
-    action = compat.copy_action(obj, source_action, new_action_name) if new_action_name else source_action
+    channels = keyed_channels(obj, rotation_bones, location_bones)
+    if new_action_name:
+        action = compat.copy_action(obj, source_action, new_action_name)
+        baked = bake_modifiers(obj, action, channels)
+    else:
+        refuse_modified_channels(obj, source_action, channels)
+        action, baked = source_action, []
     key_motion(obj, action, joint_map, motion, frame_start, rotation_bones, location_bones)
+    if warnings is not None:
+        warnings += baked
     return action
 
 

@@ -440,7 +440,7 @@ def paused(obj):
 def bake_preview(obj, scene, depsgraph):
     """Key the preview of every frame of the action, exactly as shown, into a new action
     ``<action>.preview`` (the original is kept). Preview is turned off: the new action
-    already holds it. Returns (the new action, frames)."""
+    already holds it. Returns (the new action, frames, the write's warnings)."""
     preview = _preview_of(obj, scene, depsgraph)
     if obj.foot_lock.preview:
         obj.foot_lock.preview = False
@@ -449,13 +449,14 @@ def bake_preview(obj, scene, depsgraph):
     changed = preview.joints[preview.moved.any(axis=0)]
     bones, pelvis = clip.joint_map.joint_bone, clip.rig.pelvis
     source = jobs.active_action(obj)
+    warnings = []
     action = armature.write_motion(
         obj, source, clip.joint_map, Motion(played.rot, played.pos, clip.motion.fps), int(clip.frames[0]),
         rotation_bones=[bones[j] for j in changed if j != pelvis],
         location_bones=[bones[pelvis]] if pelvis in changed else [],
-        new_action_name=source.name + PREVIEW_SUFFIX,
+        new_action_name=source.name + PREVIEW_SUFFIX, warnings=warnings,
     )
-    return action, len(clip.frames)
+    return action, len(clip.frames), warnings
 
 
 # --- handlers ---------------------------------------------------------------------------

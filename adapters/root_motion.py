@@ -31,6 +31,7 @@ class RootMotionOutcome:
     travel_after: float  # ... and after
     frames: int
     seconds: float
+    warnings: list  # of the write (F-curve modifiers baked into the new action)
 
 
 def root_motion_from_feet(obj, scene, onto_object=False):
@@ -46,18 +47,20 @@ def root_motion_from_feet(obj, scene, onto_object=False):
     if not (contacts > 0.5).any():
         raise AdapterError(f"no planted foot found in {action.name!r}: there is no travel to take from the feet")
     name = None if settings.in_place else action.name + ROOT_MOTION_SUFFIX
+    warnings = []
     if onto_object:
         target, carrier = _key_object_travel(obj, action, clip.frames, travel, name), obj.name
     else:
         carrier = clip.joint_map.joint_bone[clip.rig.pelvis]  # the translation bone
         target = armature.write_motion(obj, action, clip.joint_map, moved, int(clip.frames[0]),
-                                       rotation_bones=[], location_bones=[carrier], new_action_name=name)
+                                       rotation_bones=[], location_bones=[carrier], new_action_name=name,
+                                       warnings=warnings)
         if looped:
             cycles.keep_looping(obj, target, [carrier])
     before, after = travel_before_and_after(clip.skeleton, clip.motion, clip.rig.pelvis, travel, jobs.UP)
     metres = unit_scale(scene)
     return RootMotionOutcome(target, carrier, before * metres, after * metres, len(clip.frames),
-                             time.perf_counter() - start_time)
+                             time.perf_counter() - start_time, warnings)
 
 
 def _key_object_travel(obj, action, frames, travel, new_action_name):

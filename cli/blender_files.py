@@ -53,7 +53,8 @@ def root_motion_in_blender(source, target, args):
         for obj, _ in chosen_clips(args):
             obj.foot_lock.in_place = target.suffix.lower() != ".blend"  # exported takes keep their names
             outcome = root_motion.root_motion_from_feet(obj, bpy.context.scene, args.onto_object)
-            lines.append(f"{obj.name}: {root_motion.summary(outcome)}")
+            warnings = "".join(f" [warning: {warning}]" for warning in outcome.warnings)
+            lines.append(f"{obj.name}: {root_motion.summary(outcome)}{warnings}")
         return lines
 
     return _job_in_blender(source, target, args, job)

@@ -12,5 +12,7 @@ action ('<action>.preview'; the original is kept). Preview is turned off: the ne
     bl_label = "Bake Preview"
 
     def run(self, context, obj):
-        action, frames = preview.bake_preview(obj, context.scene, context.evaluated_depsgraph_get())
+        action, frames, warnings = preview.bake_preview(obj, context.scene, context.evaluated_depsgraph_get())
+        for warning in warnings:
+            self.report({"WARNING"}, f"Foot Lock: {warning}")
         return f"{frames} previewed frames baked to {action.name!r}; Preview is off (the new action holds it)"

@@ -18,4 +18,7 @@ the translation bone (or the object), in a new action ('<action>.rootmotion'; th
     )
 
     def run(self, context, obj):
-        return root_motion.summary(root_motion.root_motion_from_feet(obj, context.scene, self.onto_object))
+        outcome = root_motion.root_motion_from_feet(obj, context.scene, self.onto_object)
+        for warning in outcome.warnings:
+            self.report({"WARNING"}, f"Foot Lock: {warning}")
+        return root_motion.summary(outcome)

@@ -190,6 +190,69 @@ def test_in_place_bake_writes_into_the_current_action(addon, clips_dir):
     assert np.abs(world_joints(obj, ["LeftToeBase"]) - before).max() > 1e-3  # the motion changed
 
 
+def _modified_walk(addon, clips_dir, tmp_path):
+    """The sliding walk with a Noise modifier on the left knee's curve and a Stepped one on
+    the left hip's, the motion a fix bakes from (and keys again)."""
+    from foot_lock.adapters import action_compat
+
+    obj = import_clip(addon, write_sliding_bvh(clips_dir / "cmu_07_01.bvh", tmp_path / "walk.bvh", 1.25))
+    bag = action_compat.channel_bag(obj, obj.animation_data.action)
+    noise = action_compat.find_fcurve(bag, 'pose.bones["LeftLeg"].rotation_euler', 0).modifiers.new("NOISE")
+    noise.strength, noise.scale = 0.05, 5.0
+    action_compat.find_fcurve(bag, 'pose.bones["LeftUpLeg"].rotation_euler', 0).modifiers.new("STEPPED").frame_step = 2
+    return obj
+
+
+def _modifier_types(obj, action, bone):
+    from foot_lock.adapters import action_compat
+
+    fcurve = action_compat.find_fcurve(action_compat.channel_bag(obj, action), f'pose.bones["{bone}"].rotation_euler', 0)
+    return [modifier.type for modifier in fcurve.modifiers]
+
+
+def test_modifiers_on_keyed_curves_are_baked_into_the_fix(addon, clips_dir, tmp_path):
+    """The fix is solved from what the curves play, their modifiers included, and keyed into
+    a copy of the action: there the modifiers applied again over the solved keys, and the
+    feet slid (8-18 cm/s) while the report said 0.00. The new action leaves them out and
+    says so; the source keeps them."""
+    from foot_lock.adapters import jobs
+
+    obj = _modified_walk(addon, clips_dir, tmp_path)
+    source = obj.animation_data.action
+    outcome = jobs.remove_sliding(obj, addon.context.scene)
+    assert _modifier_types(obj, source, "LeftLeg") == ["NOISE"] and _modifier_types(obj, source, "LeftUpLeg") == ["STEPPED"]
+    assert _modifier_types(obj, outcome.action, "LeftLeg") == [] == _modifier_types(obj, outcome.action, "LeftUpLeg")
+    (warning,) = [w for w in outcome.result.warnings if "F-curve modifiers" in w]
+    assert "'pose.bones[\"LeftLeg\"].rotation_euler[0]' (Noise)" in warning and "(Stepped)" in warning
+    start, end = jobs.frame_range(outcome.action)
+    frames = np.arange(start, end + 1)
+    toes = [leg.toe for leg in obj.foot_lock.legs]
+    locked = np.array([contact_curve(obj, outcome.action, toe, frames) for toe in toes]) > 0.5
+    fps = addon.context.scene.render.fps / addon.context.scene.render.fps_base
+    assert slide_cm_s(world_joints(obj, toes, outcome.action), locked, fps) <= 0.1
+
+
+def test_in_place_refuses_to_key_under_modifiers(addon, clips_dir, tmp_path):
+    """In Place keys the fix into the source, where the modifiers would change it again
+    (and removing them would change the source): refused, naming them, nothing written."""
+    from foot_lock.adapters import action_compat, jobs
+    from foot_lock.adapters.errors import AdapterError
+
+    obj = _modified_walk(addon, clips_dir, tmp_path)
+    obj.foot_lock.in_place = True
+    source = obj.animation_data.action
+
+    def keys():
+        return {channel: [tuple(point.co) for point in fcurve.keyframe_points]
+                for channel, fcurve in action_compat.fcurve_table(action_compat.channel_bag(obj, source)).items()}
+
+    before = keys()
+    with pytest.raises(AdapterError, match=r"In Place would key curves whose F-curve modifiers .*\(Noise\)"):
+        jobs.remove_sliding(obj, addon.context.scene)
+    assert obj.animation_data.action == source and [a.name for a in addon.data.actions] == [source.name]
+    assert keys() == before
+
+
 def test_raw_capture_with_defects_bakes_without_nan_or_wild_pose(addon, clips_dir):
     obj = import_clip(addon, clips_dir / "cmu_03_02.bvh")
     source = obj.animation_data.action

@@ -55,6 +55,31 @@ def test_root_motion_from_feet_makes_an_in_place_walk_travel(addon, in_place_wal
     assert changed == {'pose.bones["Hips"].location'}
 
 
+def test_root_motion_bakes_a_modifier_on_the_travelling_bone_into_its_keys(addon, in_place_walk):
+    """A Noise modifier on the Hips' location: the travel is taken from what it plays and
+    keyed into the new action without it (kept, it would shake the travel twice) and the
+    report says so; In Place (keys into the source) refuses, naming it."""
+    from foot_lock.adapters import action_compat, root_motion
+    from foot_lock.adapters.errors import AdapterError
+
+    obj, labels = in_place_walk
+    source = obj.animation_data.action
+    fcurve = action_compat.find_fcurve(action_compat.channel_bag(obj, source), 'pose.bones["Hips"].location', 1)
+    fcurve.modifiers.new("NOISE").strength = 0.02
+    obj.foot_lock.in_place = True
+    with pytest.raises(AdapterError, match=r"In Place would key curves .*location\[1\]' \(Noise\)"):
+        root_motion.root_motion_from_feet(obj, addon.context.scene)
+    assert obj.animation_data.action == source and len(addon.data.actions) == 1
+    obj.foot_lock.in_place = False
+    outcome = root_motion.root_motion_from_feet(obj, addon.context.scene)
+    (warning,) = outcome.warnings
+    assert "location[1]' (Noise) are baked into the keys of 'in_place.rootmotion'" in warning
+    assert [m.type for m in fcurve.modifiers] == ["NOISE"]
+    fixed = action_compat.find_fcurve(action_compat.channel_bag(obj, outcome.action), 'pose.bones["Hips"].location', 1)
+    assert not len(fixed.modifiers)
+    assert toe_slide(obj, labels, addon) <= 1.0
+
+
 def test_root_motion_onto_the_object(addon, in_place_walk):
     obj, labels = in_place_walk
     assert addon.ops.foot_lock.root_motion_from_feet(onto_object=True) == {"FINISHED"}
