@@ -119,7 +119,8 @@ class JointMap:
                 if name in self.unsupported:
                     raise AdapterError(
                         f"bone {name!r} {self.unsupported[name]}, which Foot Lock does not support "
-                        f"(it moves {bone!r}); change that bone setting or bake the animation first"
+                        f"(it moves {bone!r}); change that setting in its Bone properties (re-keying what that changes) "
+                        "or pick other bones in the Legs panel"
                     )
 
 

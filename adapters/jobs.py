@@ -326,8 +326,9 @@ def _refuse_constrained_legs(obj, joint_map, bones):
             if active:
                 raise AdapterError(
                     f"bone {name!r} is moved by constraints ({', '.join(active)}); Foot Lock works on keyed "
-                    "motion: on a control rig, pick each leg's IK control and the body control in the Legs panel "
-                    "(Rigify's are found by themselves), or pick unconstrained bones there"
+                    "motion: mute them where the keys alone pose the bone; on a control rig, pick each leg's IK "
+                    "control and the body control in the Legs panel (Rigify's are found by themselves), or pick "
+                    "unconstrained bones there"
                 )
 
 

@@ -39,6 +39,21 @@ SCENE_UNITS = {
 }
 
 
+# Studios animate linked characters through library overrides: a setting that is not
+# overridable cannot be changed there (the legs cannot even be added) and resets on reload.
+OVERRIDABLE = "LIBRARY_OVERRIDABLE"
+
+
+def overridable(cls):
+    """Every property declared on ``cls`` editable on a library override (collections take
+    new items there too)."""
+    for deferred in cls.__annotations__.values():
+        extra = {"USE_INSERTION"} if deferred.function is CollectionProperty else set()
+        deferred.keywords.setdefault("override", {OVERRIDABLE} | extra)
+    return cls
+
+
+@overridable
 class FOOT_LOCK_PG_leg(PropertyGroup):
     """One leg's bones; ``name`` is the leg's side ("left", "front_right", ...)."""
 
@@ -58,6 +73,7 @@ class FOOT_LOCK_PG_leg(PropertyGroup):
     )
 
 
+@overridable
 class FOOT_LOCK_PG_report(PropertyGroup):
     """What the last Remove Foot Sliding did, shown in the panel."""
 
@@ -118,9 +134,10 @@ def _scene_units_field(name, unit, stored):
         setattr(self, name, value * _context_unit_scale())
 
     return FloatProperty(name=stored["name"], description=stored["description"], unit=unit, min=0.0,
-                         get=shown, set=typed, options=set())
+                         get=shown, set=typed, options=set(), override={OVERRIDABLE})
 
 
+@overridable
 class FOOT_LOCK_PG_settings(PropertyGroup):
     pelvis: StringProperty(name="Pelvis", description="Bone carrying the body's translation (hips)")
     legs: CollectionProperty(type=FOOT_LOCK_PG_leg, name="Legs")
@@ -294,7 +311,7 @@ def register_properties():
     stored = FOOT_LOCK_PG_settings.__annotations__
     for name, unit in SCENE_UNITS.items():
         setattr(FOOT_LOCK_PG_settings, in_scene_units(name), _scene_units_field(name, unit, stored[name].keywords))
-    bpy.types.Object.foot_lock = PointerProperty(type=FOOT_LOCK_PG_settings, name="Foot Lock")
+    bpy.types.Object.foot_lock = PointerProperty(type=FOOT_LOCK_PG_settings, name="Foot Lock", override={OVERRIDABLE})
 
 
 def unregister_properties():
