@@ -18,6 +18,7 @@ after checking that every key is a number.
 import json
 import sys
 from contextlib import contextmanager, redirect_stdout
+from urllib.parse import unquote
 
 import bpy
 import numpy as np
@@ -27,7 +28,7 @@ from ..adapters import action_compat, armature, jobs, sources
 from ..adapters.errors import AdapterError
 from ..adapters.properties import unit_scale
 from ..adapters.scene_time import playback_rate
-from ..solvers.atomic_files import atomic_output
+from ..solvers.atomic_files import ProtectedFileError, atomic_output
 from ..solvers.bvh import check_frame_rate
 from .bvh_files import file_unit_scale
 from .errors import ClipError
@@ -71,7 +72,7 @@ def _job_in_blender(source, target, args, job):
             result = job()
             refuse_non_finite_keys()
             with redirect_stdout(sys.stderr):
-                save(target)
+                save(target, input_files(source))
     except (AdapterError, RuntimeError) as error:  # RuntimeError: a bpy.ops call that failed
         raise ClipError(str(error).strip()) from None
     return result
@@ -314,30 +315,51 @@ def refuse_non_finite_keys():
                                 "that are not numbers: nothing was written")
 
 
-def save(target):
-    """Write the session to ``target`` atomically (:func:`~..solvers.atomic_files.atomic_output`)."""
+def input_files(source):
+    """The file ``source`` and, for a .gltf, the files it refers to (buffers, images): what
+    an output and the files written beside it never replace."""
+    if source.suffix.lower() != ".gltf":
+        return [source]
+    document = _gltf_json(source)
+    entries = [*document.get("buffers", []), *document.get("images", [])]
+    uris = [entry.get("uri") for entry in entries if isinstance(entry, dict)]
+    return [source, *(source.parent / unquote(uri) for uri in uris if isinstance(uri, str) and not uri.startswith("data:"))]
+
+
+def save(target, protected=()):
+    """Write the session to ``target`` atomically (:func:`~..solvers.atomic_files.atomic_output`),
+    replacing none of the ``protected`` files (:func:`input_files`)."""
     suffix = target.suffix.lower()
-    with atomic_output(target, companions=suffix == ".gltf") as temp:
-        if suffix == ".blend":
-            # copy: the session keeps its own path; relative paths are remapped to the
-            # output's folder, which the temporary file shares.
-            bpy.ops.wm.save_as_mainfile(filepath=str(temp), check_existing=False, copy=True)
-        elif suffix == ".fbx":
-            name_actions_for_fbx_takes()
-            bpy.ops.export_scene.fbx(
-                filepath=str(temp), check_existing=False, bake_anim=True,
-                bake_anim_use_all_actions=True, bake_anim_use_nla_strips=False,
-                bake_anim_simplify_factor=0.0,  # every frame as solved: simplifying would let feet slide again
-                add_leaf_bones=False,  # no extra "_end" bones: the hierarchy stays the input's
-            )
-        else:
-            bpy.ops.export_scene.gltf(
-                filepath=str(temp), check_existing=False, export_animations=True,
-                export_format="GLB" if suffix == ".glb" else "GLTF_SEPARATE", export_animation_mode="ACTIONS",
-                # Textures in a folder named after the output: two outputs side by side whose
-                # images share a file name cannot overwrite each other's.
-                export_texture_dir=f"{target.stem}_textures",
-            )
+    try:
+        with atomic_output(target, companions=suffix == ".gltf", protected=protected) as temp:
+            _export(temp, target)
+    except ProtectedFileError as error:
+        raise ClipError(str(error)) from None
+
+
+def _export(temp, target):
+    """Write the session to the temporary path ``temp`` of ``target``, as its suffix says."""
+    suffix = target.suffix.lower()
+    if suffix == ".blend":
+        # copy: the session keeps its own path; relative paths are remapped to the
+        # output's folder, which the temporary file shares.
+        bpy.ops.wm.save_as_mainfile(filepath=str(temp), check_existing=False, copy=True)
+    elif suffix == ".fbx":
+        name_actions_for_fbx_takes()
+        bpy.ops.export_scene.fbx(
+            filepath=str(temp), check_existing=False, bake_anim=True,
+            bake_anim_use_all_actions=True, bake_anim_use_nla_strips=False,
+            bake_anim_simplify_factor=0.0,  # every frame as solved: simplifying would let feet slide again
+            add_leaf_bones=False,  # no extra "_end" bones: the hierarchy stays the input's
+        )
+    else:
+        bpy.ops.export_scene.gltf(
+            filepath=str(temp), check_existing=False, export_animations=True,
+            export_format="GLB" if suffix == ".glb" else "GLTF_SEPARATE", export_animation_mode="ACTIONS",
+            # Textures in a folder named after the output: two outputs side by side whose
+            # images share a file name cannot overwrite each other's.
+            export_texture_dir=f"{target.stem}_textures",
+        )
 
 
 def name_actions_for_fbx_takes():

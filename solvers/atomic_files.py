@@ -16,14 +16,20 @@ from pathlib import Path
 PARTIAL_PREFIX = ".foot_lock-partial-"  # files being written; never taken as inputs
 
 
+class ProtectedFileError(FileExistsError):
+    """An output (or a file written beside it) would replace a file it must not."""
+
+
 @contextmanager
-def atomic_output(target, companions=False):
+def atomic_output(target, companions=False, protected=()):
     """Yield a temporary path to write ``target`` to; once the block ends, it is synced
     and renamed over ``target``. On any error the temporary file goes and ``target`` stays.
 
     ``companions``: the writer also puts files beside its output (a .gltf's .bin and
     textures), named after it: it then writes into a temporary folder beside the target,
-    whose files are moved into place afterwards, the main file last.
+    whose files are moved into place afterwards, the main file last. None is moved if one
+    would replace any of the ``protected`` files (an input and the files it refers to):
+    :class:`ProtectedFileError`.
     """
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -36,16 +42,24 @@ def atomic_output(target, companions=False):
         yield temp
         if not temp.is_file():
             raise FileNotFoundError(f"nothing was written to {target}")  # an exporter that wrote nothing
-        _move_into_place(temp, target, companions)
+        _move_into_place(temp, target, companions, protected)
     finally:
         _remove(temp.parent if companions else temp)
 
 
-def _move_into_place(temp, target, companions):
+def _move_into_place(temp, target, companions, protected):
     written = sorted(path for path in temp.parent.rglob("*") if path.is_file()) if companions else [temp]
     written.sort(key=lambda path: path == temp)  # the main file last: it names the others
-    for path in written:
-        final = target.parent / path.relative_to(temp.parent) if companions else target
+    finals = [target.parent / path.relative_to(temp.parent) if companions else target for path in written]
+    kept = [Path(path) for path in protected if Path(path).exists()]
+    # The same file by device and inode: a hard link, or another case of the name on a
+    # file system that ignores case, is it too.
+    clash = next((final for final in finals if final.exists() and any(os.path.samefile(final, path) for path in kept)),
+                 None)
+    if clash is not None:
+        raise ProtectedFileError(f"writing {target.name} would replace {clash}, a file of the input: "
+                                 "write the output elsewhere or under another name (inputs are never written)")
+    for path, final in zip(written, finals):
         final.parent.mkdir(parents=True, exist_ok=True)
         _sync(path)
         os.chmod(path, _mode_for(final))

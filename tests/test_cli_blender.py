@@ -206,6 +206,22 @@ def test_fbx_and_gltf_round_trip_keeps_the_rig_and_the_takes_and_fixes_the_feet(
     assert slide_cm_s(after.toes, reference, after.fps) <= 1.5
 
 
+def test_a_gltf_output_never_replaces_a_file_of_its_input(blender, tmp_path, pythonpath, exported):
+    """``take.gltf`` reads its keys from ``walk.bin``; written as ``walk.gltf`` beside it, the
+    output's own buffer would be ``walk.bin`` too and replaced the input's (which then played
+    other data). Refused, naming the file; nothing written, the input as it was."""
+    import shutil
+
+    shutil.copy(exported / "walk.bin", tmp_path / "walk.bin")
+    shutil.copy(exported / "walk.gltf", tmp_path / "take.gltf")
+    inputs = {path.name: path.read_bytes() for path in tmp_path.iterdir()}
+    result = run_python(["-m", "foot_lock", "remove-sliding", "take.gltf", "-o", "walk.gltf"],
+                        cwd=tmp_path, pythonpath=pythonpath)
+    assert result.returncode == 1
+    assert "writing walk.gltf would replace walk.bin, a file of the input" in result.stdout + result.stderr
+    assert {path.name: path.read_bytes() for path in tmp_path.iterdir()} == inputs
+
+
 # --- a folder ---------------------------------------------------------------------------
 
 
