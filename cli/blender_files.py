@@ -166,11 +166,12 @@ def scene_fps():
 
 def fix_scene(args, keep_originals):
     clips = []
+    everyone, armatures = _armatures(args)
     for obj, actions in chosen_clips(args):
         current = current_action(obj)
         fixed = {}
         for action in actions:
-            reason = why_kept(obj, action) if action is not None else None
+            reason = None if action is None else why_kept(obj, action) or _shared(action, everyone, armatures)
             if reason:  # a pose, not a motion: it never fails the file
                 clips.append(_kept_entry(obj, action, reason))
                 continue
@@ -198,18 +199,20 @@ def chosen_clips(args):
     plays NLA strips and no action: what the strips play is fixed); in an imported file
     (FBX, glTF: no ``.blend`` behind the session) every take of each armature.
     """
-    armatures = [obj for obj in bpy.context.scene.objects if obj.type == "ARMATURE"]
-    if args.armature:
-        armatures = [obj for obj in armatures if obj.name == args.armature]
-        if not armatures:
-            raise ClipError(f"no armature named {args.armature!r} in the scene")
+    everyone, armatures = _armatures(args)
     if args.all_actions or not (args.action or bpy.data.filepath):
-        chosen = [(obj, actions_of(obj)) for obj in armatures]
+        chosen = [(obj, actions_of(obj, everyone, armatures)) for obj in armatures]
     elif args.action:
         action = bpy.data.actions.get(args.action)
         if action is None:
             raise ClipError(f"no action named {args.action!r} (actions: {', '.join(bpy.data.actions.keys())})")
-        chosen = [(obj, [action]) for obj in armatures if animates(action, obj)]
+        if args.armature:  # the pair asked for, whoever else plays the action
+            chosen = [(obj, [action]) for obj in armatures if animates(action, obj)]
+        else:
+            shared = _shared(action, everyone, armatures)
+            if shared:
+                raise ClipError(f"action {action.name!r} {shared}")
+            chosen = [(obj, [action]) for obj in _owners(action, everyone, armatures)]
     else:  # what each armature plays: its action, or without one the NLA strips it plays (None)
         chosen = [(obj, [current_action(obj)]) for obj in armatures
                   if current_action(obj) is not None or sources.playing_tracks(obj.animation_data)]
@@ -260,10 +263,59 @@ def current_action(obj):
     return anim.action if anim is not None else None
 
 
-def actions_of(obj):
-    """Every action that animates the armature's bones, except earlier Foot Lock results."""
+def _armatures(args):
+    """The scene's armatures, and those ``--armature`` chooses (all without it)."""
+    everyone = [obj for obj in bpy.context.scene.objects if obj.type == "ARMATURE"]
+    if not args.armature:
+        return everyone, everyone
+    chosen = [obj for obj in everyone if obj.name == args.armature]
+    if not chosen:
+        raise ClipError(f"no armature named {args.armature!r} in the scene")
+    return everyone, chosen
+
+
+def actions_of(obj, everyone=None, chosen=None):
+    """Every action of the armature (:func:`_owners`; ``everyone``: the scene's armatures,
+    ``chosen``: those to fix, by default ``obj`` alone), except earlier Foot Lock results."""
+    everyone, chosen = everyone or [obj], chosen or [obj]
     return [action for action in bpy.data.actions
-            if not action.name.endswith(jobs.FOOTLOCK_SUFFIX) and animates(action, obj)]
+            if not action.name.endswith(jobs.FOOTLOCK_SUFFIX) and obj in _owners(action, everyone, chosen)]
+
+
+def _owners(action, everyone, chosen):
+    """The ``chosen`` armatures ``action`` is fixed on. Characters that share bone names (two
+    Mixamo rigs in one file) are each animated by all their actions alike, and an action
+    solved on each would end as the last one's fix: it goes to the armatures of ``everyone``
+    that play it (:func:`_plays`), else to the first chosen one it animates (:func:`_shared`
+    says when others too)."""
+    players = [obj for obj in everyone if _plays(obj, action)]
+    if players:
+        return [obj for obj in players if obj in chosen]
+    return [obj for obj in chosen if animates(action, obj)][:1]
+
+
+def _shared(action, everyone, chosen):
+    """Why ``action`` is left as it is, or None: it animates several of the ``chosen``
+    armatures alike and none of ``everyone`` plays it, so whose take it is is unknown."""
+    if any(_plays(obj, action) for obj in everyone):
+        return None
+    names = [obj.name for obj in chosen if animates(action, obj)]
+    if len(names) < 2:
+        return None
+    return (f"animates {' and '.join(names)} alike and none of them plays it: kept unchanged; "
+            "choose the armature with --armature")
+
+
+def _plays(obj, action):
+    """Whether ``obj`` plays ``action``: as its action, in an NLA strip, through a slot it
+    uses (4.4+), or named after it by the FBX importer (``<object>|<take>``)."""
+    anim = obj.animation_data
+    if anim is not None and (anim.action == action or any(
+            strip.action == action for track in anim.nla_tracks for strip in track.strips)):
+        return True
+    if any(obj in slot.users() for slot in getattr(action, "slots", ())):
+        return True
+    return action.name.startswith(f"{obj.name}|")
 
 
 def animates(action, obj):

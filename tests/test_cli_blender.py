@@ -124,25 +124,36 @@ def test_edited_contact_curves_are_obeyed_unless_overwrite_contacts(blender, tmp
 
 
 def test_armatures_and_actions_are_chosen_by_name_or_all(blender, tmp_path, sliding, walk, capsys):
+    """The two armatures share their bones' names (as two Mixamo characters do), so every
+    action animates both: each is fixed on the armature that plays it. Solved on both, the
+    second fix replaced the first (an FBX or glTF fixed in place came out sliding more than
+    it went in). An action neither plays is fixed on the armature named, else kept."""
     bpy = blender
-    source = save_blend(bpy, tmp_path / "two.blend", walk, sliding)
+    save_blend(bpy, tmp_path / "two.blend", walk, sliding)
+    bpy.data.actions["walk_sliding"].copy().name = "take"
+    bpy.data.actions["take"].use_fake_user = True
+    source = tmp_path / "three_actions.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(source))
 
     def fixed_clips(*options):
         report = tmp_path / "report.json"
         assert cli("remove-sliding", source, "-o", tmp_path / "out.blend", "--report", report, *options) == 0
-        return sorted((c["armature"], c["action"]) for c in json.loads(report.read_text())["files"][0]["clips"])
+        return sorted((c["armature"], c["action"], "kept" in c) for c in json.loads(report.read_text())["files"][0]["clips"])
 
-    assert fixed_clips() == [("cmu_07_01", "cmu_07_01"), ("walk_sliding", "walk_sliding")]
-    assert fixed_clips("--armature", "walk_sliding") == [("walk_sliding", "walk_sliding")]
-    assert fixed_clips("--armature", "cmu_07_01", "--action", "walk_sliding") == [("cmu_07_01", "walk_sliding")]
-    # The two armatures have the same bones, so each action animates both.
+    assert fixed_clips() == [("cmu_07_01", "cmu_07_01", False), ("walk_sliding", "walk_sliding", False)]
+    assert fixed_clips("--armature", "walk_sliding") == [("walk_sliding", "walk_sliding", False)]
+    assert fixed_clips("--armature", "cmu_07_01", "--action", "walk_sliding") == [("cmu_07_01", "walk_sliding", False)]
     assert fixed_clips("--all-actions") == [
-        ("cmu_07_01", "cmu_07_01"), ("cmu_07_01", "walk_sliding"),
-        ("walk_sliding", "cmu_07_01"), ("walk_sliding", "walk_sliding"),
+        ("cmu_07_01", "cmu_07_01", False), ("cmu_07_01", "take", True), ("walk_sliding", "walk_sliding", False),
+    ]
+    assert fixed_clips("--all-actions", "--armature", "walk_sliding") == [
+        ("walk_sliding", "take", False), ("walk_sliding", "walk_sliding", False),
     ]
     bpy.ops.wm.open_mainfile(filepath=str(tmp_path / "out.blend"))
-    assert bpy.data.objects["cmu_07_01"].animation_data.action.name == "cmu_07_01.footlock"
+    assert bpy.data.objects["walk_sliding"].animation_data.action.name == "walk_sliding.footlock"
     capsys.readouterr()
+    assert cli("remove-sliding", source, "-o", tmp_path / "none.blend", "--action", "take") == 1
+    assert "'take' animates cmu_07_01 and walk_sliding alike and none of them plays it" in capsys.readouterr().out
     assert cli("remove-sliding", source, "-o", tmp_path / "none.blend", "--armature", "Nobody") == 1
     assert "no armature named 'Nobody'" in capsys.readouterr().out
 
