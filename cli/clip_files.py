@@ -4,8 +4,10 @@ BVH to BVH goes through the numpy core (:mod:`.bvh_files`); every other pair thr
 Blender (:mod:`.blender_files`), which needs bpy: the wheel, or real Blender running this.
 """
 
+import re
 import time
 
+from ..solvers.atomic_files import PARTIAL_PREFIX
 from .bvh_files import fix_bvh
 from .errors import ClipError
 from .report import FileRecord
@@ -32,10 +34,17 @@ def fix_file(source, target, args):
 
 
 def one_line(message):
-    """A message on one line: the last line of a multi-line one (an operator's error
-    ends with the Python exception that caused it)."""
+    """A message on one line: the last line of a multi-line one (an operator's error ends
+    with the Python exception that caused it), above the ``Location: <file>:<line>`` that
+    Blender puts after an add-on operator's exception. A temporary output's name is given as
+    the output's (see :func:`~..solvers.atomic_files.atomic_output`)."""
     lines = [line.strip() for line in message.strip().splitlines() if line.strip()]
-    return lines[-1] if lines else "no message"
+    while len(lines) > 1 and lines[-1].startswith("Location:"):
+        lines.pop()
+    return _PARTIAL_NAME.sub("", lines[-1]) if lines else "no message"
+
+
+_PARTIAL_NAME = re.compile(re.escape(PARTIAL_PREFIX) + "[0-9a-f]{32}-")
 
 
 def check_formats(source, target):

@@ -367,6 +367,22 @@ def test_an_unwritable_report_or_output_is_one_line(tmp_path, clip, capsys):
     assert line.startswith(f"FAILED {clip}: ") and "a_file" in line
 
 
+def test_an_exporter_s_error_is_told_by_its_cause_and_the_output_s_name():
+    """An exception inside an add-on's operator (Blender's FBX or glTF exporter, its BVH
+    importer) reaches the command line as the operator's message, which ends with a
+    ``Location:`` line: that was the one line told, not the cause. The temporary file the
+    exporter wrote to is named as the output it stands for."""
+    from foot_lock.cli.clip_files import one_line
+
+    message = ("Error: Python: Traceback (most recent call last):\n"
+               '  File "/blender/addons/io_scene_fbx/export_fbx_bin.py", line 3500, in save_single\n'
+               "PermissionError: [Errno 13] Permission denied: "
+               "'/shots/.foot_lock-partial-2bd2415650d34138998535c5a797cb18-x.fbx'\n"
+               "Location: /blender/scripts/modules/bpy/ops.py:109\n")
+    assert one_line(message) == "PermissionError: [Errno 13] Permission denied: '/shots/x.fbx'"
+    assert one_line("Location: somewhere") == "Location: somewhere"  # nothing else to tell
+
+
 def test_names_and_line_endings_are_kept_byte_for_byte(tmp_path, walk):
     text = walk_text(walk).replace("LHipJoint", "LH\udcfcftJoint")  # a Latin-1 byte: not UTF-8
     text = text.replace("\r\n", "\n").replace("\n", "\r\n")  # CRLF throughout, rows too
