@@ -10,6 +10,7 @@ import os
 import shutil
 import sys
 import traceback
+from contextlib import contextmanager
 from functools import partial
 
 from .arguments import parse_args
@@ -32,13 +33,53 @@ EXIT_USAGE = 2  # a bad command line (as argparse exits)
 
 def main(argv=None):
     """Run the command line; returns the exit status."""
-    with stop_on_signals():
+    with stop_on_signals(), _reader_may_leave():
         try:
             args = parse_args(argv)  # starts Blender (see .stops): a stop meanwhile is a stop too
             return COMMANDS[args.command](args)
         except Stopped as stop:
             print(f"Foot Lock: {stop}", flush=True)
             return stop.exit_status
+
+
+class _StdoutWithoutReader:
+    """``sys.stdout`` that lets the job go on when its reader leaves (``... | head -1``): what
+    is printed after that is dropped; the outputs and the report are still written."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text):
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._drop()
+            return len(text)
+
+    def flush(self):
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._drop()
+
+    def _drop(self):
+        # Later writes, and the interpreter's own flush at exit, go to /dev/null.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, self._stream.fileno())
+        os.close(devnull)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+@contextmanager
+def _reader_may_leave():
+    stdout = sys.stdout
+    sys.stdout = _StdoutWithoutReader(stdout)
+    try:
+        yield
+    finally:
+        sys.stdout = stdout
 
 
 def run(argv=None):

@@ -383,6 +383,28 @@ def test_an_exporter_s_error_is_told_by_its_cause_and_the_output_s_name():
     assert one_line("Location: somewhere") == "Location: somewhere"  # nothing else to tell
 
 
+def test_a_reader_that_leaves_early_does_not_stop_the_batch(tmp_path, walk, pythonpath):
+    """``... | head -1``: the reader closes its end after the first line. Printing the next
+    raised BrokenPipeError: a traceback, and the report never written. The batch finishes,
+    its report written, and the status is the job's."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for name in ("a.bvh", "b.bvh"):
+        (folder / name).write_bytes(walk.read_bytes())
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    env["PYTHONPATH"] = str(pythonpath)
+    argv = [sys.executable, "-m", "foot_lock", "remove-sliding", folder, "-o", tmp_path / "out", "--jobs", "1",
+            "--report", tmp_path / "report.json"]
+    with subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as process:
+        assert process.stdout.readline().startswith(b"[1/2] ok ")
+        process.stdout.close()  # as head does
+        stderr = process.stderr.read().decode()
+        assert process.wait(timeout=600) == 0, stderr
+    assert "Traceback" not in stderr
+    assert len(json.loads((tmp_path / "report.json").read_text())["files"]) == 2
+    assert sorted(path.name for path in (tmp_path / "out").iterdir()) == ["a.bvh", "b.bvh"]
+
+
 def test_names_and_line_endings_are_kept_byte_for_byte(tmp_path, walk):
     text = walk_text(walk).replace("LHipJoint", "LH\udcfcftJoint")  # a Latin-1 byte: not UTF-8
     text = text.replace("\r\n", "\n").replace("\n", "\r\n")  # CRLF throughout, rows too
