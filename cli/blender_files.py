@@ -15,10 +15,8 @@ file of unknown origin runs. Outputs are written atomically (:func:`~..solvers.a
 after checking that every key is a number.
 """
 
-import json
 import sys
 from contextlib import contextmanager, redirect_stdout
-from urllib.parse import unquote
 
 import bpy
 import numpy as np
@@ -32,6 +30,7 @@ from ..solvers.atomic_files import ProtectedFileError, atomic_output
 from ..solvers.bvh import check_frame_rate
 from .bvh_files import file_unit_scale
 from .errors import ClipError
+from .gltf_files import gltf_document, input_files
 from .report import clip_entry
 from .settings_flags import apply_to
 
@@ -126,7 +125,7 @@ def gltf_frame_rate(path):
 
     Read from the accessors' ``min``/``max``, which glTF requires for animation times.
     """
-    document = _gltf_json(path)
+    document = gltf_document(path)
     rates = []
     try:
         for animation in document.get("animations", []):
@@ -140,21 +139,6 @@ def gltf_frame_rate(path):
     if rates:
         check_frame_rate(max(rates), f"{path.name}'s animation")
     return round(max(rates)) if rates else None
-
-
-def _gltf_json(path):
-    data = path.read_bytes()
-    try:
-        if data[:4] == b"glTF":  # binary: a 12-byte header, then the JSON chunk's length, type and text
-            length = int.from_bytes(data[12:16], "little")
-            document = json.loads(data[20 : 20 + length])
-        else:
-            document = json.loads(data)
-    except (ValueError, UnicodeDecodeError):
-        raise ClipError(f"{path.name} is not a glTF file: its JSON cannot be read") from None
-    if not isinstance(document, dict):
-        raise ClipError(f"{path.name} is not a glTF file: its JSON is not an object")
-    return document
 
 
 def scene_fps():
@@ -365,17 +349,6 @@ def refuse_non_finite_keys():
             if not np.isfinite(keys).all():
                 raise ClipError(f"action {action.name!r}, {fcurve.data_path}[{fcurve.array_index}] holds keys "
                                 "that are not numbers: nothing was written")
-
-
-def input_files(source):
-    """The file ``source`` and, for a .gltf, the files it refers to (buffers, images): what
-    an output and the files written beside it never replace."""
-    if source.suffix.lower() != ".gltf":
-        return [source]
-    document = _gltf_json(source)
-    entries = [*document.get("buffers", []), *document.get("images", [])]
-    uris = [entry.get("uri") for entry in entries if isinstance(entry, dict)]
-    return [source, *(source.parent / unquote(uri) for uri in uris if isinstance(uri, str) and not uri.startswith("data:"))]
 
 
 def save(target, protected=()):

@@ -2,8 +2,8 @@
 
 A file is skipped only when its entry in the report says it was fixed, by this version
 of Foot Lock, with the same per-file options (the settings flags and what to fix, exactly
-as the workers get them), from an input whose SHA-256 is the one recorded, into the same
-output, which still exists. Anything else is fixed again: a failed or timed-out file, a
+as the workers get them), from an input whose SHA-256 is the one recorded (a .gltf's with
+its buffers and images), into the same output, which still exists whole. Anything else is fixed again: a failed or timed-out file, a
 changed input, other settings, a deleted output. So every record carries the hash of its
 input and its options (:func:`stamp`).
 """
@@ -12,16 +12,33 @@ import hashlib
 import json
 
 from .errors import ClipError
+from .gltf_files import input_files
 from .report import FileRecord, foot_lock_version
 
 
 def input_sha256(path):
-    """The SHA-256 of a file, or None when it cannot be read (its fix then says why)."""
+    """The SHA-256 of a file, with a .gltf's buffers and images (a re-export can change them
+    alone), or None when one cannot be read (its fix then says why)."""
     try:
-        with open(path, "rb") as file:
-            return hashlib.file_digest(file, "sha256").hexdigest()
-    except OSError:
+        files = input_files(path)
+        if len(files) == 1:
+            with open(path, "rb") as file:
+                return hashlib.file_digest(file, "sha256").hexdigest()
+        digest = hashlib.sha256()
+        for each in files:
+            with open(each, "rb") as file:
+                digest.update(hashlib.file_digest(file, "sha256").digest())
+        return digest.hexdigest()
+    except (OSError, ClipError):
         return None
+
+
+def _output_whole(target):
+    """Whether ``target`` is there, with the buffers and images a .gltf refers to."""
+    try:
+        return target.is_file() and all(path.is_file() for path in input_files(target))
+    except (OSError, ClipError):
+        return False
 
 
 def stamped(source, options, fix):
@@ -64,6 +81,6 @@ def previous_records(report_path):
 
 def _still_valid(old, source, target, options):
     return (
-        old.ok and old.output == str(target) and target.is_file()
+        old.ok and old.output == str(target) and _output_whole(target)
         and old.options == list(options) and old.input_sha256 == input_sha256(source)
     )

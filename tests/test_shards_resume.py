@@ -1,6 +1,7 @@
 """``--resume``: a batch started again fixes only what its report does not show as done."""
 
 import hashlib
+import json
 import re
 
 import pytest
@@ -75,3 +76,23 @@ def test_resume_needs_a_report_and_a_folder(first_run, capsys):
     assert "--resume needs --report" in capsys.readouterr().out
     assert main(["remove-sliding", str(source / "a.bvh"), "-o", str(root / "x.bvh"), "--shard", "1/2"]) == 2
     assert "--shard: only for a folder" in capsys.readouterr().out
+
+
+def test_a_gltf_is_hashed_and_found_whole_with_the_files_it_refers_to(tmp_path):
+    """A re-export can leave a .gltf's JSON byte for byte as it was and change its buffer
+    alone: --resume took the old fix for the new input. Nor is an output whose buffer is
+    gone still a fix. The hash covers the .gltf's buffers and images, and an output is
+    whole only with them."""
+    from foot_lock.cli.resume import _output_whole, input_sha256
+
+    gltf = tmp_path / "walk.gltf"
+    gltf.write_text(json.dumps({"asset": {"version": "2.0"}, "buffers": [{"uri": "walk%20keys.bin"}],
+                                "images": [{"uri": "data:image/png;base64,AAAA"}]}))
+    buffer = tmp_path / "walk keys.bin"
+    buffer.write_bytes(b"keys")
+    before = input_sha256(gltf)
+    buffer.write_bytes(b"other keys")
+    assert input_sha256(gltf) not in {before, None}
+    assert _output_whole(gltf)
+    buffer.unlink()
+    assert not _output_whole(gltf) and input_sha256(gltf) is None
