@@ -377,6 +377,11 @@ def _measured(action, controls, clip, again, solved_points, unit_scale):
     _, reached = forward_kinematics(again.skeleton, again.motion.rot, again.motion.pos)
     distance = np.linalg.norm(reached[:, again.tips] - solved_points[:, clip.tips], axis=-1)  # (F, L)
     size = leg_length(solved_points, clip.rig)
+    # Without a body control the pelvis keeps its keyed motion, and a leg may not reach where
+    # the fix moved the pelvis to let it: that, not the leg's own settings, is then the likely cause.
+    advice = ("no Body Control is picked, so the pelvis the fix moves is not keyed: pick the control that carries "
+              "the hips in the Legs panel" if controls.body is None
+              else "check its stretch limits, constraints and IK settings")
     warnings = []
     for k, leg in enumerate(controls.legs):
         off = distance[:, k] > _UNREACHED * size
@@ -384,7 +389,7 @@ def _measured(action, controls, clip, again, solved_points, unit_scale):
             warnings.append(
                 f"control {leg.contact_bone!r} cannot take leg {leg.leg!r} where the fix needs it on frames "
                 f"{_frame_ranges(clip.sample.frames, off)} (up to {100 * unit_scale * distance[off, k].max():.1f} "
-                "cm off): check its stretch limits, constraints and IK settings"
+                f"cm off): {advice}"
             )
     return ControlKeys(action, controls.kind, float(1000.0 * unit_scale * distance.mean()), warnings)
 

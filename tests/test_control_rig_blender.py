@@ -218,7 +218,22 @@ def test_a_control_that_cannot_reach_is_named_with_its_frames(addon, clip):
     outcome = jobs.remove_sliding(rig, addon.context.scene)
     warnings = [w for w in outcome.result.warnings if "cannot take leg" in w]
     assert warnings and all(("'foot_ctrl.L'" in w or "'foot_ctrl.R'" in w) and "on frames " in w for w in warnings)
+    assert all(w.endswith("check its stretch limits, constraints and IK settings") for w in warnings)
     assert outcome.controls.residual_mm > 0.0
+
+
+def test_a_leg_short_for_want_of_a_body_control_says_so(addon, clip):
+    """IK controls picked but no Body Control: the pelvis the fix moves is not keyed, and a
+    leg falls short of where the fix needs it. The warning blamed the leg's own stretch
+    limits and IK settings; it names the missing body control."""
+    from foot_lock.adapters import jobs
+
+    rig = hand_made_walk(addon, clip, stretch=0.0)
+    rig.foot_lock.body_control = ""
+    outcome = jobs.remove_sliding(rig, addon.context.scene)
+    warnings = [w for w in outcome.result.warnings if "cannot take leg" in w]
+    assert warnings and all(w.endswith("no Body Control is picked, so the pelvis the fix moves is not keyed: pick "
+                                       "the control that carries the hips in the Legs panel") for w in warnings)
 
 
 def test_panel_controls_that_are_not_bones_are_refused(addon, clip):
