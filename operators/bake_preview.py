@@ -13,6 +13,5 @@ action ('<action>.preview'; the original is kept). Preview is turned off: the ne
 
     def run(self, context, obj):
         action, frames, warnings = preview.bake_preview(obj, context.scene, context.evaluated_depsgraph_get())
-        for warning in warnings:
-            self.report({"WARNING"}, f"Foot Lock: {warning}")
+        self.report_warnings(warnings)
         return f"{frames} previewed frames baked to {action.name!r}; Preview is off (the new action holds it)"

@@ -44,3 +44,8 @@ class ArmatureOperator:
             return {"CANCELLED"}
         self.report({"INFO"}, f"Foot Lock: {message}")
         return {"FINISHED"}
+
+    def report_warnings(self, warnings):
+        """Each of a job's ``warnings`` as a warning report."""
+        for warning in warnings:
+            self.report({"WARNING"}, f"Foot Lock: {warning}")

@@ -18,6 +18,5 @@ class FOOT_LOCK_OT_remove_sliding(ArmatureOperator, bpy.types.Operator):
             outcome = jobs.remove_sliding(obj, context.scene, lambda f: window_manager.progress_update(int(100 * f)))
         finally:
             window_manager.progress_end()
-        for warning in outcome.result.warnings:
-            self.report({"WARNING"}, f"Foot Lock: {warning}")
+        self.report_warnings(outcome.result.warnings)
         return jobs.summary(outcome)

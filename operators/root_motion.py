@@ -19,6 +19,5 @@ the translation bone (or the object), in a new action ('<action>.rootmotion'; th
 
     def run(self, context, obj):
         outcome = root_motion.root_motion_from_feet(obj, context.scene, self.onto_object)
-        for warning in outcome.warnings:
-            self.report({"WARNING"}, f"Foot Lock: {warning}")
+        self.report_warnings(outcome.warnings)
         return root_motion.summary(outcome)
