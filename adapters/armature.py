@@ -748,29 +748,24 @@ def _describe_modifiers(found):
     return ", ".join(f"'{fcurve.data_path}[{fcurve.array_index}]' ({modifier.name})" for fcurve, modifier in found)
 
 
-def refuse_modified_channels(obj, action, channels):
-    """Refuse to key ``channels`` into the source ``action`` (In Place) where a modifier on
-    their curves would change the keys again (and removing it would change the source)."""
-    found = _value_modifiers(obj, action, channels)
-    if found:
-        raise AdapterError(
-            f"In Place would key curves whose F-curve modifiers change the keys again: "
-            f"{_describe_modifiers(found)}; turn In Place off (a new action then gets what they play baked into "
-            "its keys) or remove them"
-        )
-
-
-def bake_modifiers(obj, result, channels):
-    """Remove from the new action ``result`` the modifiers on the curves of ``channels`` (what
-    they play is baked into the keys written there: kept, they would change them again);
-    returns a warning naming them. The source keeps them."""
-    found = _value_modifiers(obj, result, channels)
+def bake_modifiers(obj, source_action, target, channels):
+    """Make ``target`` ready for keys baked from what the curves of ``channels`` play, F-curve
+    modifiers included (kept on the curves, they would change those keys again); returns
+    the warnings. A new action loses them, with a warning naming them; the source keeps
+    them. Keying into the source itself (In Place, ``target`` is ``source_action``) is
+    refused before anything is written: removing them would change its keys outside the clip."""
+    found = _value_modifiers(obj, target, channels)
     if not found:
         return []
     named = _describe_modifiers(found)
+    if target == source_action:
+        raise AdapterError(
+            f"In Place would key curves whose F-curve modifiers change the keys again: {named}; turn In Place off "
+            "(a new action then gets what they play baked into its keys) or remove them"
+        )
     for fcurve, modifier in found:
         fcurve.modifiers.remove(modifier)
-    return [f"the F-curve modifiers on {named} are baked into the keys of {result.name!r} and left out of it "
+    return [f"the F-curve modifiers on {named} are baked into the keys of {target.name!r} and left out of it "
             "(the source keeps them)"]
 
 
@@ -903,19 +898,14 @@ def write_motion(
     when ``new_action_name`` is None. Written curves get one linear key per frame; their
     keys outside the written frames stay. F-curve modifiers on them are left out of a copy,
     what they played baked into its keys (the source's refuse the write: see
-    :func:`bake_modifiers`), which appends its warning to ``warnings`` (a list), if given.
+    :func:`bake_modifiers`), whose warning is appended to ``warnings`` (a list), if given.
     Returns the action written to.
     """
     rotation_bones = list(dict.fromkeys(rotation_bones))
     location_bones = list(dict.fromkeys(location_bones))
     check_writable(joint_map, motion, frame_start, rotation_bones, location_bones)
-    channels = keyed_channels(obj, rotation_bones, location_bones)
-    if new_action_name:
-        action = compat.copy_action(obj, source_action, new_action_name)
-        baked = bake_modifiers(obj, action, channels)
-    else:
-        refuse_modified_channels(obj, source_action, channels)
-        action, baked = source_action, []
+    action = compat.copy_action(obj, source_action, new_action_name) if new_action_name else source_action
+    baked = bake_modifiers(obj, source_action, action, keyed_channels(obj, rotation_bones, location_bones))
     key_motion(obj, action, joint_map, motion, frame_start, rotation_bones, location_bones)
     if warnings is not None:
         warnings += baked

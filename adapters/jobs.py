@@ -484,12 +484,11 @@ def remove_sliding(obj, scene, progress=lambda fraction: None):
         armature.check_writable(joint_map, result.motion, int(clip.frames[0]), rotation_bones, location_bones)
     else:
         rotation_bones = location_bones = [follower.control for follower in clip.controls.followers()]
-    keyed_channels = armature.keyed_channels(obj, rotation_bones, location_bones)
-    if settings.in_place:
-        armature.refuse_modified_channels(obj, source.action, keyed_channels)
 
     target, kept = (source.action, None) if settings.in_place else _fresh_result(obj, source, sampled, clip)
-    result.warnings += _keys_left_outside(source) + _shown_at_rest(obj) + armature.bake_modifiers(obj, target, keyed_channels)
+    keyed_channels = armature.keyed_channels(obj, rotation_bones, location_bones)
+    result.warnings += (_keys_left_outside(source) + _shown_at_rest(obj)
+                        + armature.bake_modifiers(obj, source.action, target, keyed_channels))
     if kept is not None:
         result.warnings.append(f"{kept.name!r} was changed since Foot Lock made it: kept as it is, the new fix is "
                                f"{target.name!r}")
