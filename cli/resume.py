@@ -3,9 +3,9 @@
 A file is skipped only when its entry in the report says it was fixed, by this version
 of Foot Lock, with the same per-file options (the settings flags and what to fix, exactly
 as the workers get them), from an input whose SHA-256 is the one recorded (a .gltf's with
-its buffers and images), into the same output, which still exists whole. Anything else is fixed again: a failed or timed-out file, a
-changed input, other settings, a deleted output. So every record carries the hash of its
-input and its options (:func:`stamp`).
+its buffers and images), into the same output, which still exists whole. Anything else is
+fixed again: a failed or timed-out file, a changed input, other settings, a deleted
+output. So every record carries the hash of its input and its options (:func:`stamp`).
 """
 
 import hashlib
