@@ -515,7 +515,7 @@ def remove_sliding(obj, scene, progress=lambda fraction: None):
         results.stamp(obj, target)
     progress(1.0)
     outcome = BakeOutcome(
-        target, result, len(clip.frames), int(np.count_nonzero(result.contacts > 0.5)),
+        target, result, len(clip.frames), int(np.count_nonzero(result.foot_contacts > 0.5)),
         time.perf_counter() - start_time, written, source.kind, keyed,
     )
     _store_report(settings.report, outcome)

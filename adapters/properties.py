@@ -80,7 +80,7 @@ class FOOT_LOCK_PG_report(PropertyGroup):
     valid: BoolProperty(name="Has Report", default=False)
     action: StringProperty(name="Action", description="Action the result was baked to")
     frames: IntProperty(name="Frames", description="Frames solved")
-    contact_frames: IntProperty(name="Contact Frames", description="Leg-frames locked to the ground")
+    contact_frames: IntProperty(name="Contact Frames", description="Leg-frames locked to the ground, by the heel or the toe")
     slide_before: FloatProperty(name="Slide Before", description="Mean toe slide during contact, cm/s")
     slide_after: FloatProperty(name="Slide After", description="Mean toe slide during contact, cm/s")
     skate_before: FloatProperty(name="Skate Before", subtype="FACTOR", description="Share of frames skating")

@@ -38,8 +38,9 @@ def clip_entry(result, leg_names, frame_start, fps, unit_scale, seconds, **ident
         "fps": float(fps),
         "metres_per_unit": float(unit_scale),
         "contacts": {
-            name: {"frames": int(np.sum(row > 0.5)), "ranges": contact_ranges(row, frame_start)}
-            for name, row in zip(leg_names, result.contacts)
+            name: {"frames": int(np.sum(foot > 0.5)), "ranges": contact_ranges(foot, frame_start),
+                   "toe_ranges": contact_ranges(toe, frame_start), "heel_ranges": contact_ranges(heel, frame_start)}
+            for name, foot, toe, heel in zip(leg_names, result.foot_contacts, result.contacts, result.heel_contacts)
         },
         "before": {key: float(value) for key, value in result.before.items()},
         "after": {key: float(value) for key, value in result.after.items()},

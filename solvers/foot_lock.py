@@ -59,6 +59,12 @@ class FootLockResult:
     timings: dict[str, float] = field(default_factory=dict)  # seconds per stage
     foot_jitter_mm: float = 0.0  # the input feet's capture noise (metrics.foot_jitter)
 
+    @property
+    def foot_contacts(self):
+        """(L, F) how firmly each foot is held on the ground: by its heel or its toe, from
+        heel strike to toe-off (the heel alone at a heel strike is a contact too)."""
+        return np.maximum(self.contacts, self.heel_contacts)
+
 
 @contextmanager
 def _timed(timings, stage):

@@ -17,10 +17,13 @@ from clip_scenarios import f1_score
 pytestmark = pytest.mark.blender
 
 
-def contact_curve(obj, action, bone, frames):
+HEEL = "heel_contact"  # armature.HEEL_CONTACT_PROPERTY (foot_lock is imported by the fixture)
+
+
+def contact_curve(obj, action, bone, frames, prop="foot_contact"):
     from foot_lock.adapters import armature
 
-    return armature.read_contact_curve(obj, action, bone, frames)
+    return armature.read_contact_curve(obj, action, bone, frames, prop)
 
 
 def test_detect_legs_finds_both_cmu_legs(addon, clips_dir):
@@ -612,6 +615,12 @@ def test_the_panel_report_says_what_the_bake_did(addon, clips_dir, tmp_path):
     report = obj.foot_lock.report
     assert report.valid and report.action == "walk.footlock" and report.frames == 317
     assert 250 < report.contact_frames < 634  # some, not all, leg-frames were locked
+    # A leg-frame is locked by the heel or the toe: a heel strike before the ball lands counts too.
+    feet, toes = (leg_bones(obj, part) for part in ("foot", "toe"))
+    frames, result = np.arange(1, 318), obj.animation_data.action
+    heels = np.array([contact_curve(obj, result, foot, frames, HEEL) for foot in feet]) > 0.5
+    balls = np.array([contact_curve(obj, result, toe, frames) for toe in toes]) > 0.5
+    assert report.contact_frames == np.count_nonzero(heels | balls) > np.count_nonzero(balls)
     assert report.slide_before > 20.0 and report.slide_after < 1.0
     assert report.ground_slide_before > 20.0 > 5.0 > report.ground_slide_after  # not only the locked frames
     assert 0.0 < report.pelvis_shift < 4.0 and report.seconds > 0.0

@@ -6,6 +6,7 @@ repository on PYTHONPATH as ``foot_lock``; parsing alone is tested in-process.
 
 import fnmatch
 import importlib.util
+import itertools
 import json
 import re
 import tomllib
@@ -183,6 +184,10 @@ def test_report_holds_metrics_contacts_time_and_warnings(bvh_run):
     for leg in clip["contacts"].values():
         assert 50 < leg["frames"] < 317 and leg["frames"] == contact_frames(leg["ranges"])
         assert all(1 <= first <= last <= 317 for first, last in leg["ranges"])
+        # The foot is on the ground from heel strike to toe-off: where its heel or its toe is.
+        heel, toe, foot = (set(itertools.chain.from_iterable(range(first, last + 1) for first, last in leg[ranges]))
+                           for ranges in ("heel_ranges", "toe_ranges", "ranges"))
+        assert heel | toe == foot and heel - toe and toe - heel
     assert clip["before"].keys() == clip["after"].keys() >= {"toe_slide_cm_s", "skate_ratio", "pelvis_deviation_cm"}
     assert 0.0 < clip["foot_jitter_mm"] < 0.5  # clean optical capture: a fraction of a millimetre
     assert clip["before"]["toe_slide_cm_s"] > 10.0 and clip["after"]["toe_slide_cm_s"] < 1.0
