@@ -516,10 +516,16 @@ def remove_sliding(obj, scene, progress=lambda fraction: None):
     progress(1.0)
     outcome = BakeOutcome(
         target, result, len(clip.frames), int(np.count_nonzero(result.foot_contacts > 0.5)),
-        time.perf_counter() - start_time, written, source.kind, keyed,
+        time.perf_counter() - start_time, written, _read_from(source, clip), keyed,
     )
     _store_report(settings.report, outcome)
     return outcome
+
+
+def _read_from(source, clip):
+    """Where the motion solved was read (a :data:`~.sources.KEYS`-like kind): a control rig's
+    deformation skeleton is always sampled from the evaluated scene, whatever moves it."""
+    return source.kind if clip.controls is None else sources.EVALUATED
 
 
 def _is_loop(obj, source, clip):
