@@ -90,20 +90,34 @@ def _posed(obj):
 
 
 @contextmanager
-def _enabled(obj):
-    """The armature and its parents enabled in the viewport while sampling (the depsgraph
-    skips disabled objects: their pose would be stale), restored after."""
-    disabled = []
-    while obj is not None:
-        if obj.hide_viewport:
-            disabled.append(obj)
-            obj.hide_viewport = False
-        obj = obj.parent
+def _enabled(obj, scene):
+    """The armature and its parents enabled in the viewport while sampling, with every
+    collection of ``scene`` holding them (the depsgraph skips what is disabled, "Disable in
+    Viewports": their pose would be stale), restored after."""
+    disabled = [item for item in _carriers(obj, scene) if item.hide_viewport]
+    for item in disabled:
+        item.hide_viewport = False
     try:
         yield
     finally:
         for item in disabled:
             item.hide_viewport = True
+
+
+def _carriers(obj, scene):
+    """``obj``, its parents and every collection of ``scene`` that holds any of them,
+    directly or through the collections inside it."""
+    parent_of = {child: parent for parent in [scene.collection, *scene.collection.children_recursive]
+                 for child in parent.children}
+    carriers = []
+    while obj is not None:
+        carriers.append(obj)
+        for collection in obj.users_collection:
+            while collection is not None and collection not in carriers:
+                carriers.append(collection)
+                collection = parent_of.get(collection)
+        obj = obj.parent
+    return carriers
 
 
 def _deformed_by(mesh, armature_obj):
@@ -140,7 +154,7 @@ def sample_pose(obj, scene, frames, with_basis=True):
     world = np.empty((len(frames), 4, 4))
     basis = np.empty_like(pose) if with_basis else None
     object_basis = np.empty_like(world) if with_basis else None
-    with _frame_kept(scene), _enabled(obj), _posed(obj), _meshes_hidden(scene, obj):
+    with _frame_kept(scene), _enabled(obj, scene), _posed(obj), _meshes_hidden(scene, obj):
         for i, frame in enumerate(frames):
             show_frame(scene, frame)
             bones = obj.pose.bones  # the active depsgraph writes its result back to the original

@@ -68,16 +68,69 @@ def test_sampling_restores_the_skinned_mesh_and_the_frame(clips_dir):
     assert scene.frame_current == 5
 
 
-def test_a_disabled_armature_is_sampled_as_if_enabled_and_stays_disabled(clips_dir):
+def _moved_into(obj, *names):
+    """``obj`` moved out of the scene's collection into nested new collections ``names``
+    (outermost first); returns them."""
+    scene = bpy.context.scene
+    parent, collections = scene.collection, []
+    for name in names:
+        collection = bpy.data.collections.new(name)
+        parent.children.link(collection)
+        collections.append(collection)
+        parent = collection
+    for collection in obj.users_collection:
+        collection.objects.unlink(obj)
+    parent.objects.link(obj)
+    return collections
+
+
+def _disable_object(obj):
+    obj.hide_viewport = True
+    return [obj]
+
+
+def _disable_collection(obj):
+    (characters,) = _moved_into(obj, "Characters")
+    characters.hide_viewport = True
+    return [characters]
+
+
+def _disable_outer_collection(obj):
+    outer, _ = _moved_into(obj, "Shot", "Characters")
+    outer.hide_viewport = True
+    return [outer]
+
+
+def _disable_carrier_collection(obj):
+    carrier = _animated_parent(obj)
+    (props,) = _moved_into(carrier, "Props")
+    props.hide_viewport = True
+    return [props]
+
+
+@pytest.mark.parametrize("disable", [_disable_object, _disable_collection, _disable_outer_collection,
+                                     _disable_carrier_collection])
+def test_a_disabled_armature_is_sampled_as_if_enabled_and_stays_disabled(clips_dir, disable):
+    """Disabled in viewports (the object, a collection holding it, one around that, or the
+    collection of the parent that carries it): the depsgraph skips it, so a plain frame_set
+    reads a stale pose (a fix of the NLA baked one frozen pose over the whole clip)."""
     obj = import_clip(bpy, clips_dir / "cmu_07_01.bvh")
     scene = bpy.context.scene
-    shown = sample_pose(obj, scene, [1, 50, 100])
-    obj.hide_viewport = True  # the depsgraph skips it: a plain frame_set would read a stale pose
+    frames = [1, 50, 100]
+    disabled_items = disable(obj)
+    bpy.context.view_layer.update()
+    for item in disabled_items:
+        item.hide_viewport = False
+    shown = sample_pose(obj, scene, frames)
+    for item in disabled_items:
+        item.hide_viewport = True
 
-    disabled = sample_pose(obj, scene, [1, 50, 100])
+    disabled = sample_pose(obj, scene, frames)
 
     np.testing.assert_allclose(disabled.pose, shown.pose, atol=1e-6)
-    assert obj.hide_viewport
+    np.testing.assert_allclose(disabled.world, shown.world, atol=1e-6)
+    assert np.ptp(shown.pose[:, 0, :3, 3], axis=0).max() > 0.1  # the walk moves
+    assert all(item.hide_viewport for item in disabled_items)
 
 
 def test_evaluated_read_matches_the_direct_read_of_a_plain_clip(clips_dir):
