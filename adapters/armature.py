@@ -726,47 +726,68 @@ def keyed_channels(obj, rotation_bones, location_bones):
             + [(name, "location", 3) for name in location_bones if not bones[name].use_connect])
 
 
-def _value_modifiers(obj, action, channels):
-    """``(fcurve, modifier)`` of each F-curve modifier in ``action`` on ``channels`` (see
-    :func:`keyed_channels`) that changes its curve's values within its keys: every unmuted
-    one but Cycles (which repeats the keys outside them). Keys baked from what such a
-    curve plays would have its modifier applied over them again."""
+def _channel_fcurves(obj, action, channels):
+    """The F-curves ``action`` has for ``channels`` (see :func:`keyed_channels`)."""
     table = compat.fcurve_table(compat.channel_bag(obj, action))
-    found = []
-    for bone, prop, width in channels:
-        path = f"{bone_data_path(bone)}.{prop}"
-        for index in range(width):
-            fcurve = table.get((path, index))
-            if fcurve is not None and len(fcurve.modifiers):
-                found += [(fcurve, modifier) for modifier in fcurve.modifiers
-                          if not modifier.mute and modifier.type != "CYCLES"]
-    return found
+    paths = [(f"{bone_data_path(bone)}.{prop}", index) for bone, prop, width in channels for index in range(width)]
+    return [table[channel] for channel in paths if channel in table]
+
+
+def _value_modifiers(fcurves):
+    """``(fcurve, modifier)`` of each F-curve modifier on ``fcurves`` that changes its curve's
+    values within its keys: every unmuted one but Cycles (which repeats the keys outside
+    them). Keys baked from what such a curve plays would have its modifier applied over
+    them again."""
+    return [(fcurve, modifier) for fcurve in fcurves for modifier in fcurve.modifiers
+            if not modifier.mute and modifier.type != "CYCLES"]
 
 
 def _describe_modifiers(found):
     """``'pose.bones["Hips"].location[0]' (Noise), ...`` of :func:`_value_modifiers`' list."""
-    return ", ".join(f"'{fcurve.data_path}[{fcurve.array_index}]' ({modifier.name})" for fcurve, modifier in found)
+    return ", ".join(f"{_describe_curve(fcurve)} ({modifier.name})" for fcurve, modifier in found)
 
 
-def bake_modifiers(obj, source_action, target, channels):
-    """Make ``target`` ready for keys baked from what the curves of ``channels`` play, F-curve
-    modifiers included (kept on the curves, they would change those keys again); returns
-    the warnings. A new action loses them, with a warning naming them; the source keeps
-    them. Keying into the source itself (In Place, ``target`` is ``source_action``) is
-    refused before anything is written: removing them would change its keys outside the clip."""
-    found = _value_modifiers(obj, target, channels)
-    if not found:
-        return []
-    named = _describe_modifiers(found)
+def _describe_curve(fcurve):
+    return f"'{fcurve.data_path}[{fcurve.array_index}]'"
+
+
+def ready_to_key(obj, source_action, target, channels):
+    """Make the curves of ``channels`` in ``target`` play the keys a fix bakes into them;
+    returns the warnings. Two things would keep them from playing as keyed: F-curve
+    modifiers (they would change the keys again; the fix was solved from what they play)
+    and a muted curve (it plays nothing: the bone showed, and the fix was solved from, its
+    own value). A new action loses both, with a warning naming them; the source keeps them.
+    Keying into the source itself (In Place, ``target`` is ``source_action``) is refused
+    before anything is written: removing them would change its motion outside the clip."""
+    fcurves = _channel_fcurves(obj, target, channels)
+    modifiers = _value_modifiers(fcurves)
+    muted = [fcurve for fcurve in fcurves if fcurve.mute]
     if target == source_action:
-        raise AdapterError(
-            f"In Place would key curves whose F-curve modifiers change the keys again: {named}; turn In Place off "
-            "(a new action then gets what they play baked into its keys) or remove them"
-        )
-    for fcurve, modifier in found:
-        fcurve.modifiers.remove(modifier)
-    return [f"the F-curve modifiers on {named} are baked into the keys of {target.name!r} and left out of it "
-            "(the source keeps them)"]
+        if modifiers:
+            raise AdapterError(
+                f"In Place would key curves whose F-curve modifiers change the keys again: "
+                f"{_describe_modifiers(modifiers)}; turn In Place off (a new action then gets what they play baked "
+                "into its keys) or remove them"
+            )
+        if muted:
+            raise AdapterError(
+                f"In Place would key muted curves, which play nothing: {', '.join(map(_describe_curve, muted))}; "
+                "turn In Place off (a new action then plays the fix on them) or unmute them"
+            )
+        return []
+    warnings = []
+    if modifiers:
+        warnings.append(f"the F-curve modifiers on {_describe_modifiers(modifiers)} are baked into the keys of "
+                        f"{target.name!r} and left out of it (the source keeps them)")
+        for fcurve, modifier in modifiers:
+            fcurve.modifiers.remove(modifier)
+    if muted:
+        for fcurve in muted:
+            fcurve.mute = False
+        warnings.append(f"the muted curves {', '.join(map(_describe_curve, muted))} play the fix in "
+                        f"{target.name!r}: it was solved from what the bones showed, their own values there "
+                        "(the source keeps them muted)")
+    return warnings
 
 
 def key_channel(bag, table, bone_name, prop, frames, values):
@@ -897,15 +918,15 @@ def write_motion(
     ``obj`` (every other F-curve carried over untouched), or into ``source_action`` itself
     when ``new_action_name`` is None. Written curves get one linear key per frame; their
     keys outside the written frames stay. F-curve modifiers on them are left out of a copy,
-    what they played baked into its keys (the source's refuse the write: see
-    :func:`bake_modifiers`), whose warning is appended to ``warnings`` (a list), if given.
-    Returns the action written to.
+    what they played baked into its keys, and muted ones play in it (in the source either
+    refuses the write: see :func:`ready_to_key`), with a warning appended to ``warnings`` (a
+    list), if given. Returns the action written to.
     """
     rotation_bones = list(dict.fromkeys(rotation_bones))
     location_bones = list(dict.fromkeys(location_bones))
     check_writable(joint_map, motion, frame_start, rotation_bones, location_bones)
     action = compat.copy_action(obj, source_action, new_action_name) if new_action_name else source_action
-    baked = bake_modifiers(obj, source_action, action, keyed_channels(obj, rotation_bones, location_bones))
+    baked = ready_to_key(obj, source_action, action, keyed_channels(obj, rotation_bones, location_bones))
     key_motion(obj, action, joint_map, motion, frame_start, rotation_bones, location_bones)
     if warnings is not None:
         warnings += baked

@@ -488,7 +488,7 @@ def remove_sliding(obj, scene, progress=lambda fraction: None):
     target, kept = (source.action, None) if settings.in_place else _fresh_result(obj, source, sampled, clip)
     keyed_channels = armature.keyed_channels(obj, rotation_bones, location_bones)
     result.warnings += (_keys_left_outside(source) + _shown_at_rest(obj)
-                        + armature.bake_modifiers(obj, source.action, target, keyed_channels))
+                        + armature.ready_to_key(obj, source.action, target, keyed_channels))
     if kept is not None:
         result.warnings.append(f"{kept.name!r} was changed since Foot Lock made it: kept as it is, the new fix is "
                                f"{target.name!r}")

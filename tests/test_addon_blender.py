@@ -213,6 +213,18 @@ def _modifier_types(obj, action, bone):
     return [modifier.type for modifier in fcurve.modifiers]
 
 
+def _locked_toe_slide(addon, obj, result):
+    """The toes' slide (cm/s) over the frames ``result``'s contact curves lock, as it plays."""
+    from foot_lock.adapters import jobs
+
+    start, end = jobs.frame_range(result)
+    frames = np.arange(start, end + 1)
+    toes = [leg.toe for leg in obj.foot_lock.legs]
+    locked = np.array([contact_curve(obj, result, toe, frames) for toe in toes]) > 0.5
+    fps = addon.context.scene.render.fps / addon.context.scene.render.fps_base
+    return slide_cm_s(world_joints(obj, toes, result), locked, fps)
+
+
 def test_modifiers_on_keyed_curves_are_baked_into_the_fix(addon, clips_dir, tmp_path):
     """The fix is solved from what the curves play, their modifiers included, and keyed into
     a copy of the action: there the modifiers applied again over the solved keys, and the
@@ -227,12 +239,7 @@ def test_modifiers_on_keyed_curves_are_baked_into_the_fix(addon, clips_dir, tmp_
     assert _modifier_types(obj, outcome.action, "LeftLeg") == [] == _modifier_types(obj, outcome.action, "LeftUpLeg")
     (warning,) = [w for w in outcome.result.warnings if "F-curve modifiers" in w]
     assert "'pose.bones[\"LeftLeg\"].rotation_euler[0]' (Noise)" in warning and "(Stepped)" in warning
-    start, end = jobs.frame_range(outcome.action)
-    frames = np.arange(start, end + 1)
-    toes = [leg.toe for leg in obj.foot_lock.legs]
-    locked = np.array([contact_curve(obj, outcome.action, toe, frames) for toe in toes]) > 0.5
-    fps = addon.context.scene.render.fps / addon.context.scene.render.fps_base
-    assert slide_cm_s(world_joints(obj, toes, outcome.action), locked, fps) <= 0.1
+    assert _locked_toe_slide(addon, obj, outcome.action) <= 0.1
 
 
 def test_in_place_refuses_to_key_under_modifiers(addon, clips_dir, tmp_path):
@@ -254,6 +261,49 @@ def test_in_place_refuses_to_key_under_modifiers(addon, clips_dir, tmp_path):
         jobs.remove_sliding(obj, addon.context.scene)
     assert obj.animation_data.action == source and [a.name for a in addon.data.actions] == [source.name]
     assert keys() == before
+
+
+def _muted_knee_walk(addon, clips_dir, tmp_path):
+    """The sliding walk with the left knee's rotation curves muted (as the Graph Editor's
+    checkbox does): the knee shows its own, unkeyed rotation."""
+    obj = import_clip(addon, write_sliding_bvh(clips_dir / "cmu_07_01.bvh", tmp_path / "walk.bvh", 1.25))
+    for fcurve in _knee_curves(obj, obj.animation_data.action):
+        fcurve.mute = True
+    return obj
+
+
+def _knee_curves(obj, action):
+    from foot_lock.adapters import action_compat
+
+    bag = action_compat.channel_bag(obj, action)
+    return [action_compat.find_fcurve(bag, 'pose.bones["LeftLeg"].rotation_euler', index) for index in range(3)]
+
+
+def test_a_muted_curve_on_a_keyed_channel_plays_the_fix(addon, clips_dir, tmp_path):
+    """The fix keyed into a muted curve never played: the left toe slid 96 cm/s while the
+    report said 0.00. The new action unmutes it and says so; the source keeps it muted."""
+    from foot_lock.adapters import jobs
+
+    obj = _muted_knee_walk(addon, clips_dir, tmp_path)
+    source = obj.animation_data.action
+    outcome = jobs.remove_sliding(obj, addon.context.scene)
+    assert all(fcurve.mute for fcurve in _knee_curves(obj, source))
+    assert not any(fcurve.mute for fcurve in _knee_curves(obj, outcome.action))
+    (warning,) = [w for w in outcome.result.warnings if "muted" in w]
+    assert "'pose.bones[\"LeftLeg\"].rotation_euler[0]'" in warning
+    assert _locked_toe_slide(addon, obj, outcome.action) <= 0.1
+
+
+def test_in_place_refuses_to_key_a_muted_curve(addon, clips_dir, tmp_path):
+    from foot_lock.adapters import jobs
+    from foot_lock.adapters.errors import AdapterError
+
+    obj = _muted_knee_walk(addon, clips_dir, tmp_path)
+    obj.foot_lock.in_place = True
+    with pytest.raises(AdapterError, match=r"In Place would key muted curves.*LeftLeg"):
+        jobs.remove_sliding(obj, addon.context.scene)
+    assert [a.name for a in addon.data.actions] == [obj.animation_data.action.name]
+    assert all(fcurve.mute for fcurve in _knee_curves(obj, obj.animation_data.action))
 
 
 def test_raw_capture_with_defects_bakes_without_nan_or_wild_pose(addon, clips_dir):
