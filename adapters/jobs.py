@@ -123,14 +123,13 @@ def _check_leg_bones(obj, settings):
     if settings.pelvis not in bones:
         raise AdapterError(f"pelvis bone {settings.pelvis!r} is not in {obj.name!r}: pick it in the Legs panel")
     for leg in settings.legs:
-        for role in ("thigh", "shin", "foot"):
-            if getattr(leg, role) not in bones:
+        for role in ("thigh", "shin", "foot", "toe"):
+            bone = getattr(leg, role)
+            if (bone or role != "toe") and bone not in bones:  # a leg may have no toe bone
                 raise AdapterError(
-                    f"leg {leg.name!r}: {role} bone {getattr(leg, role)!r} is not in {obj.name!r}; "
+                    f"leg {leg.name!r}: {role} bone {bone!r} is not in {obj.name!r}; "
                     "pick it in the Legs panel or run Detect Legs"
                 )
-        if leg.toe and leg.toe not in bones:
-            raise AdapterError(f"leg {leg.name!r}: toe bone {leg.toe!r} is not in {obj.name!r}")
 
 
 def translation_bone(obj, pelvis):

@@ -639,6 +639,18 @@ def test_a_refused_bone_setting_writes_nothing_not_even_contact_curves(addon, cl
     assert [tuple(leg.values()) for leg in obj.foot_lock.legs] == legs and obj.foot_lock.pelvis == "Hips"
 
 
+@pytest.mark.parametrize("bone", ["LeftUpLeg", "LeftToeBase"])
+def test_a_leg_bone_renamed_after_detection_is_named_with_the_way_out(addon, clips_dir, bone):
+    from foot_lock.adapters import jobs
+    from foot_lock.adapters.errors import AdapterError
+
+    obj = import_clip(addon, clips_dir / "cmu_07_01.bvh")
+    assert addon.ops.foot_lock.detect_legs() == {"FINISHED"}
+    obj.data.bones[bone].name = "renamed"
+    with pytest.raises(AdapterError, match=f"{bone!r} is not in .*pick it in the Legs panel or run Detect Legs"):
+        jobs.remove_sliding(obj, addon.context.scene)
+
+
 def test_legs_set_up_by_hand_are_used_as_they_are(addon, clips_dir):
     """Where detection cannot help, the animator builds the legs: they are kept and used."""
     obj = import_clip(addon, clips_dir / "cmu_07_01.bvh")
