@@ -147,6 +147,9 @@ def _label_feet(heels, toes, rig, root, length, up, fps, settings, noise=None, t
 
 
 CUT_SPEED = 20.0  # leg lengths per second: a pelvis this fast jumped (a repeat, takes joined)
+# s: a jump undone this soon is a capture pop (the body thrown off for a few frames and
+# back), not a cut: the clip goes on, and the lock holds the feet through it.
+POP_TIME = 0.1
 
 
 def cut_frames(skeleton, motion, rig):
@@ -160,7 +163,27 @@ def cut_frames(skeleton, motion, rig):
         path = forward_kinematics(skeleton, motion.rot, motion.pos, [pelvis])[1][:, pelvis]
     step = quat.length(path[1:] - path[:-1])
     size = leg_length_from_locals(skeleton, motion.rot, motion.pos, rig)
-    return np.flatnonzero(step * motion.fps > CUT_SPEED * size) + 1
+    jumps = np.flatnonzero(step * motion.fps > CUT_SPEED * size) + 1
+    return np.array(_without_pops(path, jumps, motion.fps, CUT_SPEED * size), dtype=int)
+
+
+def _without_pops(path, jumps, fps, speed):
+    """The ``jumps`` (frames the pelvis ``path`` (F, 3) lands on, jumping faster than ``speed``)
+    that are not capture pops: a jump with another within :data:`POP_TIME` after which the
+    pelvis is back on its way (no faster than ``speed`` from before the first) is a pop, and
+    neither is a cut. A cut joins takes: nothing brings the pelvis back."""
+    within = max(1, round(POP_TIME * fps))
+    cuts, index = [], 0
+    while index < len(jumps):
+        start = jumps[index]
+        back = [later for later in range(index + 1, len(jumps)) if jumps[later] - start <= within
+                and quat.length(path[jumps[later]] - path[start - 1]) * fps <= speed * (jumps[later] - start + 1)]
+        if back:
+            index = back[0] + 1
+        else:
+            cuts.append(start)
+            index += 1
+    return cuts
 
 
 def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None, settings=None,
