@@ -299,6 +299,13 @@ def _key_arrays(fcurve, uid=None, points=None):
     return co
 
 
+def key_frame_rows(fcurves):
+    """The frames of the keys of each of ``fcurves`` (curves of one action), an array per curve
+    (float32, as Blender stores them; none read again where remembered)."""
+    uid = _action_uid(fcurves)
+    return [_key_arrays(fcurve, uid)[:, 0] for fcurve in fcurves]
+
+
 def _key_enums(points, name, count):
     values = np.empty(count, dtype=_ENUM)
     points.foreach_get(name, values)

@@ -486,8 +486,8 @@ def remove_sliding(obj, scene, progress=lambda fraction: None):
 
     target, kept = (source.action, None) if settings.in_place else _fresh_result(obj, source, sampled, clip)
     keyed_channels = armature.keyed_channels(obj, rotation_bones, location_bones)
-    result.warnings += (_keys_left_outside(source) + _shown_at_rest(obj)
-                        + armature.ready_to_key(obj, source.action, target, keyed_channels))
+    result.warnings += (_keys_left_outside(source) + _keys_between_frames(obj, source, clip, keyed_channels)
+                        + _shown_at_rest(obj) + armature.ready_to_key(obj, source.action, target, keyed_channels))
     if kept is not None:
         result.warnings.append(f"{kept.name!r} was changed since Foot Lock made it: kept as it is, the new fix is "
                                f"{target.name!r}")
@@ -561,6 +561,50 @@ def _keys_left_outside(source):
     return [f"{action.name!r} plays its manual frame range {start}-{end} of keys {first}-{last}: only the range is "
             f"fixed and the keys outside it are left as they were, so the motion jumps at frame {' and '.join(edges)} "
             "if the scene plays past it"]
+
+
+def _keys_between_frames(obj, source, clip, keyed):
+    """A warning where bones that carry the feet keep keys between frames the fix leaves as
+    they are (a clip retimed to the scene's rate, as the BVH importer's Scale FPS does): the
+    fix is solved and keyed on whole frames, where the feet hold; between them (motion blur,
+    slow-motion playback) those bones follow their own keys and the feet move with them.
+    ``keyed``: the channels the fix keys (see :func:`~.armature.keyed_channels`)."""
+    if source.action is None or clip.controls is not None:
+        return []
+    table = compat.fcurve_table(compat.channel_bag(obj, source.action))
+    keyed_paths = {f"{armature.bone_data_path(bone)}.{prop}" for bone, prop, _ in keyed}
+    curves, owners = [], []
+    for bone in _carrying_bones(obj):
+        path = armature.bone_data_path(bone)
+        for prop in ("location", "rotation_quaternion", "rotation_euler", "rotation_axis_angle", "scale"):
+            channel = f"{path}.{prop}"
+            if channel not in keyed_paths:
+                found = [fcurve for index in range(4) if (fcurve := table.get((channel, index))) is not None]
+                curves += found
+                owners += [bone] * len(found)
+    rows = compat.key_frame_rows(curves)
+    frames = np.concatenate(rows or [np.empty(0)])  # one test for all: the keys rarely lie between frames
+    start, end = int(clip.frames[0]), int(clip.frames[-1])
+    between = (frames != np.round(frames)) & (frames > start) & (frames < end)
+    if not between.any():
+        return []
+    curve_of_key = np.repeat(np.arange(len(rows)), [len(row) for row in rows])
+    bones = ", ".join(repr(bone) for bone in dict.fromkeys(owners[curve] for curve in curve_of_key[between]))
+    return [f"{bones} keep keys between frames (a clip retimed to the scene's frame rate?): the fix holds the feet "
+            "on every frame, but between frames (motion blur, slow-motion playback) those bones follow their own keys "
+            "and the feet move with them; bake the action on whole frames first (Bake Action) to fix it there too"]
+
+
+def _carrying_bones(obj):
+    """The bones whose motion carries a foot: every leg bone and the bones above them."""
+    bones = obj.data.bones
+    carrying = []
+    for name in _leg_bones(obj.foot_lock):
+        bone = bones.get(name)
+        while bone is not None and bone.name not in carrying:
+            carrying.append(bone.name)
+            bone = bone.parent
+    return carrying
 
 
 def _shown_at_rest(obj):
