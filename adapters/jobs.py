@@ -644,7 +644,7 @@ def _new_result(obj, source, sampled, clip, replace):
     else:
         fresh = compat.copy_action(obj, source.action, _result_name(obj, source))
     if source.action is not None:  # a rerun plays it again (from the NLA: on top of the tracks)
-        fresh[sources.SOURCE_PROPERTY] = source.action.name
+        sources.record_source(fresh, source.action)
     if source.result is not None:
         _carry_edited_contacts(obj, source.result, fresh, clip)
         if replace:

@@ -91,7 +91,7 @@ def _own_untouched_result(obj, source, earlier):
     if source.kind == sources.NLA:
         same_source = list(earlier.get(sources.TRACKS_PROPERTY, ())) == [track.name for track in source.tracks]
     else:
-        same_source = earlier.get(sources.SOURCE_PROPERTY) == source.action.name
+        same_source = sources.recorded_source(earlier) == source.action
     return same_source and played_only_by(obj, earlier) and untouched(obj, earlier)
 
 

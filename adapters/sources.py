@@ -24,7 +24,9 @@ from .errors import AdapterError
 
 KEYS, EVALUATED, NLA = "keys", "evaluated scene", "NLA"
 RESULT_SUFFIX = ".footlock"
-SOURCE_PROPERTY = "foot_lock_source"  # on a result: the action it was made from (from the NLA: the one on top)
+# On a result: the action it was made from (from the NLA: the one on top), a reference that
+# follows a rename (results of earlier versions hold its name: see :func:`recorded_source`).
+SOURCE_PROPERTY = "foot_lock_source"
 TRACKS_PROPERTY = "foot_lock_tracks"  # on a result baked from the NLA: the tracks it muted
 _TRANSFORM_PATHS = ("location", "rotation_", "scale", "delta_")
 
@@ -61,7 +63,7 @@ def motion_source(obj, action_frames, follow_results=True):
     if follow_results:
         muted = [anim.nla_tracks[name] for name in action.get(TRACKS_PROPERTY, ()) if name in anim.nla_tracks]
         if muted:
-            on_top = bpy.data.actions.get(action.get(SOURCE_PROPERTY, ""))  # played above the tracks, or None
+            on_top = recorded_source(action)  # played above the tracks, or None
             on_top = on_top if on_top != action else None
             return MotionSource(NLA, on_top, _nla_frames(muted, on_top, action_frames), muted, result=action)
         origin = result_origin(action)
@@ -78,11 +80,28 @@ def _action_source(obj, action, action_frames, result=None):
 def result_origin(action):
     """The action a Foot Lock result ``action`` was made from, or None when it is not one
     (or its source is gone)."""
-    name = action.get(SOURCE_PROPERTY)
-    if name is None and action.name.endswith(RESULT_SUFFIX):
-        name = action.name[: -len(RESULT_SUFFIX)]
-    origin = bpy.data.actions.get(name) if name else None
+    if SOURCE_PROPERTY in action:
+        origin = recorded_source(action)
+    elif action.name.endswith(RESULT_SUFFIX):
+        origin = bpy.data.actions.get(action.name[: -len(RESULT_SUFFIX)])
+    else:
+        origin = None
     return origin if origin is not None and origin != action else None
+
+
+def recorded_source(result):
+    """The action ``result`` records it was made from (:data:`SOURCE_PROPERTY`), or None: the
+    action itself, however it was renamed since, or for a result of an earlier version, the
+    action of the name it holds."""
+    recorded = result.get(SOURCE_PROPERTY)
+    if isinstance(recorded, bpy.types.Action):
+        return recorded
+    return bpy.data.actions.get(recorded) if isinstance(recorded, str) else None
+
+
+def record_source(result, action):
+    """Record on ``result`` that it was made from ``action`` (see :func:`recorded_source`)."""
+    result[SOURCE_PROPERTY] = action
 
 
 def playing_tracks(anim):

@@ -28,10 +28,37 @@ def test_rerun_with_other_contact_settings_relabels_and_refreshes_the_result(add
     assert obj.animation_data.action.name == "walk_sliding.footlock"  # refreshed, not stacked
     assert [a.name for a in addon.data.actions] == ["walk_sliding", "walk_sliding.footlock"]
     assert contact_curve(obj, toe).sum() < first.sum()
-    assert obj.animation_data.action["foot_lock_source"] == source.name
+    assert obj.animation_data.action["foot_lock_source"] == source
     from foot_lock.adapters import armature
 
     assert not armature.has_contact_curve(obj, source, toe)  # the source is still untouched
+
+
+def _keys(obj, action):
+    from foot_lock.adapters import action_compat
+
+    return {channel: [tuple(point.co) for point in fcurve.keyframe_points]
+            for channel, fcurve in action_compat.fcurve_table(action_compat.channel_bag(obj, action)).items()}
+
+
+def test_a_rerun_on_the_result_of_a_renamed_source_refreshes_it_from_that_source(addon, sliding):
+    """The source renamed after the fix: the result still knows it (a reference, not a
+    name). A rerun on the result made ``.footlock.footlock`` from the result itself, solving
+    the fixed motion again; a result of an earlier version, which holds the name, still
+    finds a source of that name."""
+    from foot_lock.adapters import sources
+
+    obj = import_clip(addon, sliding)
+    source = obj.animation_data.action
+    assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
+    fixed = _keys(obj, obj.animation_data.action)
+    source.name = "walk_v2"
+    assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
+    assert sorted(a.name for a in addon.data.actions) == ["walk_sliding.footlock", "walk_v2"]
+    result = obj.animation_data.action
+    assert result["foot_lock_source"] == source and _keys(obj, result) == fixed  # solved from the source again
+    result["foot_lock_source"] = "walk_v2"  # as an earlier version stored it
+    assert sources.result_origin(result) == source
 
 
 def test_rerun_keeps_contacts_an_animator_edited_on_the_result(addon, sliding):
@@ -157,7 +184,7 @@ def test_rerun_on_a_result_an_animator_changed_keeps_it_and_makes_a_new_one(addo
     kept = action_compat.find_fcurve(action_compat.channel_bag(obj, edited), path, index)
     assert kept.evaluate(frame) == pytest.approx(value)
     assert edited.use_fake_user  # played by nothing now, it survives saving
-    assert result["foot_lock_source"] == source.name
+    assert result["foot_lock_source"] == source
     from foot_lock.adapters import jobs
 
     warnings = jobs.remove_sliding(obj, addon.context.scene).result.warnings  # again on the new result: untouched
@@ -283,4 +310,4 @@ def test_a_rerun_on_a_result_two_characters_play_leaves_the_other_one_its_result
     assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}  # rerun on the shared result
     assert first.animation_data.action == shared and keys_of(first) == kept
     assert second.animation_data.action.name == "walk_sliding.footlock.001"
-    assert second.animation_data.action["foot_lock_source"] == "walk_sliding"
+    assert second.animation_data.action["foot_lock_source"] == addon.data.actions["walk_sliding"]
