@@ -14,9 +14,11 @@ root's velocity, it follows turns, starts, stops and reversals. On top of it com
 drift of the *vertically planted* points -- at their local ground and vertically still for
 a tenth of a second, a cue no horizontal sliding touches: a treadmill's belt, a game's
 in-place cycle (root still, planted feet moving backward together), a stance foot drifting
-on its own. The height cue is also left untouched by sliding: a contact must be near the
-foot's *local* ground (the lowest it goes within a quarter second), so stairs, boxes and
-raised blocks work. Where most vertically planted frames move faster than the stance
+on its own, a runtime turning a straight walk (its planted feet swing about the root, ahead
+of it one way and behind it the other: the ground turns, as far as the root's path does).
+The height cue is also left untouched by sliding: a contact must be near the foot's *local*
+ground (the lowest it goes within a quarter second), so stairs, boxes and raised blocks
+work. Where most vertically planted frames move faster than the stance
 threshold against the root's share alone, the motion skates and its planted frames are
 contacts however they slide; where a foot skates as a whole (heel and ball together), its
 other frames are judged against the ground it stands on -- the skate its planted frames
@@ -37,7 +39,7 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from .jitter import jitter, steadied, steadying_kernel, steadying_kernel_for
-from .quaternion import dot, dots, horizontal, lengths, median
+from .quaternion import cross, dot, dots, horizontal, lengths, median
 
 REFERENCE_LEG_LENGTH = 0.85  # hip-to-ankle bone length of a reference adult, metres
 # s from one foot's lift to the other's at a brisk walk (120 steps a minute): the thresholds
@@ -313,26 +315,71 @@ def point_cues(points, up, fps, scale, settings):
     return PointCues(points, up, heights, clearance, vertical_speed, horizontal_velocity, planted)
 
 
-def moving_ground(cues, root, fps, scale, settings):
-    """Horizontal velocities (2, F, 3) of the ground the planted points (:class:`PointCues`)
-    stand on -- with the planted points' own drift, and the root's share alone (see
-    :func:`skating_motion`) -- and the mean root-speed share ``a`` (the clip's slip, for
-    the report)."""
-    frames = cues.points.shape[1]
+def moving_ground(cues, root, fps, scale, settings, fit=slice(None)):
+    """Horizontal velocities (2, L, F, 3) of the ground under each point of ``cues`` (its
+    :class:`PointCues`) -- with the planted points' own drift, and the root's share alone
+    (see :func:`skating_motion`) -- and the mean root-speed share ``a`` (the clip's slip, for
+    the report); estimated from the rows ``fit`` of the points (a slice).
+
+    The drift is a rigid motion of the ground: a velocity and a turn about the up axis
+    through the root. A runtime that turns a walk turns its planted feet about the root: a
+    foot ahead of the root and one behind it move in opposite directions, which no shared
+    velocity follows."""
+    points, frames = cues.points.shape[:2]
     if not settings.compensate_slip or frames < 3:
-        return np.zeros((2, frames, 3)), 0.0
+        return np.zeros((2, points, frames, 3)), 0.0
+    fitted = cues.rows(fit)
     half_width = max(1, round(settings.slip_window * fps))
     cap = 2.0 * settings.speed_threshold * scale
     root_velocity = horizontal(span_velocity(root, fps, settings.velocity_span, axis=0), cues.up)
-    share = local_slip(cues.horizontal_velocity, root_velocity, cap, half_width, settings.max_slip)
-    grounds = np.empty((2, frames, 3))  # the drifting ground, then the root's share alone
-    ground = np.multiply(share[:, None], root_velocity, out=grounds[1])
-    drift = planted_drift(cues.horizontal_velocity - ground[None], cues.planted,
-                          max(1, round(settings.drift_window * fps)))
+    share = local_slip(fitted.horizontal_velocity, root_velocity, cap, half_width, settings.max_slip)
+    grounds = np.empty((2, points, frames, 3))  # the drifting ground, then the root's share alone
+    ground = np.multiply(share[:, None], root_velocity, out=grounds[1, 0])
+    grounds[1, 1:] = ground
+    # Each point's lever about the root: the ground turning at w moves it at w (up x lever).
+    levers = cross(cues.up, horizontal(cues.points - root[None], cues.up))
+    # The ground turns with the path the root travels, never further: feet skating to and
+    # fro on their own, one ahead and one behind, look like a turn of a straight walk's ground.
+    path = path_turn(root_velocity, cues.up, max(1, round(PATH_WINDOW * fps)), fps, PATH_SPEED * scale)
+    velocity, turn = planted_drift(fitted.horizontal_velocity - ground[None], fitted.planted, levers[fit],
+                                   max(1, round(settings.drift_window * fps)), (TURN_LEVER * scale) ** 2,
+                                   max(1, round(TURN_WINDOW * fps)), path)
     # A drift well inside the speed threshold is left alone (a planted toe's own jitter and
     # roll); a larger one is removed down to that margin.
-    np.add(ground, shrink(drift, 0.5 * settings.speed_threshold * scale), out=grounds[0])
+    drift = velocity[None] + turn[None, :, None] * levers
+    np.add(ground[None], shrink(drift, 0.5 * settings.speed_threshold * scale), out=grounds[0])
     return grounds, float(median(share))
+
+
+# m for an adult: a turn of the ground is told from its drift only where the planted points'
+# levers about the root spread at least about this far within the turn's window ...
+TURN_LEVER = 0.03
+# ... of this many seconds either side: a runtime turns a walk slowly, and over half a second
+# a planted foot's lever swings from ahead of the root to behind it.
+TURN_WINDOW = 0.5
+# s: the root's path turns from its mean travel over this long before each frame to that
+# after it (half a stride each: the sway averages out); slower than PATH_SPEED (m/s for an
+# adult) it has no direction to turn.
+PATH_WINDOW = 0.5
+PATH_SPEED = 0.1
+
+
+def path_turn(velocity, up, span, fps, slowest):
+    """The rate (F,) in radians per second at which the direction of travel turns about ``up``
+    (signed as a turn of the ground, see :func:`planted_drift`): from the mean of ``velocity``
+    (F, 3; horizontal) over the ``span`` frames up to each frame to that over the ``span``
+    from it on; 0 where either is slower than ``slowest`` (standing, stepping in place: no
+    direction to turn)."""
+    frames = len(velocity)
+    travelled = np.zeros((frames + 1, 3))
+    np.cumsum(velocity, axis=0, out=travelled[1:])
+    index = np.arange(frames)
+    first, last = np.maximum(index - span, 0), np.minimum(index + span, frames - 1)
+    before = (travelled[index + 1] - travelled[first]) / (index + 1 - first)[:, None]
+    after = (travelled[last + 1] - travelled[index]) / (last + 1 - index)[:, None]
+    angle = np.arctan2(dot(cross(before, after), up), dots(before, after))
+    moving = (lengths(before) > slowest) & (lengths(after) > slowest)
+    return np.where(moving, 2.0 * angle * fps / np.maximum(last - first, 1), 0.0)  # between the means' middles
 
 
 def vertically_planted(clearance, vertical_speed, fps, scale, settings, stillness=None):
@@ -344,35 +391,55 @@ def vertically_planted(clearance, vertical_speed, fps, scale, settings, stillnes
     return long_runs((clearance < settings.planted_height * scale) & still, round(settings.min_planted * fps))
 
 
-def planted_drift(residual, planted, half_width):
-    """Horizontal velocity (F, 3) the surely planted points share beyond the root's share, over
-    a short window: a treadmill's belt, a game's in-place cycle, a foot skating on its own.
-    Frames with no planted point nearby take the value of the nearest ones. Of two planted
-    points the slower counts: a swing toe skimming the floor is low and level too."""
+def planted_drift(residual, planted, levers, half_width, prior, turn_half_width, turn_limit):
+    """Horizontal velocity (F, 3) and turn rate (F,) about the up axis through the root of
+    the ground the surely planted points stand on, beyond the root's share: a treadmill's
+    belt, a game's in-place cycle, a foot skating on its own, a runtime turning the walk.
+    ``residual`` (L, F, 3) the points' horizontal velocities less the root's share, ``levers``
+    (L, F, 3) what a unit turn moves each point at (up x its offset from the root). The turn
+    is fitted over ``turn_half_width`` frames either side (``prior`` (m^2) damps a turn the
+    levers barely tell from a drift; none where no point is planted), the velocity over the
+    shorter ``half_width`` (frames with no planted point nearby take the value of the nearest
+    ones). The turn lies between 0 and ``turn_limit`` (F,) (see :func:`moving_ground`). Of two
+    planted points the slower counts: a swing toe skimming the floor is low and level too."""
     speed = np.where(planted, lengths(residual), np.inf)
     frames = speed.shape[1]
-    # The slowest point's residual at each frame, taken by flat index (a gather by point and
-    # frame costs several times more).
+    # The slowest point's residual and lever at each frame, taken by flat index (a gather by
+    # point and frame costs several times more).
     slowest = lowest_row(speed) * frames + np.arange(frames)
-    any_planted = np.logical_or.reduce(planted, axis=0)
-    # One window sum for the planted frames and their residuals together, as columns.
-    columns = np.empty((frames, 1 + residual.shape[-1]))
-    columns[:, 0] = any_planted
-    # (Zeroed where none is planted by a product: a masked copy costs twice as much.)
-    np.multiply(np.take(residual.reshape(-1, residual.shape[-1]), slowest, axis=0), columns[:, :1], out=columns[:, 1:])
-    sums = window_sum(columns, half_width, axis=0)
+    # One window sum for every moment of the fit, as columns: the planted frames, their
+    # residuals u and levers s, s.u and s.s (zeroed where none is planted by a product: a
+    # masked copy costs twice as much).
+    columns = np.empty((frames, 9))
+    columns[:, 0] = np.logical_or.reduce(planted, axis=0)
+    u = np.multiply(np.take(residual.reshape(-1, 3), slowest, axis=0), columns[:, :1], out=columns[:, 1:4])
+    s = np.multiply(np.take(levers.reshape(-1, 3), slowest, axis=0), columns[:, :1], out=columns[:, 4:7])
+    columns[:, 7], columns[:, 8] = dots(s, u), dots(s, s)
+    turn = _ground_turn(window_sum(columns, turn_half_width, axis=0), prior)
+    turn = np.minimum(np.maximum(turn, np.minimum(turn_limit, 0.0)), np.maximum(turn_limit, 0.0))
+    u -= turn[:, None] * s  # what the turn leaves of each residual: the drift's
+    sums = window_sum(columns[:, :4], half_width, axis=0)
     weight, total = sums[:, 0], sums[:, 1:]
     known = weight > 0
     if known.all():  # (the usual case: every frame has a planted one nearby, nothing to interpolate)
-        return total / weight[:, None]
+        return total / weight[:, None], turn
     if not known.any():
-        return np.zeros_like(total)
+        return np.zeros_like(total), turn
     drift = total[known] / weight[known, None]
     at, known_at = np.arange(frames), np.flatnonzero(known)
     out = np.empty(total.shape)
     for axis in range(drift.shape[1]):  # (into columns: np.stack costs as much as the interpolations)
         out[:, axis] = np.interp(at, known_at, drift[:, axis])
-    return out
+    return out, turn
+
+
+def _ground_turn(sums, prior):
+    """The turn rate w (F,) of the least squares of u = v + w s over each window, from the
+    window sums (F, 9) of :func:`planted_drift`'s columns: the moments about their means."""
+    weight, total, spread, moment, square = sums[:, 0], sums[:, 1:4], sums[:, 4:7], sums[:, 7], sums[:, 8]
+    safe = np.maximum(weight, 1.0)
+    centred = square - dots(spread, spread) / safe
+    return (moment - dots(total, spread) / safe) / (centred + prior * safe)
 
 
 def lowest_row(values):
@@ -432,7 +499,7 @@ def label_points(cues, grounds, fps, scale, settings, grow_edges=0, feet=None):
     vertical_speed, clearance, planted = cues.vertical_speed, cues.clearance, cues.planted
     feet = len(vertical_speed) if feet is None else feet
     grow_edges = np.broadcast_to(grow_edges, vertical_speed.shape[:1])[:, None]
-    horizontal_speed, share_speed = lengths(cues.horizontal_velocity[None] - grounds[:, None])
+    horizontal_speed, share_speed = lengths(cues.horizontal_velocity[None] - grounds)
     speed = np.sqrt(horizontal_speed**2 + vertical_speed**2)
     threshold = settings.speed_threshold * scale
     low = clearance < settings.height_threshold * scale
@@ -734,7 +801,7 @@ def detect_foot_contacts(heels, toes, root, up, fps, leg_length, settings=None, 
     toe_points = toes if toe_tips is None else np.concatenate([toes, toe_tips])
     # Rows: the heels, the toes, the toe tips; the moving ground is the toe points' alone.
     cues = point_cues(np.concatenate([heels, toe_points]), up, gait_fps, scale, settings)
-    grounds, slip = moving_ground(cues.rows(slice(feet, None)), root, gait_fps, scale, settings)
+    grounds, slip = moving_ground(cues, root, gait_fps, scale, settings, fit=slice(feet, None))
     # The heel strikes first, the toe leaves last: each grows at the edge the foot has it for.
     grow_edges = np.repeat([-int(foot_edges), int(foot_edges)], [feet, len(toe_points)])
     labels, skating = label_points(cues, grounds, gait_fps, scale, settings, grow_edges, feet)
@@ -743,7 +810,7 @@ def detect_foot_contacts(heels, toes, root, up, fps, leg_length, settings=None, 
         toe, toe_skating = (rows[:feet] | rows[feet:] for rows in (toe, toe_skating))
 
     def tracks():
-        track = ground_track(cues.rows(slice(2 * feet)), grounds[0], np.concatenate([heel_skating, toe_skating]),
+        track = ground_track(cues.rows(slice(2 * feet)), grounds[0, : 2 * feet], np.concatenate([heel_skating, toe_skating]),
                              gait_fps, scale, settings)
         return [tuple(part[rows] for part in track) for rows in (slice(feet), slice(feet, 2 * feet))]
 
@@ -801,7 +868,7 @@ def ground_track(cues, ground, skating, fps, scale, settings):
     where the motion ``skating`` (L, F) skates (:func:`skating_motion`)."""
     low = cues.clearance < settings.height_threshold * scale
     speed = np.where(skating, settings.skate_speed, settings.speed_threshold) * scale
-    return horizontal(cues.points, cues.up, cues.heights) - np.cumsum(ground, axis=0)[None] / fps, low, speed / fps
+    return horizontal(cues.points, cues.up, cues.heights) - np.cumsum(ground, axis=-2) / fps, low, speed / fps
 
 
 def stays_down(track, row, start, end):

@@ -5,6 +5,7 @@ from pathlib import Path
 
 import numpy as np
 from foot_lock.solvers import bvh, kinematics
+from foot_lock.solvers import quaternion as quat
 from foot_lock.solvers.contacts import reference_contacts
 from foot_lock.solvers.kinematics import forward_kinematics
 from foot_lock.solvers.leg_ik import measure_legs, solve_legs
@@ -143,6 +144,22 @@ def drift_root_motion(skeleton, motion, start=0.8, end=1.2, up=bvh.UP):
         extra = (factor - 1.0) * horizontal(steps, up)
         drifted.pos[1:, root] += np.cumsum(extra, axis=0)
     return drifted
+
+
+def turned_by_runtime(motion, degrees, up=bvh.UP):
+    """A runtime turning a straight walk by ``degrees`` over the clip at an even rate: the root
+    joint's rotation turned about ``up`` and its horizontal steps turned with it (a walk along
+    an arc). The planted feet swing about the root with the turn: no share of the root's
+    velocity explains them. ``motion``'s root is joint 0, its position the world's."""
+    turned = motion.copy()
+    angles = np.radians(degrees) * np.arange(motion.frames) / (motion.frames - 1)
+    axis = np.broadcast_to(np.asarray(up, dtype=float), (motion.frames, 3))
+    turned.rot[:, 0] = quat.multiply(quat.from_axis_angle(axis, angles), motion.rot[:, 0])
+    steps = np.diff(motion.pos[:, 0], axis=0)
+    flat = horizontal(steps, up)
+    midway = quat.from_axis_angle(axis[1:], 0.5 * (angles[1:] + angles[:-1]))
+    turned.pos[1:, 0] = motion.pos[0, 0] + np.cumsum(quat.rotate(midway, flat) + (steps - flat), axis=0)
+    return turned
 
 
 def decimate(motion, fps):
