@@ -39,6 +39,8 @@ TAIL_SUFFIX = ".tail"
 
 _ROTATION_CHANNEL = {"QUATERNION": ("rotation_quaternion", 4), "AXIS_ANGLE": ("rotation_axis_angle", 4)}
 _EULER_CHANNEL = ("rotation_euler", 3)
+# Every transform channel a pose bone can be keyed on, with its width (its rotation in any mode).
+BONE_CHANNELS = (("location", 3), _EULER_CHANNEL, *_ROTATION_CHANNEL.values(), ("scale", 3))
 # An object's own transform channels, in a fixed order (the preview lists their values).
 OBJECT_TRANSFORMS = ("location", "rotation_euler", "rotation_quaternion", "rotation_axis_angle", "scale",
                      "delta_location", "delta_rotation_euler", "delta_rotation_quaternion", "delta_scale")
@@ -139,6 +141,18 @@ def rotation_channel(mode):
 
 
 # --- reading ----------------------------------------------------------------------------
+
+
+def with_ancestors(bones, names):
+    """The bones ``names`` and their ancestors, parents first (``bones``: an armature's)."""
+    needed = set()
+    for name in names:
+        bone = bones[name]
+        while bone is not None and bone.name not in needed:
+            needed.add(bone.name)
+            bone = bone.parent
+    depth = {name: len(bones[name].parent_recursive) for name in needed}
+    return sorted(needed, key=lambda name: (depth[name], name))
 
 
 def bone_hierarchy(armature):
@@ -726,11 +740,13 @@ def keyed_channels(obj, rotation_bones, location_bones):
             + [(name, "location", 3) for name in location_bones if not bones[name].use_connect])
 
 
-def _channel_fcurves(obj, action, channels):
-    """The F-curves ``action`` has for ``channels`` (see :func:`keyed_channels`)."""
+def channel_fcurves(obj, action, channels):
+    """The F-curves ``action`` has for ``channels`` (``(bone, property, width)``, see
+    :func:`keyed_channels`), in their order."""
     table = compat.fcurve_table(compat.channel_bag(obj, action))
-    paths = [(f"{bone_data_path(bone)}.{prop}", index) for bone, prop, width in channels for index in range(width)]
-    return [table[channel] for channel in paths if channel in table]
+    paths = {bone: bone_data_path(bone) for bone in {bone for bone, _, _ in channels}}  # (escaped once per bone)
+    found = ((f"{paths[bone]}.{prop}", index) for bone, prop, width in channels for index in range(width))
+    return [table[channel] for channel in found if channel in table]
 
 
 def _value_modifiers(fcurves):
@@ -759,7 +775,7 @@ def ready_to_key(obj, source_action, target, channels):
     own value). A new action loses both, with a warning naming them; the source keeps them.
     Keying into the source itself (In Place, ``target`` is ``source_action``) is refused
     before anything is written: removing them would change its motion outside the clip."""
-    fcurves = _channel_fcurves(obj, target, channels)
+    fcurves = channel_fcurves(obj, target, channels)
     modifiers = _value_modifiers(fcurves)
     muted = [fcurve for fcurve in fcurves if fcurve.mute]
     if target == source_action:

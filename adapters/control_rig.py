@@ -28,7 +28,7 @@ from ..solvers.foot_lock import leg_length
 from ..solvers.kinematics import Motion, Skeleton, forward_kinematics, inverse_kinematics_locals
 from ..solvers.rig import Leg, Rig
 from . import action_compat as compat
-from .armature import bone_data_path, channel_values_at, key_channel, rotation_channel
+from .armature import bone_data_path, channel_values_at, key_channel, rotation_channel, with_ancestors
 from .errors import AdapterError
 from .evaluated import sample_pose
 from .scene_time import playback_rate
@@ -207,7 +207,7 @@ def read_deform_clip(obj, scene, settings, frames):
     world = sample.world_pose()
     bones = obj.data.bones
     tips = [leg.toe or leg.foot for leg in settings.legs]
-    chain = _closure(bones, [*tips, settings.pelvis])
+    chain = with_ancestors(bones, [*tips, settings.pelvis])
     joint_of = {name: j for j, name in enumerate(chain)}
     parents = [joint_of[bones[name].parent.name] if bones[name].parent else -1 for name in chain]
     columns = [sample.bone(name) for name in chain]
@@ -234,18 +234,6 @@ def read_deform_clip(obj, scene, settings, frames):
         legs.append(Leg(leg.name, hip, knee, ankle, *((joint_of[leg.toe], tail) if leg.toe else (tail, None))))
     tip_joints = [leg.toe for leg in legs]
     return DeformClip(skeleton, motion, Rig(joint_of[settings.pelvis], legs), sample, joint_of, tip_joints)
-
-
-def _closure(bones, names):
-    """``names`` and their ancestors, parents first."""
-    needed = set()
-    for name in names:
-        bone = bones[name]
-        while bone is not None and bone.name not in needed:
-            needed.add(bone.name)
-            bone = bone.parent
-    depth = {name: len(bones[name].parent_recursive) for name in needed}
-    return sorted(needed, key=lambda name: (depth[name], name))
 
 
 # --- keying the controls --------------------------------------------------------------------

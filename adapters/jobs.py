@@ -571,40 +571,24 @@ def _keys_between_frames(obj, source, clip, keyed):
     ``keyed``: the channels the fix keys (see :func:`~.armature.keyed_channels`)."""
     if source.action is None or clip.controls is not None:
         return []
-    table = compat.fcurve_table(compat.channel_bag(obj, source.action))
-    keyed_paths = {f"{armature.bone_data_path(bone)}.{prop}" for bone, prop, _ in keyed}
-    curves, owners = [], []
-    for bone in _carrying_bones(obj):
-        path = armature.bone_data_path(bone)
-        for prop in ("location", "rotation_quaternion", "rotation_euler", "rotation_axis_angle", "scale"):
-            channel = f"{path}.{prop}"
-            if channel not in keyed_paths:
-                found = [fcurve for index in range(4) if (fcurve := table.get((channel, index))) is not None]
-                curves += found
-                owners += [bone] * len(found)
+    keyed_channels = {(bone, prop) for bone, prop, _ in keyed}
+    carrying = armature.with_ancestors(obj.data.bones, _leg_bones(obj.foot_lock))  # every bone a foot hangs from
+    left = [(bone, prop, width) for bone in carrying for prop, width in armature.BONE_CHANNELS
+            if (bone, prop) not in keyed_channels]
+    curves = armature.channel_fcurves(obj, source.action, left)
     rows = compat.key_frame_rows(curves)
     frames = np.concatenate(rows or [np.empty(0)])  # one test for all: the keys rarely lie between frames
     start, end = int(clip.frames[0]), int(clip.frames[-1])
     between = (frames != np.round(frames)) & (frames > start) & (frames < end)
     if not between.any():
         return []
+    bone_of = {armature.bone_data_path(bone): bone for bone in carrying}
     curve_of_key = np.repeat(np.arange(len(rows)), [len(row) for row in rows])
-    bones = ", ".join(repr(bone) for bone in dict.fromkeys(owners[curve] for curve in curve_of_key[between]))
-    return [f"{bones} keep keys between frames (a clip retimed to the scene's frame rate?): the fix holds the feet "
-            "on every frame, but between frames (motion blur, slow-motion playback) those bones follow their own keys "
-            "and the feet move with them; bake the action on whole frames first (Bake Action) to fix it there too"]
-
-
-def _carrying_bones(obj):
-    """The bones whose motion carries a foot: every leg bone and the bones above them."""
-    bones = obj.data.bones
-    carrying = []
-    for name in _leg_bones(obj.foot_lock):
-        bone = bones.get(name)
-        while bone is not None and bone.name not in carrying:
-            carrying.append(bone.name)
-            bone = bone.parent
-    return carrying
+    bones = dict.fromkeys(bone_of[curves[curve].data_path.rpartition(".")[0]] for curve in curve_of_key[between])
+    return [f"{', '.join(map(repr, bones))} keep keys between frames (a clip retimed to the scene's frame rate?): "
+            "the fix holds the feet on every frame, but between frames (motion blur, slow-motion playback) those "
+            "bones follow their own keys and the feet move with them; bake the action on whole frames first "
+            "(Bake Action) to fix it there too"]
 
 
 def _shown_at_rest(obj):
