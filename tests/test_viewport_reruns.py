@@ -34,13 +34,6 @@ def test_rerun_with_other_contact_settings_relabels_and_refreshes_the_result(add
     assert not armature.has_contact_curve(obj, source, toe)  # the source is still untouched
 
 
-def _keys(obj, action):
-    from foot_lock.adapters import action_compat
-
-    return {channel: [tuple(point.co) for point in fcurve.keyframe_points]
-            for channel, fcurve in action_compat.fcurve_table(action_compat.channel_bag(obj, action)).items()}
-
-
 def test_a_rerun_on_the_result_of_a_renamed_source_refreshes_it_from_that_source(addon, sliding):
     """The source renamed after the fix: the result still knows it (a reference, not a
     name). A rerun on the result made ``.footlock.footlock`` from the result itself, solving
@@ -51,12 +44,12 @@ def test_a_rerun_on_the_result_of_a_renamed_source_refreshes_it_from_that_source
     obj = import_clip(addon, sliding)
     source = obj.animation_data.action
     assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
-    fixed = _keys(obj, obj.animation_data.action)
+    fixed = keys_of(obj)
     source.name = "walk_v2"
     assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
     assert sorted(a.name for a in addon.data.actions) == ["walk_sliding.footlock", "walk_v2"]
     result = obj.animation_data.action
-    assert result["foot_lock_source"] == source and _keys(obj, result) == fixed  # solved from the source again
+    assert result["foot_lock_source"] == source and keys_of(obj) == fixed  # solved from the source again
     result["foot_lock_source"] = "walk_v2"  # as an earlier version stored it
     assert sources.result_origin(result) == source
 
