@@ -324,14 +324,17 @@ def jittered(motion, degrees, seed=0):
     return kinematics.Motion(quaternion.multiply(motion.rot, turns), motion.pos.copy(), motion.fps, dict(motion.meta))
 
 
-def glitched(motion, depth=0.06, every=1.0, seconds=0.017, up=bvh.UP):
-    """A copy of ``motion`` whose whole body drops ``depth`` m for ``seconds`` (at least a
-    frame) every ``every`` s, from half a period in: capture glitches, as a clip's bad first
-    frame or a marker dropout leaves them."""
+GLITCH_DROP = tuple(-0.06 * np.asarray(bvh.UP))  # m: the whole body 6 cm down
+
+
+def glitched(motion, shift=GLITCH_DROP, every=1.0, seconds=0.017):
+    """A copy of ``motion`` whose whole body is thrown ``shift`` (3,) m off (by default 6 cm
+    down) for ``seconds`` (at least a frame) every ``every`` s, from half a period in: capture
+    glitches, as a clip's bad first frame, a marker dropout or a pop leaves them."""
     glitches = motion.copy()
     period, length = round(every * motion.fps), max(1, round(seconds * motion.fps))
     for start in range(period // 2, motion.frames, period):
-        glitches.pos[start : start + length, 0] -= depth * np.asarray(up, dtype=float)
+        glitches.pos[start : start + length, 0] += shift
     return glitches
 
 

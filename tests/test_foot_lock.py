@@ -6,6 +6,7 @@ from clip_scenarios import (
     CMU_TO_METRES,
     decimate,
     f1_score,
+    glitched,
     jittered,
     load,
     reference_labels,
@@ -448,9 +449,9 @@ def test_one_frame_sunk_below_the_floor_does_not_move_the_skate_ratio(glitch):
     sliding = scale_root_motion(skeleton, motion, 1.25)
     sunk = type(sliding)(sliding.rot.copy(), sliding.pos.copy(), sliding.fps, dict(sliding.meta))
     sunk.pos[glitch, 0] -= 0.06 * np.asarray(bvh.UP)  # the whole body 6 cm down on one frame
-    clean, glitched = (remove_foot_sliding(skeleton, m, rig, bvh.UP) for m in (sliding, sunk))
+    clean, dropped = (remove_foot_sliding(skeleton, m, rig, bvh.UP) for m in (sliding, sunk))
     for state in ("before", "after"):
-        ratios = [getattr(result, state)["skate_ratio"] for result in (clean, glitched)]
+        ratios = [getattr(result, state)["skate_ratio"] for result in (clean, dropped)]
         assert ratios[0] > 0.05 and abs(ratios[1] - ratios[0]) < 0.01, (state, ratios)
 
 
@@ -502,16 +503,6 @@ def test_a_clip_that_jumps_back_is_cut_and_labelled_piece_by_piece_untold():
     assert metrics.toe_slide(toe_positions(skeleton, both.motion, rig), reference, bvh.UP, motion.fps) < 0.005
 
 
-def _popped(motion, shift, every=1.0, seconds=0.017):
-    """``motion`` with its whole body thrown ``shift`` (3,) off for ``seconds`` once every
-    ``every`` s and back: a capture pop."""
-    popped = type(motion)(motion.rot.copy(), motion.pos.copy(), motion.fps, dict(motion.meta))
-    period, length = round(every * motion.fps), max(1, round(seconds * motion.fps))
-    for start in range(period // 2, motion.frames, period):
-        popped.pos[start : start + length, 0] += shift
-    return popped
-
-
 def test_a_capture_pop_is_no_cut_and_the_feet_hold_through_it():
     """The walk thrown 30 cm sideways for two frames (17 ms at 120 fps) once a second: each
     pop jumps out and back as fast as a cut, and was cut twice, each frame of it a piece of
@@ -521,13 +512,13 @@ def test_a_capture_pop_is_no_cut_and_the_feet_hold_through_it():
     from foot_lock.solvers.foot_lock import cut_frames
 
     skeleton, motion, rig = load("cmu_07_01")
-    popped = _popped(motion, np.array([0.3, 0.0, 0.0]))
+    popped = glitched(motion, shift=(0.3, 0.0, 0.0))
     assert len(cut_frames(skeleton, popped, rig)) == 0
     result = remove_foot_sliding(skeleton, popped, rig, bvh.UP)
     reference = reference_labels(skeleton, motion, rig)
     assert metrics.toe_slide(toe_positions(skeleton, result.motion, rig), reference, bvh.UP, motion.fps) < 0.01
     # A jump that is not undone so soon is a cut, each way.
-    held = _popped(motion, np.array([0.3, 0.0, 0.0]), every=2.0, seconds=0.5)
+    held = glitched(motion, shift=(0.3, 0.0, 0.0), every=2.0, seconds=0.5)
     assert list(cut_frames(skeleton, held, rig)) == [120, 180]
 
 
