@@ -176,13 +176,13 @@ def _without_pops(path, jumps, fps, speed):
     cuts, index = [], 0
     while index < len(jumps):
         start = jumps[index]
-        back = [later for later in range(index + 1, len(jumps)) if jumps[later] - start <= within
-                and quat.length(path[jumps[later]] - path[start - 1]) * fps <= speed * (jumps[later] - start + 1)]
-        if back:
-            index = back[0] + 1
-        else:
+        back = next((later for later in range(index + 1, len(jumps)) if jumps[later] - start <= within
+                     and quat.length(path[jumps[later]] - path[start - 1]) * fps <= speed * (jumps[later] - start + 1)),
+                    None)
+        if back is None:  # nothing undoes it: a cut
             cuts.append(start)
-            index += 1
+            back = index
+        index = back + 1  # past the jump back of a pop
     return cuts
 
 
