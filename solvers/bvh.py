@@ -6,7 +6,7 @@ input's hierarchy, joint order and channel layout untouched: only motion values 
 """
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -296,7 +296,7 @@ def detect_rig(bvh):
     for j, parent in enumerate(parents):
         first_child.setdefault(parent, j)
     tails = np.array([heads[first_child[j]] if j in first_child else heads[j] for j in range(len(heads))])
-    guess = _standing_legs([j.name for j in bvh.joints], parents, heads, tails)
+    guess = _standing_legs([j.name for j in bvh.joints], parents, heads, tails, _played_legs(bvh))
     legs = []
     for leg in guess.legs:
         if leg.toe is not None:
@@ -309,26 +309,51 @@ def detect_rig(bvh):
     return Rig(_translated_ancestor(bvh, guess.pelvis), legs)
 
 
-def _standing_legs(names, parents, heads, tails):
-    """:func:`~.leg_detection.detect_legs` of a rest pose standing along BVH's Y, else along
-    Z. Legs found along an axis are kept only if they stand along it: joints without telling
-    names are found by their shape, and a Z-up rest pose read along Y can show chains that
-    end lowest along Y, a knee taken for the thigh and the toe for the foot. Where neither
-    axis finds standing legs, the first legs found are kept (a rest pose sitting or lying)."""
+def _standing_legs(names, parents, heads, tails, played):
+    """:func:`~.leg_detection.detect_legs` of a rest pose read along BVH's Y, else along Z:
+    the legs found along the axis the clip stands along as it plays (``played(guess)``: the
+    legs' hips and ankles (L, F, 3) over some of its frames), else along the axis its rest
+    pose stands along. Joints without telling names are found by their shape, and a Z-up
+    rest pose read along Y can show chains that end lowest along Y, a knee taken for the
+    thigh and the toe for the foot. A rest pose is only what the OFFSETs draw: where every
+    joint has position channels they replace the OFFSETs, which may lie any way (Bandai
+    Namco's files draw the legs along Z and their motion stands along Y); read along Z, the
+    highest joint is a still root above the hips, taken for the pelvis. Where the legs stand
+    along neither axis, the first legs found are kept (a clip sitting or lying)."""
     found, failure = [], None
     for up in (UP, Z_UP):
         try:
-            guess = detect_legs(names, parents, heads, tails, up=up)
+            found.append((up, detect_legs(names, parents, heads, tails, up=up)))
         except LegDetectionError as error:
             failure = failure or error
-            continue
-        hips, ankles = (heads[[getattr(leg, role) for leg in guess.legs]][:, None] for role in ("thigh", "foot"))
-        if stands_along(hips, ankles, up):
-            return guess
-        found.append(guess)
-    if found:
-        return found[0]
-    raise failure
+    if not found:
+        raise failure
+
+    def at_rest(guess):
+        return (heads[[getattr(leg, role) for leg in guess.legs]][:, None] for role in ("thigh", "foot"))
+
+    for points in (played, at_rest):
+        for up, guess in found:
+            if stands_along(*points(guess), up):
+                return guess
+    return found[0][1]
+
+
+PLAYED_FRAMES = 64  # frames of a clip, evenly spread, that show how it stands
+
+
+def _played_legs(bvh):
+    """A function of a leg guess giving its hips and ankles (L, F, 3) as the clip plays them,
+    over at most ``PLAYED_FRAMES`` frames (:func:`to_motion`: position channels in place
+    of the OFFSETs)."""
+    rows = np.linspace(0, len(bvh.values) - 1, min(len(bvh.values), PLAYED_FRAMES)).round().astype(int)
+    skeleton, motion = to_motion(replace(bvh, values=bvh.values[rows]))
+
+    def played(guess):
+        hips, ankles = ([getattr(leg, role) for leg in guess.legs] for role in ("thigh", "foot"))
+        _, gpos = forward_kinematics(skeleton, motion.rot, motion.pos, hips + ankles)
+        return gpos[:, hips].swapaxes(0, 1), gpos[:, ankles].swapaxes(0, 1)
+    return played
 
 
 def standing_up(skeleton, motion, rig):

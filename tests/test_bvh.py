@@ -141,6 +141,62 @@ def six_channel_text(path):
     return f"{hierarchy}MOTION\nFrames: {len(values)}\nFrame Time: {parsed.frame_time}\n{rows}\n"
 
 
+def with_rest_lying_under_a_still_root(text, start=(0.0, 0.0, -80.0)):
+    """A BVH whose every joint has position channels (:func:`six_channel_text`) laid out as
+    Bandai Namco's motion dataset lays it out: the joints' OFFSETs (which the positions
+    replace) turned to draw the rest pose lying along Z, and the hips hung from a root that
+    never moves, their OFFSET the capture's ``start``. The same motion, standing along Y."""
+    lines = text.replace("\r\n", "\n").split("\n")  # (the CMU files end some lines with CR LF)
+    for at, line in enumerate(lines):
+        words, indent = line.split(), line[: len(line) - len(line.lstrip())]
+        if words == ["ROOT", "Hips"]:
+            lines[at], lines[at + 2] = "JOINT Hips", indent + "OFFSET {} {} {}".format(*start)
+        elif words[:1] == ["OFFSET"] and lines[at + 1].split()[:1] == ["CHANNELS"] and "Hips" not in lines[at - 2]:
+            x, y, z = map(float, words[1:])
+            lines[at] = f"{indent}OFFSET {x} {-z} {y}"
+    hierarchy, motion = "\n".join(lines).split("MOTION\n", 1)
+    hierarchy = hierarchy.replace("HIERARCHY\n", "HIERARCHY\nROOT joint_Root\n{\nOFFSET 0 0 0\n"
+                                  "CHANNELS 6 Xposition Yposition Zposition Zrotation Xrotation Yrotation\n", 1)
+    frames, frame_time, rows = motion.split("\n", 2)
+    rows = "\n".join("0 0 0 0 0 0 " + row for row in rows.split("\n") if row)
+    return f"{hierarchy}}}\nMOTION\n{frames}\n{frame_time}\n{rows}\n"
+
+
+def test_a_clip_is_read_standing_as_it_plays_not_as_its_rest_pose_lies(clips_dir, tmp_path):
+    """A rest pose is only what the OFFSETs draw. Read along the Z its rest pose stands
+    along, the clip's still root was taken for the pelvis: it does not travel, so the walk
+    read as one in place and nothing was locked ("ok", the feet sliding 31 cm/s)."""
+    sliding = bvh.write_sliding_copy(clips_dir / "cmu_07_01.bvh", tmp_path / "sliding.bvh", 1.25)
+    source = tmp_path / "lying_rest.bvh"
+    source.write_text(with_rest_lying_under_a_still_root(six_channel_text(sliding)))
+    skeleton, motion, rig = bvh.load(source, CMU_TO_METRES)
+    heads = bvh.rest_heads(bvh.read(source))
+    assert np.ptp(heads[:, 2]) > 2.0 * np.ptp(heads[:, 1])  # the rest pose does lie along Z
+    assert skeleton.names[rig.pelvis] == "Hips"
+    assert [skeleton.names[leg.ankle] for leg in rig.legs] == ["LeftFoot", "RightFoot"]
+    result = remove_foot_sliding(skeleton, motion, rig, bvh.UP)
+    assert result.warnings == []
+    reference = reference_labels(*bvh.load(clips_dir / "cmu_07_01.bvh", CMU_TO_METRES))
+    toes = toe_positions(skeleton, result.motion, rig)
+    assert 100.0 * metrics.toe_slide(toes, reference, bvh.UP, motion.fps) < 1.0
+
+
+def test_a_clip_is_read_standing_as_it_plays_in_blender(addon, clips_dir, tmp_path):
+    """The same file imported into Blender: Detect Legs finds the hips as the pelvis, and
+    Remove Foot Sliding locks the walk."""
+    from blender_scenes import import_clip, world_joints
+
+    sliding = bvh.write_sliding_copy(clips_dir / "cmu_07_01.bvh", tmp_path / "sliding.bvh", 1.25)
+    source = tmp_path / "lying_rest.bvh"
+    source.write_text(with_rest_lying_under_a_still_root(six_channel_text(sliding)))
+    obj = import_clip(addon, source)
+    assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
+    assert obj.foot_lock.pelvis == "Hips"
+    toes = world_joints(obj, ["LeftToeBase", "RightToeBase"]).swapaxes(0, 1)
+    reference = reference_labels(*bvh.load(clips_dir / "cmu_07_01.bvh", CMU_TO_METRES))
+    assert 100.0 * metrics.toe_slide(toes, reference, (0.0, 0.0, 1.0), addon.context.scene.render.fps) < 1.0
+
+
 def world_positions(path, scale=CMU_TO_METRES):
     skeleton, motion, _ = bvh.load(path, scale)
     _, gpos = forward_kinematics(skeleton, motion.rot, motion.pos)
