@@ -315,6 +315,38 @@ def point_cues(points, up, fps, scale, settings):
     return PointCues(points, up, heights, clearance, vertical_speed, horizontal_velocity, planted)
 
 
+def travel_velocity(root, up, fps, settings):
+    """The horizontal velocity (F, 3) of the ``root`` (F, 3) carrying the character."""
+    return horizontal(span_velocity(root, fps, settings.velocity_span, axis=0), up)
+
+
+def dragged(labels, skating, cues, grounds, root_velocity, feet, scale, settings):
+    """The frames of ``labels`` (L, F; the rows ``feet`` feet's points in turn, see
+    :func:`label_points`) of a foot dragged along the floor while another foot stands: the
+    point moves faster than a stance's edge against the moving ground (``grounds[0]``: a
+    contact only a skate explains), runs ahead of the root (``root_velocity`` (F, 3)) along its
+    travel by more than the stance speed, and some point of another foot is labelled and
+    still against the root's share of the ground (``grounds[1]``, see :func:`moving_ground`),
+    where the motion does not skate (``skating`` (L, F), see :func:`skating_motion`).
+
+    The body passes over a standing foot, however its stance slides or skates: such a foot
+    falls behind it. A foot running ahead of the body beside one that stands still swings,
+    however low and level it skims the floor (a tired walk shuffling its feet, planted
+    vertically and as fast as a skate); where both feet move (a skated clip), the standing
+    one is still only for a moment of its skate, and nothing is taken for a drag."""
+    threshold = settings.speed_threshold * scale
+    speed = lengths(root_velocity)
+    slowest = PATH_SPEED * scale
+    direction = root_velocity * ((speed > slowest) / np.maximum(speed, slowest))[:, None]
+    velocity = cues.horizontal_velocity
+    ahead = dots(velocity - root_velocity, direction) > threshold
+    fast = lengths(velocity - grounds[0]) > settings.edge_speed * scale
+    still = labels & ~skating & (lengths(velocity - grounds[1]) < threshold)
+    foot_still = still.reshape(-1, feet, still.shape[-1]).sum(axis=0)  # (feet, F): its points standing still
+    beside_still = foot_still.sum(axis=0) > foot_still  # per foot: another foot stands still
+    return labels & fast & ahead & np.concatenate([beside_still] * (len(labels) // feet))
+
+
 def moving_ground(cues, root, fps, scale, settings, fit=slice(None)):
     """Horizontal velocities (2, L, F, 3) of the ground under each point of ``cues`` (its
     :class:`PointCues`) -- with the planted points' own drift, and the root's share alone
@@ -331,7 +363,7 @@ def moving_ground(cues, root, fps, scale, settings, fit=slice(None)):
     fitted = cues.rows(fit)
     half_width = max(1, round(settings.slip_window * fps))
     cap = 2.0 * settings.speed_threshold * scale
-    root_velocity = horizontal(span_velocity(root, fps, settings.velocity_span, axis=0), cues.up)
+    root_velocity = travel_velocity(root, cues.up, fps, settings)
     share = local_slip(fitted.horizontal_velocity, root_velocity, cap, half_width, settings.max_slip)
     grounds = np.empty((2, points, frames, 3))  # the drifting ground, then the root's share alone
     ground = np.multiply(share[:, None], root_velocity, out=grounds[1, 0])
@@ -696,7 +728,9 @@ def detect_contacts(points, root, up, fps, leg_length, settings=None):
     points, root = steadied_points([points, root], points, gait_fps, scale, settings)
     cues = point_cues(points, up, gait_fps, scale, settings)
     grounds, slip = moving_ground(cues, root, gait_fps, scale, settings)
-    labels, _ = label_points(cues, grounds, gait_fps, scale, settings)
+    labels, skating = label_points(cues, grounds, gait_fps, scale, settings)
+    labels &= ~dragged(labels, skating, cues, grounds, travel_velocity(root, up, gait_fps, settings), len(labels),
+                       scale, settings)
     return to_weights(labels, fps, settings), slip
 
 
@@ -805,6 +839,8 @@ def detect_foot_contacts(heels, toes, root, up, fps, leg_length, settings=None, 
     # The heel strikes first, the toe leaves last: each grows at the edge the foot has it for.
     grow_edges = np.repeat([-int(foot_edges), int(foot_edges)], [feet, len(toe_points)])
     labels, skating = label_points(cues, grounds, gait_fps, scale, settings, grow_edges, feet)
+    labels &= ~dragged(labels, skating, cues, grounds, travel_velocity(root, up, gait_fps, settings), feet, scale,
+                       settings)
     heel, toe, heel_skating, toe_skating = labels[:feet], labels[feet:], skating[:feet], skating[feet:]
     if toe_tips is not None:
         toe, toe_skating = (rows[:feet] | rows[feet:] for rows in (toe, toe_skating))
