@@ -347,11 +347,12 @@ def dragged(labels, skating, cues, grounds, root_velocity, feet, scale, settings
     return labels & fast & ahead & np.concatenate([beside_still] * (len(labels) // feet))
 
 
-def moving_ground(cues, root, fps, scale, settings, fit=slice(None)):
+def moving_ground(cues, root, root_velocity, fps, scale, settings, fit=slice(None)):
     """Horizontal velocities (2, L, F, 3) of the ground under each point of ``cues`` (its
     :class:`PointCues`) -- with the planted points' own drift, and the root's share alone
     (see :func:`skating_motion`) -- and the mean root-speed share ``a`` (the clip's slip, for
-    the report); estimated from the rows ``fit`` of the points (a slice).
+    the report); estimated from the rows ``fit`` of the points (a slice). ``root`` (F, 3) and
+    its :func:`travel_velocity` ``root_velocity``: the joint carrying the character.
 
     The drift is a rigid motion of the ground: a velocity and a turn about the up axis
     through the root. A runtime that turns a walk turns its planted feet about the root: a
@@ -363,7 +364,6 @@ def moving_ground(cues, root, fps, scale, settings, fit=slice(None)):
     fitted = cues.rows(fit)
     half_width = max(1, round(settings.slip_window * fps))
     cap = 2.0 * settings.speed_threshold * scale
-    root_velocity = travel_velocity(root, cues.up, fps, settings)
     share = local_slip(fitted.horizontal_velocity, root_velocity, cap, half_width, settings.max_slip)
     grounds = np.empty((2, points, frames, 3))  # the drifting ground, then the root's share alone
     ground = np.multiply(share[:, None], root_velocity, out=grounds[1, 0])
@@ -727,10 +727,10 @@ def detect_contacts(points, root, up, fps, leg_length, settings=None):
     gait_fps = fps / gait_tempo(points, up, fps, scale, settings)
     points, root = steadied_points([points, root], points, gait_fps, scale, settings)
     cues = point_cues(points, up, gait_fps, scale, settings)
-    grounds, slip = moving_ground(cues, root, gait_fps, scale, settings)
+    root_velocity = travel_velocity(root, up, gait_fps, settings)
+    grounds, slip = moving_ground(cues, root, root_velocity, gait_fps, scale, settings)
     labels, skating = label_points(cues, grounds, gait_fps, scale, settings)
-    labels &= ~dragged(labels, skating, cues, grounds, travel_velocity(root, up, gait_fps, settings), len(labels),
-                       scale, settings)
+    labels &= ~dragged(labels, skating, cues, grounds, root_velocity, len(labels), scale, settings)
     return to_weights(labels, fps, settings), slip
 
 
@@ -835,12 +835,12 @@ def detect_foot_contacts(heels, toes, root, up, fps, leg_length, settings=None, 
     toe_points = toes if toe_tips is None else np.concatenate([toes, toe_tips])
     # Rows: the heels, the toes, the toe tips; the moving ground is the toe points' alone.
     cues = point_cues(np.concatenate([heels, toe_points]), up, gait_fps, scale, settings)
-    grounds, slip = moving_ground(cues, root, gait_fps, scale, settings, fit=slice(feet, None))
+    root_velocity = travel_velocity(root, up, gait_fps, settings)
+    grounds, slip = moving_ground(cues, root, root_velocity, gait_fps, scale, settings, fit=slice(feet, None))
     # The heel strikes first, the toe leaves last: each grows at the edge the foot has it for.
     grow_edges = np.repeat([-int(foot_edges), int(foot_edges)], [feet, len(toe_points)])
     labels, skating = label_points(cues, grounds, gait_fps, scale, settings, grow_edges, feet)
-    labels &= ~dragged(labels, skating, cues, grounds, travel_velocity(root, up, gait_fps, settings), feet, scale,
-                       settings)
+    labels &= ~dragged(labels, skating, cues, grounds, root_velocity, feet, scale, settings)
     heel, toe, heel_skating, toe_skating = labels[:feet], labels[feet:], skating[:feet], skating[feet:]
     if toe_tips is not None:
         toe, toe_skating = (rows[:feet] | rows[feet:] for rows in (toe, toe_skating))
