@@ -162,13 +162,22 @@ def with_rest_lying_under_a_still_root(text, start=(0.0, 0.0, -80.0)):
     return f"{hierarchy}}}\nMOTION\n{frames}\n{frame_time}\n{rows}\n"
 
 
-def test_a_clip_is_read_standing_as_it_plays_not_as_its_rest_pose_lies(clips_dir, tmp_path):
+@pytest.fixture(scope="module")
+def lying_rest(clips_dir, tmp_path_factory):
+    """A sliding copy (root x1.25) of cmu_07_01 in :func:`with_rest_lying_under_a_still_root`'s
+    layout, and the original clip's reference labels."""
+    folder = tmp_path_factory.mktemp("lying")
+    sliding = bvh.write_sliding_copy(clips_dir / "cmu_07_01.bvh", folder / "sliding.bvh", 1.25)
+    source = folder / "lying_rest.bvh"
+    source.write_text(with_rest_lying_under_a_still_root(six_channel_text(sliding)))
+    return source, reference_labels(*bvh.load(clips_dir / "cmu_07_01.bvh", CMU_TO_METRES))
+
+
+def test_a_clip_is_read_standing_as_it_plays_not_as_its_rest_pose_lies(lying_rest):
     """A rest pose is only what the OFFSETs draw. Read along the Z its rest pose stands
     along, the clip's still root was taken for the pelvis: it does not travel, so the walk
     read as one in place and nothing was locked ("ok", the feet sliding 31 cm/s)."""
-    sliding = bvh.write_sliding_copy(clips_dir / "cmu_07_01.bvh", tmp_path / "sliding.bvh", 1.25)
-    source = tmp_path / "lying_rest.bvh"
-    source.write_text(with_rest_lying_under_a_still_root(six_channel_text(sliding)))
+    source, reference = lying_rest
     skeleton, motion, rig = bvh.load(source, CMU_TO_METRES)
     heads = bvh.rest_heads(bvh.read(source))
     assert np.ptp(heads[:, 2]) > 2.0 * np.ptp(heads[:, 1])  # the rest pose does lie along Z
@@ -176,24 +185,20 @@ def test_a_clip_is_read_standing_as_it_plays_not_as_its_rest_pose_lies(clips_dir
     assert [skeleton.names[leg.ankle] for leg in rig.legs] == ["LeftFoot", "RightFoot"]
     result = remove_foot_sliding(skeleton, motion, rig, bvh.UP)
     assert result.warnings == []
-    reference = reference_labels(*bvh.load(clips_dir / "cmu_07_01.bvh", CMU_TO_METRES))
     toes = toe_positions(skeleton, result.motion, rig)
     assert 100.0 * metrics.toe_slide(toes, reference, bvh.UP, motion.fps) < 1.0
 
 
-def test_a_clip_is_read_standing_as_it_plays_in_blender(addon, clips_dir, tmp_path):
+def test_a_clip_is_read_standing_as_it_plays_in_blender(addon, lying_rest):
     """The same file imported into Blender: Detect Legs finds the hips as the pelvis, and
     Remove Foot Sliding locks the walk."""
     from blender_scenes import import_clip, world_joints
 
-    sliding = bvh.write_sliding_copy(clips_dir / "cmu_07_01.bvh", tmp_path / "sliding.bvh", 1.25)
-    source = tmp_path / "lying_rest.bvh"
-    source.write_text(with_rest_lying_under_a_still_root(six_channel_text(sliding)))
+    source, reference = lying_rest
     obj = import_clip(addon, source)
     assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
     assert obj.foot_lock.pelvis == "Hips"
     toes = world_joints(obj, ["LeftToeBase", "RightToeBase"]).swapaxes(0, 1)
-    reference = reference_labels(*bvh.load(clips_dir / "cmu_07_01.bvh", CMU_TO_METRES))
     assert 100.0 * metrics.toe_slide(toes, reference, (0.0, 0.0, 1.0), addon.context.scene.render.fps) < 1.0
 
 
