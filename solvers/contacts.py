@@ -320,33 +320,6 @@ def travel_velocity(root, up, fps, settings):
     return horizontal(span_velocity(root, fps, settings.velocity_span, axis=0), up)
 
 
-def dragged(labels, skating, cues, grounds, root_velocity, feet, scale, settings):
-    """The frames of ``labels`` (L, F; the rows ``feet`` feet's points in turn, see
-    :func:`label_points`) of a foot dragged along the floor while another foot stands: the
-    point moves faster than a stance's edge against the moving ground (``grounds[0]``: a
-    contact only a skate explains), runs ahead of the root (``root_velocity`` (F, 3)) along its
-    travel by more than the stance speed, and some point of another foot is labelled and
-    still against the root's share of the ground (``grounds[1]``, see :func:`moving_ground`),
-    where the motion does not skate (``skating`` (L, F), see :func:`skating_motion`).
-
-    The body passes over a standing foot, however its stance slides or skates: such a foot
-    falls behind it. A foot running ahead of the body beside one that stands still swings,
-    however low and level it skims the floor (a tired walk shuffling its feet, planted
-    vertically and as fast as a skate); where both feet move (a skated clip), the standing
-    one is still only for a moment of its skate, and nothing is taken for a drag."""
-    threshold = settings.speed_threshold * scale
-    speed = lengths(root_velocity)
-    slowest = PATH_SPEED * scale
-    direction = root_velocity * ((speed > slowest) / np.maximum(speed, slowest))[:, None]
-    velocity = cues.horizontal_velocity
-    ahead = dots(velocity - root_velocity, direction) > threshold
-    fast = lengths(velocity - grounds[0]) > settings.edge_speed * scale
-    still = labels & ~skating & (lengths(velocity - grounds[1]) < threshold)
-    foot_still = still.reshape(-1, feet, still.shape[-1]).sum(axis=0)  # (feet, F): its points standing still
-    beside_still = foot_still.sum(axis=0) > foot_still  # per foot: another foot stands still
-    return labels & fast & ahead & np.concatenate([beside_still] * (len(labels) // feet))
-
-
 def moving_ground(cues, root, root_velocity, fps, scale, settings, fit=slice(None)):
     """Horizontal velocities (2, L, F, 3) of the ground under each point of ``cues`` (its
     :class:`PointCues`) -- with the planted points' own drift, and the root's share alone
@@ -517,10 +490,11 @@ def long_runs(mask, min_length):
     return mask & (lengths[ids] >= min_length)
 
 
-def label_points(cues, grounds, fps, scale, settings, grow_edges=0, feet=None):
+def label_points(cues, grounds, root_velocity, fps, scale, settings, grow_edges=0, feet=None):
     """Boolean contacts (L, F) of points (their :class:`PointCues`) standing on a ground
     moving at ``grounds[0]`` (F, 3) (``grounds[1]``: the root's share alone, see
-    :func:`moving_ground`).
+    :func:`moving_ground`), none of a foot dragged ahead of the root (``root_velocity`` (F, 3),
+    see :func:`dragged`).
 
     ``grow_edges`` -1 / +1 extends each contact's start / end to the foot-level edge (see
     :func:`grow_into`), one value for all points or one per point (L,). ``feet``: how many
@@ -572,7 +546,37 @@ def label_points(cues, grounds, fps, scale, settings, grow_edges=0, feet=None):
         labels = from_first(labels, bottomed_out(cues, fps, settings) | (grow_edges >= 0))
     labels = fill_gaps(labels, int(np.floor(settings.min_gap * fps + 1e-6)))
     # Whole frames only, never more than the time asked: at 30 or 60 fps a frame is already more.
-    return widen(labels, int(np.floor(settings.widen * fps + 1e-6))), skating
+    labels = widen(labels, int(np.floor(settings.widen * fps + 1e-6)))
+    labels &= ~dragged(labels, skating, cues.horizontal_velocity, (horizontal_speed, share_speed), root_velocity, feet,
+                       scale, settings)
+    return labels, skating
+
+
+def dragged(labels, skating, velocity, speeds, root_velocity, feet, scale, settings):
+    """The frames of ``labels`` (L, F; the rows ``feet`` feet's points in turn, see
+    :func:`label_points`) of a foot dragged along the floor while another foot stands: the
+    point (its horizontal ``velocity`` (L, F, 3)) moves faster than a stance's edge against the
+    moving ground (``speeds[0]`` (L, F), see :func:`label_points`: a contact only a skate
+    explains), runs ahead of the root (``root_velocity`` (F, 3)) along its travel by more than
+    the stance speed, and some point of another foot is labelled and still against the root's
+    share of the ground (``speeds[1]``), where the motion does not skate (``skating`` (L, F),
+    see :func:`skating_motion`).
+
+    The body passes over a standing foot, however its stance slides or skates: such a foot
+    falls behind it. A foot running ahead of the body beside one that stands still swings,
+    however low and level it skims the floor (a tired walk shuffling its feet, planted
+    vertically and as fast as a skate); where both feet move (a skated clip), the standing
+    one is still only for a moment of its skate, and nothing is taken for a drag."""
+    threshold = settings.speed_threshold * scale
+    speed = lengths(root_velocity)
+    slowest = PATH_SPEED * scale
+    direction = root_velocity * ((speed > slowest) / np.maximum(speed, slowest))[:, None]
+    ahead = dots(velocity - root_velocity, direction) > threshold
+    fast = speeds[0] > settings.edge_speed * scale
+    still = labels & ~skating & (speeds[1] < threshold)
+    foot_still = still.reshape(-1, feet, still.shape[-1]).sum(axis=0)  # (feet, F): its points standing still
+    beside_still = foot_still.sum(axis=0) > foot_still  # per foot: another foot stands still
+    return labels & fast & ahead & np.concatenate([beside_still] * (len(labels) // feet))
 
 
 def skated_labels(cues, ground, standing, labels, low, fps, scale, settings, feet, skating):
@@ -729,8 +733,7 @@ def detect_contacts(points, root, up, fps, leg_length, settings=None):
     cues = point_cues(points, up, gait_fps, scale, settings)
     root_velocity = travel_velocity(root, up, gait_fps, settings)
     grounds, slip = moving_ground(cues, root, root_velocity, gait_fps, scale, settings)
-    labels, skating = label_points(cues, grounds, gait_fps, scale, settings)
-    labels &= ~dragged(labels, skating, cues, grounds, root_velocity, len(labels), scale, settings)
+    labels, _ = label_points(cues, grounds, root_velocity, gait_fps, scale, settings)
     return to_weights(labels, fps, settings), slip
 
 
@@ -839,8 +842,7 @@ def detect_foot_contacts(heels, toes, root, up, fps, leg_length, settings=None, 
     grounds, slip = moving_ground(cues, root, root_velocity, gait_fps, scale, settings, fit=slice(feet, None))
     # The heel strikes first, the toe leaves last: each grows at the edge the foot has it for.
     grow_edges = np.repeat([-int(foot_edges), int(foot_edges)], [feet, len(toe_points)])
-    labels, skating = label_points(cues, grounds, gait_fps, scale, settings, grow_edges, feet)
-    labels &= ~dragged(labels, skating, cues, grounds, root_velocity, feet, scale, settings)
+    labels, skating = label_points(cues, grounds, root_velocity, gait_fps, scale, settings, grow_edges, feet)
     heel, toe, heel_skating, toe_skating = labels[:feet], labels[feet:], skating[:feet], skating[feet:]
     if toe_tips is not None:
         toe, toe_skating = (rows[:feet] | rows[feet:] for rows in (toe, toe_skating))
