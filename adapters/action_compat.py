@@ -11,6 +11,7 @@ Keys are read and written in bulk (``foreach_get`` / ``foreach_set``), never one
 ``keyframe_insert`` per frame.
 """
 
+import ctypes
 import hashlib
 from contextlib import contextmanager
 
@@ -191,12 +192,11 @@ def copy_action(obj, action, name):
 
 # --- keys remembered within one job -----------------------------------------------------
 
-# Reading a curve's keys costs about 50 ns a key (``co`` has accessor functions, so
-# foreach_get goes through RNA key by key): a click on a long clip reads its source's
-# curves, copies them into a result, rewrites some and digests the result (see
-# :mod:`.results`). Within ``remembered_keys()`` the keys read or written are kept (and the
-# interpolation of those written), and a copy's curves share their source's, so the digest
-# reads none of them back.
+# A click reads its source's curves, copies them into a result, rewrites some and digests
+# the result (see :mod:`.results`). Within ``remembered_keys()`` the keys read or written
+# are kept with their interpolation (where it was read with them, see :func:`_read_points`,
+# or written), and a copy's curves share their source's, so the digest reads none of them
+# back.
 # {(action session_uid, F-curve address): ((count, 2) float32 keys, (count,) interpolation
 # codes or None where only the keys were read)}, or None outside
 _remembered = None
@@ -277,6 +277,61 @@ def _listing(bag, uid):
     return listed if listed is not None and len(listed[1]) == len(bag.fcurves) else None
 
 
+# --- keys read where Blender keeps them ---------------------------------------------------
+
+# foreach_get of ``co`` costs about 40 ns a key: RNA reads it through accessor functions,
+# key by key (a 300-key curve: 12 us, where its interpolation, a plain byte, takes 2 us).
+# An F-curve keeps its keys in one array of BezTriple structs (DNA ``FCurve.bezt``), 72
+# bytes each: a key's frame and value are floats 3 and 4 (``vec[1]``), its interpolation
+# is byte 48 (``ipo``). Read there, both take about 4 us a curve. The layout is checked once
+# a session against what RNA reads of the first curve read (:func:`_layout_holds`); where
+# it does not hold (a Blender whose struct differs), keys are read through RNA. Only read,
+# never written: a write goes through RNA, which keeps Blender's caches in step.
+_BEZT_BYTES = 72
+_CO_FLOATS = slice(3, 5)
+_IPO_BYTE = 48
+_key_array_layout = None  # whether the layout holds: None until a curve of 2+ keys was checked
+_KEY_ARRAY_TYPES = {}  # count -> the ctypes type of count BezTriples' bytes
+
+
+def _read_points(points, co):
+    """The keys of keyframe ``points`` into ``co`` (count * 2 float32, flat), and their
+    interpolation codes (count,) uint8, or None where read through RNA (the codes not)."""
+    count = len(co) // 2
+    if count < 2 or not _layout_holds(points, count):
+        points.foreach_get("co", co)
+        return None
+    keys = _key_array(points, count)
+    co.reshape(count, 2)[:] = keys.view(np.float32)[:, _CO_FLOATS]
+    return keys[:, _IPO_BYTE].copy()
+
+
+def _key_array(points, count):
+    """The bytes (count, 72) of the BezTriple array of keyframe ``points``: Blender's memory,
+    copied from at once, never kept."""
+    kind = _KEY_ARRAY_TYPES.get(count)
+    if kind is None:
+        kind = _KEY_ARRAY_TYPES[count] = ctypes.c_uint8 * (count * _BEZT_BYTES)
+    return np.frombuffer(kind.from_address(points[0].as_pointer()), dtype=np.uint8).reshape(count, _BEZT_BYTES)
+
+
+def _layout_holds(points, count):
+    """Whether keys lie where :func:`_read_points` reads them, checked on the first curve of
+    2+ keys (``points``, ``count`` keys) against RNA: the step between two keys, every
+    key's frame, value and interpolation."""
+    global _key_array_layout
+    if _key_array_layout is None:
+        expected = np.empty((count, 2), dtype=np.float32)
+        points.foreach_get("co", expected.reshape(-1))
+        holds = points[1].as_pointer() - points[0].as_pointer() == _BEZT_BYTES
+        if holds:
+            keys = _key_array(points, count)
+            holds = (np.array_equal(keys.view(np.float32)[:, _CO_FLOATS], expected, equal_nan=True)
+                     and np.array_equal(keys[:, _IPO_BYTE], _key_enums(points, "interpolation", count)))
+        _key_array_layout = bool(holds)
+    return _key_array_layout
+
+
 # --- keys in bulk -----------------------------------------------------------------------
 
 
@@ -292,10 +347,10 @@ def _key_arrays(fcurve, uid=None, points=None):
     if known is not None:
         return known[0]
     co = np.empty((count, 2), dtype=np.float32)
-    points.foreach_get("co", co.reshape(-1))
+    modes = _read_points(points, co.reshape(-1))
     if _remembered is not None:
         co.flags.writeable = False  # shared by every later reader
-        _remembered[key] = co, None
+        _remembered[key] = co, modes
     return co
 
 
@@ -579,15 +634,14 @@ def _read_rows(fcurves, points, co):
     uid = _action_uid(fcurves)
     count = co.shape[1]
     pointers = list(map(_AS_POINTER, fcurves))
-    read = []
+    read = {}  # row -> its interpolation codes (or None)
     for row, (fcurve_points, keys, pointer) in enumerate(zip(points, co.reshape(len(co), -1), pointers)):
         known = _known((uid, pointer), count) if _remembered else None  # a job's first read: nothing to look up
         if known is None:
-            fcurve_points.foreach_get("co", keys)
-            read.append(row)
+            read[row] = _read_points(fcurve_points, keys)
         else:
             keys[:] = known[0].reshape(-1)
     if _remembered is not None:
         co.flags.writeable = False  # its rows are shared by every later reader
-        for row in read:
-            _remembered[uid, pointers[row]] = co[row], None
+        for row, modes in read.items():
+            _remembered[uid, pointers[row]] = co[row], modes

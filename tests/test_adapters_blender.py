@@ -642,6 +642,48 @@ def test_curves_read_together_give_what_each_curve_gives():
     assert compat.read_curves([], frames).shape == (0, 20)
 
 
+def test_keys_read_where_blender_keeps_them_are_what_rna_reads(monkeypatch):
+    """Keys are read from each curve's key array (``_read_points``) on every Blender the
+    suite runs: frame, value and interpolation as RNA gives them, key by key, whatever
+    else the keys carry (handles, easing, key types, values that are not numbers). Where
+    the array's layout does not hold, the same keys come through RNA."""
+    *_, bag = _empty_with_action()
+    rng = np.random.default_rng(5)
+    frames = np.arange(1, 41)
+    curves = [compat.new_fcurve(bag, "location", i) for i in range(3)]
+    for curve, mode in zip(curves, ("LINEAR", "BEZIER", "CONSTANT")):
+        compat.write_keys(curve, frames, rng.normal(size=len(frames)), mode)
+    keys = curves[1].keyframe_points
+    keys[3].interpolation, keys[4].easing, keys[5].type = "ELASTIC", "EASE_IN", "BREAKDOWN"
+    keys[6].handle_left, keys[6].handle_right = (5.5, 9.0), (7.5, -9.0)
+    keys[7].co.y = float("nan")
+    expected = [np.array([tuple(key.co) for key in curve.keyframe_points], dtype=np.float32) for curve in curves]
+    codes = [[key.bl_rna.properties["interpolation"].enum_items[key.interpolation].value
+              for key in curve.keyframe_points] for curve in curves]
+
+    def read():
+        with compat.remembered_keys():
+            rows = compat.key_frame_rows(curves)  # the frames of each, read and remembered
+            remembered = [compat._known(compat._curve_key(curve), len(frames)) for curve in curves]
+        values = compat.read_curves(curves, frames)
+        return rows, remembered, values
+
+    rows, remembered, values = read()
+    assert compat._key_array_layout is True  # the layout was checked and holds: keys are read there
+    for co, modes, row, (kept, kept_modes), value in zip(expected, codes, rows, remembered, values):
+        np.testing.assert_array_equal(kept, co)
+        np.testing.assert_array_equal(row, co[:, 0])
+        np.testing.assert_array_equal(value, co[:, 1].astype(float))
+        assert kept_modes.tolist() == modes
+    monkeypatch.setattr(compat, "_key_array_layout", False)
+    rows, remembered, values = read()
+    for co, row, (kept, kept_modes), value in zip(expected, rows, remembered, values):
+        np.testing.assert_array_equal(kept, co)
+        np.testing.assert_array_equal(row, co[:, 0])
+        np.testing.assert_array_equal(value, co[:, 1].astype(float))
+        assert kept_modes is None  # RNA read the keys alone
+
+
 def test_digests_of_many_curves_are_each_curves_own():
     """``keys_digests`` gives each curve the digest ``keys_digest`` gives it alone, the one
     stored in saved files (SHA-1 of the float32 frames and values, then the int32
