@@ -64,9 +64,11 @@ class OfflineWeights:
     pelvis_anchor: float = 1.0  # ... against its position: corrections fade in ~0.25 s
     reach: float = 1e4  # a leg never stretches past its reach: hard (per frame, as the lock)
     reach_iterations: int = 8
-    # Stretch left to the leg solver's soft clamp, as a share of the reach: a few
-    # millimetres there cost the toe well under a millimetre of its target.
-    reach_tolerance: float = 4e-3
+    # Stretch left to the leg solver's soft clamp, as a share of the reach (0.2 mm on an
+    # adult's leg): it costs the toe a few hundredths of a millimetre of its target. Reach
+    # terms go on the most stretched frames first (_most_stretched), a round at a time,
+    # until no frame stretches more.
+    reach_tolerance: float = 2.5e-4
     # Seconds over which a point's own correction (see _hold) fades once it is released.
     release_time: float = 0.2
     # Seconds over which a released foot eases into its swing along the ground (_swing_ease).
@@ -287,8 +289,8 @@ def _lock_residual(points, pair):
 
 
 def _solve_with_reach(problem, weights, pins, terms):
-    """Solve the terms' normal equations, then again with reach terms where a leg
-    stretches too far.
+    """Solve the terms' normal equations, then again with reach terms on the legs'
+    most stretched frames while a leg stretches too far (:func:`_most_stretched`).
 
     Returns the corrections (1 + L, 3, F) (:meth:`_GroupTerms.to_world`), the (toe, heel)
     targets (2, L, F, 3) and how far each leg stretches past its reach to them (L, F)."""
@@ -299,9 +301,10 @@ def _solve_with_reach(problem, weights, pins, terms):
     active = np.zeros(problem.contacts.shape, dtype=bool)
     for _ in range(weights.reach_iterations):
         stretch, offset, distance = _reach_state(problem, corrections, targets[1])
-        if not (stretch > weights.reach_tolerance * problem.reach).any() or not (stretch[~active] > 0).any():
-            break  # within tolerance, or every stretched frame is already constrained
-        active |= stretch > 0
+        over = (stretch > weights.reach_tolerance * problem.reach) & ~active
+        if not over.any():
+            break  # within tolerance, or every frame stretched past it is already constrained
+        active |= _most_stretched(over, stretch)
         direction = _unit(offset, distance)
         # |H - A| ~ distance + n.((e - e_k) - (d - d_k)) = reach: the pelvis follows the
         # leg and the foot yields, as stiff as their other terms make them; a heel's own
@@ -314,6 +317,33 @@ def _solve_with_reach(problem, weights, pins, terms):
     else:  # the last solve's stretch is not measured yet
         stretch = _reach_state(problem, corrections, targets[1])[0]
     return corrections, targets, stretch
+
+
+def _most_stretched(over, stretch):
+    """Per leg, the most stretched frame (L, F bool) of each run of frames ``over`` (L, F)
+    its tolerance, ``stretch`` (L, F) how far each leg stretches past its reach.
+
+    A reach term holds its leg at exactly its reach: an equality, where the leg may only
+    not be longer. Where the rest of the solve would leave the leg shorter, the term pulls
+    the pelvis for nothing, and where both planted legs have one the pelvis is squeezed
+    between them: on every frame of a run stretched a few millimetres, two such squeezes a
+    frame apart threw the pelvis 9 cm (a walk starting from standing, both feet planted).
+    The most stretched frame alone holds the leg; the pelvis's smoothness carries its fix
+    to the frames around, and those still stretched past the tolerance get their own
+    term in the next round."""
+    frames = over.shape[1]
+    flat = over.ravel()
+    starts = flat.copy()
+    starts[1:] &= ~flat[:-1]
+    starts[::frames] = flat[::frames]  # a leg's first frame starts a run of its own
+    inside = np.flatnonzero(flat)
+    run = np.cumsum(starts)[inside]
+    order = np.lexsort((-stretch.ravel()[inside], run))  # by run, the most stretched first
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = run[order[1:]] != run[order[:-1]]
+    most = np.zeros(flat.shape, dtype=bool)
+    most[inside[order[first]]] = True
+    return most.reshape(over.shape)
 
 
 @dataclass

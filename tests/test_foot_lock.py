@@ -24,9 +24,12 @@ from foot_lock.solvers.banded import (
 )
 from foot_lock.solvers.foot_lock import label_foot_contacts, remove_foot_sliding
 from foot_lock.solvers.kinematics import SolverInputError, forward_kinematics
+from foot_lock.solvers.offline_lock import OfflineWeights
 from foot_lock.solvers.rig import Leg, Rig
 
 PIN = 1e-4  # m: a pinned point moves less than a tenth of a millimetre per frame
+# m: the stretch past its reach the lock leaves a leg of under 0.9 m to the leg solver's soft clamp
+WITHIN_REACH = OfflineWeights().reach_tolerance * 0.9
 
 
 def slide_cm_s(skeleton, motion, rig, contacts):
@@ -162,8 +165,30 @@ def test_a_long_clip_played_back_and_forth_stays_within_reach_with_the_pelvis_cl
     clip = type(motion)(motion.rot[there_and_back], motion.pos[there_and_back], motion.fps)
     sliding = scale_root_motion(skeleton, clip, 1.25)
     result = remove_foot_sliding(skeleton, sliding, rig, bvh.UP)
-    assert result.reach_violation < 0.001 and result.lock_residual < PIN
+    assert result.reach_violation < WITHIN_REACH and result.lock_residual < PIN
     assert np.abs(result.motion.pos[:, rig.pelvis] - sliding.pos[:, rig.pelvis]).max() < 0.15
+
+
+def _pelvis_acceleration_peak(skeleton, motion, rig):
+    pelvis = forward_kinematics(skeleton, motion.rot, motion.pos)[1][:, rig.pelvis]
+    return float(np.linalg.norm(np.diff(pelvis, 2, axis=0), axis=1).max()) * motion.fps**2
+
+
+@pytest.mark.parametrize("name, fps, factor", [("cmu_131_01", 60, 1.25), ("cmu_131_03", 60, 1.25),
+                                               ("cmu_131_02", 120, 1.0)])
+def test_the_pelvis_moves_no_more_abruptly_than_the_input(name, fps, factor):
+    """The pelvis keeps a leg within its reach where the planted foot pulls it too far,
+    but never with a jolt: its sharpest acceleration stays within 1.5x the input's. Each
+    frame of a stretched run held its leg at exactly its reach, pulling the pelvis where
+    the leg would have been shorter and squeezing it between two planted legs: 2.6-3.8x
+    the input's peak here, and on a walk starting from standing (another studio's) 22x,
+    the pelvis thrown 9 cm in one frame."""
+    skeleton, motion, rig = load(name)
+    clip = scale_root_motion(skeleton, decimate(motion, fps), factor)
+    result = remove_foot_sliding(skeleton, clip, rig, bvh.UP)
+    peak = _pelvis_acceleration_peak(skeleton, result.motion, rig)
+    assert peak <= 1.5 * _pelvis_acceleration_peak(skeleton, clip, rig)
+    assert result.reach_violation < WITHIN_REACH
 
 
 def test_tridiagonal_solver_solves_each_row_of_a_batch_as_numpy_does():
@@ -346,7 +371,10 @@ def test_four_legs_are_locked_together():
     toes = toe_positions(skeleton, result.motion, rig)
     for leg in range(4):
         assert 100.0 * metrics.toe_slide(toes[leg:leg + 1], reference[leg:leg + 1], bvh.UP, motion.fps) < 1.0
-    assert result.after["pelvis_deviation_cm"] < 4.0
+    # Four planted legs hold the pelvis between them: it moves further than a biped's (the
+    # issue's bound for a walk at x1.25), and no more abruptly than the input's.
+    assert result.after["pelvis_deviation_cm"] < 5.0
+    assert _pelvis_acceleration_peak(skeleton, result.motion, rig) <= 1.5 * _pelvis_acceleration_peak(skeleton, sliding, rig)
 
 
 def joint_paths(skeleton, motion, rig, role):
