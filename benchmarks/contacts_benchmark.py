@@ -43,13 +43,14 @@ ACCEL_TARGET = 1.5
 def scenario_figures(skeleton, motion, rig, reference):
     """F1 of the labeller's toe labels and of the toe contacts the solve locked (after its
     heel/toe bridging), slide (cm/s) over the reference frames, pelvis deviation (cm), p99
-    ankle acceleration over the input's."""
+    ankle acceleration over the input's, the pelvis's peak acceleration over the input's."""
     result = remove_foot_sliding(skeleton, motion, rig, bvh.UP)
     toes = cs.toe_positions(skeleton, result.motion, rig)
     slide = 100.0 * metrics.toe_slide(toes, reference, bvh.UP, motion.fps)
     ratio = result.after["ankle_accel_p99"] / max(result.before["ankle_accel_p99"], 1e-9)
+    jolt = cs.pelvis_acceleration_peak(skeleton, result.motion, rig) / cs.pelvis_acceleration_peak(skeleton, motion, rig)
     return (cs.f1_score(cs.toe_labels(skeleton, motion, rig), reference), cs.f1_score(result.contacts, reference),
-            slide, result.after["pelvis_deviation_cm"], ratio)
+            slide, result.after["pelvis_deviation_cm"], ratio, jolt)
 
 
 def cmu_rows(clips_dir, clips, rates=(30, 60)):
@@ -67,18 +68,21 @@ def cmu_rows(clips_dir, clips, rates=(30, 60)):
 def print_cmu_table(clips_dir, clips=SHARED_CLIPS):
     print("Shared CMU clips: labels and lock on decimated, sliding copies (targets in brackets)")
     print("F1: the labeller's toe labels / the toe contacts the solve locked (target 0.95)")
-    print(f"{'clip':<11} {'fps':>3} {'scenario':<8} {'F1':>13} {'slide':>12} {'pelvis':>11} {'accel':>11}")
+    print("jolt: the pelvis's peak acceleration over the input's (no target of the issue's: kept at 1.5 as the ankles')")
+    print(f"{'clip':<11} {'fps':>3} {'scenario':<8} {'F1':>13} {'slide':>12} {'pelvis':>11} {'accel':>11} "
+          f"{'jolt':>10}")
     rows = list(cmu_rows(clips_dir, clips))
-    for clip, fps, name, f1, locked_f1, slide, pelvis, accel in rows:
-        flag = "" if (min(f1, locked_f1) >= 0.95 and slide <= SLIDE_TARGETS[name]
-                      and pelvis <= PELVIS_TARGETS[name] and accel <= ACCEL_TARGET) else "  MISSED"
+    for clip, fps, name, f1, locked_f1, slide, pelvis, accel, jolt in rows:
+        flag = "" if (min(f1, locked_f1) >= 0.95 and slide <= SLIDE_TARGETS[name] and pelvis <= PELVIS_TARGETS[name]
+                      and max(accel, jolt) <= ACCEL_TARGET) else "  MISSED"
         print(f"{clip:<11} {fps:>3} {name:<8} {f1:>6.3f}/{locked_f1:.3f} {slide:>5.2f}cm/s({SLIDE_TARGETS[name]:.1f})"
-              f" {pelvis:>5.2f}cm({PELVIS_TARGETS[name]:.0f}) {accel:>6.2f}x(1.5){flag}")
+              f" {pelvis:>5.2f}cm({PELVIS_TARGETS[name]:.0f}) {accel:>6.2f}x(1.5) {jolt:>5.2f}x(1.5){flag}")
     for name in SLIDE_TARGETS:
         picked = np.array([row[3:] for row in rows if row[2] == name])
         print(f"mean {name}: F1 {picked[:, 0].mean():.3f} (min {picked[:, 0].min():.3f}) / locked "
               f"{picked[:, 1].mean():.3f} (min {picked[:, 1].min():.3f}), slide {picked[:, 2].mean():.2f} cm/s, "
-              f"pelvis {picked[:, 3].mean():.2f} cm, accel {picked[:, 4].mean():.2f}x")
+              f"pelvis {picked[:, 3].mean():.2f} cm, accel {picked[:, 4].mean():.2f}x, "
+              f"jolt {picked[:, 5].mean():.2f}x (max {picked[:, 5].max():.2f}x)")
     return rows
 
 

@@ -40,6 +40,12 @@ def toe_positions(skeleton, motion, rig):
     return np.stack([gpos[:, leg.toe] for leg in rig.legs])
 
 
+def pelvis_acceleration_peak(skeleton, motion, rig):
+    """The pelvis's sharpest acceleration (m/s^2) over the clip: a jolt shows here."""
+    pelvis = forward_kinematics(skeleton, motion.rot, motion.pos)[1][:, rig.pelvis]
+    return float(np.linalg.norm(np.diff(pelvis, 2, axis=0), axis=1).max()) * motion.fps**2
+
+
 def reference_labels(skeleton, motion, rig, unit_scale=1.0):
     """Reference contacts of the (unscaled) clip, per the clips README."""
     return reference_contacts(toe_positions(skeleton, motion, rig), motion.fps, unit_scale)

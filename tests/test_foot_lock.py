@@ -9,6 +9,7 @@ from clip_scenarios import (
     glitched,
     jittered,
     load,
+    pelvis_acceleration_peak,
     reference_labels,
     scale_root_motion,
     toe_positions,
@@ -169,11 +170,6 @@ def test_a_long_clip_played_back_and_forth_stays_within_reach_with_the_pelvis_cl
     assert np.abs(result.motion.pos[:, rig.pelvis] - sliding.pos[:, rig.pelvis]).max() < 0.15
 
 
-def _pelvis_acceleration_peak(skeleton, motion, rig):
-    pelvis = forward_kinematics(skeleton, motion.rot, motion.pos)[1][:, rig.pelvis]
-    return float(np.linalg.norm(np.diff(pelvis, 2, axis=0), axis=1).max()) * motion.fps**2
-
-
 @pytest.mark.parametrize("name, fps, factor", [("cmu_131_01", 60, 1.25), ("cmu_131_03", 60, 1.25),
                                                ("cmu_131_02", 120, 1.0)])
 def test_the_pelvis_moves_no_more_abruptly_than_the_input(name, fps, factor):
@@ -186,8 +182,8 @@ def test_the_pelvis_moves_no_more_abruptly_than_the_input(name, fps, factor):
     skeleton, motion, rig = load(name)
     clip = scale_root_motion(skeleton, decimate(motion, fps), factor)
     result = remove_foot_sliding(skeleton, clip, rig, bvh.UP)
-    peak = _pelvis_acceleration_peak(skeleton, result.motion, rig)
-    assert peak <= 1.5 * _pelvis_acceleration_peak(skeleton, clip, rig)
+    peak = pelvis_acceleration_peak(skeleton, result.motion, rig)
+    assert peak <= 1.5 * pelvis_acceleration_peak(skeleton, clip, rig)
     assert result.reach_violation < WITHIN_REACH
 
 
@@ -374,7 +370,7 @@ def test_four_legs_are_locked_together():
     # Four planted legs hold the pelvis between them: it moves further than a biped's (the
     # issue's bound for a walk at x1.25), and no more abruptly than the input's.
     assert result.after["pelvis_deviation_cm"] < 5.0
-    assert _pelvis_acceleration_peak(skeleton, result.motion, rig) <= 1.5 * _pelvis_acceleration_peak(skeleton, sliding, rig)
+    assert pelvis_acceleration_peak(skeleton, result.motion, rig) <= 1.5 * pelvis_acceleration_peak(skeleton, sliding, rig)
 
 
 def joint_paths(skeleton, motion, rig, role):
