@@ -120,7 +120,7 @@ def test_a_bake_leaves_the_source_action_without_contact_curves(baked_scenarios)
     assert baked_scenarios[1.0]["source_curves"] == [None, None]
 
 
-@pytest.mark.parametrize(("scale", "limit"), [(1.0, 1.0), (0.75, 4.0), (1.25, 4.0)])
+@pytest.mark.parametrize(("scale", "limit"), [(1.0, 1.0), (0.75, 4.0), (1.25, 5.0)])  # cm: issue 10's targets
 def test_pelvis_stays_close_to_the_input(baked_scenarios, scale, limit):
     s = baked_scenarios[scale]
     deviation = np.linalg.norm(s["pelvis_after"] - s["pelvis_before"], axis=-1).mean()
