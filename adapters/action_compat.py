@@ -7,8 +7,9 @@ layered: F-curves live in a channelbag per slot, ``action.layers[i].strips[j]
 add-on goes through the functions here and sees a *bag*: an object with ``fcurves`` and
 ``groups`` collections (the legacy action itself, or the slot's channelbag).
 
-Keys are read and written in bulk (``foreach_get`` / ``foreach_set``), never one
-``keyframe_insert`` per frame.
+Keys are written in bulk (``foreach_set``), never one ``keyframe_insert`` per frame, and
+read in bulk from each curve's key array (see :func:`_read_points`; ``foreach_get`` where
+its layout is not the one checked).
 """
 
 import ctypes
