@@ -685,7 +685,7 @@ def test_the_panel_report_says_what_the_bake_did(addon, clips_dir, tmp_path):
     assert report.contact_frames == np.count_nonzero(heels | balls) > np.count_nonzero(balls)
     assert report.slide_before > 20.0 and report.slide_after < 1.0
     assert report.ground_slide_before > 20.0 > 5.0 > report.ground_slide_after  # not only the locked frames
-    assert 0.0 < report.pelvis_shift < 4.0 and report.seconds > 0.0
+    assert 0.0 < report.pelvis_shift < 5.0 and report.seconds > 0.0  # cm: issue 10's bound at x1.25
 
 
 def test_a_manual_frame_range_inside_the_keys_is_fixed_alone_and_the_report_says_so(addon, clips_dir):
