@@ -44,7 +44,7 @@ from itertools import pairwise
 import numpy as np
 
 from .banded import solve_mostly_separable, solve_tridiagonal
-from .contacts import REFERENCE_LEG_LENGTH
+from .contacts import REFERENCE_LEG_LENGTH, run_ids
 from .quaternion import cross, dot, dots, length
 
 
@@ -331,17 +331,12 @@ def _most_stretched(over, stretch):
     The most stretched frame alone holds the leg; the pelvis's smoothness carries its fix
     to the frames around, and those still stretched past the tolerance get their own
     term in the next round."""
-    frames = over.shape[1]
-    flat = over.ravel()
-    starts = flat.copy()
-    starts[1:] &= ~flat[:-1]
-    starts[::frames] = flat[::frames]  # a leg's first frame starts a run of its own
-    inside = np.flatnonzero(flat)
-    run = np.cumsum(starts)[inside]
+    inside = np.flatnonzero(over)
+    run = run_ids(over).ravel()[inside]
     order = np.lexsort((-stretch.ravel()[inside], run))  # by run, the most stretched first
     first = np.ones(len(order), dtype=bool)
     first[1:] = run[order[1:]] != run[order[:-1]]
-    most = np.zeros(flat.shape, dtype=bool)
+    most = np.zeros(over.size, dtype=bool)
     most[inside[order[first]]] = True
     return most.reshape(over.shape)
 
