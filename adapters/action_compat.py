@@ -341,18 +341,24 @@ def _key_arrays(fcurve, uid=None, points=None):
     read-only when remembered. ``uid`` (see :func:`_curve_key`) and ``points``, the curve's
     keyframe points, spare reading them again where the caller has them (to read many
     curves into one buffer, see :func:`_read_rows`)."""
+    return _keys_and_modes(fcurve, uid, points)[0]
+
+
+def _keys_and_modes(fcurve, uid=None, points=None):
+    """:func:`_key_arrays` of ``fcurve`` and its interpolation codes (count,) uint8, or None
+    where they were not read with the keys (see :func:`_read_points`)."""
     points = fcurve.keyframe_points if points is None else points
     count = len(points)
     key = _curve_key(fcurve, uid)
     known = _known(key, count)
     if known is not None:
-        return known[0]
+        return known
     co = np.empty((count, 2), dtype=np.float32)
     modes = _read_points(points, co.reshape(-1))
     if _remembered is not None:
         co.flags.writeable = False  # shared by every later reader
         _remembered[key] = co, modes
-    return co
+    return co, modes
 
 
 def key_frame_rows(fcurves):
@@ -500,15 +506,16 @@ def keys_digest(fcurve):
 def keys_digests(fcurves):
     """:func:`keys_digest` of each of ``fcurves`` (curves of one action): the action's
     session id read once, every curve's interpolation codes read into one buffer and made
-    int32 in one pass, none read where they were just written (see :func:`remembered_keys`)."""
+    int32 in one pass, none read again where they were read with the keys or just written
+    (see :func:`remembered_keys`)."""
     uid = _action_uid(fcurves)
     points = [fcurve.keyframe_points for fcurve in fcurves]
     counts = [len(fcurve_points) for fcurve_points in points]
     modes = np.empty(sum(counts), dtype=_ENUM)
     keys = []
     start = 0
-    for fcurve, fcurve_points, count, pointer in zip(fcurves, points, counts, map(_AS_POINTER, fcurves)):
-        co, written = _known((uid, pointer), count) or (_key_arrays(fcurve, uid=uid, points=fcurve_points), None)
+    for fcurve, fcurve_points, count in zip(fcurves, points, counts):
+        co, written = _keys_and_modes(fcurve, uid, fcurve_points)
         end = start + count
         if written is None:
             fcurve_points.foreach_get("interpolation", modes[start:end])
@@ -540,9 +547,9 @@ def curves_digest(fcurves):
     digest = hashlib.sha1(np.array(counts, dtype=np.int64))  # where one curve's keys end
     modes = np.empty(sum(counts), dtype=_ENUM)
     start = 0
-    for fcurve, fcurve_points, count, pointer in zip(fcurves, points, counts, map(_AS_POINTER, fcurves)):
+    for fcurve, fcurve_points, count in zip(fcurves, points, counts):
         end = start + count
-        co, written = _known((uid, pointer), count) or (_key_arrays(fcurve, uid=uid, points=fcurve_points), None)
+        co, written = _keys_and_modes(fcurve, uid, fcurve_points)
         digest.update(co)  # hashed in place (keys are kept C-contiguous), not copied to bytes first
         if written is None:
             fcurve_points.foreach_get("interpolation", modes[start:end])
