@@ -1,5 +1,7 @@
 """Capture jitter: measured, smoothed only where it would read as speed, and labelled through."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from clip_scenarios import (
@@ -29,20 +31,16 @@ def _stepping_foot(fps, seconds=4.0):
 @pytest.mark.parametrize("fps", [30, 60, 120])
 @pytest.mark.parametrize("noise", [0.001, 0.004])
 def test_jitter_measures_white_noise_on_moving_feet(fps, noise):
-    """Within 25% of the noise's std at 60 and 120 fps, whatever the foot's own sliding,
-    lifting and landing; at 30 fps the swing's own turns add up to half as much again (an
-    overestimate: smoothing a little more than needed, never less)."""
+    """Within 25% of the noise's std at 30, 60 and 120 fps, whatever the foot's own sliding,
+    lifting and landing."""
     foot = _stepping_foot(fps)
     noisy = foot + np.random.default_rng(3).normal(0.0, noise, foot.shape)
-    if fps >= 60:
-        assert jitter(noisy) == pytest.approx(noise, rel=0.25)
-    else:
-        assert 0.9 * noise <= jitter(noisy) <= 1.5 * noise
+    assert jitter(noisy) == pytest.approx(noise, rel=0.25)
 
 
 def test_clean_motion_has_next_to_no_jitter():
     assert jitter(_stepping_foot(120)) < 1e-4
-    assert jitter(np.zeros((2, 2, 3))) == 0.0  # too short for a third difference
+    assert jitter(np.zeros((2, 4, 3))) == 0.0  # too short for two third differences in a row
 
 
 def test_held_frames_read_as_clean():
@@ -117,6 +115,20 @@ def test_clean_capture_is_labelled_as_before():
     unsmoothed, _ = label_contacts(skeleton, motion, rig, bvh.UP,
                                    ContactSettings(jitter_speed=np.inf))
     np.testing.assert_array_equal(labels, unsmoothed)
+
+
+def test_a_clean_run_at_30_fps_is_labelled_unsmoothed():
+    """A run's feet turn sharply every few frames: at 30 fps their third differences stay
+    large on most frames. Read from those alone, this clean CMU run had 2.2 mm of jitter and
+    was smoothed by a 5-tap Gaussian over its 3-4-frame stances, whose edges blurred: on
+    another studio's run the lock lost each touchdown frame, 5.5 cm/s of slide at x1.25.
+    Noise alternates from frame to frame; a run's motion does not."""
+    skeleton, motion, rig = bvh.load(Path(__file__).parent / "data" / "cmu_02_03_run30.bvh", CMU_TO_METRES)
+    assert motion.fps == pytest.approx(30.0, rel=1e-4)
+    labels, _ = label_contacts(skeleton, motion, rig, bvh.UP)
+    unsmoothed, _ = label_contacts(skeleton, motion, rig, bvh.UP, ContactSettings(jitter_speed=np.inf))
+    np.testing.assert_array_equal(labels, unsmoothed)
+    assert labels.any()
 
 
 def test_a_jittery_walk_is_locked_where_it_stands():
