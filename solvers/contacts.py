@@ -265,6 +265,27 @@ def local_slip(point_velocity, root_velocity, cap, half_width, max_slip=1.0):
     return candidates[best] + np.minimum(np.maximum(shift, -1.0), 1.0) * (candidates[1] - candidates[0])
 
 
+def _ends_unlagged(share, half_width, max_slip):
+    """``share`` (F,), each frame's best over its window (:func:`local_slip`), without the lag
+    at the clip's ends. A window cut by an end is centred inside the clip: where the share
+    drifts (a runtime speeding a walk up), a frame there took the share of its window's centre,
+    up to half a window late (a run of 1.5 s, drifting 0.8 -> 1.2: 0.1, a third of a metre per
+    second at its speed). Near each end the shares are fitted by a line of their windows'
+    centres, and each frame whose window the end cuts moves along it to itself."""
+    frames = len(share)
+    index = np.arange(frames)
+    centre = 0.5 * (np.maximum(index - half_width, 0) + np.minimum(index + half_width, frames - 1))
+    zone = min(2 * half_width + 1, frames)  # the frames an end's fit reads
+    fitted = share.copy()
+    for near, cut in ((slice(0, zone), index < half_width), (slice(frames - zone, frames), index > frames - 1 - half_width)):
+        spread = centre[near] - centre[near].mean()
+        spread_squared = float(spread @ spread)
+        if spread_squared > 0.0:  # else every window is the whole clip: no drift to tell
+            slope = float(spread @ share[near]) / spread_squared
+            fitted[cut] = share[cut] + slope * (index[cut] - centre[cut])
+    return np.minimum(np.maximum(fitted, -max_slip), max_slip)
+
+
 _NEIGHBOURS = np.array([-1, 0, 1])
 
 
@@ -338,6 +359,7 @@ def moving_ground(cues, root, root_velocity, fps, scale, settings, fit=slice(Non
     half_width = max(1, round(settings.slip_window * fps))
     cap = 2.0 * settings.speed_threshold * scale
     share = local_slip(fitted.horizontal_velocity, root_velocity, cap, half_width, settings.max_slip)
+    share = _ends_unlagged(share, half_width, settings.max_slip)
     grounds = np.empty((2, points, frames, 3))  # the drifting ground, then the root's share alone
     ground = np.multiply(share[:, None], root_velocity, out=grounds[1, 0])
     grounds[1, 1:] = ground

@@ -30,6 +30,12 @@ def load(name, scale=CMU_TO_METRES, clips_dir=CLIPS_DIR):
     return bvh.load(Path(clips_dir) / f"{name}.bvh", scale)
 
 
+def load_run_at_30_fps():
+    """CMU 02_03, a run, at 30 fps: bundled in ``tests/data`` and read from there whatever
+    FOOT_LOCK_CLIPS says (see its README)."""
+    return bvh.load(Path(__file__).resolve().parent / "data" / "cmu_02_03_run30.bvh", CMU_TO_METRES)
+
+
 def scale_root_motion(skeleton, motion, factor, up=bvh.UP):
     """The README's sliding scenario: the root's horizontal translation scaled about frame 0."""
     return kinematics.scale_root_motion(skeleton, motion, factor, up)

@@ -1,7 +1,5 @@
 """Capture jitter: measured, smoothed only where it would read as speed, and labelled through."""
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 from clip_scenarios import (
@@ -10,6 +8,7 @@ from clip_scenarios import (
     f1_score,
     jittered,
     load,
+    load_run_at_30_fps,
     reference_labels,
     scale_root_motion,
     toe_positions,
@@ -123,7 +122,7 @@ def test_a_clean_run_at_30_fps_is_labelled_unsmoothed():
     was smoothed by a 5-tap Gaussian over its 3-4-frame stances, whose edges blurred: on
     another studio's run the lock lost each touchdown frame, 5.5 cm/s of slide at x1.25.
     Noise alternates from frame to frame; a run's motion does not."""
-    skeleton, motion, rig = bvh.load(Path(__file__).parent / "data" / "cmu_02_03_run30.bvh", CMU_TO_METRES)
+    skeleton, motion, rig = load_run_at_30_fps()
     assert motion.fps == pytest.approx(30.0, rel=1e-4)
     labels, _ = label_contacts(skeleton, motion, rig, bvh.UP)
     unsmoothed, _ = label_contacts(skeleton, motion, rig, bvh.UP, ContactSettings(jitter_speed=np.inf))
