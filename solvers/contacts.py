@@ -277,7 +277,8 @@ def _ends_unlagged(share, half_width, max_slip):
     centre = 0.5 * (np.maximum(index - half_width, 0) + np.minimum(index + half_width, frames - 1))
     zone = min(2 * half_width + 1, frames)  # the frames an end's fit reads
     fitted = share.copy()
-    for near, cut in ((slice(0, zone), index < half_width), (slice(frames - zone, frames), index > frames - 1 - half_width)):
+    ends = ((slice(0, zone), index < half_width), (slice(frames - zone, frames), index > frames - 1 - half_width))
+    for near, cut in ends:
         spread = centre[near] - centre[near].mean()
         spread_squared = float(spread @ spread)
         if spread_squared > 0.0:  # else every window is the whole clip: no drift to tell

@@ -26,9 +26,10 @@ def jitter(points):
     one to the next, where white noise's alternate (each is correlated with the next by
     -3/4): the differences of two in a row then carry noise seven times as strongly as their
     sums, and motion slower than a quarter of the frame rate no more strongly than the sums.
-    The difference of the two variances is noise's alone. A run at 30 fps, whose feet turn sharply every few frames, keeps its
-    third differences large on most frames: read on them alone, it took 2.4 mm of jitter
-    and was smoothed over its 4-frame stances; clean, it reads as clean.
+    The difference of the two variances is noise's alone. A run at 30 fps, whose feet turn
+    sharply every few frames, keeps its third differences large on most frames: read from
+    them alone, clean runs took about 2.3 mm of jitter and were smoothed over their 3-5-frame
+    stances; now they read as clean.
 
     Each variance is read robustly, from its lower quartile over every coordinate and frame
     (:func:`_noise_of`), so held frames (a keyed hold) count as the noiseless frames
