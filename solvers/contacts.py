@@ -233,7 +233,8 @@ def local_slip(point_velocity, root_velocity, cap, half_width, max_slip=1.0):
 
     For each candidate share, the slower point's speed left after removing it (capped, so
     airborne frames do not pull) is summed over a window; each frame takes the best
-    candidate of its window, refined between grid points by a parabola.
+    candidate of its window, refined between grid points by a parabola; near the clip's ends,
+    where the window is cut, moved along the drift to the frame (:func:`_ends_unlagged`).
     """
     candidates, twice, squares = _slip_candidates(max_slip)
     # |v - a r|^2 = |v|^2 - 2 a v.r + a^2 |r|^2, so no (points, frames, candidates, 3) array
@@ -262,11 +263,12 @@ def local_slip(point_velocity, root_velocity, cap, half_width, max_slip=1.0):
     curvature = left - 2.0 * middle + right
     curved = curvature > 0
     shift = np.where(curved, 0.5 * (left - right) / np.where(curved, curvature, 1.0), 0.0)
-    return candidates[best] + np.minimum(np.maximum(shift, -1.0), 1.0) * (candidates[1] - candidates[0])
+    share = candidates[best] + np.minimum(np.maximum(shift, -1.0), 1.0) * (candidates[1] - candidates[0])
+    return _ends_unlagged(share, half_width, max_slip)
 
 
 def _ends_unlagged(share, half_width, max_slip):
-    """``share`` (F,), each frame's best over its window (:func:`local_slip`), without the lag
+    """``share`` (F,), each frame's best over its window (see :func:`local_slip`), without the lag
     at the clip's ends. A window cut by an end is centred inside the clip: where the share
     drifts (a runtime speeding a walk up), a frame there took the share of its window's centre,
     up to half a window late (a run of 1.5 s, drifting 0.8 -> 1.2: 0.1, a third of a metre per
@@ -360,7 +362,6 @@ def moving_ground(cues, root, root_velocity, fps, scale, settings, fit=slice(Non
     half_width = max(1, round(settings.slip_window * fps))
     cap = 2.0 * settings.speed_threshold * scale
     share = local_slip(fitted.horizontal_velocity, root_velocity, cap, half_width, settings.max_slip)
-    share = _ends_unlagged(share, half_width, settings.max_slip)
     grounds = np.empty((2, points, frames, 3))  # the drifting ground, then the root's share alone
     ground = np.multiply(share[:, None], root_velocity, out=grounds[1, 0])
     grounds[1, 1:] = ground
