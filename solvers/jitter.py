@@ -15,6 +15,7 @@ LOWER_QUARTILE_OF_NORMAL = 0.3186  # of |z| for a standard normal z
 # with the next by -15 (-3/4), so the sums of two in a row, d[t] + d[t + 1], have variance
 # 10 and their differences (fourth differences) 70; the two variances differ by 60.
 PAIR_SUM_VARIANCE, PAIR_DIFFERENCE_VARIANCE = 10.0, 70.0
+NOISE_VARIANCE_GAP = PAIR_DIFFERENCE_VARIANCE - PAIR_SUM_VARIANCE  # per unit of the noise's variance
 WIDTH_STEP = 0.25  # frames between the Gaussian widths tried
 
 
@@ -51,7 +52,7 @@ def _noise_of(sums, differences):
     """:func:`jitter` from the points' :func:`_pair_terms`: each one's variance from its lower
     quartile, as a normal variable's would be."""
     variance = _robust_std(differences) ** 2 - _robust_std(sums) ** 2
-    return float(np.sqrt(max(variance, 0.0) / (PAIR_DIFFERENCE_VARIANCE - PAIR_SUM_VARIANCE)))
+    return float(np.sqrt(max(variance, 0.0) / NOISE_VARIANCE_GAP))
 
 
 def _quartile(values):
@@ -138,8 +139,7 @@ def steadying_kernel_for(points, fps, half, limit, longest):
     # The largest quartile of the differences whose noise reads as at most ``limit``, with a
     # margin for the rounding of the way back: a quartile within it reads, as :func:`jitter`
     # computes it, as at most the bound does (rounding is monotonic).
-    bound = (limit / gain * np.sqrt(PAIR_DIFFERENCE_VARIANCE - PAIR_SUM_VARIANCE) * LOWER_QUARTILE_OF_NORMAL
-             * (1.0 - 1e-9))
+    bound = limit / gain * np.sqrt(NOISE_VARIANCE_GAP) * LOWER_QUARTILE_OF_NORMAL * (1.0 - 1e-9)
     if np.count_nonzero(differences <= bound) > _quartile(differences):
         return None
     return steadying_kernel(_noise_of(sums, differences), fps, half, limit, longest)
