@@ -44,7 +44,7 @@ from itertools import pairwise
 import numpy as np
 
 from .banded import solve_mostly_separable, solve_tridiagonal
-from .contacts import REFERENCE_LEG_LENGTH, run_ids
+from .contacts import REFERENCE_LEG_LENGTH, rolling_min, run_ids
 from .quaternion import cross, dot, dots, length
 
 
@@ -304,7 +304,7 @@ def _solve_with_reach(problem, weights, pins, terms):
         over = (stretch > weights.reach_tolerance * problem.reach) & ~active
         if not over.any():
             break  # within tolerance, or every frame stretched past it is already constrained
-        active |= _most_stretched(over, stretch)
+        active |= _most_stretched(over, stretch) & _not_outweighed(stretch, problem.fps)
         direction = _unit(offset, distance)
         # |H - A| ~ distance + n.((e - e_k) - (d - d_k)) = reach: the pelvis follows the
         # leg and the foot yields, as stiff as their other terms make them; a heel's own
@@ -317,6 +317,31 @@ def _solve_with_reach(problem, weights, pins, terms):
     else:  # the last solve's stretch is not measured yet
         stretch = _reach_state(problem, corrections, targets[1])[0]
     return corrections, targets, stretch
+
+
+# A reach term waits a round while another leg stretches this many times as far within
+# OUTWEIGHED_TIME of it: the pelvis's fix for that leg may well shorten this one.
+OUTWEIGHED_SHARE = 4.0
+OUTWEIGHED_TIME = 0.1  # s
+
+
+def _not_outweighed(stretch, fps):
+    """Per leg and frame (L, F), whether no other leg stretches ``OUTWEIGHED_SHARE`` times as
+    far (``stretch`` (L, F)) within ``OUTWEIGHED_TIME`` of it. Two legs held at exactly their
+    reach a frame apart squeeze the pelvis between them; where one stretches far and the
+    other a little (a clip starting with one foot swinging in at a root slower than the
+    steps, the other just planted: 48 mm and 2 mm), the pelvis's fix for the first
+    shortens the second, whose own term would hold it long for nothing: the pelvis dropped
+    5 cm within a frame at 24 fps. Deferred, the term is added in a later round where the
+    leg is still too long."""
+    if len(stretch) < 2:
+        return np.ones(stretch.shape, dtype=bool)
+    half = max(1, round(OUTWEIGHED_TIME * fps))
+    nearby = -rolling_min(-np.maximum(stretch, 0.0), half)  # each leg's farthest stretch around each frame
+    ranked = np.sort(nearby, axis=0)
+    # The farthest of the other legs': the farthest of all, or the second where it is this leg's.
+    others = np.where(nearby >= ranked[-1], ranked[-2], ranked[-1])
+    return OUTWEIGHED_SHARE * stretch >= others
 
 
 def _most_stretched(over, stretch):
