@@ -198,6 +198,11 @@ def rolling_min(values, half_width):
     return np.minimum(backward[..., :frames], forward[..., width - 1 : width - 1 + frames])
 
 
+def rolling_max(values, half_width):
+    """The greatest of the ``2 * half_width + 1`` values around each frame (see :func:`rolling_min`)."""
+    return -rolling_min(-values, half_width)
+
+
 DIP_TIME = 0.02  # s: a point dipping below its neighbours for at most twice this is a glitch, not ground
 
 
@@ -208,7 +213,7 @@ def local_ground(heights, half_width, fps):
     ``DIP_TIME`` either side): taken as the ground, it would hold every frame within
     ``half_width`` of it above the ground."""
     dips = max(1, round(DIP_TIME * fps))
-    return rolling_min(-rolling_min(-heights, dips), half_width)
+    return rolling_min(rolling_max(heights, dips), half_width)
 
 
 def window_sum(values, half_width, axis=-1):

@@ -14,7 +14,7 @@ from .contacts import (
     local_ground,
     long_runs,
     lowest_row,
-    rolling_min,
+    rolling_max,
     span_velocity,
 )
 from .jitter import jitter, steadied, steadying_kernel
@@ -255,7 +255,7 @@ def resting_floor(heights, fps):
     stays at or below for ``GROUND_TIME`` (the least of their highest over each such
     window). A toe's lowest frame alone would let one glitch (a capture's first frame a
     few cm down) sink the ground under every toe and hide every skate."""
-    return float(-rolling_min(-heights, round(GROUND_TIME * float(fps) / 2.0)).max())
+    return float(rolling_max(heights, round(GROUND_TIME * float(fps) / 2.0)).min())
 
 
 def motion_metrics(toes, hips, ankles, pelvis, contacts, up, fps, floors, bone_lengths,

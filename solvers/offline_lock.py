@@ -44,7 +44,7 @@ from itertools import pairwise
 import numpy as np
 
 from .banded import solve_mostly_separable, solve_tridiagonal
-from .contacts import REFERENCE_LEG_LENGTH, rolling_min, run_ids
+from .contacts import REFERENCE_LEG_LENGTH, rolling_max, run_ids
 from .quaternion import cross, dot, dots, length
 
 
@@ -337,7 +337,7 @@ def _not_outweighed(stretch, fps):
     if len(stretch) < 2:
         return np.ones(stretch.shape, dtype=bool)
     half = max(1, round(OUTWEIGHED_TIME * fps))
-    nearby = -rolling_min(-np.maximum(stretch, 0.0), half)  # each leg's farthest stretch around each frame
+    nearby = rolling_max(np.maximum(stretch, 0.0), half)  # each leg's farthest stretch around each frame
     ranked = np.sort(nearby, axis=0)
     # The farthest of the other legs': the farthest of all, or the second where it is this leg's.
     others = np.where(nearby >= ranked[-1], ranked[-2], ranked[-1])
