@@ -35,22 +35,32 @@ def jitter(points):
     Each variance is read robustly, from its lower quartile over every coordinate and frame
     (:func:`_noise_of`), so held frames (a keyed hold) count as the noiseless frames
     they are and hand-keyed animation reads as clean."""
-    return _noise_of(*_pair_terms(points))
+    first, second = _third_difference_pairs(points)
+    return _noise_of(_pair_sums(first, second), _pair_differences(first, second))
 
 
-def _pair_terms(points):
-    """The sums and the differences of each two third differences in a row of points (..., F,
-    3) along frames, in magnitude and flat (each (n,); empty below five frames)."""
+def _third_difference_pairs(points):
+    """Each two third differences in a row of points (..., F, 3) along frames: the first and
+    the second of every pair (empty below five frames)."""
     third = points
     for _ in range(3):
         third = third[..., 1:, :] - third[..., :-1, :]
-    first, second = third[..., :-1, :], third[..., 1:, :]
-    return np.abs(first + second).ravel(), np.abs(second - first).ravel()
+    return third[..., :-1, :], third[..., 1:, :]
+
+
+def _pair_sums(first, second):
+    """The magnitudes of the sums of :func:`_third_difference_pairs`, flat."""
+    return np.abs(first + second).ravel()
+
+
+def _pair_differences(first, second):
+    """The magnitudes of the differences (fourth differences) of :func:`_third_difference_pairs`, flat."""
+    return np.abs(second - first).ravel()
 
 
 def _noise_of(sums, differences):
-    """:func:`jitter` from the points' :func:`_pair_terms`: each one's variance from its lower
-    quartile, as a normal variable's would be."""
+    """:func:`jitter` from the points' :func:`_pair_sums` and :func:`_pair_differences`: each
+    one's variance from its lower quartile, as a normal variable's would be."""
     variance = _robust_std(differences) ** 2 - _robust_std(sums) ** 2
     return float(np.sqrt(max(variance, 0.0) / NOISE_VARIANCE_GAP))
 
@@ -134,7 +144,8 @@ def steadying_kernel_for(points, fps, half, limit, longest):
     are only found where it could need smoothing: clean capture (the usual case) needs none.
     The jitter is at most the fourth differences' part (:func:`jitter`), and counting those
     within the largest quartile the limit allows tells so at a fraction of a partition's cost."""
-    sums, differences = _pair_terms(points)
+    first, second = _third_difference_pairs(points)
+    differences = _pair_differences(first, second)
     gain = raw_speed_noise_gain(half, fps)
     # The largest quartile of the differences whose noise reads as at most ``limit``, with a
     # margin for the rounding of the way back: a quartile within it reads, as :func:`jitter`
@@ -142,4 +153,4 @@ def steadying_kernel_for(points, fps, half, limit, longest):
     bound = limit / gain * np.sqrt(NOISE_VARIANCE_GAP) * LOWER_QUARTILE_OF_NORMAL * (1.0 - 1e-9)
     if np.count_nonzero(differences <= bound) > _quartile(differences):
         return None
-    return steadying_kernel(_noise_of(sums, differences), fps, half, limit, longest)
+    return steadying_kernel(_noise_of(_pair_sums(first, second), differences), fps, half, limit, longest)
