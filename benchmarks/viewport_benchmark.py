@@ -1,7 +1,7 @@
 """Remove Foot Sliding against Blender's own Bake Action of the same clip (needs the
 ``bpy`` wheel; figures for the notes, not a test):
 
-    python benchmarks/viewport_benchmark.py [--clips DIR] [--repeats N]
+    python benchmarks/viewport_benchmark.py [--clips DIR] [--repeats N] [--lengths]
 
 Issue 10's target: the whole click takes at most a tenth of what Bake Action
 (``bpy_extras.anim_utils.bake_action``: every bone, every frame, visual keying) takes on
@@ -20,21 +20,30 @@ hits both; the table gives the best and the median of each and their ratios. Thr
 Beside them: the read alone (the direct F-curve read or the evaluated read) and the numpy
 solve inside the click (labels, offline lock, leg IK, figures), the part no reading or
 writing speeds up.
+
+With ``--lengths``, the keys path on the first 40 ... 1,280 frames of one clip instead: the
+click's cost is mostly a fixed one (numpy and Blender calls whose number does not grow
+with the clip) while Bake Action's grows with every frame, so the ratio falls with the
+clip's length; a line fitted to each gives the length from which the click is within
+the target.
 """
 
 import argparse
 import inspect
 import statistics
 import sys
+import tempfile
 import time
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 
+import numpy as np
 from benchmark import CMU_TO_METRES, ROOT, import_foot_lock
 
 TARGET = 0.10  # the click over Bake Action
 TRAVEL = 2.0  # m the object travels over the clip on the "object keys" and "evaluated" paths
+LENGTHS = (40, 80, 160, 320, 640, 1280)  # frames of the clip cut for ``--lengths``
 
 
 def _travel_by_keys(bpy, obj, start, end):
@@ -188,12 +197,58 @@ def viewport_figures(clips_dir, clips=("cmu_07_01", "cmu_01_01"), repeats=5):
           "solver: the numpy solve inside the click, alone and over Bake Action")
 
 
+def _first_frames(clip, frames, folder):
+    """A copy of the BVH file ``clip`` cut to its first ``frames`` frames, written in ``folder``."""
+    hierarchy, motion = clip.read_text().split("MOTION", 1)
+    lines = motion.strip().splitlines()  # "Frames: n", "Frame Time: t", then a line per frame
+    cut = Path(folder) / f"{clip.stem}_{frames}.bvh"
+    cut.write_text(f"{hierarchy}MOTION\nFrames: {frames}\n{lines[1]}\n" + "\n".join(lines[2 : 2 + frames]) + "\n")
+    return cut
+
+
+def length_figures(clips_dir, name="cmu_01_01", lengths=LENGTHS, repeats=5):
+    """The keys path on the first ``lengths`` frames of the clip ``name``, and the length from
+    which the click is within the target (a line fitted to each of the best times)."""
+    import bpy
+
+    import_foot_lock()
+    clip = Path(clips_dir) / f"{name}.bvh"
+    print(f"\nInside Blender {bpy.app.version_string}: the first frames of {name} (keys path, {repeats} runs each, "
+          "alternating; best)")
+    print(f"{'frames':>7} {'Bake Action':>12} {'Remove Sliding':>15} {'ratio':>6}")
+    rows = []
+    with tempfile.TemporaryDirectory() as folder:
+        for frames in lengths:
+            cut = _first_frames(clip, frames, folder)
+            times = _interleaved(bpy, repeats, {"bake": partial(_bake_action, bpy, cut, None),
+                                                "click": partial(_click, bpy, cut, None, [])})
+            rows.append((frames, min(times["bake"]), min(times["click"])))
+            print(f"{frames:>7} {rows[-1][1]:>11.3f}s {rows[-1][2]:>14.3f}s {rows[-1][2] / rows[-1][1]:>6.3f}")
+    frames, baked, click = np.array(rows).T
+    # Fitted for relative errors (weights 1 / time): the long clips' milliseconds would swamp the short ones'.
+    (bake_per_frame, bake_fixed), (click_per_frame, click_fixed) = (np.polyfit(frames, times, 1, w=1.0 / times)
+                                                                      for times in (baked, click))
+    print(f"fitted: Bake Action {1e3 * bake_fixed:.1f} ms + {1e3 * bake_per_frame:.3f} ms a frame, the click "
+          f"{1e3 * click_fixed:.1f} ms + {1e3 * click_per_frame:.3f} ms a frame", end="")
+    if TARGET * bake_per_frame > click_per_frame:
+        even = (click_fixed - TARGET * bake_fixed) / (TARGET * bake_per_frame - click_per_frame)
+        print(f": within 1/{1 / TARGET:.0f} from about {even:.0f} frames on")
+    else:
+        print(f": never within 1/{1 / TARGET:.0f}")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--clips", type=Path, default=ROOT.parent / "shared" / "clips")
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--lengths", action="store_true",
+                        help="the keys path on the first 40 ... 1,280 frames of cmu_01_01, and the length from which "
+                             "the click is within the target")
     args = parser.parse_args(argv)
-    viewport_figures(args.clips, repeats=args.repeats)
+    if args.lengths:
+        length_figures(args.clips, repeats=args.repeats)
+    else:
+        viewport_figures(args.clips, repeats=args.repeats)
 
 
 if __name__ == "__main__":
