@@ -329,7 +329,9 @@ def _held_too_far(parts, pinned, rig, leg_length, fps, unit_scale, labelled):
     """Warnings for contacts over which the animated foot moves further than ``HELD_TOO_FAR``
     leg lengths (one keyed through a swing): held all the same, the foot is kept far from
     where the leg can reach, and the pelvis moves to reach it all along the clip, not only
-    there. ``parts``: the before and after positions (:func:`_parts` of (2, ...));
+    there. The advice follows the cause: travel faster than the steps (:func:`_carried`), a
+    swing the labeller took for a stance, or an animator's curve held through a swing.
+    ``parts``: the before and after positions (:func:`_parts` of (2, ...));
     ``pinned`` (2, L, F): where the heels, then the toes, are pinned; ``labelled`` (2, L): which
     of those rows the labeller made (the others are an animator's curves)."""
     frames = pinned.shape[-1]
@@ -345,15 +347,44 @@ def _held_too_far(parts, pinned, rig, leg_length, fps, unit_scale, labelled):
             continue
         start = run_start.reshape(pinned.shape)[point, number, frame] % frames
         curve = ("heel_contact", "foot_contact")[point]
-        advice = (f"labelled planted there as it moves so slowly near its ground (a clip playing far slower than it "
-                  f"was captured?): key its {curve} curve to 0 where it moves" if labelled[point, number]
-                  else f"check its {curve} curve there (a contact through a swing?)")
+        span = slice(start, frame + 1)
+        if _carried(parts["feet"][0, point * len(rig.legs) + number, span], parts["pelvis"][0, span], leg_length):
+            advice = ("the body travels further than the foot steps there (its root, or the object carrying it, "
+                      "faster than the walk?): slow that travel down to the steps' pace")
+        elif labelled[point, number]:
+            advice = (f"labelled planted there as it moves so slowly near its ground (a clip playing far slower than "
+                      f"it was captured?): key its {curve} curve to 0 where it moves")
+        else:
+            advice = f"check its {curve} curve there (a contact through a swing?)"
         warnings.append(
             f"the {leg.name} foot is pinned {start / fps:.2f}-{frame / fps:.2f} s into the clip while its animation "
             f"moves {100.0 * unit_scale * moved[point, number, frame]:.0f} cm: held all the same, the pelvis moves up "
             f"to {100.0 * unit_scale * pelvis_shift:.0f} cm to reach it, all along the clip; {advice}"
         )
     return warnings
+
+
+# Leg lengths a pinned foot may come forward again relative to the pelvis and still be in a
+# stance: a stance only falls back (a couple of centimetres of sway at most), a swing comes
+# forward by most of a step, even a shuffle's (a fifth of a leg or more).
+SWING_AHEAD = 0.1
+
+
+def _carried(foot, pelvis, leg_length):
+    """Whether a foot held far while pinned (``foot``, ``pelvis`` (n, 3): the input's positions
+    over the span) was planted and carried along, not swinging: the pelvis travels further
+    than the foot, and the foot falls back from it all along, as in any stance, never coming
+    forward again by ``SWING_AHEAD`` leg lengths. A root (or an object's path) faster than
+    the steps carries planted feet with it, and the labels are right: what is wrong is the
+    travel. A swing labelled planted (slow motion) or keyed so comes forward of the body."""
+    travel = pelvis[-1] - pelvis[0]
+    distance = float(quat.length(travel))
+    if distance <= float(quat.length(foot[-1] - foot[0])):
+        return False
+    # The foot's place relative to the pelvis along the travel: a stance moves it back all
+    # along; a swing brings it forward again from as far back as it had got.
+    along = quat.dot(foot - pelvis, travel / distance)
+    return bool((along - np.minimum.accumulate(along)).max() <= SWING_AHEAD * leg_length)
 
 
 def _solved_joints(rig):

@@ -594,6 +594,21 @@ def test_a_contact_keyed_through_a_swing_is_reported_with_its_times():
     assert first <= 136 / motion.fps and last >= 200 / motion.fps
 
 
+def test_feet_carried_by_a_root_faster_than_the_steps_are_told_to_slow_the_travel():
+    """The walk's root travelling twice as far as its steps (a runtime's root speed, or a Follow
+    Path, far too fast): the stances are labelled right and held, and the pelvis is pulled
+    back to reach them. The warning told the animator to unkey the contacts, as for a slow
+    motion's swings; the feet fall back from the pelvis all along, as in a stance, so it now
+    says the travel outruns the steps."""
+    skeleton, motion, rig = load("cmu_07_01")
+    warnings = remove_foot_sliding(skeleton, scale_root_motion(skeleton, motion, 2.0), rig, bvh.UP).warnings
+    assert len(warnings) == len(rig.legs)
+    for leg, warning in zip(rig.legs, warnings):
+        assert warning.startswith(f"the {leg.name} foot is pinned")
+        assert warning.endswith("the body travels further than the foot steps there (its root, or the object "
+                                "carrying it, faster than the walk?): slow that travel down to the steps' pace")
+
+
 def test_a_foot_labelled_planted_far_along_its_path_is_told_as_the_labeller_s_call():
     """The walk played ten times slower than captured (slow motion: its swings as slow as a
     stance's slide): the labels hold each foot over metres, and the warning says the labeller
