@@ -40,6 +40,7 @@ from pathlib import Path
 
 import numpy as np
 from benchmark import CMU_TO_METRES, ROOT, import_foot_lock
+from blender_benchmark import sliding_copy
 
 TARGET = 0.10  # the click over Bake Action
 TRAVEL = 2.0  # m the object travels over the clip on the "object keys" and "evaluated" paths
@@ -197,15 +198,6 @@ def viewport_figures(clips_dir, clips=("cmu_07_01", "cmu_01_01"), repeats=5):
           "solver: the numpy solve inside the click, alone and over Bake Action")
 
 
-def _first_frames(clip, frames, folder):
-    """A copy of the BVH file ``clip`` cut to its first ``frames`` frames, written in ``folder``."""
-    hierarchy, motion = clip.read_text().split("MOTION", 1)
-    lines = motion.strip().splitlines()  # "Frames: n", "Frame Time: t", then a line per frame
-    cut = Path(folder) / f"{clip.stem}_{frames}.bvh"
-    cut.write_text(f"{hierarchy}MOTION\nFrames: {frames}\n{lines[1]}\n" + "\n".join(lines[2 : 2 + frames]) + "\n")
-    return cut
-
-
 def length_figures(clips_dir, name="cmu_01_01", lengths=LENGTHS, repeats=5):
     """The keys path on the first ``lengths`` frames of the clip ``name``, and the length from
     which the click is within the target (a line fitted to each of the best times)."""
@@ -219,15 +211,16 @@ def length_figures(clips_dir, name="cmu_01_01", lengths=LENGTHS, repeats=5):
     rows = []
     with tempfile.TemporaryDirectory() as folder:
         for frames in lengths:
-            cut = _first_frames(clip, frames, folder)
+            cut = sliding_copy(clip, folder, 1.0, frames)  # unscaled, not looped: the clip's first frames
             times = _interleaved(bpy, repeats, {"bake": partial(_bake_action, bpy, cut, None),
                                                 "click": partial(_click, bpy, cut, None, [])})
-            rows.append((frames, min(times["bake"]), min(times["click"])))
-            print(f"{frames:>7} {rows[-1][1]:>11.3f}s {rows[-1][2]:>14.3f}s {rows[-1][2] / rows[-1][1]:>6.3f}")
-    frames, baked, click = np.array(rows).T
+            bake, click = min(times["bake"]), min(times["click"])
+            rows.append((frames, bake, click))
+            print(f"{frames:>7} {bake:>11.3f}s {click:>14.3f}s {click / bake:>6.3f}")
+    frames, baked, clicks = np.array(rows).T
     # Fitted for relative errors (weights 1 / time): the long clips' milliseconds would swamp the short ones'.
     (bake_per_frame, bake_fixed), (click_per_frame, click_fixed) = (np.polyfit(frames, times, 1, w=1.0 / times)
-                                                                      for times in (baked, click))
+                                                                      for times in (baked, clicks))
     print(f"fitted: Bake Action {1e3 * bake_fixed:.1f} ms + {1e3 * bake_per_frame:.3f} ms a frame, the click "
           f"{1e3 * click_fixed:.1f} ms + {1e3 * click_per_frame:.3f} ms a frame", end="")
     if TARGET * bake_per_frame > click_per_frame:
