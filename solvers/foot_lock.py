@@ -335,7 +335,8 @@ def _held_too_far(parts, pinned, rig, leg_length, fps, unit_scale, labelled):
     ``pinned`` (2, L, F): where the heels, then the toes, are pinned; ``labelled`` (2, L): which
     of those rows the labeller made (the others are an animator's curves)."""
     frames = pinned.shape[-1]
-    points = parts["feet"][0].reshape(-1, 3)  # the input's ankles, then toes: rows as ``pinned``'s
+    feet = parts["feet"][0].reshape(pinned.shape + (3,))  # the input's ankles, then toes, laid out as ``pinned``
+    points = feet.reshape(-1, 3)
     index = np.arange(pinned.size)
     run_start = np.maximum.accumulate(np.where(run_starts(pinned).ravel(), index, 0))
     moved = np.where(pinned.ravel(), quat.length(points - points[run_start]), 0.0).reshape(pinned.shape)
@@ -348,7 +349,7 @@ def _held_too_far(parts, pinned, rig, leg_length, fps, unit_scale, labelled):
         start = run_start.reshape(pinned.shape)[point, number, frame] % frames
         curve = ("heel_contact", "foot_contact")[point]
         span = slice(start, frame + 1)
-        if _carried(parts["feet"][0, point * len(rig.legs) + number, span], parts["pelvis"][0, span], leg_length):
+        if _carried(feet[point, number, span], parts["pelvis"][0, span], leg_length):
             advice = ("the body travels further than the foot steps there (its root, or the object carrying it, "
                       "faster than the walk?): slow that travel down to the steps' pace")
         elif labelled[point, number]:
