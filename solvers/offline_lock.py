@@ -9,8 +9,9 @@ them in one least-squares solve: per frame the unknowns are the pelvis correctio
 neighbour, and in a basis about ``up`` every term but the reach acts on one axis of one
 of them alone: the normal equations are independent tridiagonal systems, one per axis of
 the pelvis and of each foot (see :mod:`.banded`). Where a leg would overstretch, reach
-terms couple the pelvis with that foot on those frames: the system is solved again with
-dense blocks there, at a cost that follows those frames rather than the clip's length.
+terms couple the pelvis with that foot on those frames: each round adds them to the
+solution without them as a low-rank update, at a cost that follows those frames rather
+than the clip's length.
 
 Each foot has two points that can be pinned, as Cascadeur's fulcrum points: the heel
 (the ankle joint) and the toe (the ball). The correction ``d`` moves the whole foot, so
@@ -43,7 +44,7 @@ from itertools import pairwise
 
 import numpy as np
 
-from .banded import solve_mostly_separable, solve_tridiagonal
+from .banded import ChainInverse, solve_low_rank_update, solve_mostly_separable, solve_tridiagonal
 from .contacts import REFERENCE_LEG_LENGTH, rolling_max, run_ids
 from .quaternion import cross, dot, dots, length
 
@@ -296,7 +297,15 @@ def _solve_with_reach(problem, weights, pins, terms):
     targets (2, L, F, 3) and how far each leg stretches past its reach to them (L, F)."""
     dt = 1.0 / problem.fps
     diag, lower, rhs = terms.normal_equations()
-    corrections = terms.to_world(solve_tridiagonal(diag, lower, rhs))
+    # Solved with the chains' first and last unit vectors too: a reach round needs those
+    # columns of their inverse (ChainInverse), and two more right-hand sides here cost a
+    # fraction of a solve of their own.
+    columns = np.zeros((3,) + diag.shape)
+    columns[0] = rhs
+    columns[1, :, 0] = columns[2, :, -1] = 1.0
+    unreached, *ends = solve_tridiagonal(diag, lower, columns)
+    inverse = ChainInverse.of_ends(ends)  # None on a clip too long for it
+    corrections = terms.to_world(unreached)
     targets = _targets(problem, corrections, pins)
     active = np.zeros(problem.contacts.shape, dtype=bool)
     for _ in range(weights.reach_iterations):
@@ -310,9 +319,13 @@ def _solve_with_reach(problem, weights, pins, terms):
         # leg and the foot yields, as stiff as their other terms make them; a heel's own
         # correction (_hold) is kept as it is.
         goal = problem.reach - distance + dot(direction, (corrections[0] - corrections[1:]).swapaxes(1, 2))
-        frames = np.flatnonzero(active.any(axis=0))
-        reach_terms = _reach_terms(terms.in_basis(direction), active * weights.reach / dt, goal, frames, len(diag))
-        corrections = terms.to_world(solve_mostly_separable(diag, lower, rhs, frames, *reach_terms).T)
+        reach = (terms.in_basis(direction), active * weights.reach / dt, goal)
+        if inverse is not None:
+            solved = _with_reach_terms(unreached, inverse, *reach)
+        else:
+            frames = np.flatnonzero(active.any(axis=0))
+            solved = solve_mostly_separable(diag, lower, rhs, frames, *_reach_terms(*reach, frames, len(diag))).T
+        corrections = terms.to_world(solved)
         targets = _targets(problem, corrections, pins)
     else:  # the last solve's stretch is not measured yet
         stretch = _reach_state(problem, corrections, targets[1])[0]
@@ -679,6 +692,21 @@ def _basis_about(up):
     basis[:2] /= length(basis[0])
     basis[2] = up
     return basis
+
+
+def _with_reach_terms(unreached, inverse, direction, weight, goal):
+    """The solution (3G, F), in the normal equations' basis, with the reach terms
+    ``weight * (n . (e - d) - goal)^2`` (``direction`` n (L, 3, F) in the basis, ``weight``
+    and ``goal`` (L, F), 0 weight where a leg has none) added to the equations whose
+    solution is ``unreached``, by :func:`.banded.solve_low_rank_update`: each term couples
+    the pelvis's three chains (rows 0-2) with its foot's at its frame."""
+    frames, legs = np.nonzero(weight.T)  # by frame
+    rows = np.empty((len(legs), 6), dtype=np.intp)
+    rows[:, :3] = np.arange(3)
+    rows[:, 3:] = 3 * (1 + legs)[:, None] + np.arange(3)
+    across = direction[legs, :, frames]  # (T, 3)
+    vectors = np.concatenate((across, -across), axis=1)
+    return solve_low_rank_update(inverse, unreached, frames, rows, vectors, weight[legs, frames], goal[legs, frames])
 
 
 def _reach_terms(direction, weight, goal, frames, size):

@@ -15,10 +15,12 @@ from clip_scenarios import (
     toe_positions,
     with_front_legs,
 )
-from foot_lock.solvers import bvh, metrics
+from foot_lock.solvers import banded, bvh, metrics, offline_lock
 from foot_lock.solvers.banded import (
     BORDERED_BLOCKS,
+    ChainInverse,
     solve_block_tridiagonal,
+    solve_low_rank_update,
     solve_mostly_separable,
     solve_tridiagonal,
     spd_inverse,
@@ -292,6 +294,97 @@ def test_mostly_separable_solver_matches_dense_solve_wherever_the_dense_frames_a
         x = solve_mostly_separable(diag, lower, rhs, dense_frames, vectors.transpose(2, 1, 0),
                                    np.full((2, len(dense_frames)), 1e4), pulls.T)
         assert np.allclose(x, expected, rtol=1e-8, atol=1e-10 * np.abs(expected).max())
+
+
+def _chains(rng, count, frames, stiffness=(1e-2, 1e6), anchor=1e-3):
+    """A batch of SPD tridiagonal chains with negative couplings, soft to stiff, as the
+    offline lock's: (diag, lower) as solve_tridiagonal takes them, and the dense matrices."""
+    steps = np.geomspace(*stiffness, count)[:, None] * (0.5 + rng.random((count, frames)))
+    lower = np.zeros((count, frames))
+    lower[:, 1:] = -steps[:, 1:]
+    diag = anchor + steps + np.concatenate((steps[:, 1:], np.zeros((count, 1))), axis=1)
+    dense = np.zeros((count, frames, frames))
+    index = np.arange(frames)
+    dense[:, index, index] = diag
+    dense[:, index[1:], index[:-1]] = dense[:, index[:-1], index[1:]] = lower[:, 1:]
+    return diag, lower, dense
+
+
+def _chain_inverse(diag, lower):
+    unit = np.zeros((2,) + diag.shape)
+    unit[0, :, 0] = unit[1, :, -1] = 1.0
+    return ChainInverse.of_ends(solve_tridiagonal(diag, lower, unit))
+
+
+def test_chain_inverse_gives_every_entry_to_its_precision_even_the_smallest():
+    """The product of the first and last columns gives each entry of the inverse, those
+    thirty decades below the diagonal as precisely as the diagonal (relative), where a
+    difference of two solves would have lost them."""
+    rng = np.random.default_rng(5)
+    diag, lower, dense = _chains(rng, 4, 60, stiffness=(1e-1, 1e3), anchor=30.0)
+    inverse = _chain_inverse(diag, lower)
+    reference = np.linalg.inv(dense)
+    index = np.arange(60)
+    entries = inverse.entries(np.arange(4)[:, None, None], index[:, None], index)
+    assert reference.min() < 1e-30 * reference.max()
+    assert np.abs(entries / reference - 1.0).max() < 1e-11
+
+
+def test_low_rank_update_matches_dense_solve_wherever_its_terms_are():
+    """Terms coupling a pelvis's three chains with one foot's at a frame, as the reach adds
+    them: two on one frame (both legs), at either end, a frame apart, far apart, and
+    stiff (1e4 against chains of 1e-2 to 1e6)."""
+    rng = np.random.default_rng(6)
+    count, frames = 9, 40
+    diag, lower, dense = _chains(rng, count, frames)
+    inverse = _chain_inverse(diag, lower)
+    rhs = rng.normal(size=(count, frames))
+    unreached = solve_tridiagonal(diag, lower, rhs)
+    for term_frames, legs in (([0], [0]), ([39], [1]), ([7, 7], [0, 1]), ([0, 1, 2, 20, 38, 39], [0, 1, 0, 1, 1, 0]),
+                              ([3, 5, 5, 30], [1, 0, 1, 0])):
+        term_frames, legs = np.asarray(term_frames), np.asarray(legs)
+        rows = np.concatenate((np.broadcast_to(np.arange(3), (len(legs), 3)), 3 * (1 + legs)[:, None] + np.arange(3)),
+                              axis=1)
+        across = rng.normal(size=(len(legs), 3))
+        vectors = np.concatenate((across, -across), axis=1)
+        weights, goals = 1e4 * (0.5 + rng.random(len(legs))), rng.normal(size=len(legs))
+        full = np.zeros((count * frames, count * frames))
+        for chain in range(count):
+            full[chain * frames:(chain + 1) * frames, chain * frames:(chain + 1) * frames] = dense[chain]
+        full_rhs = rhs.ravel().copy()
+        for row, vector, weight, goal, frame in zip(rows, vectors, weights, goals, term_frames):
+            u = np.zeros(count * frames)
+            u[row * frames + frame] = vector
+            full += weight * np.outer(u, u)
+            full_rhs += weight * goal * u
+        expected = np.linalg.solve(full, full_rhs).reshape(count, frames)
+        x = solve_low_rank_update(inverse, unreached, term_frames, rows, vectors, weights, goals)
+        assert np.allclose(x, expected, rtol=1e-8, atol=1e-9 * np.abs(expected).max())
+
+
+def test_chain_inverse_is_not_trusted_where_its_corner_leaves_the_range():
+    """A long stiff chain's response to its first frame vanishes below the floating-point
+    range before its last: the product form would lose entries, and says so."""
+    diag, lower, _ = _chains(np.random.default_rng(7), 2, 900, stiffness=(1.0, 2.0), anchor=1.0)
+    assert _chain_inverse(diag, lower) is None
+    assert _chain_inverse(diag[:, :200], lower[:, :200]) is not None
+
+
+def test_the_reach_rounds_solve_alike_by_low_rank_update_and_by_reduction(monkeypatch):
+    """cmu_07_01 needs reach terms (its feet, held at mid-stance, end up 2 cm past the legs'
+    reach): solved as a low-rank update of the solve without them, and as the reduction at
+    their frames a clip longer than the product form's range takes, the result is the same."""
+    skeleton, motion, rig = load("cmu_07_01")
+    updates = []
+    update = offline_lock.solve_low_rank_update
+    monkeypatch.setattr(offline_lock, "solve_low_rank_update", lambda *args: updates.append(1) or update(*args))
+    by_update = remove_foot_sliding(skeleton, motion, rig, bvh.UP)
+    monkeypatch.setattr(banded, "PRODUCT_FORM_RANGE", 1.0)  # no corner is within it: every round reduces
+    by_reduction = remove_foot_sliding(skeleton, motion, rig, bvh.UP)
+    assert len(updates) >= 2
+    assert by_update.reach_violation < WITHIN_REACH and by_reduction.reach_violation < WITHIN_REACH
+    assert np.abs(by_update.motion.rot - by_reduction.motion.rot).max() < 1e-8
+    assert np.abs(by_update.motion.pos - by_reduction.motion.pos).max() < 1e-10
 
 
 def test_spd_inverse_of_few_and_of_many_blocks_matches_numpy():
