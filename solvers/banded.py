@@ -236,7 +236,8 @@ class ChainInverse:
 
     def entries(self, rows, i, j):
         """``G[i, j]`` of the chains ``rows``, all three broadcast together."""
-        return self.last[rows, np.minimum(i, j)] * self.first[rows, np.maximum(i, j)]
+        rows = rows * self.first.shape[1]  # gathers from the flat (c n) columns: np.take, no 2-D fancy index
+        return self.last.take(rows + np.minimum(i, j)) * self.first.take(rows + np.maximum(i, j))
 
     def solve_sparse(self, frames, rhs):
         """``x = A^-1 b`` of every chain (c, n), ``b`` nonzero only at the sorted ``frames``
@@ -268,9 +269,11 @@ def solve_low_rank_update(inverse, x, frames, rows, vectors, weights, goals):
     spread[np.arange(count)[:, None], rows] = vectors
     response = inverse.entries(rows[:, :, None], frames[:, None, None], frames)  # (T, m, T): G between terms
     coupling = np.add.reduce(vectors[:, :, None] * spread.T.take(rows, axis=0) * response, axis=1)
-    coupling[np.diag_indices(count)] += 1.0 / weights
-    residual = goals - np.add.reduce(vectors * x[rows, frames[:, None]], axis=1)
-    shares = spd_inverse(coupling[None])[0] @ residual
+    coupling.ravel()[:: count + 1] += 1.0 / weights
+    residual = goals - np.add.reduce(vectors * x.take(rows * x.shape[1] + frames[:, None]), axis=1)
+    # LAPACK's LU in one call: on one system it costs less than spd_inverse's bordered
+    # factorisation and product (13 rows: 9.5 against 22 us in Blender's numpy, 80: 64 against 531).
+    shares = np.linalg.solve(coupling, residual)
     return x + inverse.solve_sparse(frames, spread.T * shares)
 
 
