@@ -102,7 +102,7 @@ def _bake_action(bpy, clip, travel):
     """Blender's own Bake Action (Pose > Animation > Bake Action) set to bake what Remove
     Foot Sliding writes: every pose bone, visually keyed, its location, rotation and scale
     (the channels the clip has: not its dialog's B-Bone and custom property channels too,
-    which cost it about 40% more here), to a new action."""
+    which cost it about a sixth more here), to a new action."""
     _, start, end = _scene(bpy, clip, travel)
     return partial(bpy.ops.nla.bake, frame_start=start, frame_end=end, only_selected=False, visual_keying=True,
                    bake_types={"POSE"}, channel_types={"LOCATION", "ROTATION", "SCALE"})
