@@ -10,6 +10,7 @@ import time
 from ..solvers.atomic_files import PARTIAL_PREFIX
 from .bvh_files import fix_bvh
 from .errors import ClipError
+from .paths import os_error_line
 from .report import FileRecord
 from .settings_flags import bpy_available, solver_settings_of
 
@@ -25,8 +26,10 @@ def fix_file(source, target, args):
         target.parent.mkdir(parents=True, exist_ok=True)
         record.clips = _fix(source, target, args)
         record.ok = True
-    except (ClipError, ValueError, OSError) as error:  # ValueError: the solvers' input errors
+    except (ClipError, ValueError) as error:  # ValueError: the solvers' input errors
         record.error = one_line(str(error))
+    except OSError as error:
+        record.error = os_error_line(error, source, target)
     except Exception as error:  # a bug, or an importer's on a corrupt file: still one line, the rest go on
         record.error = f"unexpected error ({type(error).__name__}): {one_line(str(error))}"
     record.seconds = time.perf_counter() - start
@@ -50,7 +53,9 @@ _PARTIAL_NAME = re.compile(re.escape(PARTIAL_PREFIX) + "[0-9a-f]{32}-")
 def check_formats(source, target):
     for path, verb in ((source, "read"), (target, "write")):
         if path.suffix.lower() not in FORMATS:
-            raise ClipError(f"cannot {verb} {path.name}: use one of {', '.join(FORMATS)}")
+            folder = path is target and not path.suffix  # "-o fixed/" for one clip
+            hint = " (the output of one clip is a file, not a folder)" if folder else ""
+            raise ClipError(f"cannot {verb} {path.name}: use one of {', '.join(FORMATS)}{hint}")
     if target.suffix.lower() == ".bvh" and source.suffix.lower() != ".bvh":
         raise ClipError("a BVH is written only from a BVH, whose hierarchy it keeps: write .blend, .fbx or .glb")
     if not source.is_file():

@@ -3,7 +3,9 @@
 - :func:`refuse_writing_inputs`: an output or report that is an input (after ``..``,
   symlinks and hard links), or an output folder equal to or inside the input folder, is
   refused before any work. (An output folder inside the input folder would also be read
-  as inputs on the next run.)
+  as inputs on the next run.) So is one whose folder cannot be made, a file standing on
+  its way.
+- :func:`os_error_line`: a failure to read or write, told by the file and its cause.
 - Every file is written through :func:`~..solvers.atomic_files.atomic_output` (under a
   temporary name beside its target, synced, renamed over it), which lives beside the BVH
   writer so that the numpy core's own writers are atomic too.
@@ -17,7 +19,11 @@ from .errors import ClipError
 
 def refuse_writing_inputs(source, output, report, inputs):
     """Raise :class:`ClipError` if ``output`` (a file, or a folder for a folder ``source``)
-    or ``report`` would write over any of ``inputs``, or outside ``output`` through a symlink."""
+    or ``report`` would write over any of ``inputs``, or outside ``output`` through a symlink,
+    or cannot be written where a file stands in place of one of its folders."""
+    for path in (output, report):
+        if path is not None:
+            _refuse_files_as_folders(path)
     if source.is_dir():
         if _resolved(output) == _resolved(source) or _resolved(source) in _resolved(output).parents:
             raise ClipError(f"the output folder {output} is inside the input folder {source}: "
@@ -41,6 +47,28 @@ def refuse_writing_inputs(source, output, report, inputs):
             raise ClipError(f"the {what} {path} is the input {clip}: write it elsewhere (inputs are never written)")
     if report is not None and not source.is_dir() and same_file(report, output):
         raise ClipError(f"the report {report} is the output {output}: give them different names")
+
+
+def _refuse_files_as_folders(path):
+    """Raise :class:`ClipError` where the nearest of ``path``'s folders that exists is a file:
+    the folders could not be made (Python would say "File exists", naming that file)."""
+    existing = next((folder for folder in path.parents if folder.exists()), None)
+    if existing is not None and not existing.is_dir():
+        raise ClipError(f"cannot write {path}: {existing} is a file, not a folder")
+
+
+def os_error_line(error, source, target):
+    """One line for ``error`` (an ``OSError``) met fixing ``source`` into ``target``: which of
+    them could not be read or written and why ("cannot write out.bvh: Permission denied"),
+    not Python's errno and quoted name."""
+    if error.filename is None or not error.strerror:
+        return str(error)
+    path = Path(os.fsdecode(error.filename))
+    if path == source:
+        return f"cannot read {source}: {error.strerror}"
+    if path == target or path.parent == target.parent or path in target.parents:  # a partial file beside it too
+        return f"cannot write {target}: {error.strerror}"
+    return f"{path}: {error.strerror}"
 
 
 def _identity(path):

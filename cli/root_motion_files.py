@@ -14,7 +14,7 @@ from ..solvers.root_motion import plant_feet, travel_before_and_after, travel_su
 from .bvh_files import unit_scale
 from .clip_files import FORMATS, check_formats
 from .errors import ClipError
-from .paths import refuse_writing_inputs
+from .paths import os_error_line, refuse_writing_inputs
 
 EXIT_FAILED = 1
 
@@ -49,7 +49,8 @@ def root_motion(args):
 
             lines = root_motion_in_blender(args.input, args.output, args)
     except (ClipError, ValueError, OSError) as error:  # ValueError: the solvers' input errors
-        print(f"FAILED {args.input}: {error}", flush=True)
+        message = os_error_line(error, args.input, args.output) if isinstance(error, OSError) else error
+        print(f"FAILED {args.input}: {message}", flush=True)
         return EXIT_FAILED
     for line in lines:
         print(f"ok {args.input} -> {args.output}: {line}", flush=True)

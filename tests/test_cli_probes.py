@@ -356,15 +356,42 @@ def test_a_batch_of_corrupt_files_prints_one_line_each_and_no_traceback(tmp_path
     assert sum(f" FAILED {folder}/" in line for line in lines) == count - 1
 
 
-def test_an_unwritable_report_or_output_is_one_line(tmp_path, clip, capsys):
+def test_an_output_or_report_under_a_file_is_refused_before_any_work(tmp_path, clip, capsys):
+    """A file standing where a folder of the output or the report must be made: refused up
+    front, naming both, not Python's "[Errno 17] File exists" after the work (nor, for the
+    report, after the output was written)."""
     blocker = tmp_path / "a_file"
     blocker.write_text("")
-    assert cli("remove-sliding", clip, "-o", tmp_path / "out.bvh", "--report", blocker / "r.json") == 1
-    (_, line) = capsys.readouterr().out.splitlines()  # the file's line, then the report's
-    assert line.startswith(f"Foot Lock: cannot write the report {blocker / 'r.json'}: ")
-    assert cli("remove-sliding", clip, "-o", blocker / "out.bvh") == 1
+    for output, report in ((tmp_path / "out.bvh", blocker / "r.json"), (blocker / "deeper" / "out.bvh", None)):
+        assert cli("remove-sliding", clip, "-o", output, *(["--report", report] if report else [])) == 1
+        unwritable = report or output
+        assert capsys.readouterr().out.splitlines() == [
+            f"Foot Lock: cannot write {unwritable}: {blocker} is a file, not a folder"]
+        assert sorted(path.name for path in tmp_path.iterdir()) == sorted([clip.name, blocker.name])
+
+
+def test_one_clip_written_to_a_folder_name_is_told_the_output_is_a_file(tmp_path, clip, capsys):
+    assert cli("remove-sliding", clip, "-o", f"{tmp_path / 'fixed'}{os.sep}") == 1
     (line,) = capsys.readouterr().out.splitlines()
-    assert line.startswith(f"FAILED {clip}: ") and "a_file" in line
+    assert line.endswith("cannot write fixed: use one of .bvh, .blend, .fbx, .glb, .gltf (the output of one clip "
+                         "is a file, not a folder)")
+
+
+def test_a_failed_read_or_write_names_the_file_and_the_cause():
+    """Python's ``[Errno 13] Permission denied: '...'`` told as which file could not be
+    read or written, and why; the output's partial file beside it counts as the output."""
+    from foot_lock.cli.paths import os_error_line
+
+    source, target = Path("/shots/walk.bvh"), Path("/fixed/walk.bvh")
+    partial = Path("/fixed/.foot_lock-partial-0123-walk.bvh")
+    assert os_error_line(PermissionError(13, "Permission denied", str(partial)), source, target) == (
+        "cannot write /fixed/walk.bvh: Permission denied")
+    assert os_error_line(OSError(28, "No space left on device", str(target)), source, target) == (
+        "cannot write /fixed/walk.bvh: No space left on device")
+    assert os_error_line(PermissionError(13, "Permission denied", str(source)), source, target) == (
+        "cannot read /shots/walk.bvh: Permission denied")
+    assert os_error_line(OSError(5, "Input/output error", "/tmp/x"), source, target) == "/tmp/x: Input/output error"
+    assert os_error_line(OSError("no number"), source, target) == "no number"
 
 
 def test_an_exporter_s_error_is_told_by_its_cause_and_the_output_s_name():
