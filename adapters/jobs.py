@@ -603,16 +603,18 @@ def _shown_at_rest(obj):
 def _fresh_result(obj, source, sampled, clip):
     """The new action for the fix (:func:`_new_result`), and the earlier result it left as
     it is because an animator changed it beyond its contact curves (a polished key, a
-    channel added), else None. One another object plays is left to that object, as it is:
-    nothing to tell. Nothing plays the changed one once the fix is assigned, so it gets a
-    fake user: it is still saved."""
+    channel added), else None. One another object plays, or one that holds another
+    object's fix (the slot it fixed in an action both play, as a glTF with two armatures
+    imports), is left to that object, as it is: nothing to tell. Nothing plays the one left
+    once the fix is assigned, so it gets a fake user: it is still saved."""
     earlier = source.result
     alone = earlier is not None and results.played_only_by(obj, earlier)
-    untouched = alone and results.untouched(obj, earlier)
+    own = alone and results.made_for(obj, earlier)
+    untouched = own and results.untouched(obj, earlier)
     fresh = _new_result(obj, source, sampled, clip, replace=untouched)
     if alone and not untouched:
         earlier.use_fake_user = True
-        return fresh, earlier
+        return fresh, earlier if own else None
     return fresh, None
 
 

@@ -7,8 +7,9 @@ action of that name is provably the tool's untouched output: it names the same s
 when Foot Lock wrote it. An action someone made under that name, or a result an
 animator edited since, is never replaced (the new result then gets Blender's next free
 name); nor is a result another object plays too (two characters sharing a source, as a
-glTF with two armatures imports): that object keeps it, and this one's result is one of
-the numbered copies. Contact curves are left out of the digest: they carry their own
+glTF with two armatures imports), or one fixed for another object's slot of an action
+they share (4.4+): that object keeps it, and this one's result is one of the numbered
+copies. Contact curves are left out of the digest: they carry their own
 stamps, and the edited ones are carried over to the new result (see
 :func:`.armature.animator_contact_curve`).
 """
@@ -28,6 +29,10 @@ _DIGEST_PROPERTY = "foot_lock_digest"  # on a result: the digest of its keys as 
 # stored before (a hash of each curve's :func:`~.action_compat.keys_digest`), which still
 # tells the untouched results of earlier versions (:func:`_per_curve_digest`).
 _DIGEST_FORMAT = "2:"
+# On a result (4.4+): the identifier of the slot whose curves Foot Lock fixed. Objects that
+# share an action each play their own slot: a result fixed for one holds the others' curves
+# as they were.
+_SLOT_PROPERTY = "foot_lock_slot"
 _CONTACT_PATHS = tuple(f'["{prop}"]' for prop in (CONTACT_PROPERTY, HEEL_CONTACT_PROPERTY))
 
 
@@ -67,8 +72,19 @@ def untouched(obj, action):
 
 
 def stamp(obj, result):
-    """Mark ``result`` as Foot Lock's output as it stands now (after its last write)."""
+    """Mark ``result`` as Foot Lock's output for ``obj`` as it stands now (after its last write)."""
     result[_DIGEST_PROPERTY] = _motion_digest(obj, result)
+    slot = compat.action_slot(obj, result)
+    if slot is not None:
+        result[_SLOT_PROPERTY] = slot.identifier
+
+
+def made_for(obj, result):
+    """Whether ``result`` holds ``obj``'s fix: stamped for the slot ``obj`` plays it with, or
+    with no slot to tell (before 4.4, or stamped by an earlier version)."""
+    stamped = result.get(_SLOT_PROPERTY)
+    slot = compat.action_slot(obj, result)
+    return not isinstance(stamped, str) or slot is None or slot.identifier == stamped
 
 
 def earlier_result(obj, source, name):
@@ -92,7 +108,7 @@ def _own_untouched_result(obj, source, earlier):
         same_source = list(earlier.get(sources.TRACKS_PROPERTY, ())) == [track.name for track in source.tracks]
     else:
         same_source = sources.recorded_source(earlier) == source.action
-    return same_source and played_only_by(obj, earlier) and untouched(obj, earlier)
+    return same_source and played_only_by(obj, earlier) and made_for(obj, earlier) and untouched(obj, earlier)
 
 
 def played_only_by(obj, action):

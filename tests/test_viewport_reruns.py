@@ -1,6 +1,8 @@
 """Reruns follow the current settings: Foot Lock's own contact curves are labelled again,
 an animator's edits are kept, and a rerun on a result refreshes it from its source."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from blender_scenes import import_clip
@@ -304,3 +306,29 @@ def test_a_rerun_on_a_result_two_characters_play_leaves_the_other_one_its_result
     assert first.animation_data.action == shared and keys_of(first) == kept
     assert second.animation_data.action.name == "walk_sliding.footlock.001"
     assert second.animation_data.action["foot_lock_source"] == addon.data.actions["walk_sliding"]
+
+
+def test_a_result_fixed_for_another_armature_s_slot_is_kept_for_it_untold(addon):
+    """The glTF fox: two armatures play the same actions, each its own slot (4.4+). The
+    first one's result holds its fix in its slot and the second one's curves as they
+    were; the second one run from that result makes its own, and leaves the first one's as
+    it is (saved with a fake user once nothing plays it), without telling it "changed":
+    nobody edited it."""
+    from foot_lock.adapters import action_compat, jobs
+
+    addon.ops.import_scene.gltf(filepath=str(Path(__file__).parent / "data" / "assets" / "fox.glb"))
+    first, second = addon.data.objects["root"], addon.data.objects["root.001"]
+    run = first.animation_data.action  # "Run" (before 4.4, one action per armature: "Run_root")
+    jobs.remove_sliding(first, addon.context.scene)
+    fixed = first.animation_data.action
+    kept = keys_of(first)
+    action_compat.assign_action(first, next(action for action in addon.data.actions if action.name.startswith("Walk")))
+    action_compat.assign_action(second, fixed)
+
+    warnings = jobs.remove_sliding(second, addon.context.scene).result.warnings
+    assert not any("was changed" in warning for warning in warnings)
+    if action_compat.LAYERED_ACTIONS:  # else the two share their curves: the result is the second one's too
+        assert second.animation_data.action.name == f"{run.name}.footlock.001"
+        assert fixed.use_fake_user
+        action_compat.assign_action(first, fixed)
+        assert keys_of(first) == kept
