@@ -154,6 +154,10 @@ def sample_pose(obj, scene, frames, with_basis=True):
     world = np.empty((len(frames), 4, 4))
     basis = np.empty_like(pose) if with_basis else None
     object_basis = np.empty_like(world) if with_basis else None
+    # Evaluated afresh from the data as it stands: a custom property a script wrote (Rigify's
+    # IK/FK switch, pose_bone["IK_FK"] = 1.0) tags nothing, and stepping frames would show
+    # the pose the drivers that read it last made (the IK leg, while the FK controls get keyed).
+    obj.update_tag()
     with _frame_kept(scene), _enabled(obj, scene), _posed(obj), _meshes_hidden(scene, obj):
         for i, frame in enumerate(frames):
             show_frame(scene, frame)

@@ -141,6 +141,19 @@ def test_rigify_switched_to_fk_keys_the_fk_controls(addon, rigify_walk, clip):
     assert rig.foot_lock.report.control_residual <= 2.0
 
 
+def test_rigify_switched_to_fk_by_a_script_is_read_as_it_stands_not_as_last_shown(addon, rigify_walk):
+    """A script's ``pose_bone["IK_FK"] = 1.0`` tags nothing: stepping the frames, the depsgraph
+    showed the IK leg its drivers last made while the fix keyed the FK controls, which then
+    missed the pose solved by 18 cm (and the left foot slid three times as fast as before).
+    Read afresh, the FK leg is what the controls are keyed to, and they reproduce it."""
+    rig = rigify_walk
+    addon.context.view_layer.update()  # the IK walk shown
+    rig.pose.bones["thigh_parent.L"]["IK_FK"] = 1.0  # no update, as a script writes it
+
+    assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
+    assert rig.foot_lock.report.control_residual <= 2.0
+
+
 def test_rigify_switches_to_fk_and_back_after_the_fix(addon, rigify_walk, clip):
     rig = rigify_walk
     assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
