@@ -247,20 +247,19 @@ def local_slip(point_velocity, root_velocity, cap, half_width, max_slip=1.0):
     # point, and rounding is monotonic: it is added once, after the minimum, with the values of
     # adding it to each point first.
     vv, vr, rr = dots(point_velocity, point_velocity), dots(point_velocity, root_velocity), dots(root_velocity, root_velocity)
-    # (points, candidates, frames), every point at once, frames last: numpy copies an operand
-    # repeated along the last axis into buffers, not one repeated along another. Outer
-    # products by einsum: the same products (but the sign of a zero, which ``vv`` >= 0 less
-    # it does not keep) without those copies.
-    squared = np.einsum("pf,c->pcf", vr, twice)
-    np.subtract(vv[:, None], squared, out=squared)
-    slowest = squared[0]  # (C, F): the slower point kept row by row (np.minimum.reduce: 4 times the cost)
+    # (points, frames, candidates), every point at once, candidates last: the window sums
+    # below then run down contiguous rows of candidates. Outer products by einsum: the same
+    # products (but the sign of a zero, which ``vv`` >= 0 less it does not keep) in one call.
+    squared = np.einsum("pf,c->pfc", vr, twice)
+    np.subtract(vv[..., None], squared, out=squared)
+    slowest = squared[0]  # (F, C): the slower point kept row by row (np.minimum.reduce: 4 times the cost)
     for row in squared[1:]:
         np.minimum(slowest, row, out=slowest)
-    slowest += np.einsum("f,c->cf", rr, squares)
+    slowest += np.einsum("f,c->fc", rr, squares)
     np.maximum(slowest, 0.0, out=slowest)  # (np.clip's numbers, without its overhead)
     np.minimum(slowest, cap * cap, out=slowest)
     np.sqrt(slowest, out=slowest)
-    cost = window_sum(slowest.T, half_width, axis=0)  # (F, C)
+    cost = window_sum(slowest, half_width, axis=0)  # (F, C)
     # Each frame's best candidate, kept off the grid's ends, with its two neighbours.
     best = np.minimum(np.maximum(cost.argmin(axis=1), 1), len(candidates) - 2)
     # (By flat index: one take, cheaper than indexing by frame and candidate.)

@@ -288,14 +288,13 @@ def from_axis_angle(axis, angle):
 def to_matrix(q):
     """Rotation matrices (..., 3, 3) from unit quaternions."""
     w, x, y, z = np.moveaxis(q, -1, 0)
-    return np.stack(
-        (
-            np.stack((1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)), -1),
-            np.stack((2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)), -1),
-            np.stack((2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)), -1),
-        ),
-        axis=-2,
-    )
+    # Each element written in place: on a rig's few rest rotations np.stack's wrappers cost
+    # more than the arithmetic.
+    m = np.empty(np.shape(w) + (3, 3))
+    m[..., 0, 0], m[..., 0, 1], m[..., 0, 2] = 1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)
+    m[..., 1, 0], m[..., 1, 1], m[..., 1, 2] = 2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)
+    m[..., 2, 0], m[..., 2, 1], m[..., 2, 2] = 2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)
+    return m
 
 
 def from_matrix(m):
