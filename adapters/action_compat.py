@@ -75,16 +75,38 @@ def channel_bag(obj, action, create=False):
         anim = obj.animation_data
         if anim is not None and anim.action == action:
             anim.action_slot = slot
+    bag = _slot_bag(action, slot)
+    if bag is not None or not create:
+        return bag
+    layer = action.layers[0] if len(action.layers) else action.layers.new("Layer")
+    strip = layer.strips[0] if len(layer.strips) else layer.strips.new(type="KEYFRAME")
+    return strip.channelbag(slot, ensure=True)
+
+
+def _slot_bag(action, slot):
+    """The F-curve container of ``slot`` in ``action`` (4.4+), or None."""
     for layer in action.layers:
         for strip in layer.strips:
             bag = strip.channelbag(slot)
             if bag is not None:
                 return bag
-    if not create:
-        return None
-    layer = action.layers[0] if len(action.layers) else action.layers.new("Layer")
-    strip = layer.strips[0] if len(layer.strips) else layer.strips.new(type="KEYFRAME")
-    return strip.channelbag(slot, ensure=True)
+    return None
+
+
+def slot_identifier(obj, action):
+    """The identifier of the slot of ``action`` that animates ``obj`` ("" before 4.4, or
+    with none): names the curves :func:`bag_of_slot` finds again, with no object to ask."""
+    slot = action_slot(obj, action)
+    return "" if slot is None else slot.identifier
+
+
+def bag_of_slot(action, identifier):
+    """The F-curve container of ``action`` for the slot ``identifier`` (see
+    :func:`slot_identifier`; the action itself before 4.4), or None."""
+    if not LAYERED_ACTIONS:
+        return action
+    slot = next((slot for slot in action.slots if slot.identifier == identifier), None)
+    return None if slot is None else _slot_bag(action, slot)
 
 
 def iter_fcurves(obj, action):

@@ -94,6 +94,9 @@ class _Preview:
     ground: tuple = ()  # names of the meshes that were ground
     surface: int | None = None  # their terrain.still_signature (None: ground that may move)
     drives: bool | None = None  # whether it muted its channels' F-curves and poses them before evaluation
+    # The curves it muted, unmuted from these whatever the object plays by then, or with the
+    # object gone: (action session_uid, slot identifier, ((data path, index), ...)).
+    muted: tuple = (None, "", ())
     # What the frame handler reads, as plain lists (no numpy on every frame):
     moved_rows: list = field(init=False)  # ``moved`` per frame, per joint
     unmoved: list = field(init=False)  # per joint, False
@@ -330,19 +333,26 @@ def _take_over(obj, preview):
     if any(other != obj and other.animation_data is not None and other.animation_data.action == action
            for other in bpy.data.objects):
         return False
-    _mute(obj, preview, True)
+    shown = preview.shown
+    written = tuple((f"{armature.bone_data_path(bone)}.{prop}", index)
+                    for bone, prop, values in zip(shown.bones, shown.props, shown.values)
+                    for index in range(len(values[0])))
+    preview.muted = (action.session_uid, compat.slot_identifier(obj, action), written)
+    _mute(preview, True)
     return True
 
 
-def _mute(obj, preview, mute):
-    """Mute (or unmute) the F-curves of every channel the preview writes."""
-    table = compat.fcurve_table(compat.channel_bag(obj, jobs.active_action(obj)))
-    channels_ = preview.shown
-    for bone, prop, values in zip(channels_.bones, channels_.props, channels_.values):
-        for index in range(len(values[0])):
-            fcurve = table.get((f"{armature.bone_data_path(bone)}.{prop}", index))
-            if fcurve is not None and fcurve.mute != mute:
-                fcurve.mute = mute
+def _mute(preview, mute):
+    """Mute (or unmute) the F-curves the preview took over (see :func:`_take_over`): in the
+    action it muted them in, even where the object plays another one now or is gone."""
+    uid, slot, written = preview.muted
+    action = next((action for action in bpy.data.actions if action.session_uid == uid), None)
+    bag = None if action is None else compat.bag_of_slot(action, slot)
+    table = compat.fcurve_table(bag)
+    for channel in written:
+        fcurve = table.get(channel)
+        if fcurve is not None and fcurve.mute != mute:
+            fcurve.mute = mute
 
 
 def _shown_row_frame(scene):
@@ -369,13 +379,14 @@ def _show(obj, preview, frame, shown=True):
 
 
 def _give_back(obj, preview):
-    """Unmute what the preview muted and give the bones it posed the clip's pose at the current frame."""
+    """Unmute what the preview muted and give the bones it posed (``obj``; None where it is
+    gone) the clip's pose at the current frame."""
+    if preview.drives:
+        _mute(preview, False)
     scene = bpy.context.scene
-    if scene is None or obj.type != "ARMATURE":
+    if scene is None or obj is None or obj.type != "ARMATURE":
         return
-    with contextlib.suppress(KeyError, AdapterError):  # bones or action gone meanwhile: nothing to give back
-        if preview.drives:
-            _mute(obj, preview, False)
+    with contextlib.suppress(KeyError, AdapterError):  # bones gone meanwhile: nothing to give back
         _show(obj, preview, _shown_row_frame(scene), shown=False)
 
 
@@ -415,9 +426,8 @@ def _release(name):
     """Drop an armature's preview, giving its bones back the clip's pose."""
     preview = _previews.pop(name, None)
     _keyed_channels.pop(name, None)
-    obj = bpy.data.objects.get(name)
-    if preview is not None and obj is not None:
-        _give_back(obj, preview)
+    if preview is not None:
+        _give_back(bpy.data.objects.get(name), preview)  # a deleted armature's action is unmuted too
 
 
 @contextlib.contextmanager
@@ -610,10 +620,9 @@ def _on_data_replaced(*_args):
 
 def _mute_previews(muted):
     """Mute (or unmute) the F-curves of every preview that drives its armature."""
-    for name, preview in _previews.items():
-        obj = bpy.data.objects.get(name)
-        if preview.drives and obj is not None:
-            _mute(obj, preview, muted)
+    for preview in _previews.values():
+        if preview.drives:
+            _mute(preview, muted)
 
 
 @persistent

@@ -74,17 +74,14 @@ def untouched(obj, action):
 def stamp(obj, result):
     """Mark ``result`` as Foot Lock's output for ``obj`` as it stands now (after its last write)."""
     result[_DIGEST_PROPERTY] = _motion_digest(obj, result)
-    slot = compat.action_slot(obj, result)
-    if slot is not None:
-        result[_SLOT_PROPERTY] = slot.identifier
+    result[_SLOT_PROPERTY] = compat.slot_identifier(obj, result)
 
 
 def made_for(obj, result):
     """Whether ``result`` holds ``obj``'s fix: stamped for the slot ``obj`` plays it with, or
     with no slot to tell (before 4.4, or stamped by an earlier version)."""
     stamped = result.get(_SLOT_PROPERTY)
-    slot = compat.action_slot(obj, result)
-    return not isinstance(stamped, str) or slot is None or slot.identifier == stamped
+    return not isinstance(stamped, str) or not stamped or stamped == compat.slot_identifier(obj, result)
 
 
 def earlier_result(obj, source, name):

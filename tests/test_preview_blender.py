@@ -535,6 +535,49 @@ def test_a_job_while_previewing_reads_the_animation_without_the_preview(addon, c
     assert obj.foot_lock.preview and obj.foot_lock.preview_error == "" and any(muted_curves(obj))
 
 
+def muted_in(action):
+    """How many F-curves of ``action`` are muted, in every slot (whatever object plays it, if any)."""
+    from foot_lock.adapters import action_compat
+
+    bags = ([bag for layer in action.layers for strip in layer.strips for bag in strip.channelbags]
+            if action_compat.LAYERED_ACTIONS else [action])
+    return sum(fcurve.mute for bag in bags for fcurve in bag.fcurves)
+
+
+def test_an_action_switched_or_cleared_while_previewing_is_given_back_unmuted(addon, clips_dir):
+    """The preview mutes the curves it drives in the action it plays: another action
+    assigned meanwhile, or none, the first one gets them back unmuted all the same (it was
+    left muted for good, playing frozen legs wherever it was used again)."""
+    obj = import_clip(addon, clips_dir / f"{CLIP}.bvh")
+    first = obj.animation_data.action
+    second = first.copy()
+    obj.foot_lock.preview = True
+    assert muted_in(first)
+    obj.animation_data.action = second
+    addon.context.scene.frame_set(100)  # the preview plays the new action
+    assert muted_in(first) == 0 and muted_in(second) and obj.foot_lock.preview_error == ""
+    obj.animation_data_clear()
+    addon.context.scene.frame_set(101)  # no action to play: the preview stops
+    assert not obj.foot_lock.preview and muted_in(second) == 0
+
+
+def test_an_armature_deleted_while_previewing_leaves_its_action_unmuted(addon, clips_dir, tmp_path):
+    obj = import_clip(addon, clips_dir / f"{CLIP}.bvh")
+    action = obj.animation_data.action
+    action.use_fake_user = True
+    obj.foot_lock.preview = True
+    addon.context.scene.frame_set(100)
+    assert muted_in(action)
+    addon.data.objects.remove(obj)
+    addon.context.scene.frame_set(101)  # the preview finds its armature gone
+    assert muted_in(action) == 0
+    path = str(tmp_path / "deleted.blend")
+    name = action.name
+    addon.ops.wm.save_as_mainfile(filepath=path)
+    addon.ops.wm.open_mainfile(filepath=path)
+    assert muted_in(addon.data.actions[name]) == 0
+
+
 def test_preview_resumes_in_a_saved_file(addon, clips_dir, tmp_path):
     from foot_lock.adapters import preview
 
