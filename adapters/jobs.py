@@ -689,6 +689,7 @@ def _store_report(report, outcome):
     report.source = outcome.source
     report.controls = "" if outcome.controls is None else outcome.controls.kind
     report.control_residual = 0.0 if outcome.controls is None else outcome.controls.residual_mm
+    report.warnings = "\n".join(result.warnings)
 
 
 def summary(outcome):

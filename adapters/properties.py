@@ -101,6 +101,7 @@ class FOOT_LOCK_PG_report(PropertyGroup):
     control_residual: FloatProperty(
         name="Control Residual", description="Mean distance of the deform toes from the fix, with the keyed controls, mm"
     )
+    warnings: StringProperty(name="Warnings", description="What the bake warned of, one warning a line")
 
 
 def in_scene_units(name):

@@ -25,7 +25,9 @@ def poll_armature(operator_class, context):
 class ArmatureOperator:
     """Mix-in for operators on the active armature: ``run(context, obj)`` does the work
     and returns the status-bar message; expected failures become an error report and
-    ``{'CANCELLED'}``, with nothing changed."""
+    ``{'CANCELLED'}``, with nothing changed. A job that warned ends on a warning: the status
+    bar shows the last report, and a summary shown as plain information there would hide
+    the warnings reported before it."""
 
     bl_options = {"REGISTER", "UNDO"}
 
@@ -35,6 +37,7 @@ class ArmatureOperator:
 
     def execute(self, context):
         obj = active_armature(context)
+        self.warned = 0
         try:
             # The job reads the action without the preview's muted curves.
             with preview.paused(obj), jobs.detected_legs_dropped_on_failure(obj):
@@ -42,10 +45,18 @@ class ArmatureOperator:
         except EXPECTED_ERRORS as error:
             self.report({"ERROR"}, f"Foot Lock: {error}")
             return {"CANCELLED"}
-        self.report({"INFO"}, f"Foot Lock: {message}")
+        if self.warned:
+            self.report({"WARNING"}, f"Foot Lock: {message}; {warning_count(self.warned)}, listed in the Info editor")
+        else:
+            self.report({"INFO"}, f"Foot Lock: {message}")
         return {"FINISHED"}
 
     def report_warnings(self, warnings):
-        """Each of a job's ``warnings`` as a warning report."""
+        """Each of a job's ``warnings`` as a warning report (counted in the last report)."""
         for warning in warnings:
             self.report({"WARNING"}, f"Foot Lock: {warning}")
+        self.warned += len(warnings)
+
+
+def warning_count(count):
+    return f"{count} warning{'' if count == 1 else 's'}"

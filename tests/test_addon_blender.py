@@ -800,3 +800,42 @@ def test_drivers_outside_the_legs_are_evaluated_and_on_the_legs_refused(addon, c
     obj.pose.bones["LeftLeg"].driver_add("rotation_euler", 0).driver.expression = "0.1"
     with pytest.raises(RuntimeError, match="'LeftLeg' is moved by a driver"):
         addon.ops.foot_lock.remove_sliding()
+
+
+def test_a_job_that_warns_ends_on_a_warning_and_the_panel_keeps_its_warnings(addon, clips_dir, tmp_path, capfd):
+    """The status bar shows the last report: a walk in place (nothing locked, on purpose)
+    ends on a warning that counts the warnings before it, not on a plain summary that reads
+    "toe slide 0.0 -> 0.00"; the panel's report lists them. A clean fix ends on information."""
+    from clip_scenarios import in_place
+    from foot_lock.solvers import bvh
+    from foot_lock.solvers.foot_lock import IN_PLACE
+
+    parsed = bvh.read(clips_dir / "cmu_07_01.bvh")
+    skeleton, motion = bvh.to_motion(parsed)
+    still = tmp_path / "in_place.bvh"
+    bvh.write(still, parsed, in_place(motion), 1.0, location_joints=np.flatnonzero(skeleton.parents < 0))
+    obj = import_clip(addon, still)
+    capfd.readouterr()
+    assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
+    reports = [line for line in capfd.readouterr().out.splitlines() if "Foot Lock: " in line]
+    assert reports[0] == f"Warning: Foot Lock: {IN_PLACE}"
+    assert reports[-1].startswith("Warning: Foot Lock: 317 frames baked to 'in_place.footlock'")
+    assert reports[-1].endswith("; 1 warning, listed in the Info editor")
+    assert obj.foot_lock.report.warnings == IN_PLACE
+
+    addon.ops.wm.read_factory_settings(use_empty=True)
+    obj = import_clip(addon, clips_dir / "cmu_07_01.bvh")
+    capfd.readouterr()
+    assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
+    (report,) = [line for line in capfd.readouterr().out.splitlines() if "Foot Lock: " in line]
+    assert report.startswith("Info: Foot Lock: 317 frames baked to 'cmu_07_01.footlock'")
+    assert obj.foot_lock.report.warnings == ""
+
+
+def test_the_panel_wraps_a_warning_to_the_sidebar(addon):
+    from foot_lock.solvers.foot_lock import IN_PLACE
+    from foot_lock.ui.panels import wrapped
+
+    narrow, wide = wrapped(IN_PLACE, 300), wrapped(IN_PLACE, 900)
+    assert " ".join(narrow) == " ".join(wide) == IN_PLACE
+    assert len(narrow) > len(wide) >= 1 and max(map(len, narrow)) <= 300 / 7

@@ -1,5 +1,7 @@
 """The "Foot Lock" tab of the 3D View sidebar (N-panel)."""
 
+import textwrap
+
 import bpy
 
 from ..adapters.properties import SCENE_UNITS, in_scene_units
@@ -33,10 +35,12 @@ class FOOT_LOCK_PT_main(FootLockPanel, bpy.types.Panel):
         column.operator("foot_lock.remove_sliding", icon="CON_FLOOR")
         layout.operator("foot_lock.root_motion_from_feet", icon="TRACKING_FORWARDS")
         layout.prop(settings, "in_place")
-        draw_report(layout, settings.report)
+        draw_report(layout, settings.report, context.region.width / context.preferences.system.ui_scale)
 
 
-def draw_report(layout, report):
+def draw_report(layout, report, width):
+    """The last bake's figures, and its warnings wrapped to the sidebar's ``width`` (pixels
+    at UI scale 1)."""
     if not report.valid:
         return
     box = layout.box()
@@ -54,6 +58,20 @@ def draw_report(layout, report):
     if report.controls:
         box.label(text=f"Keyed on the {report.controls} controls: residual {report.control_residual:.2f} mm")
     box.label(text=f"Took {report.seconds:.2f} s, motion read from the {report.source}")
+    for warning in filter(None, report.warnings.split("\n")):
+        column = box.column(align=True)
+        for number, line in enumerate(wrapped(warning, width)):
+            column.label(text=line, icon="ERROR" if number == 0 else "BLANK1")
+
+
+# Pixels a character of the sidebar's labels takes, about (at UI scale 1).
+_CHARACTER_WIDTH = 7
+
+
+def wrapped(text, width):
+    """``text`` in lines that fit ``width`` pixels (at UI scale 1) of the sidebar: a label
+    does not wrap itself, and a warning runs to a few sentences."""
+    return textwrap.wrap(text, max(20, int(width / _CHARACTER_WIDTH) - 4))
 
 
 class FOOT_LOCK_PT_legs(FootLockPanel, bpy.types.Panel):
