@@ -13,6 +13,7 @@ import numpy as np
 from . import metrics
 from . import quaternion as quat
 from .contacts import (
+    REFERENCE_LEG_LENGTH,
     ContactSettings,
     detect_foot_contacts,
     gait_tempo,
@@ -239,6 +240,7 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
         warnings.append("no foot contacts: nothing to lock")
     warnings += _changing_feet(before["ankles"], before["toes"], contacts, heel_contacts, rig)
     warnings += _lying(before["hips"], before["ankles"], up)
+    warnings += _sized_off_units(mean_leg_length(bone_lengths) * unit_scale)
 
     with _timed(timings, "offline_solve"):
         solution = solve_offline_lock(
@@ -320,6 +322,25 @@ def _lying(hips, ankles, up):
     (_, axis), (_, up_axis) = nearest_axis(standing_direction(hips, ankles)), nearest_axis(up)
     return [f"the legs stand along {axis}, not up ({up_axis}): was the clip imported with the wrong axes? Contacts "
             f"are read along {up_axis}, so they are wrong unless the character lies down or stands on its hands"]
+
+
+# Hip-to-ankle lengths (m) past which a character is more likely in the wrong units than
+# that size: a mouse's legs, a ten-metre giant's. The lock reads lengths in leg lengths and
+# never notices; the figures in cm/s are as far off as the units.
+PLAUSIBLE_LEG_METRES = (0.05, 5.0)
+
+
+def _sized_off_units(metres):
+    """A warning where the legs measure ``metres`` outside :data:`PLAUSIBLE_LEG_METRES`: a
+    centimetre rig, a CMU clip imported at scale 1 or a glTF authored in centimetres reads as
+    a character a hundred times as large, and its figures (cm/s) a hundred times too high."""
+    low, high = PLAUSIBLE_LEG_METRES
+    if low <= metres <= high:
+        return []
+    return [f"the legs measure {metres:.3g} m hip to ankle (an adult's: {REFERENCE_LEG_LENGTH} m): unless the "
+            f"character is that {'large' if metres > high else 'small'}, its units are not the metres the figures "
+            "assume (Blender: Scene > Units > Unit Scale, metres per unit) and the figures in cm/s are off as far; "
+            "the fix itself does not depend on units"]
 
 
 HELD_TOO_FAR = 0.5  # leg lengths an animated foot may move while pinned: a stance slides a few tenths

@@ -146,6 +146,28 @@ def test_every_reported_figure_is_the_same_in_any_unit(degrees):
     assert cmu.foot_jitter_mm == pytest.approx(metres.foot_jitter_mm, rel=1e-6)
 
 
+@pytest.mark.parametrize("units, unit_scale, said", [
+    ("m", 1.0, None), ("cm", 0.01, None), ("CMU unit", CMU_TO_METRES, None),
+    ("CMU unit", 1.0, "large"), ("cm", 1.0, "large"), ("m", 0.01, "small"),
+])
+def test_figures_in_units_the_character_is_not_sized_in_are_warned_of(units, unit_scale, said):
+    """A character read in other units than its scene says (a CMU clip imported at scale 1,
+    a centimetre rig in a metre scene) is warned of, with its size; the fix is the same."""
+    metres_per_unit = {"m": 1.0, "cm": 0.01, "CMU unit": CMU_TO_METRES}[units]
+    skeleton, motion, rig = load("cmu_07_01", scale=CMU_TO_METRES / metres_per_unit)
+    result = remove_foot_sliding(skeleton, motion, rig, bvh.UP, unit_scale=unit_scale)
+    warned = [w for w in result.warnings if w.startswith("the legs measure")]
+    if said is None:
+        assert warned == []
+        return
+    (warning,) = warned
+    metres = float(warning.split()[3])
+    assert metres == pytest.approx(0.85 * unit_scale / metres_per_unit, rel=0.15)
+    assert f"unless the character is that {said}" in warning and "Unit Scale" in warning
+    metres_result = remove_foot_sliding(*load("cmu_07_01"), bvh.UP)
+    assert np.allclose(result.contacts, metres_result.contacts)
+
+
 @pytest.mark.parametrize("frames", range(2, 9))
 def test_a_clip_of_a_few_frames_is_solved(frames):
     """A clip as short as two frames (a cut-down shot, a pose pair) gives finite motion.

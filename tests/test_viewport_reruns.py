@@ -327,6 +327,9 @@ def test_a_result_fixed_for_another_armature_s_slot_is_kept_for_it_untold(addon)
 
     warnings = jobs.remove_sliding(second, addon.context.scene).result.warnings
     assert not any("was changed" in warning for warning in warnings)
+    # Authored in centimetres, read as metres: a fox with legs of tens of metres, said so.
+    (size,) = [warning for warning in warnings if warning.startswith("the legs measure")]
+    assert "unless the character is that large" in size and float(size.split()[3]) > 10.0
     if action_compat.LAYERED_ACTIONS:  # else the two share their curves: the result is the second one's too
         assert second.animation_data.action.name == f"{run.name}.footlock.001"
         assert fixed.use_fake_user
