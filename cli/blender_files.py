@@ -15,8 +15,10 @@ file of unknown origin runs. Outputs are written atomically (:func:`~..solvers.a
 after checking that every key is a number.
 """
 
+import ctypes
+import os
 import sys
-from contextlib import contextmanager, redirect_stdout
+from contextlib import contextmanager, redirect_stdout, suppress
 
 import bpy
 import numpy as np
@@ -64,17 +66,46 @@ def _job_in_blender(source, target, args, job):
     """Load ``source``, run ``job()`` with the add-on registered, save ``target`` (every key
     checked first); returns what ``job`` returns. Both commands share every check."""
     try:
-        with redirect_stdout(sys.stderr):  # the importers' chatter: stdout is for our own lines
+        with chatter_to_stderr():
             load(source, args)
-        check_frame_rate(scene_fps(), f"{source.name} (as Blender reads it)")
-        with addon_registered():
-            result = job()
-            refuse_non_finite_keys()
-            with redirect_stdout(sys.stderr):
+            check_frame_rate(scene_fps(), f"{source.name} (as Blender reads it)")
+            with addon_registered():
+                result = job()
+                refuse_non_finite_keys()
                 save(target, input_files(source))
     except (AdapterError, RuntimeError) as error:  # RuntimeError: a bpy.ops call that failed
         raise ClipError(str(error).strip()) from None
     return result
+
+
+@contextmanager
+def chatter_to_stderr():
+    """What Blender and its importers print while inside ("Read blend: ...", the FBX
+    importer's progress) goes to stderr: stdout is for the command's own lines, which
+    pipelines read. Blender prints from C, past ``sys.stdout``: the file descriptor itself
+    is pointed at stderr, its C buffers flushed on the way in and out."""
+    sys.stdout.flush()
+    _flush_c_streams()
+    try:
+        saved = os.dup(1)
+    except OSError:  # no stdout at all: nothing to keep clean
+        saved = None
+    if saved is not None:
+        os.dup2(2, 1)
+    try:
+        with redirect_stdout(sys.stderr):
+            yield
+    finally:
+        _flush_c_streams()
+        if saved is not None:
+            os.dup2(saved, 1)
+            os.close(saved)
+
+
+def _flush_c_streams():
+    """``fflush(NULL)``: what C code buffered for stdout written where stdout points now."""
+    with suppress(OSError, AttributeError, TypeError):  # Windows: no C library of that name, nothing flushed
+        ctypes.CDLL(None).fflush(None)
 
 
 @contextmanager
@@ -152,28 +183,42 @@ def fix_scene(args, keep_originals):
     clips = []
     everyone, armatures = _armatures(args)
     for obj, actions in chosen_clips(args):
-        current = current_action(obj)
-        fixed = {}
-        for action in actions:
+        # By name: a fix run again refreshes Foot Lock's earlier result, and the action that
+        # was it is removed (its name goes to the fresh one).
+        current = _name_key(current_action(obj))
+        fixed, covered = {}, []
+        for key in map(_name_key, actions):
+            action = None if key is None else bpy.data.actions[key]
+            if action is not None and action in covered:  # a result fixed again, or its source: done
+                continue
+            name = NLA_PLAYBACK if action is None else action.name
             reason = None if action is None else why_kept(obj, action) or _shared(action, everyone, armatures)
             if reason:  # a pose, not a motion: it never fails the file
                 clips.append(_kept_entry(obj, action, reason))
                 continue
-            name = action.name if action is not None else NLA_PLAYBACK
             try:
                 outcome = fix_clip(obj, action, args, keep_originals)
             except (AdapterError, ValueError) as error:  # ValueError: the solvers' input errors
                 raise ClipError(f"armature {obj.name!r}, action {name!r}: {error}") from None
-            fixed[name] = outcome.action
+            fixed[key] = outcome.action
+            covered += [outcome.action, sources.recorded_source(outcome.action)]
             clips.append(_entry(obj, name, outcome))
         if current is not None:  # the armature ends up playing what it played, fixed
-            action_compat.assign_action(obj, fixed.get(current.name, current))
+            action_compat.assign_action(obj, fixed.get(current) or bpy.data.actions[current])
     if not keep_originals:
         whole_frame_ranges()
         for obj in bpy.context.scene.objects:
             if obj.type == "ARMATURE":
                 name_slots_after(obj, actions_of(obj))
     return clips
+
+
+def _name_key(action):
+    """What finds ``action`` in ``bpy.data.actions`` once it may have been replaced by a
+    fresh one of its name: its name and library (None for what NLA strips play)."""
+    if action is None:
+        return None
+    return action.name, action.library.filepath if action.library else None
 
 
 def chosen_clips(args):

@@ -68,3 +68,24 @@ def test_root_motion_through_blender_writes_a_travelling_action(in_place_bvh, tm
         bpy.context.scene.frame_set(frame)
         hips.append(np.array(obj.matrix_world @ obj.pose.bones["Hips"].head))
     assert np.linalg.norm(hips[1][:2] - hips[0][:2]) > 3.0
+
+
+@pytest.mark.blender
+def test_root_motion_from_a_blend_prints_its_own_line_alone(in_place_bvh, tmp_path, pythonpath):
+    """A pipeline reads the command's stdout: Blender's "Read blend: ..." (printed from C,
+    past ``sys.stdout``) and the importers' chatter go to stderr, for both commands."""
+    from cli_helpers import run_python
+
+    bpy = pytest.importorskip("bpy")
+    source, _ = in_place_bvh
+    bpy.ops.wm.read_factory_settings(use_empty=True)
+    bpy.ops.import_anim.bvh(filepath=str(source), global_scale=CMU_TO_METRES, update_scene_fps=True)
+    blend = tmp_path / "in_place.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(blend))
+    for command, output in (("root-motion", "travelling.blend"), ("root-motion", "travelling.fbx"),
+                            ("remove-sliding", "fixed.blend")):
+        result = run_python(["-m", "foot_lock", command, blend, "-o", tmp_path / output], tmp_path, pythonpath)
+        assert result.returncode == 0, result.stderr
+        (line,) = result.stdout.splitlines()
+        assert line.startswith(f"ok {blend} -> {tmp_path / output}")
+        assert command != "root-motion" or "Read blend" in result.stderr  # (remove-sliding's worker keeps its own)
