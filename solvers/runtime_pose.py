@@ -33,7 +33,7 @@ lock, terrain only moves where they plant.
 """
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -161,6 +161,7 @@ class TerrainFootLock:
                                  self.settings.max_pelvis_drop * clip.leg_length, self.up)
         self.pull = PelvisPull(self.settings.pelvis_drop_smoothing,
                                self.settings.max_pelvis_pull * clip.leg_length, self.up)
+        self.stances = _Stances.of(clip.contacts, math.ceil(self.settings.blend_time * clip.fps))
         self.reset()
 
     def reset(self):
@@ -176,6 +177,7 @@ class TerrainFootLock:
         self.shown_targets = None  # (L, 3) the toe targets of the frame before
         self.held_back = None  # (L,) how far those were held back from where the lock put them
         self.lock_targets = None  # (L, 3) where the lock put the toes the frame before
+        self.placed = {}  # (leg, stance) -> where that stance is set down, moved from its toe (3,)
 
     def step(self, frame, dt, ground):
         """The displayed pose at clip frame index ``frame``, ``dt`` seconds after the last one.
@@ -193,7 +195,7 @@ class TerrainFootLock:
             dt = 0.0  # every smoother snaps, the locker restarts from its input
         paths = self._cast_paths(frame, ground)
         lift = self._follow_root(paths, dt)
-        feet = self._sample_feet(frame, paths, lift)
+        feet = self._placed_ahead(self._sample_feet(frame, paths, lift), frame, ground)
         targets = self._lock(feet, frame, dt, ground, lift)
         legs = _LegPoints(self.hips[frame], self.ankles[frame], self.toes[frame])
         under = self._ground_under_feet(legs, targets, lift, dt, ground)
@@ -362,6 +364,44 @@ class TerrainFootLock:
         heights[setting_down] = np.where(np.isfinite(placed), placed, heights[setting_down])
         return shifts, heights
 
+    def _placed_ahead(self, feet, frame, ground):
+        """``feet`` with each animated toe moved across the ground toward where its coming
+        stance will be set down (clear of a step edge, :func:`placement_shifts`): eased in
+        over the blend time before it lands, held through the stance, eased out after it
+        lifts. The lock then pins a foot where it lands; moved there only as it locked, the
+        planted foot would glide the few centimetres of the move over the blend. Needs
+        contact curves (the stances ahead)."""
+        if not self.stances.starts:
+            return feet
+        weights = self.stances.weight[frame]  # (L, 2): the last stance started, the next
+        active = np.argwhere(weights > 0.0)
+        if not len(active):
+            return feet
+        shifts = np.zeros((len(self.toe_joints), 3))
+        for leg, which in active:
+            stance = self.stances.index[frame, leg, which]
+            shifts[leg] += weights[leg, which] * self._stance_placement(feet, frame, ground, leg, stance)
+        return replace(feet, toe_inputs=feet.toe_inputs + shifts)
+
+    def _stance_placement(self, feet, frame, ground, leg, stance):
+        """Where the ``stance`` of ``leg`` (an index into :attr:`stances`) is set down, moved
+        from its toe (3,): found once, from the frame it is first needed, with the toe where
+        the clip puts it when it lands, moved with the terrain as it is now."""
+        key = (leg, stance)
+        if key not in self.placed:
+            start = int(self.stances.starts[leg][stance])
+            toe = feet.toe_inputs[leg] + self.toes[start, leg] - self.toes[frame, leg]
+            heels = toe + self.ankles[self._stance_ahead(start, np.array([leg]))[0], leg] - self.toes[start, leg]
+
+            def ground_heights(points):
+                found, _, hit, _ = self._cast(points, ground)
+                return found, hit
+
+            shift, _ = placement_shifts(heels[None], toe[None], ground_heights,
+                                        STEP_EDGE * length_scale(self.clip.leg_length), self.up)
+            self.placed[key] = shift[0]
+        return self.placed[key]
+
     def _stance_ahead(self, frame, legs):
         """(k, STANCE_SAMPLES) frames from ``frame`` to the end of each leg's contact under way
         at which the heel is checked: each the first after the heel (as it turns about the
@@ -509,6 +549,50 @@ class TerrainFootLock:
         feet = np.stack((legs.ankles - legs.toes, self.ankles[ahead, legs_index] - self.toes[ahead, legs_index]))
         reach = np.stack((self.reach[:, frame], np.where(locked, self.reach[legs_index, ahead], np.inf)))
         return _LegNeeds(hips, feet, reach)
+
+
+@dataclass
+class _Stances:
+    """Each leg's stances (runs of frames its contact curve is above 0.5) and, per frame,
+    the two whose placement moves its toe then (:meth:`TerrainFootLock._placed_ahead`): the
+    last to have started and the next, with their weights. The next one's rises smoothly
+    from 0 ``ease`` frames before it starts to 1 as it does; the last one's is 1 through
+    it, falls to 0 ``ease`` frames after its end, and never exceeds what the next one's
+    leaves (after a swing shorter than twice ``ease`` the toe goes from one placement to the
+    next, all the way by the time it lands)."""
+
+    starts: list  # per leg (S,): each stance's first frame
+    index: np.ndarray  # (F, L, 2) the last stance started and the next (-1: none)
+    weight: np.ndarray  # (F, L, 2) their weights
+
+    @classmethod
+    def of(cls, contacts, ease):
+        if contacts is None:
+            return cls([], np.zeros((0, 0, 2), dtype=int), np.zeros((0, 0, 2)))
+        planted = np.asarray(contacts) > 0.5
+        legs, count = planted.shape
+        frames, n = np.arange(count), max(ease, 1)
+        index, weight = np.full((count, legs, 2), -1), np.zeros((count, legs, 2))
+        starts = []
+        for leg, row in enumerate(planted):
+            edges = np.flatnonzero(np.diff(np.pad(row, 1).astype(np.int8)))  # starts and ends alternate
+            first, after = edges[0::2], edges[1::2]
+            starts.append(first)
+            if not len(first):
+                continue
+            last = np.searchsorted(first, frames, side="right") - 1  # the last stance started by each frame
+            upcoming = last + 1
+            has_next = upcoming < len(first)
+            rise = np.where(has_next, _smoothstep(np.clip(
+                (frames - first[np.minimum(upcoming, len(first) - 1)] + n) / n, 0.0, 1.0)), 0.0)
+            fall = np.where(last >= 0, _smoothstep(np.clip((after[last] - 1 + n - frames) / n, 0.0, 1.0)), 0.0)
+            index[:, leg] = np.stack((np.where(last >= 0, last, -1), np.where(has_next, upcoming, -1)), axis=1)
+            weight[:, leg] = np.stack((np.minimum(fall, 1.0 - rise), rise), axis=1)
+        return cls(starts, index, weight)
+
+
+def _smoothstep(t):
+    return t * t * (3.0 - 2.0 * t)
 
 
 def _frames_ahead(clip, frames):

@@ -175,3 +175,33 @@ def test_the_hop_keeps_its_feet_on_the_steps_when_its_labels_move_a_frame_or_two
     across = toes - (toes @ UP)[..., None] * UP
     assert np.abs(above - authored)[stance].max() <= 0.01
     assert 100.0 * np.linalg.norm(np.diff(across, axis=0), axis=-1)[both].mean() * clip.fps <= 1.0  # cm/s
+
+
+@pytest.mark.parametrize("kind", ["stairs", "down"])
+def test_a_foot_set_down_off_a_step_edge_lands_where_it_is_pinned(kind, monkeypatch):
+    """A walk over stairs, its first step edge at six places along the path: wherever a
+    foot would straddle an edge and is set down on one tread, it comes down there and does
+    not move once planted. Moved there only as it locked, the planted toe glided over the
+    blend time (up to 5.1 cm where the clip's toe moves 0.4 cm)."""
+    import test_runtime_pose
+
+    skeleton, motion, rig = load("cmu_07_01")
+    labels, _ = label_contacts(skeleton, motion, rig, UP)
+    blend = math.ceil(RuntimeSettings().blend_time * 120.0)
+    glides = []
+    for start in np.linspace(0.3, 0.8, 6):
+        monkeypatch.setattr(test_runtime_pose, "START", start)
+        clip, toes, _ = _played(skeleton, motion, rig, labels, kind)
+        authored = clip.gpos[:, [leg.toe for leg in rig.legs]]
+        for leg, row in enumerate(labels > 0.5):
+            for touchdown in np.flatnonzero(row[1:] & ~row[:-1]) + 1:
+                held = slice(touchdown, touchdown + blend + 1)
+                if touchdown + blend < len(row) and row[held].all():
+                    shown, clip_toe = (np.diff(points[[touchdown, touchdown + blend], leg], axis=0)[0]
+                                       for points in (toes, authored))
+                    glides.append(np.linalg.norm(_across(shown)) - np.linalg.norm(_across(clip_toe)))
+    assert len(glides) >= 24 and max(glides) <= 0.005
+
+
+def _across(vector):
+    return vector - (vector @ UP) * UP
