@@ -362,15 +362,16 @@ def _shown_row_frame(scene):
 
 
 def _show(obj, preview, frame, shown=True):
-    """Pose the bones at the clip's ``frame`` as the preview shows them (``shown`` False, or
-    outside the clip: as the clip has them). Driving (its F-curves muted), it writes every
-    channel. Else a bone the animation already shows right is not written, unless the
-    preview changed it before: a channel without keys keeps what was set. (Run for every
-    armature on every frame: plain lists, no numpy.)"""
-    row = frame - preview.clip.joint_map.frame_start
+    """Pose the bones at the clip's ``frame`` as the preview shows them (``shown`` False: as
+    the clip has them). Outside the clip both hold its ends, as the animation does (and the
+    action Bake Preview keys: a scene a frame longer than the clip showed its last frame
+    unlocked). Driving (its F-curves muted), it writes every channel. Else a bone the
+    animation already shows right is not written, unless the preview changed it before: a
+    channel without keys keeps what was set. (Run for every armature on every frame: plain
+    lists, no numpy.)"""
     frames = len(preview.moved_rows)
-    moved = preview.moved_rows[row] if shown and 0 <= row < frames else preview.unmoved
-    row = min(max(row, 0), frames - 1)  # outside, the animation holds its ends
+    row = min(max(frame - preview.clip.joint_map.frame_start, 0), frames - 1)
+    moved = preview.moved_rows[row] if shown else preview.unmoved
     drives, written, bones = preview.drives, preview.written, obj.pose.bones
     for joint, bone, prop, shown_values, authored_values in preview.channels:
         if moved[joint] or drives or written[joint]:
