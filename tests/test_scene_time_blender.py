@@ -96,3 +96,22 @@ def test_keys_between_frames_left_under_the_fix_are_warned_about(addon, clips_di
         assert warning.startswith("'Hips'") and "Bake Action" in warning
     else:
         assert between == []
+
+
+@pytest.mark.parametrize("offset, warned", [(0.0013, False), (0.2, True)])
+def test_keys_a_hair_off_whole_frames_are_on_them(addon, clips_dir, offset, warned):
+    """Blender's FBX and glTF importers key a 120 fps clip 0.0013 frames off whole frames
+    (the rate held as 120 / 1.000004): that moves nothing between frames, and every such
+    file was told its keys lay between frames. A fifth of a frame off still is."""
+    from foot_lock.adapters import action_compat, jobs
+
+    obj = import_clip(addon, clips_dir / WALK)
+    for fcurve in action_compat.iter_fcurves(obj, obj.animation_data.action):
+        if fcurve.data_path == 'pose.bones["Hips"].rotation_euler':
+            keys = np.empty(2 * len(fcurve.keyframe_points), dtype=np.float32)
+            fcurve.keyframe_points.foreach_get("co", keys)
+            keys[0::2] += offset
+            fcurve.keyframe_points.foreach_set("co", keys)
+            fcurve.update()
+    warnings = jobs.remove_sliding(obj, addon.context.scene).result.warnings
+    assert any("between frames" in warning for warning in warnings) == warned
