@@ -12,6 +12,7 @@ from pathlib import Path
 from ..solvers import bvh
 from .arguments import parse_args
 from .clip_files import fix_file
+from .paths import os_error_line
 from .report import metrics_table
 
 DATA = Path(__file__).resolve().with_name("data")
@@ -21,9 +22,16 @@ ATTRIBUTION = DATA / "ATTRIBUTION.txt"
 
 def run_demo(args):
     args.clip = args.clip or BUNDLED_CLIP
-    args.output_dir.mkdir(parents=True, exist_ok=True)
     sliding = args.output_dir / f"{args.clip.stem}_sliding.bvh"
-    bvh.write_sliding_copy(args.clip, sliding, args.root_scale)
+    try:
+        if args.clip.suffix.lower() != ".bvh":
+            raise ValueError("the demo makes a BVH walk slide: give it a .bvh file")
+        args.output_dir.mkdir(parents=True, exist_ok=True)
+        bvh.write_sliding_copy(args.clip, sliding, args.root_scale)
+    except (ValueError, OSError) as error:  # ValueError: not a BVH the solvers can read
+        message = os_error_line(error, args.clip, sliding) if isinstance(error, OSError) else error
+        print(f"Foot Lock demo: FAILED {args.clip}: {message}", flush=True)
+        return 1
     print(f"Foot Lock demo: {args.clip.name} with its root motion scaled x{args.root_scale:g} -> {sliding}")
     records = []
     for suffix in (".bvh", ".blend"):
@@ -32,7 +40,7 @@ def run_demo(args):
         print(f"\n$ python -m foot_lock {' '.join(argv)}")
         records.append(fix_file(sliding, fixed, parse_args(argv)))
         print_record(records[-1])
-    if records[-1].ok:
+    if records[-1].ok and "kept" not in records[-1].clips[0]:
         clip = records[-1].clips[0]
         print(f"\nOpen {records[-1].output} in Blender and play: armature {clip['armature']!r} plays the fixed "
               f"action {clip['output_action']!r}; the sliding one, {clip['action']!r}, is kept to compare.")
@@ -46,6 +54,9 @@ def print_record(record):
         print(f"  FAILED: {record.error}")
         return
     for clip in record.clips:
+        if "kept" in clip:  # a pose, not a motion
+            print(f"  {clip['armature']} / {clip['action']}: {clip['kept']}")
+            continue
         contacts = ", ".join(f"{leg} {info['frames']}" for leg, info in clip["contacts"].items())
         print(f"  {clip['frames']} frames at {clip['fps']:g} fps; contact frames per leg: {contacts}; "
               f"{clip['seconds']:.2f} s")

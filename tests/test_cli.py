@@ -248,6 +248,22 @@ def test_a_bvh_is_written_only_from_a_bvh(tmp_path, capsys):
     assert "a BVH is written only from a BVH" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("clip, says", [
+    ("missing.bvh", "cannot read {clip}: No such file or directory"),
+    ("broken.bvh", "not a BVH file"),
+    ("fox.glb", "give it a .bvh file"),
+])
+def test_the_demo_on_a_clip_it_cannot_read_says_so_in_one_line(tmp_path, capsys, clip, says):
+    from foot_lock.cli import main
+
+    path = tmp_path / clip
+    if clip != "missing.bvh":
+        path.write_text("HIERARCHY\n")
+    assert main(["demo", "--clip", str(path), "--output-dir", str(tmp_path / "demo")]) == 1
+    (line,) = capsys.readouterr().out.splitlines()
+    assert line.startswith(f"Foot Lock demo: FAILED {path}: ") and says.format(clip=path) in line
+
+
 def test_the_blender_script_runs_the_command_line_without_install(tmp_path, sliding, bvh_run):
     """``blender -b --python cli/blender_script.py -- ...`` as far as the wheel can show it:
     the same file run by the wheel's Python, with no PYTHONPATH and from another folder."""

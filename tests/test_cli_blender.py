@@ -308,6 +308,21 @@ def test_demo_writes_a_blend_and_a_bvh_that_load(blender, tmp_path, pythonpath, 
     assert "cmu_07_01_sliding" in blender.data.actions
 
 
+def test_the_demo_on_a_one_frame_clip_tells_what_it_kept(blender, tmp_path, capsys, walk):
+    """A pose, not a motion: the BVH fix fails and the .blend keeps it, each said in a line
+    (the .blend's figures, which a kept pose has none of, were a traceback)."""
+    from foot_lock.cli import main
+
+    header, motion = walk.read_text().split("MOTION", 1)
+    lines = motion.strip().splitlines()
+    pose = tmp_path / "pose.bvh"
+    pose.write_text(f"{header}MOTION\nFrames: 1\n{lines[1]}\n{lines[2]}\n")
+    assert main(["demo", "--clip", str(pose), "--output-dir", str(tmp_path / "demo")]) == 1
+    out = capsys.readouterr().out
+    assert "FAILED: the clip has 1 frame(s)" in out and "one frame (1): a pose, kept unchanged" in out
+    assert "Open " not in out  # nothing fixed to play
+
+
 # --- exits ------------------------------------------------------------------------------
 
 EXITS_SCRIPT = """
