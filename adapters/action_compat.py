@@ -192,6 +192,15 @@ def assign_action(obj, action, slot_identifier=""):
         raise AdapterError(f"action {action.name!r} has no slot that can animate {obj.name!r}")
 
 
+def suffixed_name(stem, suffix):
+    """``stem + suffix`` as a data-block name: ``stem`` shortened (by whole characters) where
+    the two would not fit in Blender's name length, so the suffix survives. Blender cuts a
+    name at its limit (63 bytes of UTF-8 before 5.0): a long action's ``.footlock`` came out
+    ``.fo``, and its rerun, unable to find it, made another."""
+    room = bpy.types.ID.bl_rna.properties["name"].length_max - 1 - len(suffix.encode())  # less the closing NUL
+    return stem.encode()[: max(room, 0)].decode(errors="ignore") + suffix
+
+
 def copy_action(obj, action, name):
     """A copy of ``action`` named ``name`` (Blender adds a suffix if taken), assigned to
     ``obj`` with the slot it used before.

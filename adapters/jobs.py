@@ -646,7 +646,7 @@ def _new_result(obj, source, sampled, clip, replace):
 def _result_name(obj, source):
     """``<action>.footlock``; from the NLA without an action, after the first strip's action."""
     base = source.action if source.action is not None else _first_strip_action(source.tracks)
-    return (base.name if base else obj.name) + FOOTLOCK_SUFFIX
+    return compat.suffixed_name(base.name if base else obj.name, FOOTLOCK_SUFFIX)
 
 
 def _adopt_earlier_result(obj, source):

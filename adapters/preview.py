@@ -465,7 +465,7 @@ def bake_preview(obj, scene, depsgraph):
         obj, source, clip.joint_map, Motion(played.rot, played.pos, clip.motion.fps), int(clip.frames[0]),
         rotation_bones=[bones[j] for j in changed if j != pelvis],
         location_bones=[bones[pelvis]] if pelvis in changed else [],
-        new_action_name=source.name + PREVIEW_SUFFIX, warnings=warnings,
+        new_action_name=compat.suffixed_name(source.name, PREVIEW_SUFFIX), warnings=warnings,
     )
     return action, len(clip.frames), warnings
 

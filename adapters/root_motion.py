@@ -46,7 +46,7 @@ def root_motion_from_feet(obj, scene, onto_object=False):
                                          looped)
     if not (contacts > 0.5).any():
         raise AdapterError(f"no planted foot found in {action.name!r}: there is no travel to take from the feet")
-    name = None if settings.in_place else action.name + ROOT_MOTION_SUFFIX
+    name = None if settings.in_place else compat.suffixed_name(action.name, ROOT_MOTION_SUFFIX)
     warnings = []
     if onto_object:
         target, carrier = _key_object_travel(obj, action, clip.frames, travel, name), obj.name

@@ -335,3 +335,27 @@ def test_a_result_fixed_for_another_armature_s_slot_is_kept_for_it_untold(addon)
         assert fixed.use_fake_user
         action_compat.assign_action(first, fixed)
         assert keys_of(first) == kept
+
+
+@pytest.mark.parametrize("letter", ["a", "é"])  # one byte of UTF-8, two
+def test_an_action_named_to_blenders_limit_gets_results_that_keep_their_suffix(addon, sliding, letter):
+    """Blender cuts a name at its limit (63 bytes before 5.0): the fix of an action named up
+    to it came out '<name cut>.fo', and a rerun, not finding it, made another beside it.
+    Each result's stem is shortened instead; reruns refresh it."""
+    obj = import_clip(addon, sliding)
+    source = obj.animation_data.action
+    limit = addon.types.ID.bl_rna.properties["name"].length_max - 1  # bytes
+    source.name = letter * (limit // len(letter.encode()))
+    assert len(source.name.encode()) > limit - 2  # the whole name (a two-byte letter may leave one spare)
+    assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
+    result = obj.animation_data.action.name
+    assert result.endswith(".footlock") and source.name.startswith(result[: -len(".footlock")])
+    assert run_again_from_the_source(addon, obj, source).name == result  # refreshed (the earlier one replaced)
+    assert sorted(action.name for action in addon.data.actions) == sorted([source.name, result])
+    obj.animation_data.action = source
+    assert addon.ops.foot_lock.root_motion_from_feet() == {"FINISHED"}
+    assert obj.animation_data.action.name.endswith(".rootmotion")
+    obj.animation_data.action = source
+    obj.foot_lock.preview = True
+    assert addon.ops.foot_lock.bake_preview() == {"FINISHED"}
+    assert obj.animation_data.action.name.endswith(".preview")
