@@ -42,10 +42,8 @@ def root_motion_from_feet(obj, scene, onto_object=False):
     clip = jobs.read_clip(obj, action)
     looped = cycles.is_marked_cyclic(obj, action) or loops.is_closed_loop(
         clip.skeleton, clip.motion, clip.rig, jobs.UP)
-    moved, travel, contacts = plant_feet(clip.skeleton, clip.motion, clip.rig, jobs.UP, contact_settings(settings),
-                                         looped)
-    if not (contacts > 0.5).any():
-        raise AdapterError(f"no planted foot found in {action.name!r}: there is no travel to take from the feet")
+    moved, travel, _ = plant_feet(clip.skeleton, clip.motion, clip.rig, jobs.UP, contact_settings(settings),
+                                  looped)
     name = None if settings.in_place else compat.suffixed_name(action.name, ROOT_MOTION_SUFFIX)
     warnings = []
     if onto_object:

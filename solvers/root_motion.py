@@ -15,7 +15,7 @@ played) so the travel's speed loops and the travel repeats with its per-cycle of
 import numpy as np
 
 from .contacts import REFERENCE_LEG_LENGTH, across, detect_contacts, heights_along, lowest_row, window_sum
-from .kinematics import forward_kinematics, local_position
+from .kinematics import SolverInputError, forward_kinematics, local_position
 from .quaternion import dots, gradient, horizontal, lengths
 from .rig import leg_length
 
@@ -30,6 +30,10 @@ STEPPING_SHARE = 0.25
 WINDOW = 1.0  # s
 MAX_SPEED = 10.0  # m/s: faster is a glitch in the capture (a popping frame), not a glide
 REFINEMENTS = 2
+# Every gait plants each foot a fifth of its cycle or more (a sprint, a gallop): with no foot
+# found planted for this share of the frames, the labels are not of a gait the travel can
+# come from (a flip, or a clip the labeller cannot read: it sent the glTF fox's Run backwards).
+MIN_PLANTED_SHARE = 0.15
 
 
 def lower_foot_velocity(toes, up, fps):
@@ -165,8 +169,16 @@ def travel_summary(before, after, frames):
 
 def plant_feet(skeleton, motion, rig, up, settings=None, looped=False):
     """``motion`` carried by the travel of its feet (see :func:`feet_travel`) on the rig's
-    translation joint (``rig.pelvis``); returns (motion, travel, contacts)."""
+    translation joint (``rig.pelvis``); returns (motion, travel, contacts). Raises
+    :class:`SolverInputError` where no foot is found planted for long enough to take a
+    travel from (:data:`MIN_PLANTED_SHARE`)."""
     _, gpos = forward_kinematics(skeleton, motion.rot, motion.pos, [leg.toe for leg in rig.legs])
     toes = np.stack([gpos[:, leg.toe] for leg in rig.legs])
     travel, contacts = feet_travel(toes, up, motion.fps, leg_length(gpos, rig), settings, looped)
+    planted = float((contacts > 0.5).mean(axis=1).max())
+    if planted < MIN_PLANTED_SHARE:
+        raise SolverInputError(
+            f"no foot is found planted on more than {100 * planted:.0f}% of the frames (a gait plants each foot "
+            f"{100 * MIN_PLANTED_SHARE:.0f}% of the time or more): a travel taken from them would be a guess, so "
+            "none is keyed")
     return with_travel(skeleton, motion, rig.pelvis, travel), travel, contacts

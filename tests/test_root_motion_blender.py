@@ -100,3 +100,33 @@ def test_remove_sliding_reports_an_in_place_walk_as_in_place(addon, in_place_wal
     assert len(outcome.result.warnings) == 1
     assert "in place" in outcome.result.warnings[0]
     assert "no foot contacts" not in outcome.result.warnings[0]
+
+
+def test_a_clip_whose_feet_are_seldom_found_planted_gets_no_travel(addon):
+    """The glTF fox's Run (a gallop in place, 28 frames at 24 fps): no foot is found planted
+    on more than 14% of its frames, and the travel taken from those few frames sent the fox
+    backwards (each rerun further). It is refused, saying why, and nothing is made; its
+    Walk, whose feet are found planted, travels the way it faces."""
+    from pathlib import Path
+
+    from foot_lock.adapters import action_compat
+
+    addon.ops.import_scene.gltf(filepath=str(Path(__file__).parent / "data" / "assets" / "fox.glb"))
+    fox = addon.data.objects["root"]
+    addon.context.view_layer.objects.active = fox
+    run, walk = (next(a for a in addon.data.actions if a.name.startswith(name)) for name in ("Run", "Walk"))
+    action_compat.assign_action(fox, run)
+    before = sorted(addon.data.actions.keys())
+    with pytest.raises(RuntimeError, match="no foot is found planted on more than 14% of the frames"):
+        addon.ops.foot_lock.root_motion_from_feet()
+    assert sorted(addon.data.actions.keys()) == before and fox.animation_data.action == run
+    action_compat.assign_action(fox, walk)
+    assert addon.ops.foot_lock.root_motion_from_feet() == {"FINISHED"}
+    head = fox.pose.bones["b_Head_05"].head - fox.pose.bones["b_Spine01_02"].head  # the way the fox faces
+    frames = [round(frame) for frame in fox.animation_data.action.frame_range]
+    hips = []
+    for frame in frames:
+        addon.context.scene.frame_set(frame)
+        hips.append(np.array(fox.matrix_world @ fox.pose.bones[fox.foot_lock.pelvis].head))
+    travel = hips[1] - hips[0]
+    assert np.dot(travel[:2], np.array(fox.matrix_world.to_3x3() @ head)[:2]) > 0.0
