@@ -184,7 +184,7 @@ def read_clip(obj, action, legs_only=False, object_keys=False):
     ancestors (all a solve reads and writes: the other bones are keyed as they are); with
     ``object_keys`` the object travels by its own transform keys, if the action has any
     (see :func:`~.armature.read_motion`)."""
-    start, end = _motion_frames(action)[[0, -1]]
+    start, end = motion_frames(action)[[0, -1]]
     settings = obj.foot_lock
     only = _leg_bones(settings) if legs_only else None
     clip = _clip(obj, *armature.read_motion(obj, action, start, end, extra_tails=_tail_bones(settings), only=only,
@@ -294,7 +294,7 @@ def _rig(obj, joint_map):
     return Rig(joint_map.joint(translation_bone(obj, settings.pelvis)), legs)
 
 
-def _motion_frames(action):
+def motion_frames(action):
     start, end = frame_range(action)
     if end <= start:
         raise AdapterError(f"action {action.name!r} has a single frame ({start}): there is no motion to fix")
@@ -405,7 +405,7 @@ def detect_contacts(obj, scene=None, overwrite=False):
     (``<strip action>.footlock``, every channel, the tracks muted and kept), the motion
     unchanged, so the curves are where Remove Foot Sliding reads, keeps and refreshes them."""
     settings = ensure_legs(obj)
-    source = sources.motion_source(obj, _motion_frames, follow_results=False)
+    source = sources.motion_source(obj, motion_frames, follow_results=False)
     baking = source.kind == sources.NLA and source.action is None
     if baking:
         _adopt_earlier_result(obj, source)
@@ -453,7 +453,7 @@ def remove_sliding(obj, scene, progress=lambda fraction: None):
     behaviour). Everything that can fail is checked before the first write."""
     start_time = time.perf_counter()
     settings = ensure_legs(obj)
-    source = sources.motion_source(obj, _motion_frames, follow_results=not settings.in_place)
+    source = sources.motion_source(obj, motion_frames, follow_results=not settings.in_place)
     if settings.in_place:
         if source.kind == sources.NLA:
             raise AdapterError(f"{obj.name!r} plays NLA strips: turn In Place off to bake them into a new action")

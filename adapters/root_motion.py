@@ -15,7 +15,7 @@ import numpy as np
 from ..solvers import loops, matrices
 from ..solvers.root_motion import plant_feet, travel_before_and_after, travel_summary
 from . import action_compat as compat
-from . import armature, cycles, jobs
+from . import armature, control_rig, cycles, jobs
 from .errors import AdapterError
 from .properties import contact_settings, unit_scale
 
@@ -39,26 +39,84 @@ def root_motion_from_feet(obj, scene, onto_object=False):
     start_time = time.perf_counter()
     settings = jobs.ensure_legs(obj)
     action = jobs.editable_action(obj)
-    clip = jobs.read_clip(obj, action)
-    looped = cycles.is_marked_cyclic(obj, action) or loops.is_closed_loop(
-        clip.skeleton, clip.motion, clip.rig, jobs.UP)
-    moved, travel, _ = plant_feet(clip.skeleton, clip.motion, clip.rig, jobs.UP, contact_settings(settings),
-                                  looped)
+    frames = jobs.motion_frames(action)
+    controls = control_rig.find_controls(obj, settings, action, frames)
+    if controls is None:
+        clip = jobs.read_clip(obj, action)
+        skeleton, motion, rig = clip.skeleton, clip.motion, clip.rig
+    else:  # the deformation skeleton as the controls move it
+        deform = control_rig.read_deform_clip(obj, scene, settings, frames)
+        skeleton, motion, rig = deform.skeleton, deform.motion, deform.rig
+    looped = cycles.is_marked_cyclic(obj, action) or loops.is_closed_loop(skeleton, motion, rig, jobs.UP)
+    moved, travel, _ = plant_feet(skeleton, motion, rig, jobs.UP, contact_settings(settings), looped)
     name = None if settings.in_place else compat.suffixed_name(action.name, ROOT_MOTION_SUFFIX)
     warnings = []
     if onto_object:
-        target, carrier = _key_object_travel(obj, action, clip.frames, travel, name), obj.name
+        target, carrier = _key_object_travel(obj, action, frames, travel, name), obj.name
+    elif controls is not None:
+        carrier = _carrying_control(obj, controls)
+        target = _key_control_travel(obj, action, carrier, frames, travel, name)
     else:
-        carrier = clip.joint_map.joint_bone[clip.rig.pelvis]  # the translation bone
-        target = armature.write_motion(obj, action, clip.joint_map, moved, int(clip.frames[0]),
+        carrier = clip.joint_map.joint_bone[rig.pelvis]  # the translation bone
+        target = armature.write_motion(obj, action, clip.joint_map, moved, int(frames[0]),
                                        rotation_bones=[], location_bones=[carrier], new_action_name=name,
                                        warnings=warnings)
-        if looped:
-            cycles.keep_looping(obj, target, [carrier])
-    before, after = travel_before_and_after(clip.skeleton, clip.motion, clip.rig.pelvis, travel, jobs.UP)
+    if looped and not onto_object:
+        cycles.keep_looping(obj, target, [carrier])
+    before, after = travel_before_and_after(skeleton, motion, rig.pelvis, travel, jobs.UP)
     metres = unit_scale(scene)
-    return RootMotionOutcome(target, carrier, before * metres, after * metres, len(clip.frames),
+    return RootMotionOutcome(target, carrier, before * metres, after * metres, len(frames),
                              time.perf_counter() - start_time, warnings)
+
+
+# Rigify's master control: the parent switches of its torso and IK controls follow it (by
+# Armature constraints, not as its children).
+RIGIFY_ROOT = "root"
+
+
+def _carrying_control(obj, controls):
+    """The bone that carries every control of the legs and the body (Rigify's ``root``, else
+    their common parent): the travel keyed on it moves them all, as the translation bone
+    carries a plain rig."""
+    if controls.kind == control_rig.RIGIFY and RIGIFY_ROOT in obj.pose.bones:
+        return RIGIFY_ROOT
+    chains = [_ancestors(obj.data.bones[follower.control]) for follower in controls.followers()]
+    common = [bone for bone in chains[0] if all(bone in chain for chain in chains[1:])]
+    carrier = common[0] if common else None
+    if carrier is None or carrier.parent is not None or obj.pose.bones[carrier.name].constraints:
+        raise AdapterError(
+            f"no bone of {obj.name!r} carries all its leg and body controls (a root control without a parent or "
+            "constraints) to key the travel on: turn on Onto Object to key it on the armature object")
+    return carrier.name
+
+
+def _ancestors(bone):
+    """``bone``'s parents, nearest first."""
+    chain = []
+    while bone.parent is not None:
+        bone = bone.parent
+        chain.append(bone)
+    return chain
+
+
+def _key_control_travel(obj, action, control, frames, travel, new_action_name):
+    """Key ``control`` (a bone without a parent) where it is on ``frames`` plus ``travel``
+    (world): its location moves it along its rest axes, in the armature's space."""
+    rest = np.array(obj.data.bones[control].matrix_local)[:3, :3]
+    local = travel @ matrices.inverse(np.array(obj.matrix_world)[:3, :3] @ rest).T
+    path = armature.bone_data_path(control) + ".location"
+    target = compat.copy_action(obj, action, new_action_name) if new_action_name else action
+    bag = compat.channel_bag(obj, target, create=True)
+    current = np.array(obj.pose.bones[control].location, dtype=float)
+    for axis in range(3):
+        fcurve = compat.find_fcurve(bag, path, axis)
+        if fcurve is None:
+            fcurve = compat.new_fcurve(bag, path, axis, group=control)
+            values = np.full(len(frames), current[axis])
+        else:
+            values = compat.read_values(fcurve, frames)
+        compat.write_keys(fcurve, frames, values + local[:, axis], "LINEAR", keep_outside=True)
+    return target
 
 
 def _key_object_travel(obj, action, frames, travel, new_action_name):

@@ -116,6 +116,54 @@ def test_rigify_walk_is_fixed_on_its_controls_in_one_click(addon, rigify_walk, c
     assert toe_slide(addon, rig, RIGIFY_WALK, contacts) <= 1.0  # over the original clip's planted frames
 
 
+def in_place_copy(clip, folder):
+    """The walk made to walk in place (its smoothed root travel taken away), as a BVH."""
+    from clip_scenarios import CMU_TO_METRES, in_place
+    from foot_lock.solvers import bvh
+
+    parsed = bvh.read(clip)
+    _, motion = bvh.to_motion(parsed, CMU_TO_METRES)
+    still = folder / "walk_in_place.bvh"
+    bvh.write(still, parsed, in_place(motion), CMU_TO_METRES, location_joints=[0])
+    return still
+
+
+@pytest.mark.parametrize("onto_object", [False, True])
+def test_rigify_walking_in_place_gets_root_motion_on_its_root_or_its_object(addon, rigify_file, clip, tmp_path,
+                                                                            onto_object):
+    """The walk in place keyed on Rigify's controls (its feet gliding back): Root Motion from
+    Feet, which Remove Foot Sliding recommends there, keys the travel on the rig's ``root``
+    control (the parents of its torso and IK controls follow it), or on the object; the feet
+    then stand where the original walk planted them. It refused every control rig, naming a
+    deform bone."""
+    rig = open_rigify_rig(addon, rigify_file)
+    source = key_walk(addon, rig, RIGIFY_WALK, in_place_copy(clip, tmp_path))
+    contacts = planted(clip)
+    original = keyed_curves(rig, source)
+    assert toe_slide(addon, rig, RIGIFY_WALK, contacts) > 50.0
+
+    assert addon.ops.foot_lock.root_motion_from_feet(onto_object=onto_object) == {"FINISHED"}
+    result = rig.animation_data.action
+    assert result.name == "walk.rootmotion" and changed_bones(original, keyed_curves(rig, source)) == set()
+    curves = keyed_curves(rig, result)
+    if onto_object:
+        assert changed_bones(original, curves) == set() and ("location", 0) in curves
+    else:
+        assert changed_bones(original, curves) == {"root"} and ("location", 0) not in curves
+    assert toe_slide(addon, rig, RIGIFY_WALK, contacts) <= 2.0
+
+
+def test_a_hand_made_rig_walking_in_place_gets_root_motion_on_the_bone_carrying_its_controls(addon, clip, tmp_path):
+    """Its body and foot controls hang from one root bone: the travel is keyed there."""
+    rig = hand_made_walk(addon, in_place_copy(clip, tmp_path), stretch=0.1)
+    original = keyed_curves(rig, rig.animation_data.action)
+    contacts = planted(clip)
+    assert toe_slide(addon, rig, HAND_MADE_WALK, contacts) > 50.0
+    assert addon.ops.foot_lock.root_motion_from_feet() == {"FINISHED"}
+    assert changed_bones(original, keyed_curves(rig, rig.animation_data.action)) == {"root"}
+    assert toe_slide(addon, rig, HAND_MADE_WALK, contacts) <= 2.0
+
+
 def test_rigify_obeys_contact_curves_on_the_foot_controls(addon, rigify_walk, clip):
     rig, contacts = rigify_walk, planted(clip)
     key_contacts(rig, RIGIFY_WALK.feet, contacts)
