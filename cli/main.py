@@ -163,7 +163,7 @@ def _numpy_only(args):
 
 def _write_report(args, records, **stop):
     try:
-        write_report(args.report, records, settings_used(args), **stop)
+        write_report(args.report, records, settings_used(args), shard=args.shard, **stop)
     except OSError as error:
         print(f"Foot Lock: cannot write the report {args.report}: {error.strerror or error}", flush=True)
         return False

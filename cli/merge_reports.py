@@ -3,13 +3,15 @@
 The merged report is the one an unsharded run would have written (files in the same
 order, the same summary). A shard that was stopped (Ctrl-C, SIGTERM) makes the merged
 report a stopped one too, listing every file that did not finish. Reports of different settings or Foot Lock versions, or that
-share a file, are not shards of one batch: they are refused rather than mixed.
+share a file, are not shards of one batch: they are refused rather than mixed; so are the
+shards' reports of a batch where one is missing or given twice (each says which it is).
 """
 
 import json
 from pathlib import Path
 
 from .report import FileRecord, summary_line, write_report
+from .shards import shard_flag
 
 EXIT_REFUSED = 2
 
@@ -58,6 +60,7 @@ def merged(paths):
                 raise MergeError(f"{record.input} is in both {origin[record.input]} and {path}")
             origin[record.input] = path
             records.append(record)
+    _check_shards(paths, documents)
     stopped = [(path, document["summary"]) for path, document in zip(paths, documents)
                if document["summary"].get("stopped")]
     stop = {"stopped": "; ".join(f"{path} {summary['stopped']}" for path, summary in stopped),
@@ -65,13 +68,35 @@ def merged(paths):
     return sorted(records, key=lambda record: record.input), documents[0]["settings"], stop if stopped else {}
 
 
+def _check_shards(paths, documents):
+    """Raise :class:`MergeError` unless the reports are of every shard of one batch, each
+    once, or of no shard at all: merged without one, a batch would pass for done."""
+    shards = [document["shard"] for document in documents]
+    if not any(shards):
+        return
+    if not all(shards):
+        unsharded = [str(path) for path, shard in zip(paths, shards) if not shard]
+        raise MergeError(f"{', '.join(unsharded)}: not a shard's report, beside shards' reports")
+    parsed = [shard_flag(shard) for shard in shards]
+    count = parsed[0].count
+    if any(shard.count != count for shard in parsed):
+        raise MergeError(f"shards of different batches: {', '.join(sorted(set(shards)))}")
+    seen = [shard.index for shard in parsed]
+    twice = sorted({index for index in seen if seen.count(index) > 1})
+    missing = sorted(set(range(1, count + 1)) - set(seen))
+    if twice or missing:
+        told = [f"shard {index}/{count} twice" for index in twice]
+        told += [f"no report of shard {', '.join(map(str, missing))} of {count}"] if missing else []
+        raise MergeError("; ".join(told) + " (a shard that stopped before its report was written: run it again)")
+
+
 def _read(path):
     """A report, its files as records."""
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
         version, settings, entries = document["foot_lock_version"], document["settings"], document["files"]
-        return {"foot_lock_version": version, "settings": settings, "summary": document["summary"],
-                "files": [FileRecord(**entry) for entry in entries]}
+        return {"foot_lock_version": version, "settings": settings, "shard": document.get("shard"),
+                "summary": document["summary"], "files": [FileRecord(**entry) for entry in entries]}
     except OSError as error:
         raise MergeError(f"cannot read {path}: {error.strerror or error}") from error
     except (ValueError, TypeError, KeyError, AttributeError) as error:

@@ -62,9 +62,10 @@ def foot_lock_version():
     return tomllib.loads(MANIFEST.read_text(encoding="utf-8"))["version"]
 
 
-def write_report(path, records, settings, stopped=None, unfinished=()):
+def write_report(path, records, settings, stopped=None, unfinished=(), shard=None):
     """The run's JSON report, strict JSON (a figure that is not a number is ``null``),
-    written atomically. A stopped run reports the files that finished and lists the rest."""
+    written atomically. A stopped run reports the files that finished and lists the rest;
+    a shard's (``--shard K/N``) says which it is, so that a merge can tell one is missing."""
     failed = [r.input for r in records if not r.ok]
     summary = {"files": len(records), "fixed": len(records) - len(failed), "failed": failed}
     if stopped:
@@ -72,6 +73,7 @@ def write_report(path, records, settings, stopped=None, unfinished=()):
     document = {
         "foot_lock_version": foot_lock_version(),
         "settings": settings,
+        **({"shard": str(shard)} if shard else {}),
         "summary": summary,
         "files": [asdict(record) for record in records],
     }

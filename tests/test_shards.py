@@ -124,3 +124,24 @@ def test_a_stopped_shard_makes_the_merged_report_a_stopped_one(sharded, tmp_path
     assert f"unfinished files: 1 ({tmp_path / 'shard2.json'} stopped by SIGTERM)" in capsys.readouterr().out
     summary = read_report(tmp_path / "all.json")["summary"]
     assert summary["unfinished"] == [unfinished] and summary["files"] == 8
+
+
+def test_the_shards_of_a_batch_are_merged_only_all_of_them(sharded, tmp_path, capsys):
+    """Each shard's report says which it is: a batch merged without the report of a shard
+    that died before writing it (or with one shard's twice) is refused, naming it, instead
+    of passing for a batch that is done."""
+    from foot_lock.cli import main
+
+    reports = [sharded["root"] / f"shard{k}.json" for k in (1, 2, 3)]
+    assert [read_report(path)["shard"] for path in reports] == ["1/3", "2/3", "3/3"]
+    assert main(["merge-reports", *map(str, reports[:2]), "-o", str(tmp_path / "all.json")]) == 2
+    assert "no report of shard 3 of 3" in capsys.readouterr().out
+    assert main(["merge-reports", str(reports[0]), "-o", str(tmp_path / "all.json")]) == 2
+    assert "no report of shard 2, 3 of 3" in capsys.readouterr().out
+    empty = dict(read_report(reports[1]), files=[])  # the same shard again, with its files elsewhere
+    (tmp_path / "again.json").write_text(json.dumps(empty))
+    assert main(["merge-reports", *map(str, reports), str(tmp_path / "again.json"), "-o", str(tmp_path / "all.json")]) == 2
+    assert "shard 2/3 twice" in capsys.readouterr().out
+    whole = sharded["root"] / "whole.json"
+    assert main(["merge-reports", *map(str, reports), str(whole), "-o", str(tmp_path / "all.json")]) == 2
+    assert not (tmp_path / "all.json").exists()
