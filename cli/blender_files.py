@@ -336,11 +336,14 @@ def _shared(action, everyone, chosen):
 
 
 def _plays(obj, action):
-    """Whether ``obj`` plays ``action``: as its action, in an NLA strip, through a slot it
-    uses (4.4+), or named after it by the FBX importer (``<object>|<take>``)."""
+    """Whether ``obj`` plays ``action``: as its action, or its Foot Lock result (a file fixed
+    before), in an NLA strip, through a slot it uses (4.4+), or named after it by the FBX
+    importer (``<object>|<take>``)."""
     anim = obj.animation_data
     if anim is not None and (anim.action == action or any(
             strip.action == action for track in anim.nla_tracks for strip in track.strips)):
+        return True
+    if anim is not None and anim.action is not None and sources.result_origin(anim.action) == action:
         return True
     if any(obj in slot.users() for slot in getattr(action, "slots", ())):
         return True

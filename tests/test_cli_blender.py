@@ -62,20 +62,25 @@ def test_blend_in_and_out_keeps_the_original_and_plays_the_fixed_action(blender,
     assert clip["motion_source"] == "keys"  # a plain keyed walk: read straight from its curves
 
 
-def test_a_blend_fixed_before_is_fixed_again_from_its_original(blender, tmp_path, sliding, reference):
-    """The output fixed again (a batch run twice, or over its own outputs): its result is
-    refreshed from the original, as the button does, and the report has one clip, not an
-    error that the result it played had been removed."""
+def test_a_blend_fixed_before_is_fixed_again_from_its_original(blender, tmp_path, walk, sliding, reference):
+    """The output fixed again (a batch run twice, or over its own outputs): each armature's
+    result is refreshed from its original, as the button does, and the report has a clip per
+    armature, not an error that the result it played had been removed. The two armatures
+    share their bones' names, and neither plays its original any more: each original is
+    still its armature's (it was kept, unfixed, as one "both animate alike")."""
     bpy = blender
     first = tmp_path / "first.blend"
-    assert cli("remove-sliding", save_blend(bpy, tmp_path / "walk.blend", sliding), "-o", first) == 0
+    assert cli("remove-sliding", save_blend(bpy, tmp_path / "two.blend", walk, sliding), "-o", first) == 0
     for options in ((), ("--all-actions",)):
         again, report = tmp_path / "again.blend", tmp_path / "again.json"
         assert cli("remove-sliding", first, "-o", again, "--report", report, *options) == 0
-        (clip,) = json.loads(report.read_text())["files"][0]["clips"]
-        assert clip["output_action"] == "walk_sliding.footlock" and clip["after"]["toe_slide_cm_s"] < 1.0
+        clips = json.loads(report.read_text())["files"][0]["clips"]
+        assert sorted((clip["armature"], clip["output_action"]) for clip in clips) == [
+            ("cmu_07_01", "cmu_07_01.footlock"), ("walk_sliding", "walk_sliding.footlock")]
+        assert all("kept" not in clip and clip["after"]["toe_slide_cm_s"] < 1.0 for clip in clips)
         bpy.ops.wm.open_mainfile(filepath=str(again))
-        assert sorted(bpy.data.actions.keys()) == ["walk_sliding", "walk_sliding.footlock"]
+        assert sorted(bpy.data.actions.keys()) == [
+            "cmu_07_01", "cmu_07_01.footlock", "walk_sliding", "walk_sliding.footlock"]
         obj = bpy.data.objects["walk_sliding"]
         assert obj.animation_data.action.name == "walk_sliding.footlock"
         assert slide_cm_s(world_joints(obj, TOES), reference, fps(bpy)) <= 1.5
