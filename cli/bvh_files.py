@@ -39,6 +39,16 @@ def unit_scale(parsed, rig, override=None):
     return COMMON_UNITS[name], f"guessed from leg length: {name}"
 
 
+def _why_kept(parsed):
+    """Why a BVH is written as it is (a pose, not a motion), or None."""
+    frames = len(parsed.values)
+    if frames < 2:
+        return "one frame (1): a pose, kept unchanged"
+    if not np.ptp(parsed.values, axis=0).any():
+        return f"no motion over frames 1-{frames}: kept unchanged"
+    return None
+
+
 def file_unit_scale(path, override=None):
     """:func:`unit_scale` of a BVH file (for Blender's importer)."""
     parsed = bvh.read(path)
@@ -46,9 +56,16 @@ def file_unit_scale(path, override=None):
 
 
 def fix_bvh(source, target, settings, unit_override=None):
-    """Fix ``source`` into ``target``; returns the one clip entry of the report."""
+    """Fix ``source`` into ``target``; returns the one clip entry of the report. A pose (one
+    frame, or frames that never change) is written as it is, and said so, as a .blend's is."""
     start = time.perf_counter()
     parsed = bvh.read(source)
+    kept = _why_kept(parsed)
+    if kept:
+        with atomic_output(target) as temp:
+            temp.write_bytes(source.read_bytes())
+        return [{"armature": None, "action": None, "output_action": None, "frames": len(parsed.values),
+                 "frame_start": 1, "kept": kept}]
     rig = bvh.detect_rig(parsed)
     scale, unit_source = unit_scale(parsed, rig, unit_override)
     # Solved in metres, the regime the solver is tuned and tested in; written back in file units.

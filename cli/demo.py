@@ -13,7 +13,7 @@ from ..solvers import bvh
 from .arguments import parse_args
 from .clip_files import fix_file
 from .paths import os_error_line
-from .report import metrics_table
+from .report import clip_name, metrics_table
 
 DATA = Path(__file__).resolve().with_name("data")
 BUNDLED_CLIP = DATA / "cmu_07_01.bvh"
@@ -55,7 +55,7 @@ def print_record(record):
         return
     for clip in record.clips:
         if "kept" in clip:  # a pose, not a motion
-            print(f"  {clip['armature']} / {clip['action']}: {clip['kept']}")
+            print(f"  {clip_name(clip)}{clip['kept']}")
             continue
         contacts = ", ".join(f"{leg} {info['frames']}" for leg, info in clip["contacts"].items())
         print(f"  {clip['frames']} frames at {clip['fps']:g} fps; contact frames per leg: {contacts}; "

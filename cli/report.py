@@ -107,8 +107,13 @@ def file_line(record):
     return f"ok {record.input} -> {record.output} ({record.seconds:.1f} s): {clips}"
 
 
+def clip_name(clip):
+    """``armature / action: `` of a clip entry from Blender, nothing for a BVH's."""
+    return f"{clip['armature']} / {clip['action']}: " if clip.get("armature") else ""
+
+
 def _clip_summary(clip):
-    name = f"{clip['armature']} / {clip['action']}: " if clip.get("armature") else ""
+    name = clip_name(clip)
     if "kept" in clip:
         return f"{name}{clip['kept']}"
     before, after = clip["before"], clip["after"]

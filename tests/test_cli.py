@@ -367,3 +367,21 @@ def test_readme_quick_start_is_two_commands_demo_then_tests():
     assert len(lines) == 2
     assert lines[0].endswith("-m foot_lock demo")
     assert lines[1].endswith("python -m pytest -q -rs")
+
+
+@pytest.mark.parametrize("still", [False, True], ids=["one-frame", "no-motion"])
+def test_a_bvh_pose_is_written_as_it_is_and_said_so(tmp_path, capsys, walk, still):
+    """One frame, or frames that never change: a pose, not a motion. Kept as it is (as a
+    .blend's pose is), not failed: a folder of clips and poses fixes through."""
+    from foot_lock.cli import main
+
+    header, motion = walk.read_text().split("MOTION", 1)
+    lines = motion.strip().splitlines()
+    rows = [lines[2]] * (5 if still else 1)
+    pose = tmp_path / "pose.bvh"
+    pose.write_text(f"{header}MOTION\nFrames: {len(rows)}\n{lines[1]}\n" + "\n".join(rows) + "\n")
+    target = tmp_path / "out.bvh"
+    assert main(["remove-sliding", str(pose), "-o", str(target)]) == 0
+    said = "no motion over frames 1-5:" if still else "one frame (1): a pose,"  # as a .blend's are said
+    assert f"{said} kept unchanged" in capsys.readouterr().out
+    assert target.read_bytes() == pose.read_bytes()
