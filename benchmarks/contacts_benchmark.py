@@ -315,13 +315,14 @@ def print_jitter(clips_dir, clips=SHARED_CLIPS):
     print("mean: " + ", ".join(f"{d} deg F1 {f:.3f} slide {s:.2f}" for d, (f, s) in zip(JITTER_DEGREES, means)))
 
 
-STAIR_RISES = (0.08, -0.08)  # m per step: up, down
+STAIR_RISES = (0.08, -0.08, 0.17, -0.17)  # m per step: up, down; and a building's stairs
 
 
 def print_stairs(clips_dir, clips=SHARED_CLIPS):
     """The walks' feet on a staircase (:func:`clip_scenarios.stair_labels`): toe label F1
     against the flat clip's reference, beside the flat one."""
-    print("Shared walks on stairs (8 cm a step, each stance on its own step): toe label F1, flat / up / down")
+    print("Shared walks on stairs (each stance on its own step): toe label F1, flat / 8 cm up / down / "
+          "17 cm up / down")
     for clip, fps, skeleton, motion, rig, reference in decimated_clips(clips_dir, clips):
         row = [cs.f1_score(cs.stair_labels(skeleton, motion, rig, reference, rise), reference)
                for rise in (0.0, *STAIR_RISES)]

@@ -216,6 +216,25 @@ def local_ground(heights, half_width, fps):
     return rolling_min(rolling_max(heights, dips), half_width)
 
 
+def resting_ground(heights, vertical_speed, lowest, fps, scale, settings):
+    """The ground under points at ``heights`` (..., F) whose :func:`local_ground` is
+    ``lowest``: where they rest (vertically still for ``min_planted``) on a level more than
+    ``planted_height`` above it within ``ground_window``, and stand on it or above, that
+    level. A foot landing a stair or two above where it took off (or taking off for a lower
+    one) stands on its own step: the swing's heights within the window, passed through on the
+    way, are no ground (with 17 cm steps, a stance's first and last tenths of a second were
+    lost to them). Elsewhere (a level floor, a foot settling a few millimetres) the ground is
+    the lowest it stays."""
+    half_width = round(settings.ground_window * fps)
+    still = np.abs(vertical_speed) < settings.planted_vertical_speed * scale
+    resting = long_runs(still.reshape(-1, still.shape[-1]), round(settings.min_planted * fps)).reshape(still.shape)
+    levels = rolling_min(np.where(resting, heights, np.inf), half_width)
+    band = settings.planted_height * scale
+    step = 0.5 * settings.height_threshold * scale
+    stepped = (levels > lowest + step) & (heights > levels - band)  # (an infinite level: no rest within the window)
+    return np.where(stepped & np.isfinite(levels), levels, lowest)
+
+
 def window_sum(values, half_width, axis=-1):
     """Sum over ``2 * half_width + 1`` frames around each frame (fewer at the clip's ends)."""
     values = np.swapaxes(values, axis, 0)
@@ -330,14 +349,20 @@ class PointCues:
                          self.planted[selection])
 
 
-def point_cues(points, up, fps, scale, settings):
+def point_cues(points, up, fps, scale, settings, stepping=slice(0)):
     """The :class:`PointCues` of points (L, F, 3) at ``fps`` (the gait's own, see
-    :func:`gait_tempo`)."""
+    :func:`gait_tempo`); the rows ``stepping`` (the toes, by default none: a heel rests
+    raised on tiptoe) stand on the level they rest at (:func:`resting_ground`), the others
+    on the lowest they stay at (:func:`local_ground`)."""
     up = np.asarray(up, dtype=float)
     heights = heights_along(points, up, own=True)  # (not ``@``: see quaternion.horizontal)
-    clearance = heights - local_ground(heights, round(settings.ground_window * fps), fps)
     point_velocity = span_velocity(points, fps, settings.velocity_span)
     vertical_speed = heights_along(point_velocity, up, own=True)
+    ground = local_ground(heights, round(settings.ground_window * fps), fps)
+    if ground[stepping].size:
+        ground[stepping] = resting_ground(heights[stepping], vertical_speed[stepping], ground[stepping], fps, scale,
+                                          settings)
+    clearance = heights - ground
     horizontal_velocity = horizontal(point_velocity, up, vertical_speed)
     planted = vertically_planted(clearance, vertical_speed, fps, scale, settings)
     return PointCues(points, up, heights, clearance, vertical_speed, horizontal_velocity, planted)
@@ -749,7 +774,8 @@ def to_weights(labels, fps, settings):
 
 
 def detect_contacts(points, root, up, fps, leg_length, settings=None):
-    """Contact weights (L, F) in 0..1 of points (L, F, 3) -- toes, heels, any markers -- and
+    """Contact weights (L, F) in 0..1 of toe-level points (L, F, 3) -- toes, toe tips,
+    forefoot markers: each stands on the level it rests at (see :func:`point_cues`) -- and
     the clip's slip (mean share of the root's velocity the planted points showed).
 
     ``root`` (F, 3) is the joint that carries the character across the ground.
@@ -758,7 +784,7 @@ def detect_contacts(points, root, up, fps, leg_length, settings=None):
     scale = leg_length / REFERENCE_LEG_LENGTH
     gait_fps = fps / gait_tempo(points, up, fps, scale, settings)
     points, root = steadied_points([points, root], points, gait_fps, scale, settings)
-    cues = point_cues(points, up, gait_fps, scale, settings)
+    cues = point_cues(points, up, gait_fps, scale, settings, stepping=slice(None))
     root_velocity = travel_velocity(root, up, gait_fps, settings)
     grounds, slip = moving_ground(cues, root, root_velocity, gait_fps, scale, settings)
     labels, _ = label_points(cues, grounds, root_velocity, gait_fps, scale, settings)
@@ -865,7 +891,7 @@ def detect_foot_contacts(heels, toes, root, up, fps, leg_length, settings=None, 
     feet = len(heels)
     toe_points = toes if toe_tips is None else np.concatenate([toes, toe_tips])
     # Rows: the heels, the toes, the toe tips; the moving ground is the toe points' alone.
-    cues = point_cues(np.concatenate([heels, toe_points]), up, gait_fps, scale, settings)
+    cues = point_cues(np.concatenate([heels, toe_points]), up, gait_fps, scale, settings, stepping=slice(feet, None))
     root_velocity = travel_velocity(root, up, gait_fps, settings)
     grounds, slip = moving_ground(cues, root, root_velocity, gait_fps, scale, settings, fit=slice(feet, None))
     # The heel strikes first, the toe leaves last: each grows at the edge the foot has it for.

@@ -424,6 +424,23 @@ def test_stairs_up_and_down_are_labelled_as_the_flat_walk(clip, fps, rise):
     assert f1_score(labels, reference) >= 0.93
 
 
+@pytest.mark.parametrize("rise", [0.17, -0.17], ids=["up", "down"])
+def test_building_stairs_are_labelled_nearly_as_the_flat_walk(rise):
+    """Every stance a 17 cm step above (below) the one before, as on a building's stairs,
+    at 30 and 120 fps: F1 0.912-0.981 (mean 0.95) against the flat clip's reference. The
+    ground under a toe is the level it rests at, where that is a step above the lowest it
+    passes within a quarter second: the lowest itself, the swing's heights on the way up (or
+    down to the next), cost each stance its first (last) tenth of a second, 0.858 on
+    cmu_131_02 at 30 fps (mean 0.93)."""
+    scores = []
+    for clip in SHARED_WALKS:
+        skeleton, original, rig = load(clip)
+        for fps in (30, 120):
+            reference = reference_labels(skeleton, original, rig)[:, :: round(original.fps / fps)]
+            scores.append(f1_score(stair_labels(skeleton, decimate(original, fps), rig, reference, rise), reference))
+    assert min(scores) >= 0.91 and np.mean(scores) >= 0.945, scores
+
+
 @pytest.mark.parametrize("clip", SHARED_WALKS)
 @pytest.mark.parametrize("rise", [0.08, -0.08], ids=["up", "down"])
 def test_a_walk_on_stairs_keeps_a_walk_s_tempo(clip, rise):
