@@ -224,8 +224,8 @@ class FOOT_LOCK_PG_settings(PropertyGroup):
     )
     max_correction: FloatProperty(
         name="Max Correction",
-        description="Ground further above or below the clip's floor than this is a ledge or a bad hit "
-        "and is ignored (for an adult; scaled by leg length)",
+        description="Ground further than this below the body's ground, or above it and above the highest "
+        "planted foot, is a ledge or a bad hit and is ignored (for an adult; scaled by leg length)",
         default=_RUNTIME_DEFAULTS.max_correction, min=0.0, soft_max=2.0,
     )
     lock_distance: FloatProperty(

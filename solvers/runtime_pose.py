@@ -426,14 +426,25 @@ class TerrainFootLock:
 
     def _cast(self, points, ground):
         """(heights, normals, hits, carriers) of rays down through ``points`` (k, 3), from
-        ``max_correction`` above the character's current ground and twice that long. Only
-        ground within ``max_correction`` of the current one counts as a hit: further is a
-        ledge or a bad hit (a ground function may answer beyond the ray's length)."""
+        ``max_correction`` above the character's current ground, or above its highest
+        planted foot where that is higher, to as far below the current ground. Only ground
+        within that span counts as a hit: further is a ledge or a bad hit (a ground function
+        may answer beyond the ray's length). On stairs the body stays down while a foot is
+        planted a step below: measured from the body alone, a stride climbing a step and
+        more would land beyond reach (a ray starting inside the step above)."""
         up = self.up
         base = self.clip.floor + (0.0 if self.lift is None else self.lift)
-        origins = points + (base + self.max_correction - points @ up)[:, None] * up
-        heights, normals, hits, carriers = ground(origins, 2.0 * self.max_correction)
-        return heights, normals, hits & (np.abs(heights - base) <= self.max_correction), carriers
+        top = max(base, self._highest_footprint())
+        origins = points + (top + self.max_correction - points @ up)[:, None] * up
+        heights, normals, hits, carriers = ground(origins, top - base + 2.0 * self.max_correction)
+        return heights, normals, hits & (heights >= base - self.max_correction) & (heights <= top + self.max_correction), carriers
+
+    def _highest_footprint(self):
+        """Height along up of the highest locked footprint (minus infinity when none is)."""
+        locker = self.locker
+        if locker.position is None or not locker.locked.any():
+            return -math.inf
+        return float(np.max(locker.contact[locker.locked] @ self.up))
 
     def _cast_paths(self, frame, ground):
         """Ground heights, hits and carriers (1 + L, S) along the clip's paths of the pelvis
