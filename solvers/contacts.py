@@ -218,9 +218,9 @@ def local_ground(heights, half_width, fps):
 
 def resting_ground(heights, vertical_speed, lowest, fps, scale, settings):
     """The ground under points at ``heights`` (..., F) whose :func:`local_ground` is
-    ``lowest``: where they rest (vertically still for ``min_planted``) on a level more than
-    ``planted_height`` above it within ``ground_window``, and stand on it or above, that
-    level. A foot landing a stair or two above where it took off (or taking off for a lower
+    ``lowest``: where they rest (vertically still for ``min_planted``) on a level a step above
+    it (half ``height_threshold``) within ``ground_window``, and stand on it (within
+    ``planted_height``) or above, that level. A foot landing a stair or two above where it took off (or taking off for a lower
     one) stands on its own step: the swing's heights within the window, passed through on the
     way, are no ground (with 17 cm steps, a stance's first and last tenths of a second were
     lost to them). Elsewhere (a level floor, a foot settling a few millimetres) the ground is
