@@ -597,7 +597,7 @@ class _Stances:
             rise = np.where(has_next, _smoothstep(np.clip(
                 (frames - first[np.minimum(upcoming, len(first) - 1)] + n) / n, 0.0, 1.0)), 0.0)
             fall = np.where(last >= 0, _smoothstep(np.clip((after[last] - 1 + n - frames) / n, 0.0, 1.0)), 0.0)
-            index[:, leg] = np.stack((np.where(last >= 0, last, -1), np.where(has_next, upcoming, -1)), axis=1)
+            index[:, leg] = np.stack((last, np.where(has_next, upcoming, -1)), axis=1)
             weight[:, leg] = np.stack((np.minimum(fall, 1.0 - rise), rise), axis=1)
         return cls(starts, index, weight)
 
