@@ -80,7 +80,7 @@ def _carrying_control(obj, controls):
     carries a plain rig."""
     if controls.kind == control_rig.RIGIFY and RIGIFY_ROOT in obj.pose.bones:
         return RIGIFY_ROOT
-    chains = [_ancestors(obj.data.bones[follower.control]) for follower in controls.followers()]
+    chains = [obj.data.bones[follower.control].parent_recursive for follower in controls.followers()]
     common = [bone for bone in chains[0] if all(bone in chain for chain in chains[1:])]
     carrier = common[0] if common else None
     if carrier is None or carrier.parent is not None or obj.pose.bones[carrier.name].constraints:
@@ -88,15 +88,6 @@ def _carrying_control(obj, controls):
             f"no bone of {obj.name!r} carries all its leg and body controls (a root control without a parent or "
             "constraints) to key the travel on: turn on Onto Object to key it on the armature object")
     return carrier.name
-
-
-def _ancestors(bone):
-    """``bone``'s parents, nearest first."""
-    chain = []
-    while bone.parent is not None:
-        bone = bone.parent
-        chain.append(bone)
-    return chain
 
 
 def _key_control_travel(obj, action, control, frames, travel, new_action_name):
@@ -107,15 +98,11 @@ def _key_control_travel(obj, action, control, frames, travel, new_action_name):
     path = armature.bone_data_path(control) + ".location"
     target = compat.copy_action(obj, action, new_action_name) if new_action_name else action
     bag = compat.channel_bag(obj, target, create=True)
-    current = np.array(obj.pose.bones[control].location, dtype=float)
-    for axis in range(3):
-        fcurve = compat.find_fcurve(bag, path, axis)
-        if fcurve is None:
-            fcurve = compat.new_fcurve(bag, path, axis, group=control)
-            values = np.full(len(frames), current[axis])
-        else:
-            values = compat.read_values(fcurve, frames)
-        compat.write_keys(fcurve, frames, values + local[:, axis], "LINEAR", keep_outside=True)
+    table = compat.fcurve_table(bag)
+    current = obj.pose.bones[control].location
+    values = np.array([compat.read_values(table[path, axis], frames) if (path, axis) in table
+                       else np.full(len(frames), current[axis]) for axis in range(3)])
+    armature.key_channel(bag, table, control, "location", frames, values + local.T)
     return target
 
 
