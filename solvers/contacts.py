@@ -220,11 +220,11 @@ def resting_ground(heights, vertical_speed, lowest, fps, scale, settings):
     """The ground under points at ``heights`` (..., F) whose :func:`local_ground` is
     ``lowest``: where they rest (vertically still for ``min_planted``) on a level a step above
     it (half ``height_threshold``) within ``ground_window``, and stand on it (within
-    ``planted_height``) or above, that level. A foot landing a stair or two above where it took off (or taking off for a lower
-    one) stands on its own step: the swing's heights within the window, passed through on the
-    way, are no ground (with 17 cm steps, a stance's first and last tenths of a second were
-    lost to them). Elsewhere (a level floor, a foot settling a few millimetres) the ground is
-    the lowest it stays."""
+    ``planted_height``) or above, that level. A foot landing a stair or two above where it
+    took off (or taking off for a lower one) stands on its own step: the swing's heights
+    within the window, passed through on the way, are no ground (with 17 cm steps, a
+    stance's first and last tenths of a second were lost to them). Elsewhere (a level floor,
+    a foot settling a few millimetres) the ground is the lowest it stays."""
     half_width = round(settings.ground_window * fps)
     still = np.abs(vertical_speed) < settings.planted_vertical_speed * scale
     resting = long_runs(still.reshape(-1, still.shape[-1]), round(settings.min_planted * fps)).reshape(still.shape)
