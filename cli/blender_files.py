@@ -30,6 +30,7 @@ from ..adapters.properties import unit_scale
 from ..adapters.scene_time import playback_rate
 from ..solvers.atomic_files import ProtectedFileError, atomic_output
 from ..solvers.bvh import check_frame_rate
+from .blend_header import newer_than_this
 from .bvh_files import file_unit_scale
 from .errors import ClipError
 from .gltf_files import gltf_document, input_files
@@ -132,7 +133,13 @@ def load(source, args):
     if suffix == ".blend":
         # A file from elsewhere runs none of its code (Text blocks registered as modules,
         # Python drivers), whatever the user's "Auto Run Python Scripts" preference says.
-        bpy.ops.wm.open_mainfile(filepath=str(source), load_ui=False, use_scripts=False)
+        try:
+            bpy.ops.wm.open_mainfile(filepath=str(source), load_ui=False, use_scripts=False)
+        except RuntimeError:
+            newer = newer_than_this(source, bpy.app.version)
+            if newer:  # Blender's own message would call it "not a blend file"
+                raise ClipError(newer) from None
+            raise
         return
     bpy.ops.wm.read_factory_settings(use_empty=True)
     if suffix == ".fbx":

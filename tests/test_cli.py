@@ -385,3 +385,32 @@ def test_a_bvh_pose_is_written_as_it_is_and_said_so(tmp_path, capsys, walk, stil
     said = "no motion over frames 1-5:" if still else "one frame (1): a pose,"  # as a .blend's are said
     assert f"{said} kept unchanged" in capsys.readouterr().out
     assert target.read_bytes() == pose.read_bytes()
+
+
+# --- which Blender saved a .blend -------------------------------------------------------
+
+
+@pytest.mark.parametrize(("header", "version"), [
+    (b"BLENDER-v402REND", (4, 2)),  # 4.x and before: pointer size, endianness, three digits
+    (b"BLENDER_V279REND", (2, 79)),
+    (b"BLENDER17-01v0500REND", (5, 0)),  # 5.0 on: header size, format, four digits
+    (b"not a blend file", None),
+    (b"", None),
+])
+def test_a_blend_header_says_which_blender_saved_it(tmp_path, header, version):
+    from foot_lock.cli.blend_header import saved_by
+
+    path = tmp_path / "file.blend"
+    path.write_bytes(header + bytes(64))
+    assert saved_by(path) == version
+
+
+def test_only_a_blend_from_a_newer_blender_gets_the_newer_message(tmp_path):
+    from foot_lock.cli.blend_header import newer_than_this
+
+    path = tmp_path / "walk.blend"
+    path.write_bytes(b"BLENDER17-01v0500REND" + bytes(64))
+    message = newer_than_this(path, (4, 2, 9))
+    assert message.startswith("walk.blend was saved by Blender 5.0, newer than this Blender (4.2)")
+    assert "bpy==5.0.*" in message
+    assert newer_than_this(path, (5, 0, 1)) is None and newer_than_this(path, (5, 1, 0)) is None

@@ -356,3 +356,33 @@ def test_argparse_exits_with_blender_loaded_end_with_their_own_status(blender, t
     assert result.returncode == status, result.stdout + result.stderr
     assert says in result.stdout + result.stderr
     assert "the interpreter shut down" not in result.stdout
+
+
+# --- a .blend Blender cannot read -------------------------------------------------------
+
+
+def test_a_compressed_blend_says_which_blender_saved_it(blender, tmp_path):
+    from foot_lock.cli.blend_header import saved_by
+
+    path = tmp_path / "compressed.blend"
+    blender.ops.wm.read_factory_settings(use_empty=True)
+    blender.ops.wm.save_as_mainfile(filepath=str(path), compress=True)
+    assert path.read_bytes()[:4] == b"\x28\xb5\x2f\xfd"  # Zstandard, as Blender 5.0 saves every file
+    assert saved_by(path) == tuple(blender.app.version[:2])
+
+
+def test_a_blend_from_a_newer_blender_is_said_to_be_so_not_damaged(blender, tmp_path, capsys):
+    """A 5.0 file opened by 4.2 fails with Blender's own "not a blend file"; the command line
+    reads the header and says which Blender saved it (here a header claiming 9.0). A file
+    that is no .blend at all keeps Blender's message. Neither writes anything."""
+    newer, broken = tmp_path / "newer.blend", tmp_path / "broken.blend"
+    newer.write_bytes(b"BLENDER17-01v0900REND" + bytes(256))
+    broken.write_bytes(b"a text file named .blend")
+    for source in (newer, broken):
+        assert cli("remove-sliding", source, "-o", tmp_path / f"{source.stem}_fixed.blend") == 1
+    said = capsys.readouterr()
+    this = "{}.{}".format(*blender.app.version[:2])
+    assert f"newer.blend was saved by Blender 9.0, newer than this Blender ({this})" in said.out + said.err
+    assert "broken.blend was saved by" not in said.out + said.err
+    assert "broken.blend" in said.out + said.err
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["broken.blend", "newer.blend"]
