@@ -426,20 +426,40 @@ def _export(temp, target):
         bpy.ops.wm.save_as_mainfile(filepath=str(temp), check_existing=False, copy=True)
     elif suffix == ".fbx":
         name_actions_for_fbx_takes()
+        drop_foot_lock_properties()
         bpy.ops.export_scene.fbx(
             filepath=str(temp), check_existing=False, bake_anim=True,
             bake_anim_use_all_actions=True, bake_anim_use_nla_strips=False,
             bake_anim_simplify_factor=0.0,  # every frame as solved: simplifying would let feet slide again
             add_leaf_bones=False,  # no extra "_end" bones: the hierarchy stays the input's
+            use_custom_props=True,  # the objects' and bones' own properties, as the importer read them
         )
     else:
+        drop_foot_lock_properties()
         bpy.ops.export_scene.gltf(
             filepath=str(temp), check_existing=False, export_animations=True,
             export_format="GLB" if suffix == ".glb" else "GLTF_SEPARATE", export_animation_mode="ACTIONS",
+            export_extras=True,  # the custom properties, as the importer read them from the input's extras
             # Textures in a folder named after the output: two outputs side by side whose
             # images share a file name cannot overwrite each other's.
             export_texture_dir=f"{target.stem}_textures",
         )
+
+
+def drop_foot_lock_properties():
+    """Remove what the add-on keeps on the armatures for itself (its settings, the contact
+    labels' custom properties) before an export that writes the custom properties: the
+    output carries the input's own properties, not a static snapshot of Foot Lock's. The
+    session is thrown away after the export."""
+    for obj in bpy.data.objects:
+        if obj.type != "ARMATURE":
+            continue
+        if "foot_lock" in obj:  # the settings, a custom property group before Blender 5.0
+            del obj["foot_lock"]
+        for bone in obj.pose.bones:
+            for prop in (armature.CONTACT_PROPERTY, armature.HEEL_CONTACT_PROPERTY):
+                if prop in bone:
+                    del bone[prop]
 
 
 def name_actions_for_fbx_takes():

@@ -197,7 +197,17 @@ def imported(bpy, path):
         bones=[(bone.name, bone.parent.name if bone.parent else None) for bone in obj.data.bones],
         actions=sorted(bpy.data.actions.keys()), frames=frame_range(active_action(obj)), fps=fps(bpy),
         toes=world_joints(obj, TOES),
+        properties=_custom_properties(obj),
     )
+
+
+def _custom_properties(obj):
+    """The armature's custom properties, and its bones' and pose bones' by bone name."""
+    def own(item):
+        return {key: value for key, value in item.items() if not hasattr(value, "to_dict")}
+
+    return {"object": own(obj), "bones": {bone.name: own(bone) for bone in obj.data.bones if own(bone)},
+            "pose bones": {bone.name: own(bone) for bone in obj.pose.bones if own(bone)}}
 
 
 @pytest.fixture(scope="module")
@@ -211,9 +221,11 @@ def exported(tmp_path_factory, sliding):
 import os, sys, bpy
 bpy.ops.wm.read_factory_settings(use_empty=True)
 bpy.ops.import_anim.bvh(filepath={str(sliding)!r}, global_scale={CMU_TO_METRES}, update_scene_fps=True)
-bpy.ops.export_scene.fbx(filepath={str(folder / "walk.fbx")!r})  # leaf bones added, curves simplified
-bpy.ops.export_scene.gltf(filepath={str(folder / "walk.glb")!r}, export_format="GLB")
-bpy.ops.export_scene.gltf(filepath={str(folder / "walk.gltf")!r}, export_format="GLTF_SEPARATE")
+rig = bpy.context.active_object  # a studio's own properties, which a fix must carry over
+rig["game_tag"], rig.data.bones["Hips"]["socket"], rig.pose.bones["LeftFoot"]["ik_weight"] = "hero", 1.5, 2
+bpy.ops.export_scene.fbx(filepath={str(folder / "walk.fbx")!r}, use_custom_props=True)  # leaf bones, simplified
+bpy.ops.export_scene.gltf(filepath={str(folder / "walk.glb")!r}, export_format="GLB", export_extras=True)
+bpy.ops.export_scene.gltf(filepath={str(folder / "walk.gltf")!r}, export_format="GLTF_SEPARATE", export_extras=True)
 sys.stdout.flush()
 os._exit(0)  # the exit crash of bpy 4.2 after a glTF export
 """
@@ -235,6 +247,9 @@ def test_fbx_and_gltf_round_trip_keeps_the_rig_and_the_takes_and_fixes_the_feet(
 
     before, after = imported(blender, source), imported(blender, fixed)
     assert after.bones == before.bones
+    # The input's own custom properties, and none of Foot Lock's (its settings, the labels).
+    assert after.properties == before.properties
+    assert before.properties["object"] == {"game_tag": "hero"} and before.properties["bones"]["Hips"] == {"socket": 1.5}
     assert after.actions == before.actions  # the takes keep their names: fixed in place
     assert after.frames == before.frames == (1, 317)
     assert after.fps == pytest.approx(before.fps) and before.fps == pytest.approx(120.0, rel=1e-4)
