@@ -33,6 +33,7 @@ from ..solvers.bvh import check_frame_rate
 from .blend_header import newer_than_this
 from .bvh_files import file_unit_scale
 from .errors import ClipError
+from .fbx_files import fbx_axes
 from .gltf_files import gltf_document, input_files
 from .report import clip_entry
 from .settings_flags import apply_to
@@ -73,7 +74,7 @@ def _job_in_blender(source, target, args, job):
             with addon_registered():
                 result = job()
                 refuse_non_finite_keys()
-                save(target, input_files(source))
+                save(target, input_files(source), fbx_axes(source) if source.suffix.lower() == ".fbx" else {})
     except (AdapterError, RuntimeError) as error:  # RuntimeError: a bpy.ops call that failed
         raise ClipError(str(error).strip()) from None
     return result
@@ -406,19 +407,20 @@ def refuse_non_finite_keys():
                                 "that are not numbers: nothing was written")
 
 
-def save(target, protected=()):
+def save(target, protected=(), axes=None):
     """Write the session to ``target`` atomically (:func:`~..solvers.atomic_files.atomic_output`),
-    replacing none of the ``protected`` files (:func:`input_files`)."""
+    replacing none of the ``protected`` files (:func:`input_files`); an FBX declaring ``axes``."""
     suffix = target.suffix.lower()
     try:
         with atomic_output(target, companions=suffix == ".gltf", protected=protected) as temp:
-            _export(temp, target)
+            _export(temp, target, axes or {})
     except ProtectedFileError as error:
         raise ClipError(str(error)) from None
 
 
-def _export(temp, target):
-    """Write the session to the temporary path ``temp`` of ``target``, as its suffix says."""
+def _export(temp, target, axes):
+    """Write the session to the temporary path ``temp`` of ``target``, as its suffix says; an
+    FBX with ``axes`` (:func:`~.fbx_files.fbx_axes`, the input FBX's), else Blender's defaults."""
     suffix = target.suffix.lower()
     if suffix == ".blend":
         # copy: the session keeps its own path; relative paths are remapped to the
@@ -433,6 +435,7 @@ def _export(temp, target):
             bake_anim_simplify_factor=0.0,  # every frame as solved: simplifying would let feet slide again
             add_leaf_bones=False,  # no extra "_end" bones: the hierarchy stays the input's
             use_custom_props=True,  # the objects' and bones' own properties, as the importer read them
+            **axes,
         )
     else:
         drop_foot_lock_properties()

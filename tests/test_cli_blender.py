@@ -224,6 +224,7 @@ bpy.ops.import_anim.bvh(filepath={str(sliding)!r}, global_scale={CMU_TO_METRES},
 rig = bpy.context.active_object  # a studio's own properties, which a fix must carry over
 rig["game_tag"], rig.data.bones["Hips"]["socket"], rig.pose.bones["LeftFoot"]["ik_weight"] = "hero", 1.5, 2
 bpy.ops.export_scene.fbx(filepath={str(folder / "walk.fbx")!r}, use_custom_props=True)  # leaf bones, simplified
+bpy.ops.export_scene.fbx(filepath={str(folder / "walk_zup.fbx")!r}, axis_up="Z", axis_forward="Y")  # as 3ds Max
 bpy.ops.export_scene.gltf(filepath={str(folder / "walk.glb")!r}, export_format="GLB", export_extras=True)
 bpy.ops.export_scene.gltf(filepath={str(folder / "walk.gltf")!r}, export_format="GLTF_SEPARATE", export_extras=True)
 sys.stdout.flush()
@@ -255,6 +256,24 @@ def test_fbx_and_gltf_round_trip_keeps_the_rig_and_the_takes_and_fixes_the_feet(
     assert after.fps == pytest.approx(before.fps) and before.fps == pytest.approx(120.0, rel=1e-4)
     assert slide_cm_s(before.toes, reference, before.fps) > 3.0
     assert slide_cm_s(after.toes, reference, after.fps) <= 1.5
+
+
+def test_an_fbx_comes_back_with_the_axes_it_declared(blender, tmp_path, pythonpath, exported):
+    """Blender's importer turns a Z-up FBX into its own world and its exporter writes Y-up by
+    default: the output declares the input's axes again, its motion in the world the same."""
+    from foot_lock.cli.fbx_files import fbx_axes
+
+    outputs = {}
+    for name in ("walk", "walk_zup"):
+        outputs[name] = tmp_path / f"{name}.fbx"
+        result = run_python(["-m", "foot_lock", "remove-sliding", exported / f"{name}.fbx", "-o", outputs[name]],
+                            cwd=tmp_path, pythonpath=pythonpath)
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert fbx_axes(outputs[name]) == fbx_axes(exported / f"{name}.fbx")
+    assert fbx_axes(outputs["walk_zup"]) == {"axis_up": "Z", "axis_forward": "Y"}
+    assert fbx_axes(outputs["walk"]) == {"axis_up": "Y", "axis_forward": "-Z"}
+    np.testing.assert_allclose(imported(blender, outputs["walk_zup"]).toes, imported(blender, outputs["walk"]).toes,
+                               atol=1e-3)
 
 
 def test_a_gltf_output_never_replaces_a_file_of_its_input(blender, tmp_path, pythonpath, exported):
