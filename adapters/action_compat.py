@@ -109,6 +109,13 @@ def bag_of_slot(action, identifier):
     return None if slot is None else _slot_bag(action, slot)
 
 
+def every_bag(action):
+    """Every F-curve container of ``action``: each slot's in each strip (4.4+), else the action."""
+    if not LAYERED_ACTIONS:
+        return [action]
+    return [bag for layer in action.layers for strip in layer.strips for bag in strip.channelbags]
+
+
 def iter_fcurves(obj, action):
     """All F-curves of ``action`` that animate ``obj`` (empty when there are none)."""
     bag = channel_bag(obj, action)

@@ -29,6 +29,7 @@ from .scene_time import playback_rate
 
 CONTACT_PROPERTY = "foot_contact"
 HEEL_CONTACT_PROPERTY = "heel_contact"  # on the foot bone: its head, the ankle, is the heel pivot
+CONTACT_PATHS = tuple(f'["{prop}"]' for prop in (CONTACT_PROPERTY, HEEL_CONTACT_PROPERTY))  # their curves' path ends
 _CONTACT_DESCRIPTIONS = {
     CONTACT_PROPERTY: "Foot contact: 1 where the ball of the foot (the toe bone's head) is planted and locked, "
     "0 where it moves freely",

@@ -21,7 +21,7 @@ import bpy
 
 from . import action_compat as compat
 from . import sources
-from .armature import CONTACT_PROPERTY, HEEL_CONTACT_PROPERTY
+from .armature import CONTACT_PATHS
 
 _DIGEST_PROPERTY = "foot_lock_digest"  # on a result: the digest of its keys as Foot Lock left them
 # A digest stored now starts with this: one hash over every key of the motion curves
@@ -33,14 +33,13 @@ _DIGEST_FORMAT = "2:"
 # share an action each play their own slot: a result fixed for one holds the others' curves
 # as they were.
 _SLOT_PROPERTY = "foot_lock_slot"
-_CONTACT_PATHS = tuple(f'["{prop}"]' for prop in (CONTACT_PROPERTY, HEEL_CONTACT_PROPERTY))
 
 
 def _motion_curves(obj, action):
     """``(fcurve, (data_path, array_index))`` of every curve of ``action`` for ``obj`` but
     the contact curves."""
     return [(fcurve, channel) for fcurve, channel in compat.fcurve_channels(compat.channel_bag(obj, action))
-            if not channel[0].endswith(_CONTACT_PATHS)]
+            if not channel[0].endswith(CONTACT_PATHS)]
 
 
 def _motion_digest(obj, action):

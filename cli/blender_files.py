@@ -451,9 +451,16 @@ def _export(temp, target, axes):
 
 def drop_foot_lock_properties():
     """Remove what the add-on keeps on the armatures for itself (its settings, the contact
-    labels' custom properties) before an export that writes the custom properties: the
-    output carries the input's own properties, not a static snapshot of Foot Lock's. The
-    session is thrown away after the export."""
+    labels' custom properties and their curves) before an export that writes the custom
+    properties: the output carries the input's own properties, not a static snapshot of
+    Foot Lock's. The curves go first: an action with a curve whose property is gone is no
+    take to the FBX exporter. The session is thrown away after the export."""
+    for action in bpy.data.actions:
+        if action.library is not None:  # linked: read-only, and no fix of this session wrote there
+            continue
+        for bag in action_compat.every_bag(action):
+            for fcurve in [fcurve for fcurve in bag.fcurves if fcurve.data_path.endswith(armature.CONTACT_PATHS)]:
+                bag.fcurves.remove(fcurve)
     for obj in bpy.data.objects:
         if obj.type != "ARMATURE":
             continue
