@@ -15,7 +15,7 @@ import numpy as np
 from ..solvers import loops, matrices
 from ..solvers.root_motion import plant_feet, travel_before_and_after, travel_summary
 from . import action_compat as compat
-from . import armature, control_rig, cycles, jobs
+from . import armature, control_rig, cycles, jobs, sources
 from .errors import AdapterError
 from .properties import contact_settings, unit_scale
 
@@ -63,6 +63,8 @@ def root_motion_from_feet(obj, scene, onto_object=False):
                                        warnings=warnings)
     if looped and not onto_object:
         cycles.keep_looping(obj, target, [carrier])
+    if name is not None:  # this tool's result of ``action``, whatever ``action`` was a result of
+        sources.record_source(target, action, ROOT_MOTION_SUFFIX)
     before, after = travel_before_and_after(skeleton, motion, rig.pelvis, travel, jobs.UP)
     metres = unit_scale(scene)
     return RootMotionOutcome(target, carrier, before * metres, after * metres, len(frames),

@@ -27,6 +27,9 @@ RESULT_SUFFIX = ".footlock"
 # On a result: the action it was made from (from the NLA: the one on top), a reference that
 # follows a rename (results of earlier versions hold its name: see :func:`recorded_source`).
 SOURCE_PROPERTY = "foot_lock_source"
+# On a result: the suffix of the tool that made it (``.rootmotion``: Root Motion from Feet); a
+# result without one is Remove Foot Sliding's (``.footlock``), as those of earlier versions.
+MADE_BY_PROPERTY = "foot_lock_made_by"
 TRACKS_PROPERTY = "foot_lock_tracks"  # on a result baked from the NLA: the tracks it muted
 _TRANSFORM_PATHS = ("location", "rotation_", "scale", "delta_")
 
@@ -77,13 +80,14 @@ def _action_source(obj, action, action_frames, result=None):
     return MotionSource(kind, action, action_frames(action), [], result)
 
 
-def result_origin(action):
-    """The action a Foot Lock result ``action`` was made from, or None when it is not one
-    (or its source is gone)."""
+def result_origin(action, suffix=RESULT_SUFFIX):
+    """The action ``action`` was made from, where it is a result of the tool whose results are
+    ``<action><suffix>`` (Remove Foot Sliding's by default), or None when it is not one (or
+    its source is gone)."""
     if SOURCE_PROPERTY in action:
-        origin = recorded_source(action)
-    elif action.name.endswith(RESULT_SUFFIX):
-        origin = bpy.data.actions.get(action.name[: -len(RESULT_SUFFIX)])
+        origin = recorded_source(action) if made_by(action) == suffix else None
+    elif action.name.endswith(suffix):
+        origin = bpy.data.actions.get(action.name[: -len(suffix)])
     else:
         origin = None
     return origin if origin is not None and origin != action else None
@@ -99,9 +103,18 @@ def recorded_source(result):
     return bpy.data.actions.get(recorded) if isinstance(recorded, str) else None
 
 
-def record_source(result, action):
-    """Record on ``result`` that it was made from ``action`` (see :func:`recorded_source`)."""
+def record_source(result, action, suffix=RESULT_SUFFIX):
+    """Record on ``result`` that the tool whose results are ``<action><suffix>`` made it from
+    ``action`` (see :func:`recorded_source`). A result is a copy of ``action``, and of its
+    marks where that was a result too: the NLA tracks a bake replaced are not this one's."""
     result[SOURCE_PROPERTY] = action
+    result[MADE_BY_PROPERTY] = suffix
+    result.pop(TRACKS_PROPERTY, None)
+
+
+def made_by(result):
+    """The suffix of the tool that made ``result`` (see :data:`MADE_BY_PROPERTY`)."""
+    return result.get(MADE_BY_PROPERTY, RESULT_SUFFIX)
 
 
 def playing_tracks(anim):

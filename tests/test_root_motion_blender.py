@@ -130,3 +130,19 @@ def test_a_clip_whose_feet_are_seldom_found_planted_gets_no_travel(addon):
         hips.append(np.array(fox.matrix_world @ fox.pose.bones[fox.foot_lock.pelvis].head))
     travel = hips[1] - hips[0]
     assert np.dot(travel[:2], np.array(fox.matrix_world.to_3x3() @ head)[:2]) > 0.0
+
+
+def test_remove_sliding_on_the_root_motion_of_its_own_result_fixes_the_travelling_clip(addon, in_place_walk):
+    """The path Remove Foot Sliding recommends for an in-place walk: fixed first (it says the
+    clip walks in place), Root Motion from Feet on that result, then fixed again. The root
+    motion result, a copy of the '.footlock' one, carried its record of being made from the
+    in-place walk: the last fix went back there, and the travel was lost."""
+    obj, _ = in_place_walk
+    assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
+    assert addon.ops.foot_lock.root_motion_from_feet() == {"FINISHED"}
+    assert obj.animation_data.action.name == "in_place.footlock.rootmotion"
+    assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
+    fixed = obj.animation_data.action
+    assert fixed.name == "in_place.footlock.rootmotion.footlock"
+    hips = world_joints(obj, ["Hips"], fixed)[:, 0]
+    assert np.linalg.norm(hips[-1, :2] - hips[0, :2]) > 3.0  # metres: it still goes somewhere
