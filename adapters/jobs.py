@@ -199,7 +199,7 @@ def read_source_clip(obj, scene, source):
     :class:`~.evaluated.EvaluatedPose` it was read from."""
     controls = _controls(obj, source)
     if controls is not None:
-        return _control_clip(obj, scene, source, controls), None
+        return control_clip(obj, scene, source, controls), None
     if not source.sampled:
         return read_clip(obj, source.action, legs_only=True, object_keys=True), None
     _refuse_driven_legs(obj)
@@ -223,7 +223,7 @@ def _controls(obj, source):
     return controls
 
 
-def _control_clip(obj, scene, source, controls):
+def control_clip(obj, scene, source, controls):
     """The deformation skeleton as the control rig evaluates it, its legs' contact curves
     on the foot controls."""
     with _playing(obj, source):
@@ -408,7 +408,7 @@ def detect_contacts(obj, scene=None, overwrite=False):
     source = sources.motion_source(obj, motion_frames, follow_results=False)
     baking = source.kind == sources.NLA and source.action is None
     if baking:
-        _adopt_earlier_result(obj, source)
+        adopt_earlier_result(obj, source)
     else:
         editable_action(obj)
     clip, sampled = read_source_clip(obj, scene or bpy.context.scene, source)
@@ -459,7 +459,7 @@ def remove_sliding(obj, scene, progress=lambda fraction: None):
             raise AdapterError(f"{obj.name!r} plays NLA strips: turn In Place off to bake them into a new action")
         editable_action(obj)
     else:
-        _adopt_earlier_result(obj, source)
+        adopt_earlier_result(obj, source)
     progress(0.05)
     clip, sampled = read_source_clip(obj, scene, source)
     progress(0.3)
@@ -484,13 +484,11 @@ def remove_sliding(obj, scene, progress=lambda fraction: None):
     else:
         rotation_bones = location_bones = [follower.control for follower in clip.controls.followers()]
 
-    target, kept = (source.action, None) if settings.in_place else _fresh_result(obj, source, sampled, clip)
+    target, kept = (source.action, None) if settings.in_place else fresh_result(obj, source, sampled, clip)
     keyed_channels = armature.keyed_channels(obj, rotation_bones, location_bones)
     result.warnings += (_keys_left_outside(source) + _keys_between_frames(obj, source, clip, keyed_channels)
-                        + _shown_at_rest(obj) + armature.ready_to_key(obj, source.action, target, keyed_channels))
-    if kept is not None:
-        result.warnings.append(f"{kept.name!r} was changed since Foot Lock made it: kept as it is, the new fix is "
-                               f"{target.name!r}")
+                        + _shown_at_rest(obj) + armature.ready_to_key(obj, source.action, target, keyed_channels)
+                        + edited_result_kept(kept, target))
     keyed = None
     if clip.controls is None:
         armature.key_motion(obj, target, joint_map, result.motion, int(clip.frames[0]), rotation_bones, location_bones)
@@ -605,7 +603,7 @@ def _shown_at_rest(obj):
             "the rest pose until Pose Position is set again (Armature properties > Skeleton)"]
 
 
-def _fresh_result(obj, source, sampled, clip):
+def fresh_result(obj, source, sampled, clip):
     """The new action for the fix (:func:`_new_result`), and the earlier result it left as
     it is because an animator changed it beyond its contact curves (a polished key, a
     channel added), else None. One another object plays, or one that holds another
@@ -623,6 +621,14 @@ def _fresh_result(obj, source, sampled, clip):
     return fresh, None
 
 
+def edited_result_kept(kept, fresh):
+    """The warning (a list) that :func:`fresh_result` kept the earlier result ``kept`` (or
+    None) an animator changed, beside ``fresh``."""
+    if kept is None:
+        return []
+    return [f"{kept.name!r} was changed since Foot Lock made it: kept as it is, the new fix is {fresh.name!r}"]
+
+
 def _new_result(obj, source, sampled, clip, replace):
     """A new action for the fix, assigned (the source stays as it was): a copy of the
     action, or, from the NLA, every channel baked. With ``replace``, it takes the place of
@@ -635,7 +641,7 @@ def _new_result(obj, source, sampled, clip, replace):
     else:
         fresh = compat.copy_action(obj, source.action, _result_name(obj, source))
     if source.action is not None:  # a rerun plays it again (from the NLA: on top of the tracks)
-        sources.record_source(fresh, source.action)
+        sources.record_source(fresh, source.action, source.suffix)
     if source.result is not None:
         _carry_edited_contacts(obj, source.result, fresh, clip)
         if replace:
@@ -644,15 +650,17 @@ def _new_result(obj, source, sampled, clip, replace):
 
 
 def _result_name(obj, source):
-    """``<action>.footlock``; from the NLA without an action, after the first strip's action."""
+    """``<action>.footlock`` (the suffix of the source's tool); from the NLA without an
+    action, after the first strip's action."""
     base = source.action if source.action is not None else _first_strip_action(source.tracks)
-    return compat.suffixed_name(base.name if base else obj.name, FOOTLOCK_SUFFIX)
+    return compat.suffixed_name(base.name if base else obj.name, source.suffix)
 
 
-def _adopt_earlier_result(obj, source):
+def adopt_earlier_result(obj, source):
     """Run from a source rather than from its result, the fix still refreshes Foot Lock's
-    untouched ``<source>.footlock`` (its edited contact curves obeyed and kept) instead of
-    adding a ``.footlock.001`` beside it; any other action of that name stays."""
+    untouched ``<source>.footlock`` (its edited contact curves obeyed and kept; Root Motion's
+    ``.rootmotion`` alike) instead of adding a ``.footlock.001`` beside it; any other action
+    of that name stays."""
     if source.result is None:
         source.result = results.earlier_result(obj, source, _result_name(obj, source))
 

@@ -1,17 +1,17 @@
 """Foot Lock's own results, told apart from actions anyone else made or edited.
 
 A rerun from a source whose ``<source>.footlock`` result already exists replaces that
-result instead of piling up ``.footlock.001``, ``.002``... copies, but only when the
-action of that name is provably the tool's untouched output: it names the same source
-(the action, or the NLA tracks it replaced) and its keys still match the digest stored
-when Foot Lock wrote it. An action someone made under that name, or a result an
-animator edited since, is never replaced (the new result then gets Blender's next free
-name); nor is a result another object plays too (two characters sharing a source, as a
-glTF with two armatures imports), or one fixed for another object's slot of an action
-they share (4.4+): that object keeps it, and this one's result is one of the numbered
-copies. Contact curves are left out of the digest: they carry their own
-stamps, and the edited ones are carried over to the new result (see
-:func:`.armature.animator_contact_curve`).
+result instead of piling up ``.footlock.001``, ``.002``... copies (Root Motion from Feet's
+``.rootmotion`` alike), but only when the action of that name is provably the tool's
+untouched output: it names the same source (the action, or the NLA tracks it replaced)
+and the same tool, and its keys still match the digest stored when Foot Lock wrote it.
+An action someone made under that name, or a result an animator edited since, is never
+replaced (the new result then gets Blender's next free name); nor is a result another
+object plays too (two characters sharing a source, as a glTF with two armatures imports),
+or one fixed for another object's slot of an action they share (4.4+): that object keeps
+it, and this one's result is one of the numbered copies. Contact curves are left out of
+the digest: they carry their own stamps, and the edited ones are carried over to the new
+result (see :func:`.armature.animator_contact_curve`).
 """
 
 import hashlib
@@ -103,7 +103,7 @@ def _own_untouched_result(obj, source, earlier):
     if source.kind == sources.NLA:
         same_source = list(earlier.get(sources.TRACKS_PROPERTY, ())) == [track.name for track in source.tracks]
     else:
-        same_source = sources.recorded_source(earlier) == source.action
+        same_source = sources.made_by(earlier) == source.suffix and sources.recorded_source(earlier) == source.action
     return same_source and played_only_by(obj, earlier) and made_for(obj, earlier) and untouched(obj, earlier)
 
 

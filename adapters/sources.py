@@ -41,6 +41,7 @@ class MotionSource:
     frames: np.ndarray  # scene frames to read and write
     tracks: list  # NLA tracks that play (muted, kept, once the result is baked)
     result: object = None  # an earlier Foot Lock result to make again from this source
+    suffix: str = RESULT_SUFFIX  # the tool's: its results are <action><suffix> (Root Motion's .rootmotion)
 
     @property
     def sampled(self):
@@ -69,15 +70,22 @@ def motion_source(obj, action_frames, follow_results=True):
             on_top = recorded_source(action)  # played above the tracks, or None
             on_top = on_top if on_top != action else None
             return MotionSource(NLA, on_top, _nla_frames(muted, on_top, action_frames), muted, result=action)
-        origin = result_origin(action)
-        if origin is not None:
-            return _action_source(obj, origin, action_frames, result=action)
-    return _action_source(obj, action, action_frames)
+    return action_source(obj, action, action_frames, follow_results=follow_results)
 
 
-def _action_source(obj, action, action_frames, result=None):
+def action_source(obj, action, action_frames, suffix=RESULT_SUFFIX, follow_results=True):
+    """The :class:`MotionSource` of ``action`` for the tool whose results are
+    ``<action><suffix>``; with ``follow_results``, where ``action`` is one of them, the
+    action it was made from, ``action`` the result to make again."""
+    origin = result_origin(action, suffix) if follow_results else None
+    if origin is None:
+        return _action_source(obj, action, action_frames, suffix)
+    return _action_source(obj, origin, action_frames, suffix, result=action)
+
+
+def _action_source(obj, action, action_frames, suffix, result=None):
     kind = KEYS if keys_are_exact(obj, action) else EVALUATED
-    return MotionSource(kind, action, action_frames(action), [], result)
+    return MotionSource(kind, action, action_frames(action), [], result, suffix)
 
 
 def result_origin(action, suffix=RESULT_SUFFIX):

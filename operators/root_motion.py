@@ -6,7 +6,7 @@ from .checks import ArmatureOperator
 
 class FOOT_LOCK_OT_root_motion_from_feet(ArmatureOperator, bpy.types.Operator):
     """Make an in-place clip travel: key the motion that keeps its planted feet still onto \
-the translation bone (or the object), in a new action ('<action>.rootmotion'; the original is kept)"""
+the translation bone (or the object), in a new action ('<action>.rootmotion'; the original is kept; run again, it makes that again from '<action>')"""
 
     bl_idname = "foot_lock.root_motion_from_feet"
     bl_label = "Root Motion from Feet"

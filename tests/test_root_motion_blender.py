@@ -146,3 +146,37 @@ def test_remove_sliding_on_the_root_motion_of_its_own_result_fixes_the_travellin
     assert fixed.name == "in_place.footlock.rootmotion.footlock"
     hips = world_joints(obj, ["Hips"], fixed)[:, 0]
     assert np.linalg.norm(hips[-1, :2] - hips[0, :2]) > 3.0  # metres: it still goes somewhere
+
+
+def hips_keys(obj, action):
+    from foot_lock.adapters import action_compat
+
+    bag = action_compat.channel_bag(obj, action)
+    return np.array([[tuple(key.co) for key in action_compat.find_fcurve(bag, 'pose.bones["Hips"].location', axis)
+                      .keyframe_points] for axis in range(3)])
+
+
+def test_root_motion_run_again_makes_its_own_result_again(addon, in_place_walk):
+    """Run again from the in-place walk, Root Motion from Feet refreshes its untouched
+    'in_place.rootmotion' (it piled up '.rootmotion.001' copies); run on that result, it
+    finds the travel again from the walk (it made 'in_place.rootmotion.rootmotion' from the
+    clip already travelling). A result an animator changed is kept, and said so."""
+    obj, _ = in_place_walk
+    source = obj.animation_data.action
+    assert addon.ops.foot_lock.root_motion_from_feet() == {"FINISHED"}
+    travel = hips_keys(obj, obj.animation_data.action)
+    for played in (obj.animation_data.action, source):
+        obj.animation_data.action = played
+        assert addon.ops.foot_lock.root_motion_from_feet() == {"FINISHED"}
+        result = obj.animation_data.action
+        assert result.name == "in_place.rootmotion"
+        assert sorted(addon.data.actions.keys()) == ["in_place", "in_place.rootmotion"]
+        np.testing.assert_allclose(hips_keys(obj, result), travel, atol=1e-5)
+    from foot_lock.adapters import action_compat, root_motion
+
+    action_compat.find_fcurve(action_compat.channel_bag(obj, result), 'pose.bones["Hips"].location', 2) \
+        .keyframe_points[5].co[1] += 0.01  # the animator's polish
+    outcome = root_motion.root_motion_from_feet(obj, addon.context.scene)
+    assert outcome.action.name == "in_place.rootmotion.001" and result.use_fake_user
+    assert outcome.warnings == ["'in_place.rootmotion' was changed since Foot Lock made it: kept as it is, the new "
+                                "fix is 'in_place.rootmotion.001'"]

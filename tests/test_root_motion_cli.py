@@ -68,6 +68,11 @@ def test_root_motion_through_blender_writes_a_travelling_action(in_place_bvh, tm
         bpy.context.scene.frame_set(frame)
         hips.append(np.array(obj.matrix_world @ obj.pose.bones["Hips"].head))
     assert np.linalg.norm(hips[1][:2] - hips[0][:2]) > 3.0
+    # Its output run again: the result is made again from the original, in its place.
+    again = tmp_path / "again.blend"
+    assert main(["root-motion", str(target), "-o", str(again)]) == 0
+    bpy.ops.wm.open_mainfile(filepath=str(again), load_ui=False)
+    assert sorted(bpy.data.actions.keys()) == ["in_place", "in_place.rootmotion"]
 
 
 @pytest.mark.blender
