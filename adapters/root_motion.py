@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..solvers import loops, matrices
-from ..solvers.root_motion import plant_feet, travel_before_and_after, travel_summary
+from ..solvers.root_motion import plant_feet, travel_before_and_after, travel_rewritten, travel_summary
 from . import action_compat as compat
 from . import armature, control_rig, cycles, jobs, results, sources
 from .errors import AdapterError
@@ -58,6 +58,7 @@ def root_motion_from_feet(obj, scene, onto_object=False):
         results.stamp(obj, target)
     before, after = travel_before_and_after(skeleton, motion, rig.pelvis, travel, jobs.UP)
     metres = unit_scale(scene)
+    warnings += travel_rewritten(skeleton, motion, rig, before, after, metres)
     return RootMotionOutcome(target, carrier, before * metres, after * metres, len(clip.frames),
                              time.perf_counter() - start_time, warnings)
 

@@ -35,7 +35,7 @@ from .bvh_files import file_unit_scale
 from .errors import ClipError
 from .fbx_files import fbx_axes
 from .gltf_files import gltf_document, input_files
-from .report import clip_entry
+from .report import clip_entry, warning_notes
 from .settings_flags import apply_to
 
 NLA_PLAYBACK = "(NLA)"  # the report's action name for what an armature's NLA strips play
@@ -57,8 +57,7 @@ def root_motion_in_blender(source, target, args):
         for obj, _ in chosen_clips(args):
             obj.foot_lock.in_place = target.suffix.lower() != ".blend"  # exported takes keep their names
             outcome = root_motion.root_motion_from_feet(obj, bpy.context.scene, args.onto_object)
-            warnings = "".join(f" [warning: {warning}]" for warning in outcome.warnings)
-            lines.append(f"{obj.name}: {root_motion.summary(outcome)}{warnings}")
+            lines.append(f"{obj.name}: {root_motion.summary(outcome)}{warning_notes(outcome.warnings)}")
         return lines
 
     return _job_in_blender(source, target, args, job)

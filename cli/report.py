@@ -124,7 +124,12 @@ def _clip_summary(clip):
         f"(feet on the ground {before['ground_slide_cm_s']:.1f} -> {after['ground_slide_cm_s']:.1f} cm/s), "
         f"skating {100 * before['skate_ratio']:.1f}% -> {100 * after['skate_ratio']:.1f}%"
     )
-    return text + "".join(f" [warning: {w}]" for w in clip["warnings"])
+    return text + warning_notes(clip["warnings"])
+
+
+def warning_notes(warnings):
+    """The ``warnings`` of a clip as they follow its printed line."""
+    return "".join(f" [warning: {warning}]" for warning in warnings)
 
 
 def summary_line(records, report_path=None):

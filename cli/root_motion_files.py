@@ -10,11 +10,12 @@ glTF, a new ``<action>.rootmotion`` action in a ``.blend``).
 from pathlib import Path
 
 from ..solvers import bvh, loops
-from ..solvers.root_motion import plant_feet, travel_before_and_after, travel_summary
+from ..solvers.root_motion import plant_feet, travel_before_and_after, travel_rewritten, travel_summary
 from .bvh_files import unit_scale
 from .clip_files import FORMATS, check_formats
 from .errors import ClipError
 from .paths import os_error_line, refuse_writing_inputs
+from .report import warning_notes
 
 EXIT_FAILED = 1
 
@@ -69,4 +70,6 @@ def _bvh_root_motion(source, target, onto_object):
     moved, travel, _ = plant_feet(skeleton, motion, rig, up, looped=looped)
     bvh.write(target, parsed, moved, scale, location_joints=[rig.pelvis])
     before, after = travel_before_and_after(skeleton, motion, rig.pelvis, travel, up)
-    return f"{travel_summary(before, after, motion.frames)}, keyed onto {skeleton.names[rig.pelvis]!r}"
+    warnings = travel_rewritten(skeleton, motion, rig, before, after)  # the skeleton is in metres
+    return (f"{travel_summary(before, after, motion.frames)}, keyed onto {skeleton.names[rig.pelvis]!r}"
+            + warning_notes(warnings))

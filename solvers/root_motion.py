@@ -17,7 +17,7 @@ import numpy as np
 from .contacts import REFERENCE_LEG_LENGTH, across, detect_contacts, heights_along, lowest_row, window_sum
 from .kinematics import SolverInputError, forward_kinematics, local_position
 from .quaternion import dots, gradient, horizontal, lengths
-from .rig import leg_length
+from .rig import leg_length, leg_length_from_locals
 
 # In place: over a second, the lower foot glides at least this fast (m/s for the reference
 # adult) while the root covers less than this share of the glide; for this share of the clip.
@@ -30,6 +30,10 @@ STEPPING_SHARE = 0.25
 WINDOW = 1.0  # s
 MAX_SPEED = 10.0  # m/s: faster is a glitch in the capture (a popping frame), not a glide
 REFINEMENTS = 2
+# A root that goes farther than this, in leg lengths, from the first frame to the last travels
+# by itself (an in-place clip's sways less than a step): finding its travel again from its
+# feet rewrites it, which is legitimate (a root whose speed does not match its steps) but said.
+TRAVELLING_LEGS = 1.0
 # Every gait plants each foot a fifth of its cycle or more (a sprint, a gallop): with no foot
 # found planted for this share of the frames, the labels are not of a gait the travel can
 # come from (a flip, or a clip the labeller cannot read: it sent the glTF fox's Run backwards).
@@ -160,6 +164,16 @@ def travel_before_and_after(skeleton, motion, pelvis, travel, up):
     _, gpos = forward_kinematics(skeleton, motion.rot[[0, -1]], motion.pos[[0, -1]], [pelvis])
     before = horizontal(gpos[1, pelvis] - gpos[0, pelvis], up)
     return float(np.linalg.norm(before)), float(np.linalg.norm(before + horizontal(travel[-1] - travel[0], up)))
+
+
+def travel_rewritten(skeleton, motion, rig, before, after, metres=1.0):
+    """A warning (a list) where the root of ``motion`` already travelled ``before`` (world
+    units, :func:`travel_before_and_after`) farther than :data:`TRAVELLING_LEGS` leg lengths:
+    its travel found again from its feet is ``after``. ``metres``: metres per world unit."""
+    if before <= TRAVELLING_LEGS * leg_length_from_locals(skeleton, motion.rot, motion.pos, rig):
+        return []
+    return [f"the clip already travelled {before * metres:.2f} m (Root Motion from Feet is for in-place clips): it "
+            f"now travels {after * metres:.2f} m, the travel found again from its planted feet"]
 
 
 def travel_summary(before, after, frames):

@@ -180,3 +180,23 @@ def test_root_motion_run_again_makes_its_own_result_again(addon, in_place_walk):
     assert outcome.action.name == "in_place.rootmotion.001" and result.use_fake_user
     assert outcome.warnings == ["'in_place.rootmotion' was changed since Foot Lock made it: kept as it is, the new "
                                 "fix is 'in_place.rootmotion.001'"]
+
+
+@pytest.mark.parametrize("size", [1.0, 0.1])  # an adult; a figurine whose whole walk goes 36 cm
+def test_root_motion_on_a_clip_that_travels_already_says_its_travel_was_found_again(addon, in_place_walk, clips_dir,
+                                                                                    size):
+    """The CMU walk travels by itself: Root Motion from Feet finds its travel again from its
+    planted feet (3.58 m became 3.44 m, without a word). It says so, by how far the root
+    went in the character's leg lengths, whatever its size; an in-place walk (its root
+    sways a third of a metre, first frame to last) gets no such warning."""
+    from foot_lock.adapters import root_motion
+
+    obj, _ = in_place_walk
+    assert root_motion.root_motion_from_feet(obj, addon.context.scene).warnings == []
+    addon.ops.import_anim.bvh(filepath=str(clips_dir / "cmu_07_01.bvh"), global_scale=CMU_TO_METRES * size,
+                              update_scene_fps=True)
+    outcome = root_motion.root_motion_from_feet(addon.context.active_object, addon.context.scene)
+    assert outcome.travel_before == pytest.approx(3.58 * size, abs=0.01)
+    (warning,) = outcome.warnings
+    assert warning.startswith(f"the clip already travelled {outcome.travel_before:.2f} m")
+    assert f"now travels {outcome.travel_after:.2f} m" in warning

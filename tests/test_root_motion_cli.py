@@ -94,3 +94,14 @@ def test_root_motion_from_a_blend_prints_its_own_line_alone(in_place_bvh, tmp_pa
         (line,) = result.stdout.splitlines()
         assert line.startswith(f"ok {blend} -> {tmp_path / output}")
         assert command != "root-motion" or "Read blend" in result.stderr  # (remove-sliding's worker keeps its own)
+
+
+def test_root_motion_of_a_clip_that_travels_already_says_so(clips_dir, in_place_bvh, tmp_path, capsys):
+    """BVH to BVH as through Blender: the walk's own 3.58 m, found again from its feet, is
+    said; the in-place walk's line has no warning."""
+    assert main(["root-motion", str(clips_dir / "cmu_07_01.bvh"), "-o", str(tmp_path / "walk.bvh")]) == 0
+    assert "[warning: the clip already travelled 3.58 m (Root Motion from Feet is for in-place clips): it now " \
+           "travels 3.44 m" in capsys.readouterr().out
+    source, _ = in_place_bvh
+    assert main(["root-motion", str(source), "-o", str(tmp_path / "still.bvh")]) == 0
+    assert "[warning" not in capsys.readouterr().out
