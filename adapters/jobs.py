@@ -445,6 +445,7 @@ class BakeOutcome:
     contacts_written: list
     source: str = sources.KEYS  # how the motion was read: sources.KEYS, EVALUATED or NLA
     controls: control_rig.ControlKeys | None = None  # on a control rig: what keying its controls did
+    name_note: str = ""  # which action kept the name the result was to have, and why (see _name_note)
 
 
 @compat.remembered_keys()  # the result's digest reads none of the keys read or written before it
@@ -514,6 +515,7 @@ def remove_sliding(obj, scene, progress=lambda fraction: None):
     outcome = BakeOutcome(
         target, result, len(clip.frames), int(np.count_nonzero(result.foot_contacts > 0.5)),
         time.perf_counter() - start_time, written, _read_from(source, clip), keyed,
+        "" if settings.in_place else _name_note(obj, source, target, kept),
     )
     _store_report(settings.report, outcome)
     return outcome
@@ -627,6 +629,18 @@ def edited_result_kept(kept, fresh):
     if kept is None:
         return []
     return [f"{kept.name!r} was changed since Foot Lock made it: kept as it is, the new fix is {fresh.name!r}"]
+
+
+def _name_note(obj, source, fresh, kept):
+    """Which action kept the name ``fresh`` was to have (``<action>.footlock``), and why; ""
+    where ``fresh`` has it, or where the action that kept it is ``kept``, which a warning
+    names already."""
+    wanted = _result_name(obj, source)
+    holder = bpy.data.actions.get(wanted)
+    if fresh.name == wanted or holder is None or holder == kept:
+        return ""
+    reason = results.why_not_replaced(obj, source, holder)
+    return f"{wanted!r} kept its name: {reason}" if reason else ""
 
 
 def _new_result(obj, source, sampled, clip, replace):

@@ -92,19 +92,45 @@ def earlier_result(obj, source, name):
     candidates = sorted(action.name for action in bpy.data.actions if numbered.fullmatch(action.name))
     for candidate in [name, *candidates]:
         earlier = bpy.data.actions.get(candidate)
-        if earlier is not None and _own_untouched_result(obj, source, earlier):
+        if earlier is not None and why_not_replaced(obj, source, earlier) is None:
             return earlier
     return None
 
 
-def _own_untouched_result(obj, source, earlier):
-    if earlier.library is not None or earlier == source.action:
-        return False
+def why_not_replaced(obj, source, earlier):
+    """Why ``earlier`` is not Foot Lock's untouched result of ``source`` (a
+    :class:`~.sources.MotionSource`) that no other object plays, to be made again in its
+    place (words for a note), or None: it is."""
+    if earlier.library is not None:
+        return f"it is linked from {earlier.library.filepath!r}"
+    if earlier == source.action:
+        return "it is the action fixed"
+    if not _same_source(source, earlier):
+        return _made_from(earlier)
+    if not played_only_by(obj, earlier):
+        return "another object plays it"
+    if not made_for(obj, earlier):
+        return "it holds another object's fix (of that object's slot in an action both play)"
+    if not untouched(obj, earlier):
+        return "it was changed since Foot Lock made it"
+    return None
+
+
+def _same_source(source, earlier):
     if source.kind == sources.NLA:
-        same_source = list(earlier.get(sources.TRACKS_PROPERTY, ())) == [track.name for track in source.tracks]
-    else:
-        same_source = sources.made_by(earlier) == source.suffix and sources.recorded_source(earlier) == source.action
-    return same_source and played_only_by(obj, earlier) and made_for(obj, earlier) and untouched(obj, earlier)
+        return list(earlier.get(sources.TRACKS_PROPERTY, ())) == [track.name for track in source.tracks]
+    return sources.made_by(earlier) == source.suffix and sources.recorded_source(earlier) == source.action
+
+
+def _made_from(result):
+    """What ``result`` says it was made from (words for a note)."""
+    tracks = list(result.get(sources.TRACKS_PROPERTY, ()))
+    if tracks:
+        return f"it is Foot Lock's bake of the NLA track{'s' * (len(tracks) > 1)} {', '.join(map(repr, tracks))}"
+    recorded = sources.recorded_source(result)
+    if recorded is not None:
+        return f"it was made from {recorded.name!r}"
+    return "it does not say what it was made from (an action made by hand, or by an early Foot Lock)"
 
 
 def played_only_by(obj, action):

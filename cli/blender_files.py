@@ -383,12 +383,15 @@ def _kept_entry(obj, action, reason):
 
 def _entry(obj, action_name, outcome):
     scene = bpy.context.scene
-    return clip_entry(
+    entry = clip_entry(
         outcome.result, [leg.name for leg in obj.foot_lock.legs], jobs.frame_range(outcome.action)[0],
         playback_rate(scene), unit_scale(scene), outcome.seconds,
         armature=obj.name, action=action_name, output_action=outcome.action.name, unit_source="scene units",
         motion_source=outcome.source,  # which read ran: the action's keys, the evaluated scene or the NLA
     )
+    if outcome.name_note:  # the output action is not <action>.footlock: why
+        entry["note"] = outcome.name_note
+    return entry
 
 
 # --- out --------------------------------------------------------------------------------

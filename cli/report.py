@@ -124,7 +124,8 @@ def _clip_summary(clip):
         f"(feet on the ground {before['ground_slide_cm_s']:.1f} -> {after['ground_slide_cm_s']:.1f} cm/s), "
         f"skating {100 * before['skate_ratio']:.1f}% -> {100 * after['skate_ratio']:.1f}%"
     )
-    return text + warning_notes(clip["warnings"])
+    note = f" [note: {clip['note']}]" if "note" in clip else ""
+    return text + note + warning_notes(clip["warnings"])
 
 
 def warning_notes(warnings):

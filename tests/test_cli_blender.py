@@ -103,6 +103,27 @@ def test_a_blend_whose_armature_plays_only_nla_strips_gets_them_baked_and_fixed(
     assert [track.mute for track in anim.nla_tracks] == [True]  # ... and the strip it replaces is kept, muted
 
 
+def test_all_actions_of_a_blend_whose_nla_was_baked_say_which_action_kept_the_name(blender, tmp_path, clips_dir,
+                                                                                    capsys):
+    """Fixed once, the NLA playback of the strip's action 'cmu_07_01' is baked to
+    'cmu_07_01.footlock'. With --all-actions the action itself is fixed again, on its own
+    frames: a fix of another clip than the bake, so the bake keeps the name and the fix is
+    'cmu_07_01.footlock.001', which the line and the report said nothing about."""
+    from viewport_scenes import nla_walk
+
+    nla_walk(blender, clips_dir)
+    source, fixed, again = tmp_path / "nla.blend", tmp_path / "nla_fixed.blend", tmp_path / "again.blend"
+    blender.ops.wm.save_as_mainfile(filepath=str(source))
+    assert cli("remove-sliding", source, "-o", fixed) == 0
+    capsys.readouterr()
+    assert cli("remove-sliding", fixed, "-o", again, "--all-actions", "--report", tmp_path / "report.json") == 0
+    (clip,) = json.loads((tmp_path / "report.json").read_text())["files"][0]["clips"]
+    assert (clip["action"], clip["output_action"]) == ("cmu_07_01", "cmu_07_01.footlock.001")
+    note = "'cmu_07_01.footlock' kept its name: it is Foot Lock's bake of the NLA track 'Walk'"
+    assert clip["note"] == note
+    assert f"[note: {note}]" in capsys.readouterr().out
+
+
 def test_settings_stored_in_a_blend_hold_unless_a_flag_overrides_them(blender, tmp_path, sliding):
     import foot_lock
 
