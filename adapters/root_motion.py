@@ -77,8 +77,8 @@ def _source(obj, in_place):
 
 def _checked_carrier(obj, action, clip, moved, onto_object):
     """What the travel of ``action`` is keyed on (the object, the control carrying the leg
-    and body controls, or the translation bone), once it is known that it can be: nothing
-    is written before."""
+    and body controls, the root bone above the translation bone, or that bone), once it is
+    known that it can be: nothing is written before."""
     if onto_object:
         if any(fcurve.data_path == "location" for fcurve in compat.iter_fcurves(obj, action)):
             raise AdapterError(f"object {obj.name!r} already has keyed location: add the travel to the bone instead")
@@ -86,8 +86,22 @@ def _checked_carrier(obj, action, clip, moved, onto_object):
     if clip.controls is not None:
         return _carrying_control(obj, clip.controls)
     bone = clip.joint_map.joint_bone[clip.rig.pelvis]  # the translation bone
+    root = _root_bone_above(obj, bone)
+    if root is not None:
+        return root
     armature.check_writable(clip.joint_map, moved, int(clip.frames[0]), [], [bone])
     return bone
+
+
+def _root_bone_above(obj, bone):
+    """The bone at the top of ``bone``'s parents (a game rig's ``root``, MotionBuilder's
+    ``Reference``), where it has one free to key: game engines take a clip's root motion
+    from that bone, so the travel goes there, not into the pelvis. None where ``bone`` has
+    no parent, or the top one is constrained (what it plays is not its keys)."""
+    parents = obj.data.bones[bone].parent_recursive
+    if not parents or obj.pose.bones[parents[-1].name].constraints:
+        return None
+    return parents[-1].name
 
 
 def _key_travel(obj, action, target, clip, moved, travel, carrier, onto_object):
@@ -96,8 +110,8 @@ def _key_travel(obj, action, target, clip, moved, travel, carrier, onto_object):
     if onto_object:
         _key_object_travel(obj, target, clip.frames, travel)
         return []
-    if clip.controls is not None:
-        _key_control_travel(obj, target, carrier, clip.frames, travel)
+    if clip.controls is not None or carrier != clip.joint_map.joint_bone[clip.rig.pelvis]:  # a control, a root bone
+        _key_top_bone_travel(obj, target, carrier, clip.frames, travel)
         return []
     warnings = armature.ready_to_key(obj, action, target, armature.keyed_channels(obj, [], [carrier]))
     armature.key_motion(obj, target, clip.joint_map, moved, int(clip.frames[0]), [], [carrier])
@@ -125,9 +139,10 @@ def _carrying_control(obj, controls):
     return carrier.name
 
 
-def _key_control_travel(obj, target, control, frames, travel):
-    """Key ``control`` (a bone without a parent) in ``target`` where it is on ``frames`` plus
-    ``travel`` (world): its location moves it along its rest axes, in the armature's space."""
+def _key_top_bone_travel(obj, target, control, frames, travel):
+    """Key ``control`` (a bone without a parent: a control rig's carrying control, a root
+    bone) in ``target`` where it is on ``frames`` plus ``travel`` (world): its location
+    moves it along its rest axes, in the armature's space."""
     rest = np.array(obj.data.bones[control].matrix_local)[:3, :3]
     local = travel @ matrices.inverse(np.array(obj.matrix_world)[:3, :3] @ rest).T
     path = armature.bone_data_path(control) + ".location"

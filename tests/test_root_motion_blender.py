@@ -200,3 +200,34 @@ def test_root_motion_on_a_clip_that_travels_already_says_its_travel_was_found_ag
     (warning,) = outcome.warnings
     assert warning.startswith(f"the clip already travelled {outcome.travel_before:.2f} m")
     assert f"now travels {outcome.travel_after:.2f} m" in warning
+
+
+def test_root_motion_goes_onto_the_root_bone_a_game_rig_has_above_its_pelvis(addon, in_place_walk):
+    """A game rig (Unreal's mannequin, MotionBuilder's Reference) carries its skeleton on a
+    root bone at the origin, and engines take the clip's root motion from that bone: the
+    travel is keyed there (along its own rest axes, here turned to stand up), the pelvis and
+    every other channel as they were."""
+    from foot_lock.adapters import action_compat, root_motion
+
+    obj, labels = in_place_walk
+    addon.ops.object.mode_set(mode="EDIT")
+    root = obj.data.edit_bones.new("root")
+    root.head, root.tail = (0.0, 0.0, 0.0), (0.0, 0.0, 0.2)  # its Y axis up: rest axes not the armature's
+    obj.data.edit_bones["Hips"].parent = root
+    addon.ops.object.mode_set(mode="POSE")
+    source = obj.animation_data.action
+    before = toe_slide(obj, labels, addon)
+
+    outcome = root_motion.root_motion_from_feet(obj, addon.context.scene)  # what the operator runs
+    assert "keyed onto 'root'" in root_motion.summary(outcome)
+    fixed = obj.animation_data.action
+    assert fixed == outcome.action and fixed.name == source.name + ".rootmotion"
+    assert before > 50.0 and toe_slide(obj, labels, addon) <= 1.0
+    travelled = world_joints(obj, ["root"], fixed)[:, 0]
+    assert np.linalg.norm(travelled[-1, :2] - travelled[0, :2]) > 3.0  # metres
+    assert abs(travelled[:, 2]).max() < 0.05  # along the ground: its location keyed in its own axes
+    kept = action_compat.fcurve_table(action_compat.channel_bag(obj, source))
+    curves = action_compat.fcurve_table(action_compat.channel_bag(obj, fixed))
+    assert set(curves) - set(kept) == {('pose.bones["root"].location', axis) for axis in range(3)}
+    for channel, fcurve in kept.items():
+        assert [tuple(key.co) for key in curves[channel].keyframe_points] == [tuple(key.co) for key in fcurve.keyframe_points]
