@@ -19,7 +19,7 @@ from ..solvers.foot_lock import label_foot_contacts, remove_foot_sliding
 from ..solvers.leg_detection import detect_legs
 from ..solvers.rig import Leg, Rig
 from . import action_compat as compat
-from . import armature, control_rig, cycles, evaluated, results, sources
+from . import armature, control_rig, cycles, evaluated, followers, results, sources
 from .errors import AdapterError
 from .properties import contact_settings, solver_settings, unit_scale
 
@@ -178,30 +178,31 @@ def frame_range(action):
     return round(start), round(end)
 
 
-def read_clip(obj, action, legs_only=False, object_keys=False):
+def read_clip(obj, action, legs_only=False, object_keys=False, also=()):
     """The action over its frame range, read from its F-curves, with the object's legs as
     solver joints; with ``legs_only`` no other joints than the legs' bones and their
-    ancestors (all a solve reads and writes: the other bones are keyed as they are); with
-    ``object_keys`` the object travels by its own transform keys, if the action has any
-    (see :func:`~.armature.read_motion`)."""
+    ancestors (all a solve reads and writes: the other bones are keyed as they are), and
+    the bones named in ``also`` and theirs; with ``object_keys`` the object travels by its
+    own transform keys, if the action has any (see :func:`~.armature.read_motion`)."""
     start, end = motion_frames(action)[[0, -1]]
     settings = obj.foot_lock
-    only = _leg_bones(settings) if legs_only else None
+    only = _leg_bones(settings) + list(also) if legs_only else None
     clip = _clip(obj, *armature.read_motion(obj, action, start, end, extra_tails=_tail_bones(settings), only=only,
                                             object_keys=object_keys))
     clip.legs_only = legs_only
     return clip
 
 
-def read_source_clip(obj, scene, source):
+def read_source_clip(obj, scene, source, also=()):
     """The clip of a :class:`~.sources.MotionSource`: as :func:`read_clip` where the keys
-    say how it moves, else as the evaluated scene shows it; then also the
-    :class:`~.evaluated.EvaluatedPose` it was read from."""
+    say how it moves (the legs, and the bones named in ``also``), else as the evaluated
+    scene shows it (every bone); then also the :class:`~.evaluated.EvaluatedPose` it was
+    read from."""
     controls = _controls(obj, source)
     if controls is not None:
         return control_clip(obj, scene, source, controls), None
     if not source.sampled:
-        return read_clip(obj, source.action, legs_only=True, object_keys=True), None
+        return read_clip(obj, source.action, legs_only=True, object_keys=True, also=also), None
     _refuse_driven_legs(obj)
     with _playing(obj, source):
         # Only a result baked from the NLA keys every channel from the sampled basis.
@@ -462,7 +463,8 @@ def remove_sliding(obj, scene, progress=lambda fraction: None):
     else:
         adopt_earlier_result(obj, source)
     progress(0.05)
-    clip, sampled = read_source_clip(obj, scene, source)
+    candidates = followers.candidate_bones(obj, _leg_bones(settings))  # bones that may follow a foot
+    clip, sampled = read_source_clip(obj, scene, source, also=candidates)
     progress(0.3)
     rows = _animator_contacts(obj, [source.result, source.action], clip, settings.overwrite_contacts)
     missing = np.isnan(rows).all(axis=1)  # labelled by the solve, with the current settings
@@ -479,8 +481,11 @@ def remove_sliding(obj, scene, progress=lambda fraction: None):
     progress(0.7)
     joint_map = clip.joint_map
     if clip.controls is None:
-        rotation_bones = [joint_map.joint_bone[j] for j in result.rotation_joints]
-        location_bones = [joint_map.joint_bone[j] for j in result.location_joints]
+        following = followers.keep_following(clip, result, candidates)
+        if following:
+            result.warnings.append(followers.followed_note(following))
+        rotation_bones = [joint_map.joint_bone[j] for j in result.rotation_joints] + list(following)
+        location_bones = [joint_map.joint_bone[j] for j in result.location_joints] + list(following)
         armature.check_writable(joint_map, result.motion, int(clip.frames[0]), rotation_bones, location_bones)
     else:
         rotation_bones = location_bones = [follower.control for follower in clip.controls.followers()]

@@ -176,7 +176,7 @@ def moved_by(obj, placement_only=False):
     if anim is not None and (anim.action_influence < 1.0 or anim.action_blend_type != "REPLACE"):
         return "its action's influence or blending"
     if _constrained(obj):
-        return f"its constraint {next(c.name for c in obj.constraints if _active(c))!r}"
+        return f"its constraint {next(c.name for c in obj.constraints if active_constraint(c))!r}"
     moving = next((ancestor for ancestor in object_ancestors(obj.parent) if _moves_itself(ancestor)), None)
     return None if moving is None else f"its parent {moving.name!r}"
 
@@ -191,10 +191,11 @@ def nla_moves_object(obj, source):
 
 
 def _constrained(obj):
-    return any(_active(c) for c in obj.constraints)
+    return any(active_constraint(c) for c in obj.constraints)
 
 
-def _active(constraint):
+def active_constraint(constraint):
+    """Whether ``constraint`` acts: not muted, some influence."""
     return not constraint.mute and constraint.influence > 0.0
 
 
@@ -222,7 +223,7 @@ def check_evaluated(obj):
     as if absent)."""
     for item in object_ancestors(obj):
         for constraint in item.constraints:
-            if _active(constraint) and not _valid(constraint):
+            if active_constraint(constraint) and not _valid(constraint):
                 raise AdapterError(
                     f"constraint {constraint.name!r} on {item.name!r} is not valid (its target was deleted?): "
                     "fix or remove it first; nothing was changed"
