@@ -729,8 +729,10 @@ def summary(outcome):
     before, after = outcome.result.before, outcome.result.after
     controls = outcome.controls
     keyed_on = "" if controls is None else f", keyed on the {controls.kind} controls (residual {controls.residual_mm:.2f} mm)"
+    named = f" ({outcome.name_note})" if outcome.name_note else ""  # why not <action>.footlock
     return (
-        f"{outcome.frames} frames baked to {outcome.action.name!r} (motion read from the {outcome.source}{keyed_on}); "
+        f"{outcome.frames} frames baked to {outcome.action.name!r}{named} (motion read from the {outcome.source}"
+        f"{keyed_on}); "
         f"{outcome.contact_frames} contact frames locked; "
         f"toe slide {before['toe_slide_cm_s']:.1f} -> {after['toe_slide_cm_s']:.2f} cm/s "
         f"(feet on the ground {before['ground_slide_cm_s']:.1f} -> {after['ground_slide_cm_s']:.1f} cm/s), "

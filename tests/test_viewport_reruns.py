@@ -359,3 +359,20 @@ def test_an_action_named_to_blenders_limit_gets_results_that_keep_their_suffix(a
     obj.foot_lock.preview = True
     assert addon.ops.foot_lock.bake_preview() == {"FINISHED"}
     assert obj.animation_data.action.name.endswith(".preview")
+
+
+def test_the_status_line_says_why_the_result_is_not_named_after_its_action(addon, sliding):
+    """Beside an action someone else named ``<action>.footlock`` the fix goes to
+    ``.footlock.001``: the line the button shows says which action kept the name, and why
+    (the command line's note said it, the sidebar did not)."""
+    from foot_lock.adapters import jobs
+
+    obj = import_clip(addon, sliding)
+    addon.data.actions.new("walk_sliding.footlock").use_fake_user = True
+    outcome = jobs.remove_sliding(obj, addon.context.scene)  # what the button runs; it shows the summary
+    assert outcome.action.name == "walk_sliding.footlock.001"
+    assert jobs.summary(outcome).startswith(
+        "317 frames baked to 'walk_sliding.footlock.001' ('walk_sliding.footlock' kept its name: it does not say "
+        "what it was made from")
+    again = jobs.remove_sliding(obj, addon.context.scene)  # on its result: made again in its place, as said again
+    assert again.action.name == "walk_sliding.footlock.001" and again.name_note == outcome.name_note
