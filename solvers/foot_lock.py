@@ -6,7 +6,7 @@ command line, the benchmark): arrays in, arrays out, no Blender.
 
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -111,8 +111,41 @@ def label_foot_contacts(skeleton, motion, rig, up, settings=None, cuts=None):
     cuts = cut_frames(skeleton, motion, rig) if cuts is None else cuts
     _, gpos = forward_kinematics(skeleton, motion.rot, motion.pos, _solved_joints(rig))
     heels, toes = _points(gpos, rig, "ankle", "toe")
-    return _label_across_cuts(heels, toes, rig, travel(skeleton, gpos, rig, up), leg_length(gpos, rig), up,
-                              motion.fps, settings, cuts)
+    return _label_animated_legs(animated_legs(skeleton, motion, rig), heels, toes, rig, travel(skeleton, gpos, rig, up),
+                                leg_length(gpos, rig), up, motion.fps, settings, cuts)
+
+
+# Radians a leg's joints must turn, or leg lengths move, over the clip to count as animated.
+STILL_LEG_TOLERANCE = 1e-4
+
+
+def animated_legs(skeleton, motion, rig):
+    """(L,) whether each leg moves of its own: some joint of it, from the hip to the toe,
+    turns or moves against its parent over the clip. A leg without keys hangs in its rest
+    pose, carried by the pelvis: its foot glides with the body on every frame, which no
+    contact holds, and read with the others it throws their labels off (a biped whose
+    other leg walks lost half of each stance)."""
+    size = leg_length_from_locals(skeleton, motion.rot, motion.pos, rig)
+    moving = []
+    for leg in rig.legs:
+        joints = skeleton.chain(rig.pelvis, leg.toe)[1:]
+        rot, pos = motion.rot[:, joints], motion.pos[:, joints]
+        turned = 1.0 - np.abs(quat.dot(rot, rot[:1])).min() > 0.5 * (0.5 * STILL_LEG_TOLERANCE) ** 2  # 1 - cos(a/2)
+        moved = np.abs(pos - pos[:1]).max() > STILL_LEG_TOLERANCE * size
+        moving.append(bool(turned or moved))
+    return np.array(moving, dtype=bool)
+
+
+def _label_animated_legs(animated, heels, toes, rig, *args, **kwargs):
+    """:func:`_label_across_cuts` of the legs that are ``animated`` (L,) (:func:`animated_legs`);
+    the others are never labelled (their rows 0)."""
+    heel_labels, toe_labels = np.zeros((2,) + heels.shape[:2])
+    slip = 0.0
+    if animated.any():
+        legs = [leg for leg, moving in zip(rig.legs, animated) if moving]
+        heel_labels[animated], toe_labels[animated], slip = _label_across_cuts(
+            heels[animated], toes[animated], replace(rig, legs=legs), *args, **kwargs)
+    return heel_labels, toe_labels, slip
 
 
 def _label_across_cuts(heels, toes, rig, root, length, up, fps, settings, cuts, noise=None, tempo=None):
@@ -222,15 +255,18 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
     before = _state(gpos, rig, states[0])
     noise = None  # the input feet's jitter over the whole clip, once something reads it
     size = metrics.character_size(bone_lengths)
+    animated = animated_legs(skeleton, motion, rig)
+    warnings += _still_legs(rig, animated)
     # The gait's tempo, for the labels and the ground figures alike (both in the gait's own time).
-    tempo = gait_tempo(before["ankles"], up, motion.fps, size, settings.contacts)
+    tempo = gait_tempo(before["ankles"][animated], up, motion.fps, size, settings.contacts) if animated.any() else 1.0
     if missing.any() or heel_missing.any():
         root, length = travel(skeleton, gpos, rig, up), mean_leg_length(bone_lengths)  # leg_length's
         noise = metrics.foot_jitter(before["feet"])
         with _timed(timings, "contacts"):
-            heel_labels, labels, slip = _label_across_cuts(before["ankles"], before["toes"], rig, root, length, up,
-                                                           motion.fps, settings.contacts, cuts, noise, tempo)
-        if is_in_place(before["toes"], root, up, motion.fps, length):
+            heel_labels, labels, slip = _label_animated_legs(animated, before["ankles"], before["toes"], rig, root,
+                                                             length, up, motion.fps, settings.contacts, cuts, noise,
+                                                             tempo)
+        if animated.any() and is_in_place(before["toes"][animated], root, up, motion.fps, length):
             labels[:] = heel_labels[:] = 0.0  # its feet glide by design: locking them would tear the legs off
             warnings.append(IN_PLACE)
         contacts[missing] = labels[missing]
@@ -273,7 +309,8 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
         if not whole:  # the input's figures are not of the whole clip
             grounded = metrics.ground_slide(metrics.foot_points(before["ankles"], before["toes"]), up, motion.fps,
                                             size, steadying=steadying, tempo=tempo)[1]
-        warnings += metrics.implausible_contacts(contacts, grounded, [leg.name for leg in rig.legs])
+        warnings += metrics.implausible_contacts(contacts[animated], grounded[animated],
+                                                 [leg.name for leg, moving in zip(rig.legs, animated) if moving])
     return FootLockResult(
         motion=type(motion)(pose.rot, pose.pos, motion.fps, dict(motion.meta)),
         contacts=contacts,
@@ -289,6 +326,17 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
         timings=timings,
         foot_jitter_mm=1000.0 * noise * unit_scale,
     )
+
+
+def _still_legs(rig, animated):
+    """A warning naming the legs that are not ``animated`` (:func:`animated_legs`)."""
+    still = [leg.name for leg, moving in zip(rig.legs, animated) if not moving]
+    if not still:
+        return []
+    one = len(still) == 1
+    return [f"the {' and '.join(still)} leg{'' if one else 's'} {'does' if one else 'do'} not move of "
+            f"{'its' if one else 'their'} own (one pose all clip, carried by the body: no keys?): not labelled, "
+            f"nothing locked; remove {'it' if one else 'them'} in the Legs panel if not a leg"]
 
 
 FOOT_LENGTH_CHANGE = 0.005  # a foot's heel-to-ball length varying by more within a stance is reported

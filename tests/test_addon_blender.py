@@ -839,3 +839,31 @@ def test_the_panel_wraps_a_warning_to_the_sidebar(addon):
     narrow, wide = wrapped(IN_PLACE, 300), wrapped(IN_PLACE, 900)
     assert " ".join(narrow) == " ".join(wide) == IN_PLACE
     assert len(narrow) > len(wide) >= 1 and max(map(len, narrow)) <= 300 / 7
+
+
+def test_a_leg_without_keys_is_left_out_and_the_walking_leg_is_fixed(addon, clips_dir, tmp_path):
+    """A biped whose right leg lost its keys hangs it in one pose, carried along: the fix
+    says so, leaves it unlabelled and fixes the left leg as it does with both walking."""
+    from foot_lock.adapters import action_compat
+
+    obj = import_clip(addon, write_sliding_bvh(clips_dir / "cmu_03_01.bvh", tmp_path / "sliding.bvh", 1.25))
+    assert addon.ops.foot_lock.detect_legs() == {"FINISHED"}
+    right = [getattr(obj.foot_lock.legs[1], role) for role in ("thigh", "shin", "foot", "toe")]
+    assert right[0].startswith("Right")
+    bag = action_compat.channel_bag(obj, obj.animation_data.action)
+    for fcurve in [fc for fc in bag.fcurves if any(f'"{bone}"' in fc.data_path for bone in right)]:
+        bag.fcurves.remove(fcurve)
+    for bone in right:
+        obj.pose.bones[bone].rotation_quaternion = (1.0, 0.0, 0.0, 0.0)
+        obj.pose.bones[bone].rotation_euler = (0.0, 0.0, 0.0)
+
+    assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
+    assert "the right leg does not move of its own" in obj.foot_lock.report.warnings
+    fixed = obj.animation_data.action
+    frames = np.arange(1, 1 + len(world_joints(obj, ["Hips"], fixed)))
+    assert not contact_curve(obj, fixed, right[3], frames).any()
+    labels = reference_labels_by_leg(clips_dir / "cmu_03_01.bvh")["left"]
+    left = contact_curve(obj, fixed, obj.foot_lock.legs[0].toe, frames)
+    assert f1_score(left[None], labels[None]) >= 0.94
+    toes = world_joints(obj, [obj.foot_lock.legs[0].toe], fixed)
+    assert slide_cm_s(toes, labels[None], addon.context.scene.render.fps / addon.context.scene.render.fps_base) <= 0.5

@@ -78,6 +78,29 @@ def test_only_leg_rotations_and_pelvis_translation_change(walk_125):
     assert set(changed_pos) <= set(result.location_joints)
 
 
+@pytest.mark.parametrize("fps", [30, 120])
+def test_a_leg_without_keys_is_left_out_and_the_other_leg_keeps_its_stances(fps):
+    """A biped whose right leg has no keys hangs in one pose, carried by the body: its foot
+    glides with it on every frame. Read with the walking leg it threw that leg's labels off
+    (F1 0.95 -> 0.90, 2-3 cm/s of slide left). The still leg is not labelled and says so;
+    the walking one is labelled, and fixed, as in the clip where both legs walk."""
+    skeleton, motion, rig = load("cmu_03_01")
+    reference = reference_labels(skeleton, motion, rig)[0, :: round(120 / fps)]
+    motion = decimate(scale_root_motion(skeleton, motion, 1.25), fps)
+    still = motion.copy()
+    for joint in skeleton.chain(rig.pelvis, rig.legs[1].toe)[1:]:
+        still.rot[:, joint] = still.rot[0, joint]
+    walking = label_foot_contacts(skeleton, motion, rig, bvh.UP)[1][0]
+    heel, toe, _ = label_foot_contacts(skeleton, still, rig, bvh.UP)
+    assert not heel[1].any() and not toe[1].any()
+    assert f1_score(toe[0], reference) >= f1_score(walking, reference) - 0.02
+    result = remove_foot_sliding(skeleton, still, rig, bvh.UP)
+    assert [w for w in result.warnings if "does not move of its own" in w] == [
+        "the right leg does not move of its own (one pose all clip, carried by the body: no keys?): not labelled, "
+        "nothing locked; remove it in the Legs panel if not a leg"]
+    assert slide_cm_s(skeleton, result.motion, rig, np.stack([reference, np.zeros_like(reference)])) <= 0.5
+
+
 def test_stances_on_raised_blocks_are_locked_where_they_stand():
     skeleton, motion, rig = load("cmu_03_01")
     result = remove_foot_sliding(skeleton, motion, rig, bvh.UP)
