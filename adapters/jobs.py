@@ -10,6 +10,7 @@ failed job changes nothing.
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import pairwise
 
 import bpy
 import numpy as np
@@ -118,18 +119,34 @@ def ensure_legs(obj):
     return settings
 
 
+LEG_ROLES = ("thigh", "shin", "foot", "toe")  # down the leg, each bone below the one before
+_WAY_OUT = "pick them in the Legs panel or run Detect Legs"
+
+
 def _check_leg_bones(obj, settings):
+    """Refuse legs set up so that no solve could use them, naming the leg, the slots and
+    the way out: a bone not in the armature, one bone in two legs or two slots, a chain not
+    going down the leg, a pelvis the legs do not hang from."""
     bones = obj.data.bones
     if settings.pelvis not in bones:
         raise AdapterError(f"pelvis bone {settings.pelvis!r} is not in {obj.name!r}: pick it in the Legs panel")
+    used = {settings.pelvis: "the pelvis"}  # bone -> the slot it fills
     for leg in settings.legs:
-        for role in ("thigh", "shin", "foot", "toe"):
-            bone = getattr(leg, role)
-            if (bone or role != "toe") and bone not in bones:  # a leg may have no toe bone
-                raise AdapterError(
-                    f"leg {leg.name!r}: {role} bone {bone!r} is not in {obj.name!r}; "
-                    "pick it in the Legs panel or run Detect Legs"
-                )
+        chain = [(role, getattr(leg, role)) for role in LEG_ROLES if getattr(leg, role) or role != "toe"]
+        for role, bone in chain:  # a leg may have no toe bone
+            if bone not in bones:
+                raise AdapterError(f"leg {leg.name!r}: {role} bone {bone!r} is not in {obj.name!r}; "
+                                   "pick it in the Legs panel or run Detect Legs")
+            slot = f"the {role} of leg {leg.name!r}"
+            if bone in used:
+                raise AdapterError(f"bone {bone!r} is {used[bone]} and {slot}: each leg needs bones of its own, "
+                                   f"below the pelvis; {_WAY_OUT}")
+            used[bone] = slot
+        for (upper_role, upper), (role, bone) in pairwise([("pelvis", settings.pelvis), *chain]):
+            if bones[upper] not in bones[bone].parent_recursive:
+                raise AdapterError(f"leg {leg.name!r}: its {role} {bone!r} does not hang below its {upper_role} "
+                                   f"{upper!r} (pelvis, thigh, shin, foot and toe go down the leg, each below the "
+                                   f"one before); {_WAY_OUT}")
 
 
 def translation_bone(obj, pelvis):

@@ -867,3 +867,33 @@ def test_a_leg_without_keys_is_left_out_and_the_walking_leg_is_fixed(addon, clip
     assert f1_score(left[None], labels[None]) >= 0.94
     toes = world_joints(obj, [obj.foot_lock.legs[0].toe], fixed)
     assert slide_cm_s(toes, labels[None], addon.context.scene.render.fps / addon.context.scene.render.fps_base) <= 0.5
+
+
+@pytest.mark.parametrize(("setup", "said"), [
+    ({"right": {"thigh": "LeftUpLeg", "shin": "LeftLeg", "foot": "LeftFoot", "toe": "LeftToeBase"}},
+     "bone 'LeftUpLeg' is the thigh of leg 'left' and the thigh of leg 'right': each leg needs bones of its own"),
+    ({"left": {"thigh": "LeftLeg", "shin": "LeftUpLeg"}},
+     "leg 'left': its shin 'LeftUpLeg' does not hang below its thigh 'LeftLeg'"),
+    ({"left": {"foot": "LeftToeBase", "toe": "LeftFoot"}},
+     "leg 'left': its toe 'LeftFoot' does not hang below its foot 'LeftToeBase'"),
+    ({"pelvis": "LeftUpLeg"}, "bone 'LeftUpLeg' is the pelvis and the thigh of leg 'left'"),
+    ({"pelvis": "Spine"}, "leg 'left': its thigh 'LeftUpLeg' does not hang below its pelvis 'Spine'"),
+])
+def test_legs_set_up_wrong_by_hand_are_refused_naming_the_leg_and_the_slots(addon, clips_dir, setup, said):
+    """Bones swapped, one bone in two legs (counted twice, the other leg never fixed), a
+    pelvis the legs do not hang from: refused before anything is read, naming the leg and
+    its slots, with the way out; nothing written."""
+    obj = import_clip(addon, clips_dir / "cmu_07_01.bvh")
+    assert addon.ops.foot_lock.detect_legs() == {"FINISHED"}
+    settings = obj.foot_lock
+    for key, value in setup.items():
+        if key == "pelvis":
+            settings.pelvis = value
+        else:
+            leg = next(leg for leg in settings.legs if leg.name == key)
+            for role, bone in value.items():
+                setattr(leg, role, bone)
+    with pytest.raises(RuntimeError, match="pick them in the Legs panel or run Detect Legs") as refused:
+        addon.ops.foot_lock.remove_sliding()
+    assert said in str(refused.value)
+    assert [action.name for action in addon.data.actions] == ["cmu_07_01"]
