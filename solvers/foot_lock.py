@@ -111,29 +111,28 @@ def label_foot_contacts(skeleton, motion, rig, up, settings=None, cuts=None):
     cuts = cut_frames(skeleton, motion, rig) if cuts is None else cuts
     _, gpos = forward_kinematics(skeleton, motion.rot, motion.pos, _solved_joints(rig))
     heels, toes = _points(gpos, rig, "ankle", "toe")
-    return _label_animated_legs(animated_legs(skeleton, motion, rig), heels, toes, rig, travel(skeleton, gpos, rig, up),
-                                leg_length(gpos, rig), up, motion.fps, settings, cuts)
+    length = leg_length(gpos, rig)
+    return _label_animated_legs(animated_legs(skeleton, motion, rig, length), heels, toes, rig,
+                                travel(skeleton, gpos, rig, up), length, up, motion.fps, settings, cuts)
 
 
 # Radians a leg's joints must turn, or leg lengths move, over the clip to count as animated.
 STILL_LEG_TOLERANCE = 1e-4
 
 
-def animated_legs(skeleton, motion, rig):
+def animated_legs(skeleton, motion, rig, size):
     """(L,) whether each leg moves of its own: some joint of it, from the hip to the toe,
-    turns or moves against its parent over the clip. A leg without keys hangs in its rest
-    pose, carried by the pelvis: its foot glides with the body on every frame, which no
-    contact holds, and read with the others it throws their labels off (a biped whose
-    other leg walks lost half of each stance)."""
-    size = leg_length_from_locals(skeleton, motion.rot, motion.pos, rig)
-    moving = []
-    for leg in rig.legs:
-        joints = skeleton.chain(rig.pelvis, leg.toe)[1:]
-        rot, pos = motion.rot[:, joints], motion.pos[:, joints]
-        turned = 1.0 - np.abs(quat.dot(rot, rot[:1])).min() > 0.5 * (0.5 * STILL_LEG_TOLERANCE) ** 2  # 1 - cos(a/2)
-        moved = np.abs(pos - pos[:1]).max() > STILL_LEG_TOLERANCE * size
-        moving.append(bool(turned or moved))
-    return np.array(moving, dtype=bool)
+    turns or moves against its parent over the clip (``size`` its leg length). A leg without
+    keys hangs in its rest pose, carried by the pelvis: its foot glides with the body on
+    every frame, which no contact holds, and read with the others it throws their labels off
+    (a biped whose other leg walks lost half of each stance). All legs' joints at once."""
+    chains = [skeleton.chain(rig.pelvis, leg.toe)[1:] for leg in rig.legs]
+    joints = np.concatenate(chains)
+    rot, pos = motion.rot[:, joints], motion.pos[:, joints]
+    turned = 1.0 - np.abs(quat.dot(rot, rot[:1])).min(axis=0) > 0.5 * (0.5 * STILL_LEG_TOLERANCE) ** 2  # 1 - cos(a/2)
+    moved = np.abs(pos - pos[:1]).max(axis=(0, 2)) > STILL_LEG_TOLERANCE * size
+    moving = np.logical_or(turned, moved)
+    return np.logical_or.reduceat(moving, np.cumsum([0] + [len(chain) for chain in chains[:-1]]))
 
 
 def _label_animated_legs(animated, heels, toes, rig, *args, **kwargs):
@@ -255,7 +254,7 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
     before = _state(gpos, rig, states[0])
     noise = None  # the input feet's jitter over the whole clip, once something reads it
     size = metrics.character_size(bone_lengths)
-    animated = animated_legs(skeleton, motion, rig)
+    animated = animated_legs(skeleton, motion, rig, mean_leg_length(bone_lengths))
     warnings += _still_legs(rig, animated)
     # The gait's tempo, for the labels and the ground figures alike (both in the gait's own time).
     tempo = gait_tempo(before["ankles"][animated], up, motion.fps, size, settings.contacts) if animated.any() else 1.0
