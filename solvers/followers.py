@@ -32,7 +32,8 @@ def followed_feet(skeleton, motion, rig, candidates):
     moving = ~steady[:, :2].any(axis=1)  # neither still nor carried with the pelvis
     followers = {}
     for row, joint in enumerate(candidates):
-        if moving[row] and steady[row, 2:].any() and not _below(skeleton, joint, followers):
+        below_one = not followers.keys().isdisjoint(skeleton.closure([skeleton.parents[joint]]))
+        if moving[row] and steady[row, 2:].any() and not below_one:
             followers[joint] = feet[int(np.argmax(steady[row, 2:]))]
     return followers
 
@@ -53,16 +54,6 @@ def _steady_offsets(reference_rot, reference_pos, rot, pos, reach):
     drift = np.linalg.norm(offset_pos - offset_pos[:1], axis=-1).max(axis=0)
     alignment = np.abs(np.sum(offset_rot * offset_rot[:1], axis=-1)).min(axis=0)  # cos of half the turn
     return (drift <= reach) & (alignment >= np.cos(FOLLOW_TOLERANCE / 2.0))
-
-
-def _below(skeleton, joint, ancestors):
-    """Whether one of ``ancestors`` (joints) is an ancestor of ``joint``."""
-    parent = skeleton.parents[joint]
-    while parent >= 0:
-        if parent in ancestors:
-            return True
-        parent = skeleton.parents[parent]
-    return False
 
 
 def follow(skeleton, before, after, followers):
