@@ -21,6 +21,8 @@ from .jitter import jitter, steadied, steadying_kernel
 from .quaternion import dot, lengths
 from .rig import mean_leg_length
 
+# The skate ratios' thresholds, for a reference adult (scaled by leg length, as every
+# threshold is: the same walk reads the same in metres, centimetres or a giant's units).
 SKATE_HEIGHT = 0.05  # m: a foot this close to the ground should not move fast ...
 SKATE_SPEED = 0.5  # m/s: ... faster than this is a skate
 SKATE_WINDOW = 5  # frames of the averaged variant
@@ -68,30 +70,35 @@ def _toe_slides(speeds, contacts):
     return steps.sum(axis=-1) / steps.shape[-1]  # (a mean's numbers)
 
 
-def skate_ratio(toes, up, fps, ground, unit_scale=1.0, window=1, speeds=None):
+def skate_ratio(toes, up, fps, ground, unit_scale=1.0, window=1, speeds=None, size=None):
     """Share of frames in which a foot near the ground moves horizontally too fast.
 
     ``window`` > 1 averages the speed over that many frames first (the 5-frame
-    variant of the motion-synthesis literature); ``speeds`` as for :func:`toe_slide`.
+    variant of the motion-synthesis literature); ``speeds`` as for :func:`toe_slide`;
+    ``size`` the :func:`character_size` (None: an adult's, ``1 / unit_scale``).
     """
     speed = toe_speeds(toes, up, fps, unit_scale) if speeds is None else speeds
     heights = heights_along(toes, up)
-    return float(_skate_ratios(_near_ground(heights[None], ground, unit_scale), speed[None], window)[0])
+    size = 1.0 / unit_scale if size is None else size
+    return float(_skate_ratios(_near_ground(heights[None], ground, size), speed[None], size * unit_scale, window)[0])
 
 
-def _near_ground(heights, ground, unit_scale):
-    """Where toes at ``heights`` (S, L, F) are near the ground on the second frame of each step (S, L, F-1)."""
-    return (heights[:, :, 1:] - ground) * unit_scale < SKATE_HEIGHT
+def _near_ground(heights, ground, size):
+    """Where toes at ``heights`` (S, L, F) are near the ground on the second frame of each
+    step (S, L, F-1), for a character of ``size`` (see :func:`character_size`)."""
+    return heights[:, :, 1:] - ground < SKATE_HEIGHT * size
 
 
-def _skate_ratios(near, speeds, window=1):
+def _skate_ratios(near, speeds, speed_scale, window=1):
     """:func:`skate_ratio` of S states at once, from where their toes are near the ground
-    (:func:`_near_ground`) and their speeds (S, L, F-1)."""
+    (:func:`_near_ground`) and their speeds (S, L, F-1) in m/s; ``speed_scale`` the
+    character's size in metres per reference metre."""
     if window > 1 and speeds.shape[-1] >= window:
         kernel = np.ones(window) / window
         speeds = np.stack([np.convolve(s, kernel, mode="same") for s in speeds.reshape(-1, speeds.shape[-1])])
         speeds = speeds.reshape(near.shape)
-    return (near & (speeds > SKATE_SPEED)).any(axis=1).sum(axis=-1) / near.shape[-1]  # (a mean's numbers)
+    fast = speeds > SKATE_SPEED * speed_scale
+    return (near & fast).any(axis=1).sum(axis=-1) / near.shape[-1]  # (a mean's numbers)
 
 
 def penetration(points, up, floor_heights, unit_scale=1.0):
@@ -271,15 +278,15 @@ def motion_metrics(toes, hips, ankles, pelvis, contacts, up, fps, floors, bone_l
     toe_heights = heights_along(toes, up)  # shared by the skate ratios and the penetration
     ground = resting_floor(toe_heights[0], fps)  # the input's, for every state
     accelerations = ankle_accelerations(ankles, fps, unit_scale)
-    slides, grounded_shares = _ground_slides(foot_points(ankles, toes), up, fps,
-                                             character_size(bone_lengths), unit_scale, steadying, tempo)
-    near = _near_ground(toe_heights, ground, unit_scale)
+    size = character_size(bone_lengths)
+    slides, grounded_shares = _ground_slides(foot_points(ankles, toes), up, fps, size, unit_scale, steadying, tempo)
+    near = _near_ground(toe_heights, ground, size)
     columns = {
         "ground_slide_cm_s": 100.0 * np.array(slides),
         "grounded_share": grounded_shares.sum(axis=-1) / grounded_shares.shape[-1],  # (a mean's numbers)
         "toe_slide_cm_s": 100.0 * _toe_slides(speeds, contacts),
-        "skate_ratio": _skate_ratios(near, speeds),
-        "skate_ratio_5f": _skate_ratios(near, speeds, SKATE_WINDOW),
+        "skate_ratio": _skate_ratios(near, speeds, size * unit_scale),
+        "skate_ratio_5f": _skate_ratios(near, speeds, size * unit_scale, SKATE_WINDOW),
         "toe_penetration_cm": 100.0 * _penetrations(toe_heights, floors, unit_scale),
         "pelvis_deviation_cm": 100.0 * _pelvis_deviations(pelvis, reference_pelvis, unit_scale),
         "full_extension_share": _full_extension_shares(hips, ankles, bone_lengths),
