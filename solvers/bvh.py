@@ -122,7 +122,7 @@ def _motion_rows(body, frames, channel_count):
 
 
 def _parse_hierarchy(text):
-    tokens = text.split()[1:]  # after HIERARCHY
+    tokens = _hierarchy_words(text)[1:]  # after HIERARCHY
     joints, stack, opened, i = [], [], None, 0
 
     def arguments(count, what):
@@ -164,11 +164,46 @@ def _parse_hierarchy(text):
     if stack or opened is not None or not joints:
         raise SolverInputError("BVH hierarchy is not closed: a '{' lacks its '}'" if joints
                                else "BVH hierarchy has no joints")
+    joints = _with_tips(joints)
     names = [joint.name for joint in joints]
     twice = {name for name in names if names.count(name) > 1}
     if twice:
         raise SolverInputError(f"BVH hierarchy names two joints {sorted(twice)[0]!r}")
     return joints
+
+
+def _hierarchy_words(text):
+    """The hierarchy's words, each joint's name one word: Blender's importer joins the words
+    of a name with "_" (3ds Max writes "Bip01 L Thigh", Blender reads Bip01_L_Thigh)."""
+    words = []
+    for line in text.splitlines():
+        line_words = line.split()
+        if len(line_words) > 2 and line_words[0] in ("ROOT", "JOINT"):
+            opens = line_words[-1] == "{"  # "JOINT Bip01 L Thigh {": the brace is no part of the name
+            name = "_".join(line_words[1 : len(line_words) - opens])
+            line_words = [line_words[0], name] + ["{"] * opens
+        words += line_words
+    return words
+
+
+# Where Blender's importer draws the tip of a joint that has none of its own (no End Site,
+# no child) or one on its head: 0.1 file units along the file's Y. A toe joint without an
+# End Site is still a toe bone, its head the ball, and its heel is pinned as in Blender.
+TIP_OFFSET = (0.0, 0.1, 0.0)
+TIP_SHORTEST = 0.001  # file units: an End Site this close to its joint's head is on it
+
+
+def _with_tips(joints):
+    """``joints`` with an End Site below every joint that has no child, and every End
+    Site on its joint's head moved to ``TIP_OFFSET``, as Blender's importer draws their
+    bones (a tip only: the file is written back as it was read)."""
+    parents = {joint.parent for joint in joints}
+    for joint in joints:
+        if joint.end_site and np.linalg.norm(joint.offset) <= TIP_SHORTEST:
+            joint.offset = np.array(TIP_OFFSET)
+    tips = [BvhJoint(joint.name + ".end", index, np.array(TIP_OFFSET), end_site=True)
+            for index, joint in enumerate(joints) if index not in parents and not joint.end_site]
+    return joints + tips
 
 
 def _numbers(texts, what):
