@@ -750,6 +750,28 @@ def channel_fcurves(obj, action, channels):
     return [table[channel] for channel in found if channel in table]
 
 
+def keyed_frames(obj, action, bones, frames):
+    """The frames of ``frames`` (whole, ascending) that hold keys of ``bones``' transform
+    channels or of the object's own in ``action``, as indices (the first and the last among
+    them), where some hold none: an animator's keys, interpolated between (see
+    :func:`~..solvers.foot_lock.remove_foot_sliding`). None where one of those curves keys
+    every frame (capture, a baked clip), where none is keyed, or where a curve modifier
+    other than Cycles shapes the motion between the keys."""
+    table = compat.fcurve_table(compat.channel_bag(obj, action))
+    paths = {f"{bone_data_path(bone)}.{prop}" for bone in bones for prop, _ in BONE_CHANNELS}.union(OBJECT_TRANSFORMS)
+    curves = [fcurve for (path, _), fcurve in table.items() if path in paths and not fcurve.mute]
+    count = len(frames)
+    dense = next((fcurve for fcurve in curves if len(fcurve.keyframe_points) == count), None)
+    if dense is not None and np.array_equal(np.rint(compat.key_frame_rows([dense])[0]), frames):
+        return None  # the usual clip, told by one curve: a key on every frame
+    if not curves or _value_modifiers(curves):
+        return None
+    keys = np.unique(np.rint(np.concatenate(compat.key_frame_rows(curves) + [frames[[0, -1]]])))
+    index = np.searchsorted(frames, keys)
+    index = index[(index < count) & (frames[np.minimum(index, count - 1)] == keys)]  # keys on the frames
+    return None if len(index) == count else index
+
+
 def _value_modifiers(fcurves):
     """``(fcurve, modifier)`` of each F-curve modifier on ``fcurves`` that changes its curve's
     values within its keys: every unmuted one but Cycles (which repeats the keys outside

@@ -397,11 +397,30 @@ def _animator_contacts(obj, actions, clip, overwrite):
     return rows
 
 
-def label_clip(clip, settings):
+def label_clip(clip, settings, keyed=None):
     """(2L, F) contact labels of the clip, the toes' then the heels', piece by piece
-    between :func:`~..solvers.foot_lock.cut_frames` (no contact on a cut's first frame)."""
-    heels, toes, _ = label_foot_contacts(clip.skeleton, clip.motion, clip.rig, UP, settings)
+    between :func:`~..solvers.foot_lock.cut_frames` (no contact on a cut's first frame);
+    ``keyed``: see :func:`keyed_frames`."""
+    heels, toes, _ = label_foot_contacts(clip.skeleton, clip.motion, clip.rig, UP, settings, keyed=keyed)
     return np.concatenate([toes, heels])
+
+
+def keyed_frames(obj, action, clip):
+    """The frames of ``clip`` (indices) where ``action`` keys the bones that move its feet
+    (on a control rig its controls), or theirs, where its keys are sparse (hand-keyed
+    animation): the solve labels the feet as the keys pose them (see
+    :func:`~.armature.keyed_frames`). None where every frame is keyed, or ``action`` is None."""
+    if action is None:
+        return None
+    moving = ([follower.control for follower in clip.controls.followers()] if clip.controls is not None
+              else _leg_bones(obj.foot_lock))
+    return armature.keyed_frames(obj, action, armature.with_ancestors(obj.data.bones, moving), clip.frames)
+
+
+def _source_keys(obj, source, clip):
+    """:func:`keyed_frames` of the action ``source`` plays; none of the NLA's strips, whose
+    keys lie elsewhere in time."""
+    return keyed_frames(obj, None if source.kind == sources.NLA else source.action, clip)
 
 
 @dataclass
@@ -430,7 +449,7 @@ def detect_contacts(obj, scene=None, overwrite=False):
     else:
         editable_action(obj)
     clip, sampled = read_source_clip(obj, scene or bpy.context.scene, source)
-    labels = label_clip(clip, contact_settings(settings))
+    labels = label_clip(clip, contact_settings(settings), _source_keys(obj, source, clip))
     if baking:
         action = _new_result(obj, source, sampled, clip, replace=True)  # adopted: untouched, this object's alone
         sources.mute_tracks(source.tracks, action)
@@ -494,6 +513,7 @@ def remove_sliding(obj, scene, progress=lambda fraction: None):
     result = solve(
         clip.skeleton, clip.motion, clip.rig, UP, contacts=contacts,
         settings=solver_settings(settings), unit_scale=unit_scale(scene), heel_contacts=heel_contacts,
+        keyed=_source_keys(obj, source, clip),
     )
     progress(0.7)
     joint_map = clip.joint_map

@@ -183,7 +183,8 @@ def _contacts(obj, action, clip):
     contacts = jobs.stored_contacts(obj, action, clip)
     missing = np.isnan(contacts).all(axis=1)
     if missing.any():
-        labels, _ = label_contacts(clip.skeleton, clip.motion, clip.rig, jobs.UP, contact_settings(obj.foot_lock))
+        labels, _ = label_contacts(clip.skeleton, clip.motion, clip.rig, jobs.UP, contact_settings(obj.foot_lock),
+                                   jobs.keyed_frames(obj, action, clip))
         contacts[missing] = labels[missing]
     return contacts
 

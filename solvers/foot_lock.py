@@ -94,16 +94,18 @@ def travel(skeleton, gpos, rig, up):
     return gpos[:, rig.pelvis]
 
 
-def label_contacts(skeleton, motion, rig, up, settings=None):
-    """Toe contact weights (L, F) and the slip factor, for a clip as it is."""
-    _, toes, slip = label_foot_contacts(skeleton, motion, rig, up, settings)
+def label_contacts(skeleton, motion, rig, up, settings=None, keyed=None):
+    """Toe contact weights (L, F) and the slip factor, for a clip as it is (as its ``keyed``
+    frames pose it: see :func:`remove_foot_sliding`)."""
+    _, toes, slip = label_foot_contacts(skeleton, motion, rig, up, settings, keyed=keyed)
     return toes, slip
 
 
-def label_foot_contacts(skeleton, motion, rig, up, settings=None, cuts=None):
+def label_foot_contacts(skeleton, motion, rig, up, settings=None, cuts=None, keyed=None):
     """Heel and toe contact weights, (L, F) each, and the slip factor, for a clip as it is:
     piece by piece between its ``cuts`` (:func:`cut_frames`, found where None; see
-    :func:`_label_across_cuts`).
+    :func:`_label_across_cuts`), as its ``keyed`` frames pose it (see
+    :func:`remove_foot_sliding`).
 
     A leg without a toe bone has one point to pin (see :func:`remove_foot_sliding`): its
     heel row is 0."""
@@ -111,9 +113,12 @@ def label_foot_contacts(skeleton, motion, rig, up, settings=None, cuts=None):
     cuts = cut_frames(skeleton, motion, rig) if cuts is None else cuts
     _, gpos = forward_kinematics(skeleton, motion.rot, motion.pos, _solved_joints(rig))
     heels, toes = _points(gpos, rig, "ankle", "toe")
+    root = travel(skeleton, gpos, rig, up)
+    if keyed is not None:
+        heels, toes, root = (as_keyed(points, keyed) for points in (heels, toes, root))
     length = leg_length(gpos, rig)
-    return _label_animated_legs(animated_legs(skeleton, motion, rig, length), heels, toes, rig,
-                                travel(skeleton, gpos, rig, up), length, up, motion.fps, settings, cuts)
+    return _label_animated_legs(animated_legs(skeleton, motion, rig, length), heels, toes, rig, root, length, up,
+                                motion.fps, settings, cuts)
 
 
 # Radians a leg's joints must turn, or leg lengths move, over the clip to count as animated.
@@ -220,7 +225,7 @@ def _without_pops(path, jumps, fps, speed):
 
 
 def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None, settings=None,
-                        unit_scale=1.0, heel_contacts=None, measured=slice(None), cuts=None):
+                        unit_scale=1.0, heel_contacts=None, measured=slice(None), cuts=None, keyed=None):
     """Lock the feet of ``motion`` during contacts; returns a :class:`FootLockResult`.
 
     Each foot has two points to pin: the toe (the ball, ``leg.toe``) while ``contacts``
@@ -234,7 +239,11 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
     keeps the middle of several cycles). A clip that walks in place is not locked.
     ``cuts``: the frames where the clip jumps (takes joined, an NLA repeat starting again;
     :func:`cut_frames`, found where None); the lock is solved, and missing labels labelled,
-    piece by piece between them.
+    piece by piece between them. ``keyed``: where the clip is interpolated between sparse
+    keys (hand-keyed animation), the frames (ascending indices, the first and last among
+    them) that hold its keys; None: every frame holds a pose (capture). The feet are
+    labelled, and the input's judged on the ground, as the keys pose them, joined by
+    straight lines (:func:`as_keyed`).
     """
     settings = settings or FootLockSettings()
     up = np.asarray(up, dtype=float) / np.linalg.norm(up)
@@ -252,20 +261,22 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
     # The input's and the result's positions, as rows of one array (see :func:`_state`).
     states = np.empty((2, 1 + 3 * len(rig.legs), motion.frames, 3))
     before = _state(gpos, rig, states[0])
+    posed = before if keyed is None else _parts(as_keyed(states[0], keyed), len(rig.legs))  # as keyed
     noise = None  # the input feet's jitter over the whole clip, once something reads it
     size = metrics.character_size(bone_lengths)
     animated = animated_legs(skeleton, motion, rig, mean_leg_length(bone_lengths))
     warnings += _still_legs(rig, animated)
     # The gait's tempo, for the labels and the ground figures alike (both in the gait's own time).
-    tempo = gait_tempo(before["ankles"][animated], up, motion.fps, size, settings.contacts) if animated.any() else 1.0
+    tempo = gait_tempo(posed["ankles"][animated], up, motion.fps, size, settings.contacts) if animated.any() else 1.0
     if missing.any() or heel_missing.any():
         root, length = travel(skeleton, gpos, rig, up), mean_leg_length(bone_lengths)  # leg_length's
-        noise = metrics.foot_jitter(before["feet"])
+        root = root if keyed is None else as_keyed(root, keyed)
+        noise = metrics.foot_jitter(posed["feet"])
         with _timed(timings, "contacts"):
-            heel_labels, labels, slip = _label_animated_legs(animated, before["ankles"], before["toes"], rig, root,
+            heel_labels, labels, slip = _label_animated_legs(animated, posed["ankles"], posed["toes"], rig, root,
                                                              length, up, motion.fps, settings.contacts, cuts, noise,
                                                              tempo)
-        if animated.any() and is_in_place(before["toes"][animated], root, up, motion.fps, length):
+        if animated.any() and is_in_place(posed["toes"][animated], root, up, motion.fps, length):
             labels[:] = heel_labels[:] = 0.0  # its feet glide by design: locking them would tear the legs off
             warnings.append(IN_PLACE)
         contacts[missing] = labels[missing]
@@ -291,15 +302,18 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
         pose = Pose(skeleton, motion.rot.copy(), motion.pos.copy(), grot, gpos)
         _move_pelvis(pose, rig, solution.pelvis)
         solve_legs(pose, rig.legs, limits, solution.toes, up, settings.leg_options, heel_targets=solution.heels)
-    _state(gpos, rig, states[1])
+    after = _state(gpos, rig, states[1])
 
     whole = range(motion.frames)[measured] == range(motion.frames)
     if noise is None or not whole:
-        noise = metrics.foot_jitter(before["feet"][:, measured])
+        noise = metrics.foot_jitter(posed["feet"][:, measured])
     steadying = metrics.ground_steadying(noise, motion.fps, size)
+    judged = None if keyed is None else metrics.foot_points(*(np.stack([posed[part], after[part]])[:, :, measured]
+                                                              for part in ("ankles", "toes")))
     (before_figures, after_figures), (grounded, _) = _metrics(
         states[:, :, measured], len(rig.legs), contacts[:, measured], up, motion.fps, unit_scale,
         np.array([lim.toe_min_height for lim in limits]), bone_lengths, before["pelvis"][measured], steadying, tempo,
+        judged,
     )
     pinned = np.stack((heel_contacts[:, measured], contacts[:, measured])) > 0
     warnings += _held_too_far(_parts(states[:, :, measured], len(rig.legs)), pinned, rig,
@@ -307,7 +321,9 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
     if IN_PLACE not in warnings:  # an in-place walk is left unlocked on purpose: its labels are not the news
         if not whole:  # the input's figures are not of the whole clip
             grounded = metrics.ground_slide(metrics.foot_points(before["ankles"], before["toes"]), up, motion.fps,
-                                            size, steadying=steadying, tempo=tempo)[1]
+                                            size, steadying=steadying, tempo=tempo,
+                                            judged=None if keyed is None else metrics.foot_points(posed["ankles"],
+                                                                                                  posed["toes"]))[1]
         warnings += metrics.implausible_contacts(contacts[animated], grounded[animated],
                                                  [leg.name for leg, moving in zip(rig.legs, animated) if moving])
     return FootLockResult(
@@ -507,15 +523,30 @@ def _parts(rows, legs):
             "feet": rows[..., 1 + legs :, :, :]}
 
 
-def _metrics(states, legs, contacts, up, fps, unit_scale, floors, bone_lengths, reference_pelvis, steadying, tempo):
+def _metrics(states, legs, contacts, up, fps, unit_scale, floors, bone_lengths, reference_pelvis, steadying, tempo,
+             judged=None):
     """The figures of each state (a before and an after: positions gathered by :func:`_state`,
     (S, 1 + 3 L, F, 3)), measured together, and the share of the frames each foot is on the
-    ground (S, L)."""
+    ground (S, L); ``judged``: see :func:`~.metrics.motion_metrics`' ``judged_feet``."""
     parts = _parts(states, legs)
     return metrics.motion_metrics(
         parts["toes"], parts["hips"], parts["ankles"], parts["pelvis"], contacts, up, fps,
-        floors, bone_lengths, reference_pelvis, unit_scale, steadying, tempo,
+        floors, bone_lengths, reference_pelvis, unit_scale, steadying, tempo, judged,
     )
+
+
+def as_keyed(points, keyed):
+    """``points`` (..., F, 3) as the ``keyed`` frames (ascending indices, the first and the last
+    among them) pose them, joined by straight lines: a clip keyed sparsely without what
+    interpolating its bones between the keys does. A hand-keyed walk keyed every fourth frame
+    swings its planted foot about between its keys as the leg's rotations interpolate (2 cm
+    into the floor, 0.7 m/s across at 24 fps): the slide to fix, where its keys hold the foot
+    still; labelled as it plays, its stances were cut to pieces of a frame or two."""
+    frames = np.arange(points.shape[-2])
+    key = np.minimum(np.searchsorted(keyed, frames, side="right") - 1, len(keyed) - 2)  # the key at or before
+    start, end = keyed[key], keyed[key + 1]
+    share = ((frames - start) / (end - start))[:, None]
+    return points[..., start, :] * (1.0 - share) + points[..., end, :] * share
 
 
 def _move_pelvis(pose, rig, pelvis_positions):

@@ -169,7 +169,7 @@ def ground_steadying(noise, fps, size):
     return steadying_kernel(noise, fps, 1, GROUND_JITTER_SPEED * size, GROUND_STEADYING * fps)
 
 
-def grounded_feet(foot_points, up, fps, size, steadying=None, tempo=1.0):
+def grounded_feet(foot_points, up, fps, size, steadying=None, tempo=1.0, judged=None):
     """Which frames (L, F) each foot is on the ground, and its lowest point's horizontal
     velocity (L, F, 3) in world units per second.
 
@@ -179,41 +179,55 @@ def grounded_feet(foot_points, up, fps, size, steadying=None, tempo=1.0):
     input's feet; ``tempo``: the input's :func:`~.contacts.gait_tempo`. The criterion's
     times and vertical speed are the gait's own, as the labeller's are: a walk four times
     slower hangs its swing foot near the ground, vertically slow, four times as long, and
-    read at a walk's pace half its swing counted as ground.
+    read at a walk's pace half its swing counted as ground. ``judged``: where not the feet
+    themselves, the points (as ``foot_points``) whose frames on the ground are judged, the
+    velocity still the feet's (a hand-keyed clip's feet as its keys pose them, see
+    :func:`~.foot_lock.remove_foot_sliding`).
     """
     gait_fps = fps / tempo
     up = np.asarray(up, dtype=float)
     foot_points = steadied(foot_points, steadying)
-    heights = heights_along(foot_points, up)  # (P, L, F)
+    judged = foot_points if judged is None else steadied(judged, steadying)
+    heights = heights_along(judged, up)  # (P, L, F)
     lowest = lowest_row(heights)
     # The lowest point of each foot and frame as a row of the (P L F) points, taken by one
     # flat index (np.take_along_axis builds an index per axis, several times the cost).
     rows = lowest * lowest.size + np.arange(lowest.size).reshape(lowest.shape)
-    # That point's own velocity, across ``GROUND_SPAN`` either side of its own track: a switch
-    # from ankle to toe is no step.
     # (per second of the gait: the clip's own speeds over the tempo)
-    velocity = np.take(span_velocity(foot_points, gait_fps, GROUND_SPAN).reshape(-1, 3), rows, axis=0)
+    velocity = _lowest_velocity(foot_points, rows, gait_fps)
+    judged_velocity = velocity if judged is foot_points else _lowest_velocity(judged, rows, gait_fps)
     height = np.take(heights, rows)
     clearance = height - local_ground(height, round(GROUND_WINDOW * gait_fps), fps)
-    vertical = heights_along(velocity, up)
-    on_ground = (clearance < GROUND_HEIGHT * size) & (np.abs(vertical) < GROUND_VERTICAL_SPEED * size)
-    return long_runs(on_ground, round(GROUND_TIME * gait_fps)), across(velocity, up, vertical) * tempo
+    on_ground = (clearance < GROUND_HEIGHT * size) & (np.abs(heights_along(judged_velocity, up))
+                                                      < GROUND_VERTICAL_SPEED * size)
+    return long_runs(on_ground, round(GROUND_TIME * gait_fps)), across(velocity, up) * tempo
 
 
-def ground_slide(foot_points, up, fps, size, unit_scale=1.0, steadying=None, tempo=1.0):
+def _lowest_velocity(foot_points, rows, gait_fps):
+    """The velocity (L, F, 3) of the points of ``foot_points`` (P, L, F, 3) at the flat
+    ``rows`` of their (P L F) points (the lowest of each foot and frame), each across
+    ``GROUND_SPAN`` either side of its own track: a switch from ankle to toe is no step."""
+    return np.take(span_velocity(foot_points, gait_fps, GROUND_SPAN).reshape(-1, 3), rows, axis=0)
+
+
+def ground_slide(foot_points, up, fps, size, unit_scale=1.0, steadying=None, tempo=1.0, judged=None):
     """Mean horizontal speed (m/s) of the feet's lowest points while on the ground, and the
-    share of frames each foot (L,) is on the ground (``foot_points``, ``steadying`` and
-    ``tempo``: see :func:`grounded_feet`)."""
-    (slide,), (grounded_share,) = _ground_slides(foot_points[:, None], up, fps, size, unit_scale, steadying, tempo)
+    share of frames each foot (L,) is on the ground (``foot_points``, ``steadying``,
+    ``tempo`` and ``judged``: see :func:`grounded_feet`)."""
+    (slide,), (grounded_share,) = _ground_slides(foot_points[:, None], up, fps, size, unit_scale, steadying, tempo,
+                                                 None if judged is None else judged[:, None])
     return slide, grounded_share
 
 
-def _ground_slides(foot_points, up, fps, size, unit_scale, steadying, tempo):
-    """:func:`ground_slide` of S states of the feet at once, ``foot_points`` (P, S, L, F, 3):
-    their legs are rows of one array. Returns the S slides and the (S, L) shares."""
+def _ground_slides(foot_points, up, fps, size, unit_scale, steadying, tempo, judged=None):
+    """:func:`ground_slide` of S states of the feet at once, ``foot_points`` (P, S, L, F, 3)
+    (``judged`` too, if given): their legs are rows of one array. Returns the S slides and
+    the (S, L) shares."""
     states = foot_points.shape[1]
-    on_ground, velocity = grounded_feet(foot_points.reshape((len(foot_points), -1) + foot_points.shape[-2:]), up, fps,
-                                        size, steadying, tempo)
+
+    def rows(points):
+        return None if points is None else points.reshape((len(points), -1) + points.shape[-2:])
+    on_ground, velocity = grounded_feet(rows(foot_points), up, fps, size, steadying, tempo, rows(judged))
     on_ground = on_ground.reshape(states, -1, on_ground.shape[-1])
     speed = lengths(velocity).reshape(on_ground.shape) * unit_scale
     sliding = on_ground & (speed < POP_SPEED * size * unit_scale)
@@ -266,12 +280,13 @@ def resting_floor(heights, fps):
 
 
 def motion_metrics(toes, hips, ankles, pelvis, contacts, up, fps, floors, bone_lengths,
-                   reference_pelvis, unit_scale=1.0, steadying=None, tempo=1.0):
+                   reference_pelvis, unit_scale=1.0, steadying=None, tempo=1.0, judged_feet=None):
     """All reported figures for each of S states of the motion (a before and an after), one
     dict per state, and the share of the frames each foot is on the ground (S, L); arrays
     in world units with a leading axis of states: ``toes``, ``hips``, ``ankles`` (S, L, F, 3),
     ``pelvis`` (S, F, 3). ``steadying`` the input's :func:`ground_steadying` and ``tempo`` its
-    gait's, for the ground figures. The filters that run along frames take every state's legs
+    gait's, for the ground figures; ``judged_feet`` (2, S, L, F, 3), where given, the feet
+    whose frames on the ground are judged (see :func:`grounded_feet`). The filters that run along frames take every state's legs
     as rows of one array: on a short clip their cost is per numpy call, not per frame."""
     states = len(toes)
     speeds = toe_speeds(toes, up, fps, unit_scale)  # shared by the toe slide and both skate ratios
@@ -279,7 +294,8 @@ def motion_metrics(toes, hips, ankles, pelvis, contacts, up, fps, floors, bone_l
     ground = resting_floor(toe_heights[0], fps)  # the input's, for every state
     accelerations = ankle_accelerations(ankles, fps, unit_scale)
     size = character_size(bone_lengths)
-    slides, grounded_shares = _ground_slides(foot_points(ankles, toes), up, fps, size, unit_scale, steadying, tempo)
+    slides, grounded_shares = _ground_slides(foot_points(ankles, toes), up, fps, size, unit_scale, steadying, tempo,
+                                             judged_feet)
     near = _near_ground(toe_heights, ground, size)
     columns = {
         "ground_slide_cm_s": 100.0 * np.array(slides),

@@ -1,0 +1,98 @@
+"""Hand-keyed animation in real Blender: a pose keyed every few frames, Bezier in between
+(Blender's default), as an animator keys a walk. Between the keys the legs' rotations
+interpolate and a planted foot swings about: the slide to fix, where the keys hold it."""
+
+import numpy as np
+import pytest
+from blender_scenes import import_clip, reference_labels_by_leg, slide_cm_s, world_joints, write_sliding_bvh
+from test_loops_blender import CYCLES, loop_with_cycles_modifiers, played, write_cycle_bvh
+
+pytestmark = pytest.mark.blender
+EVERY = 8  # frames between keys at 120 fps: 15 poses a second
+
+
+def keep_every(obj, every):
+    """Every F-curve of ``obj``'s action keeps a key every ``every``-th frame and its last,
+    Bezier with automatic clamped handles (what a new key gets)."""
+    from foot_lock.adapters import action_compat
+
+    for fcurve in action_compat.iter_fcurves(obj, obj.animation_data.action):
+        points = fcurve.keyframe_points
+        keys = np.empty((len(points), 2), dtype=np.float32)
+        points.foreach_get("co", keys.reshape(-1))
+        kept = np.r_[keys[:-1:every], keys[-1:]]
+        points.clear()
+        points.add(len(kept))
+        points.foreach_set("co", kept.reshape(-1))
+        for point in points:
+            point.interpolation = "BEZIER"
+            point.handle_left_type = point.handle_right_type = "AUTO_CLAMPED"
+        fcurve.update()
+
+
+def toe_labels(obj, action, legs, frames):
+    from foot_lock.adapters import armature
+
+    return np.array([armature.read_contact_curve(obj, action, leg.toe, frames) for leg in legs]) > 0.5
+
+
+@pytest.fixture
+def hand_keyed(addon, clips_dir, tmp_path):
+    """cmu_07_01, its root sped up x1.25, keyed every ``EVERY`` frames; and the original
+    clip's reference contacts by leg."""
+    clip = clips_dir / "cmu_07_01.bvh"
+    obj = import_clip(addon, write_sliding_bvh(clip, tmp_path / "sliding.bvh", 1.25))
+    keep_every(obj, EVERY)
+    return obj, reference_labels_by_leg(clip)
+
+
+def test_a_walk_keyed_every_few_frames_is_labelled_and_fixed_as_its_keys_pose_it(addon, hand_keyed):
+    """Labelled as it plays, its stances were cut to pieces (toe F1 0.80 against the
+    reference) and 17 cm/s of slide was left over the reference contacts; the feet on the
+    ground before read 36 cm/s as the wobbling feet were taken for planted ones less often."""
+    obj, reference = hand_keyed
+    assert addon.ops.foot_lock.detect_legs() == {"FINISHED"}
+    legs = obj.foot_lock.legs
+    toes = [leg.toe for leg in legs]
+    contacts = np.array([reference[leg.name] for leg in legs]) > 0.5
+    fps = addon.context.scene.render.fps / addon.context.scene.render.fps_base
+    before = world_joints(obj, toes)
+    assert slide_cm_s(before, contacts, fps) > 40.0  # the sped-up root and the swinging feet
+    assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
+    result = obj.animation_data.action
+    after = world_joints(obj, toes, action=result)
+    labels = toe_labels(obj, result, legs, np.arange(len(before)) + int(result.frame_range[0]))
+    assert 2 * (labels & contacts).sum() / (labels.sum() + contacts.sum()) >= 0.93
+    assert slide_cm_s(after, contacts, fps) <= 4.0
+    report = obj.foot_lock.report
+    assert report.ground_slide_before > 30.0 and report.ground_slide_after < 3.0
+
+
+def test_detect_contacts_labels_hand_keys_as_the_fix_does(addon, hand_keyed):
+    """Detect Contacts keys the contacts Remove Foot Sliding then locks (it relabels its own)."""
+    obj, _ = hand_keyed
+    source = obj.animation_data.action
+    assert addon.ops.foot_lock.detect_contacts() == {"FINISHED"}
+    frames = np.arange(int(source.frame_range[0]), int(source.frame_range[1]) + 1)
+    detected = toe_labels(obj, source, obj.foot_lock.legs, frames)
+    assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
+    np.testing.assert_array_equal(toe_labels(obj, obj.animation_data.action, obj.foot_lock.legs, frames), detected)
+
+
+def test_a_hand_keyed_cycle_is_labelled_as_its_keys_pose_it(addon, clips_dir, tmp_path):
+    """A walk cycle keyed every few frames, looped with Cycles modifiers: every copy of the
+    cycle the loop's solve tiles is labelled as its keys pose it (labelled as it played,
+    5.7 cm/s of slide was left over the reference contacts; now under half a cm/s)."""
+    labels = write_cycle_bvh(clips_dir / "cmu_07_01.bvh", tmp_path / "cycle.bvh", 1.25)
+    obj = import_clip(addon, tmp_path / "cycle.bvh")
+    keep_every(obj, EVERY)
+    loop_with_cycles_modifiers(obj)
+    source = obj.animation_data.action
+    period = labels.shape[1] - 1
+    assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
+    joints = ["LeftToeBase", "RightToeBase"]
+    before, after = (played(obj, action, joints, period) for action in (source, obj.animation_data.action))
+    contacts = labels[:, np.arange(CYCLES * period + 1) % period]
+    fps = addon.context.scene.render.fps / addon.context.scene.render.fps_base
+    assert slide_cm_s(before, contacts, fps) > 30.0
+    assert slide_cm_s(after, contacts, fps) <= 2.0
