@@ -597,12 +597,26 @@ def label_points(cues, grounds, root_velocity, fps, scale, settings, grow_edges=
         # the moving ground a landing heel's speed is the other stance foot's drift as much
         # as its own (walk.c3d, the stance feet drifting: heel strikes 35 ms early).
         labels = from_first(labels, bottomed_out(cues, fps, settings) | (grow_edges >= 0))
-    labels = fill_gaps(labels, int(np.floor(settings.min_gap * fps + 1e-6)))
     # Whole frames only, never more than the time asked: at 30 or 60 fps a frame is already more.
     labels = widen(labels, int(np.floor(settings.widen * fps + 1e-6)))
-    labels &= ~dragged(labels, skating, cues.horizontal_velocity, (horizontal_speed, share_speed), root_velocity, feet,
-                       scale, settings)
+    gap = int(np.floor(settings.min_gap * fps + 1e-6))
+    labels = fill_gaps(labels, gap)  # the breaks left once the edges moved out
+    drags = dragged(labels, skating, cues.horizontal_velocity, (horizontal_speed, share_speed), root_velocity, feet,
+                    scale, settings)
+    labels &= ~(drags & ~holes(labels & ~drags, gap))  # a stance's edges, not a few frames inside it
     return labels, skating
+
+
+def holes(labels, max_gap, within=None):
+    """The breaks of at most ``max_gap`` frames inside ``labels`` (L, F), those wholly inside
+    ``within`` (L, F) where given: the frames a cut made there would unlock a stance for a
+    moment and lock it again (see :func:`fill_gaps`)."""
+    found = fill_gaps(labels, max_gap) & ~labels
+    if within is None or not found.any():
+        return found
+    ids = run_ids(found)
+    outside = np.bincount(ids[found], weights=~within[found], minlength=ids.max() + 1) > 0
+    return found & ~outside[ids]
 
 
 def dragged(labels, skating, velocity, speeds, root_velocity, feet, scale, settings):
@@ -949,6 +963,10 @@ def heel_down(heel_labels, heels, up, leg_length, fps, settings=None):
     first = run_starts(on)[on]
     lowest = np.minimum.reduceat(heights, np.flatnonzero(first))[np.cumsum(first) - 1]
     out[on] = np.where(heights <= lowest + lift, out[on], 0.0)
+    # A heel lifted for a moment inside its contact (a capture's wobble, a step's tread) is
+    # held through it: the contact's edges are trimmed, no break is made within.
+    held = holes(out > 0, int(np.floor((settings or ContactSettings()).min_gap * fps + 1e-6)), on)
+    out[held] = heel_labels[held]
     return out
 
 

@@ -634,6 +634,18 @@ def test_a_heel_is_pinned_only_where_it_is_down(unit):
     assert kept.tolist() == [[0, 1, 1, 1, 1, 0, 0, 0, 1, 1, 0], [0] * 11]
 
 
+def test_a_heel_lifted_for_a_moment_inside_its_contact_is_held_through_it():
+    """A heel rising a few millimetres for two frames inside its contact (a capture's wobble,
+    a tread's edge) is no break: unlocked for a moment, it was locked again elsewhere
+    (stairs: one-frame breaks, the heel moving 14 cm/s). Its contact's edges are trimmed."""
+    heights = np.array([[0.02, 0.0, 0.001, 0.008, 0.009, 0.001, 0.0, 0.002, 0.02, 0.1, 0.1, 0.0, 0.0]])  # metres
+    heels = np.zeros(heights.shape + (3,))
+    heels[..., 2] = heights
+    labels = np.array([[1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1]], dtype=float)
+    kept = heel_down(labels, heels, (0.0, 0.0, 1.0), 0.85, fps=120.0)
+    assert kept.tolist() == [[0, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 1, 1]]
+
+
 def test_a_heel_strike_starts_where_the_heel_stops_descending():
     """The landing's cue is vertical: a heel still going lower a velocity span ahead has not
     struck, however slow it looks against a ground another foot's drift moves; a run the

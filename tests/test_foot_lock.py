@@ -25,6 +25,7 @@ from foot_lock.solvers.banded import (
     solve_tridiagonal,
     spd_inverse,
 )
+from foot_lock.solvers.contacts import ContactSettings, fill_gaps
 from foot_lock.solvers.foot_lock import label_foot_contacts, remove_foot_sliding
 from foot_lock.solvers.kinematics import SolverInputError, forward_kinematics
 from foot_lock.solvers.offline_lock import OfflineWeights
@@ -622,6 +623,30 @@ def test_a_fix_does_not_make_the_clip_skate_more(name, fps):
     assert result.before["skate_ratio"] > 0.05  # the clip skates a little as captured
     assert result.after["skate_ratio"] <= result.before["skate_ratio"] + one_frame
     assert result.after["skate_ratio_5f"] <= result.before["skate_ratio_5f"] + one_frame
+
+
+@pytest.mark.parametrize("fps", [60, 120])
+@pytest.mark.parametrize("name", ["cmu_07_01", "cmu_03_01"])
+def test_no_break_shorter_than_fill_gaps_is_left_in_a_walks_contacts(name, fps):
+    """Fill Gaps closes breaks shorter than it in the contacts the solve locks, heel and toe:
+    a break made after it (a heel lifting a few millimetres inside its contact, a stance's
+    edges moved out onto a short break) unlocked a foot for a moment and locked it again a
+    centimetre off (cmu_131_02's left toe at frames 212-216: 0.7 cm in the input, 1.4 cm
+    fixed; cmu_03_01's left heel, four one-frame breaks)."""
+    skeleton, motion, rig = load(name)
+    result = remove_foot_sliding(skeleton, scale_root_motion(skeleton, decimate(motion, fps), 1.25), rig, bvh.UP)
+    shortest = int(np.floor(ContactSettings().min_gap * fps + 1e-6))
+    toes, heels = result.contacts > 0.5, result.heel_contacts > 0.5
+    for locked, holding in ((toes, heels), (heels, np.zeros_like(heels))):
+        breaks = fill_gaps(locked, shortest) & ~locked & ~holding  # (a toe lifting while its heel holds the foot)
+        assert not breaks.any(), np.argwhere(breaks)
+
+
+def test_a_stance_edge_moved_out_onto_a_short_break_closes_it():
+    """cmu_131_02's left toe breaks for 7 frames at 120 fps (58 ms, longer than Fill Gaps);
+    its contacts' edges moving out a frame each left 5 (42 ms): it is closed."""
+    skeleton, motion, rig = load("cmu_131_02")
+    assert (remove_foot_sliding(skeleton, motion, rig, bvh.UP).contacts[0, 210:219] > 0.5).all()
 
 
 @pytest.mark.parametrize("glitch", [0, 150])
