@@ -96,3 +96,16 @@ def test_a_hand_keyed_cycle_is_labelled_as_its_keys_pose_it(addon, clips_dir, tm
     fps = addon.context.scene.render.fps / addon.context.scene.render.fps_base
     assert slide_cm_s(before, contacts, fps) > 30.0
     assert slide_cm_s(after, contacts, fps) <= 2.0
+
+
+def test_preview_locks_the_contacts_the_fix_locks(addon, hand_keyed):
+    """Preview labels a hand-keyed clip without contact curves as Remove Foot Sliding does."""
+    from foot_lock.adapters import jobs, preview
+
+    obj, _ = hand_keyed
+    source = obj.animation_data.action
+    jobs.ensure_legs(obj)
+    previewed = preview._contacts(obj, source, jobs.read_clip(obj, source, object_keys=True)) > 0.5
+    assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
+    frames = np.arange(int(source.frame_range[0]), int(source.frame_range[1]) + 1)
+    np.testing.assert_array_equal(toe_labels(obj, obj.animation_data.action, obj.foot_lock.legs, frames), previewed)
