@@ -752,13 +752,13 @@ def channel_fcurves(obj, action, channels):
 
 def keyed_frames(obj, action, bones, frames):
     """The frames of ``frames`` (whole, ascending) that hold keys of ``bones``' transform
-    channels or of the object's own in ``action``, as indices (the first and the last among
-    them), where some hold none: an animator's keys, interpolated between (see
+    channels in ``action``, as indices (the first and the last among them), where some hold
+    none: an animator's keys, interpolated between (see
     :func:`~..solvers.foot_lock.remove_foot_sliding`). None where one of those curves keys
     every frame (capture, a baked clip), where none is keyed, or where a curve modifier
     other than Cycles shapes the motion between the keys."""
     table = compat.fcurve_table(compat.channel_bag(obj, action))
-    paths = {f"{bone_data_path(bone)}.{prop}" for bone in bones for prop, _ in BONE_CHANNELS}.union(OBJECT_TRANSFORMS)
+    paths = {f"{bone_data_path(bone)}.{prop}" for bone in bones for prop, _ in BONE_CHANNELS}
     curves = [fcurve for (path, _), fcurve in table.items() if path in paths and not fcurve.mute]
     count = len(frames)
     dense = next((fcurve for fcurve in curves if len(fcurve.keyframe_points) == count), None)

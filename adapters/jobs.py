@@ -406,15 +406,17 @@ def label_clip(clip, settings, keyed=None):
 
 
 def keyed_frames(obj, action, clip):
-    """The frames of ``clip`` (indices) where ``action`` keys the bones that move its feet
-    (on a control rig its controls), or theirs, where its keys are sparse (hand-keyed
-    animation): the solve labels the feet as the keys pose them (see
-    :func:`~.armature.keyed_frames`). None where every frame is keyed, or ``action`` is None."""
+    """The frames of ``clip`` (indices) where ``action`` keys the legs (on a control rig their
+    controls), where those keys are sparse (hand-keyed animation): the solve labels the feet
+    as the keys pose them (see :func:`~.armature.keyed_frames`). The body's keys do not
+    count: a root keyed on every frame (baked from a path) under legs keyed by hand still
+    swings the feet about between the legs' keys. None where the legs are keyed on every
+    frame, or ``action`` is None."""
     if action is None:
         return None
-    moving = ([follower.control for follower in clip.controls.followers()] if clip.controls is not None
-              else _leg_bones(obj.foot_lock))
-    return armature.keyed_frames(obj, action, armature.with_ancestors(obj.data.bones, moving), clip.frames)
+    legs = ([follower.control for leg in clip.controls.legs for follower in leg.followers]
+            if clip.controls is not None else _leg_bones(obj.foot_lock)[1:])
+    return armature.keyed_frames(obj, action, legs, clip.frames)
 
 
 def _source_keys(obj, source, clip):
