@@ -16,6 +16,7 @@ from .contacts import (
     REFERENCE_LEG_LENGTH,
     ContactSettings,
     detect_foot_contacts,
+    from_first,
     gait_tempo,
     heel_down,
     run_starts,
@@ -117,8 +118,11 @@ def label_foot_contacts(skeleton, motion, rig, up, settings=None, cuts=None, key
     if keyed is not None:
         heels, toes, root = (as_keyed(points, keyed) for points in (heels, toes, root))
     length = leg_length(gpos, rig)
-    return _label_animated_legs(animated_legs(skeleton, motion, rig, length), heels, toes, rig, root, length, up,
-                                motion.fps, settings, cuts)
+    heel_labels, toe_labels, slip = _label_animated_legs(animated_legs(skeleton, motion, rig, length), heels, toes, rig,
+                                                         root, length, up, motion.fps, settings, cuts)
+    if keyed is not None:
+        toe_labels = _from_landing(toe_labels, toes, up, motion.fps, length, settings)
+    return heel_labels, toe_labels, slip
 
 
 # Radians a leg's joints must turn, or leg lengths move, over the clip to count as animated.
@@ -276,6 +280,8 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
             heel_labels, labels, slip = _label_animated_legs(animated, posed["ankles"], posed["toes"], rig, root,
                                                              length, up, motion.fps, settings.contacts, cuts, noise,
                                                              tempo)
+        if keyed is not None:
+            labels = _from_landing(labels, posed["toes"], up, motion.fps, length, settings.contacts)
         if animated.any() and is_in_place(posed["toes"][animated], root, up, motion.fps, length):
             labels[:] = heel_labels[:] = 0.0  # its feet glide by design: locking them would tear the legs off
             warnings.append(IN_PLACE)
@@ -288,10 +294,15 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
     warnings += _lying(before["hips"], before["ankles"], up)
     warnings += _sized_off_units(mean_leg_length(bone_lengths) * unit_scale)
 
+    toes, ankles = before["toes"], before["ankles"]
+    if keyed is not None:  # held where the keys pose the feet, not where interpolation swings them
+        pinned = (contacts > 0) | (heel_contacts > 0)
+        toes, ankles = (_toward_keys(before[part], posed[part], pinned, motion.fps, settings.weights.release_time)
+                        for part in ("toes", "ankles"))
     with _timed(timings, "offline_solve"):
         solution = solve_offline_lock(
             OfflineProblem(
-                pelvis=before["pelvis"], hips=before["hips"], toes=before["toes"], ankles=before["ankles"],
+                pelvis=before["pelvis"], hips=before["hips"], toes=toes, ankles=ankles,
                 contacts=contacts, reach=np.stack([lim.max_extension - lim.softening for lim in limits]),
                 fps=motion.fps, heel_contacts=heel_contacts, up=up, cuts=cuts,
             ),
@@ -302,13 +313,14 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
         pose = Pose(skeleton, motion.rot.copy(), motion.pos.copy(), grot, gpos)
         _move_pelvis(pose, rig, solution.pelvis)
         solve_legs(pose, rig.legs, limits, solution.toes, up, settings.leg_options, heel_targets=solution.heels)
-    after = _state(gpos, rig, states[1])
+    _state(gpos, rig, states[1])
 
     whole = range(motion.frames)[measured] == range(motion.frames)
     if noise is None or not whole:
         noise = metrics.foot_jitter(posed["feet"][:, measured])
     steadying = metrics.ground_steadying(noise, motion.fps, size)
-    judged = None if keyed is None else metrics.foot_points(*(np.stack([posed[part], after[part]])[:, :, measured]
+    # Both states judged on the ground where the input's keys pose the feet so: alike.
+    judged = None if keyed is None else metrics.foot_points(*(np.stack([posed[part]] * 2)[:, :, measured]
                                                               for part in ("ankles", "toes")))
     (before_figures, after_figures), (grounded, _) = _metrics(
         states[:, :, measured], len(rig.legs), contacts[:, measured], up, motion.fps, unit_scale,
@@ -547,6 +559,35 @@ def as_keyed(points, keyed):
     start, end = keyed[key], keyed[key + 1]
     share = ((frames - start) / (end - start))[:, None]
     return points[..., start, :] * (1.0 - share) + points[..., end, :] * share
+
+
+def _from_landing(labels, toes, up, fps, length, settings):
+    """Toe labels (L, F) of toes as their keys pose them (:func:`as_keyed`), each contact from
+    where its ball stops coming down. Keyed a few frames apart, a ball keyed in the air at
+    heel strike and down at the next key comes down slower than a landing looks (a fifth of
+    a metre a second, keys every fourth frame at 24 fps): pinned from the heel strike on, it
+    held the foot tilted, the heel 2-3 cm into the floor."""
+    settings = settings or ContactSettings()
+    heights = toes @ up
+    falling = np.zeros(labels.shape, dtype=bool)
+    falling[:, :-1] = (heights[:, 1:] - heights[:, :-1]) * fps < (
+        -settings.planted_vertical_speed * length / REFERENCE_LEG_LENGTH)
+    return np.where(from_first(labels > 0, ~falling), labels, 0.0)
+
+
+def _toward_keys(points, keyed, pinned, fps, ease_time):
+    """``points`` (L, F, 3) where the legs are ``pinned`` (L, F) moved to where the keys pose
+    them (``keyed``, see :func:`as_keyed`), eased in and out over ``ease_time`` seconds either
+    side: a pin holds a hand-keyed foot where its keys plant it, not where interpolating
+    between them swings it on the pin's first frame (2-3 cm into the floor at a key every
+    fourth to sixth frame), and the swing keeps its own arcs."""
+    frames = np.arange(pinned.shape[-1])
+    far = 2 * len(frames) + 1
+    before = np.maximum.accumulate(np.where(pinned, frames, -far), axis=-1)  # the last pinned frame up to here
+    after = np.minimum.accumulate(np.where(pinned, frames, far)[:, ::-1], axis=-1)[:, ::-1]  # the next from here
+    share = np.clip(1.0 - np.minimum(frames - before, after - frames) / max(ease_time * fps, 1.0), 0.0, 1.0)
+    weight = share * share * (3.0 - 2.0 * share)  # (zero slope at both ends)
+    return points + weight[..., None] * (keyed - points)
 
 
 def _move_pelvis(pose, rig, pelvis_positions):

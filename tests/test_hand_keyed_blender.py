@@ -114,3 +114,53 @@ def test_preview_locks_the_contacts_the_fix_locks(addon, hand_keyed):
     assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
     frames = np.arange(int(source.frame_range[0]), int(source.frame_range[1]) + 1)
     np.testing.assert_array_equal(toe_labels(obj, obj.animation_data.action, obj.foot_lock.legs, frames), previewed)
+
+
+def test_a_hand_keyed_foot_is_held_where_its_keys_plant_it(addon):
+    """A walk keyed every fourth frame from a plan of where each foot stands: fixed, each
+    foot stands where its keys plant it, heel and ball, on every frame the plan has it flat
+    (pinned where interpolating swung it on the pin's first frame, the heel stood 1.9 cm
+    into the floor, the foot tilted; its ball was pinned from the heel strike, still in the
+    air)."""
+    from hand_keyed_scenes import build_rig, key_walk
+
+    obj = build_rig(addon)
+    keyed, planned, down = key_walk(addon, obj, 4)
+    flat = down.all(axis=1)  # (2, F): heel and ball both down
+    names = [f"{bone}.{side}" for side in "LR" for bone in ("foot", "toe")]
+    before = world_joints(obj, names).reshape(-1, 2, 2, 3).transpose(1, 2, 0, 3)  # (side, point, F, 3)
+    flat_points = flat[:, None].repeat(2, axis=1)  # (side, point, F)
+    on_keys = np.zeros_like(flat_points)
+    on_keys[..., keyed] = True
+    swing = np.linalg.norm(before - planned, axis=-1)
+    assert swing[flat_points & on_keys].max() < 1e-4  # the keys plant the feet
+    assert swing[flat_points].max() > 0.015  # between the keys they swing about
+    assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
+    after = world_joints(obj, names, action=obj.animation_data.action).reshape(-1, 2, 2, 3).transpose(1, 2, 0, 3)
+    # Between two keys that plant it (where the keys say it stands: they cannot say it lands
+    # between them)
+    frames = np.arange(flat.shape[-1])
+    previous, following = (keyed[np.clip(np.searchsorted(keyed, frames, side) + shift, 0, len(keyed) - 1)]
+                           for side, shift in (("right", -1), ("left", 0)))
+    held = flat_points & flat_points[..., previous] & flat_points[..., following]
+    assert held.sum() > 60  # 5 frames of each foot flat, heel and ball, on 8 steps
+    assert np.linalg.norm(after - planned, axis=-1)[held].max() < 0.002  # metres
+
+
+def test_the_feet_on_the_ground_read_alike_before_and_after_a_fix_that_locks_nothing(addon, hand_keyed):
+    """Contacts keyed 0 by hand: nothing is locked, and the feet on the ground read the same
+    before and after (judged on the input's keyed poses before and the result's played
+    feet after, they read 19 -> 10 cm/s on a result equal to its input)."""
+    from foot_lock.adapters import armature
+
+    obj, _ = hand_keyed
+    assert addon.ops.foot_lock.detect_legs() == {"FINISHED"}
+    source = obj.animation_data.action
+    frames = np.arange(int(source.frame_range[0]), int(source.frame_range[1]) + 1)
+    for leg in obj.foot_lock.legs:
+        for bone, prop in ((leg.toe, "foot_contact"), (leg.foot, "heel_contact")):
+            armature.write_contact_curve(obj, source, bone, frames, np.zeros(len(frames)), prop=prop, stamp=False)
+    assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
+    report = obj.foot_lock.report
+    assert report.ground_slide_before > 20.0
+    assert report.ground_slide_after == pytest.approx(report.ground_slide_before, rel=1e-3)
