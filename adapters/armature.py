@@ -752,24 +752,46 @@ def channel_fcurves(obj, action, channels):
 
 def keyed_frames(obj, action, bones, frames):
     """The frames of ``frames`` (whole, ascending) that hold keys of ``bones``' transform
-    channels in ``action``, as indices (the first and the last among them), where some hold
-    none: an animator's keys, interpolated between (see
-    :func:`~..solvers.foot_lock.remove_foot_sliding`). None where one of those curves keys
-    every frame (capture, a baked clip), where none is keyed, or where a curve modifier
-    other than Cycles shapes the motion between the keys."""
-    table = compat.fcurve_table(compat.channel_bag(obj, action))
-    paths = {f"{bone_data_path(bone)}.{prop}" for bone in bones for prop, _ in BONE_CHANNELS}
-    curves = [fcurve for (path, _), fcurve in table.items() if path in paths and not fcurve.mute]
-    count = len(frames)
-    dense = next((fcurve for fcurve in curves if len(fcurve.keyframe_points) == count), None)
+    channels in ``action``, as indices (see :func:`frames_keyed`): an animator's keys,
+    interpolated between (see :func:`~..solvers.foot_lock.remove_foot_sliding`). None where
+    one of those curves keys every frame (capture, a baked clip), or see :func:`key_frames`."""
+    curves = _transform_curves(obj, action, bones)
+    dense = next((fcurve for fcurve in curves if len(fcurve.keyframe_points) == len(frames)), None)
     if dense is not None and np.array_equal(np.rint(compat.key_frame_rows([dense])[0]), frames):
         return None  # the usual clip, told by one curve: a key on every frame
-    if not curves or _value_modifiers(curves):
+    return frames_keyed(_key_frames_of(curves), frames)
+
+
+def key_frames(obj, action, bones):
+    """The whole frames (ascending, in the action's time) that hold keys of ``bones``'
+    transform channels in ``action``; None where none is keyed, or where a curve modifier
+    other than Cycles shapes the motion between the keys."""
+    return _key_frames_of(_transform_curves(obj, action, bones))
+
+
+def frames_keyed(keys, frames):
+    """The indices of the ``frames`` (whole, ascending) among the ``keys`` (whole frames) and
+    of the first and the last frame; None where that is every frame or ``keys`` is None."""
+    if keys is None:
         return None
-    keys = np.unique(np.rint(np.concatenate(compat.key_frame_rows(curves) + [frames[[0, -1]]])))
+    keys = np.union1d(keys, frames[[0, -1]])
+    count = len(frames)
     index = np.searchsorted(frames, keys)
     index = index[(index < count) & (frames[np.minimum(index, count - 1)] == keys)]  # keys on the frames
     return None if len(index) == count else index
+
+
+def _transform_curves(obj, action, bones):
+    """The unmuted curves of ``bones``' transform channels in ``action``."""
+    table = compat.fcurve_table(compat.channel_bag(obj, action))
+    paths = {f"{bone_data_path(bone)}.{prop}" for bone in bones for prop, _ in BONE_CHANNELS}
+    return [fcurve for (path, _), fcurve in table.items() if path in paths and not fcurve.mute]
+
+
+def _key_frames_of(curves):
+    if not curves or _value_modifiers(curves):
+        return None
+    return np.unique(np.rint(np.concatenate(compat.key_frame_rows(curves))))
 
 
 def _value_modifiers(fcurves):

@@ -7,6 +7,7 @@ writes back only what it solves. Every expected failure is an
 failed job changes nothing.
 """
 
+import math
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -420,9 +421,33 @@ def keyed_frames(obj, action, clip):
 
 
 def _source_keys(obj, source, clip):
-    """:func:`keyed_frames` of the action ``source`` plays; none of the NLA's strips, whose
-    keys lie elsewhere in time."""
-    return keyed_frames(obj, None if source.kind == sources.NLA else source.action, clip)
+    """:func:`keyed_frames` of what ``source`` plays: its action, or its NLA strips' keys
+    where they play them (:func:`_strip_keys`), and the action on top of them."""
+    if source.kind != sources.NLA:
+        return keyed_frames(obj, source.action, clip)
+    legs = _leg_bones(obj.foot_lock)[1:]
+    played = [_strip_keys(strip, armature.key_frames(obj, strip.action, legs))
+              for track in source.tracks for strip in track.strips if not strip.mute]
+    if source.action is not None:
+        played.append(armature.key_frames(obj, source.action, legs))
+    if any(keys is None for keys in played):
+        return None
+    return armature.frames_keyed(np.concatenate(played), clip.frames)
+
+
+def _strip_keys(strip, keys):
+    """The scene frames (whole) at which an NLA ``strip`` plays the ``keys`` (whole frames of
+    its action): its range, reversed or not, scaled, repeated, from its start. None where
+    it plays no action of keys (a transition, a meta strip), or plays it in a time of its
+    own (Animated Strip Time)."""
+    if keys is None or strip.type != "CLIP" or strip.action is None or strip.use_animated_time:
+        return None
+    start, end = strip.action_frame_start, strip.action_frame_end
+    keys = keys[(keys >= start) & (keys <= end)]
+    local = end - keys if strip.use_reverse else keys - start
+    cycles = np.add.outer(np.arange(math.ceil(strip.repeat)) * (end - start), local).ravel()
+    times = strip.frame_start + cycles * strip.scale
+    return np.rint(times[times <= strip.frame_end + 1e-3])
 
 
 @dataclass

@@ -164,3 +164,27 @@ def test_the_feet_on_the_ground_read_alike_before_and_after_a_fix_that_locks_not
     report = obj.foot_lock.report
     assert report.ground_slide_before > 20.0
     assert report.ground_slide_after == pytest.approx(report.ground_slide_before, rel=1e-3)
+
+
+@pytest.mark.parametrize("scale", [1.0, 2.0])
+def test_a_hand_keyed_action_played_by_an_nla_strip_is_labelled_as_its_keys_pose_it(addon, clips_dir, tmp_path,
+                                                                                     scale):
+    """The strip plays the keys 10 frames later (and twice as slowly): they are where the
+    strip puts them. Labelled as it played, its stances were cut to pieces as the active
+    action's were (F1 0.80)."""
+    clip = clips_dir / "cmu_07_01.bvh"
+    obj = import_clip(addon, write_sliding_bvh(clip, tmp_path / "sliding.bvh", 1.25))
+    keep_every(obj, EVERY)
+    anim = obj.animation_data
+    action, start = anim.action, int(anim.action.frame_range[0])
+    anim.action = None
+    strip = anim.nla_tracks.new().strips.new("walk", start + 10, action)
+    strip.scale = scale
+    assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
+    result = anim.action
+    legs = obj.foot_lock.legs
+    reference = reference_labels_by_leg(clip)
+    played = start + 10 + np.arange(len(reference[legs[0].name])) * scale  # each frame of the clip, played
+    labels = toe_labels(obj, result, legs, np.rint(played).astype(int))
+    contacts = np.array([reference[leg.name] for leg in legs]) > 0.5
+    assert 2 * (labels & contacts).sum() / (labels.sum() + contacts.sum()) >= 0.93
