@@ -115,6 +115,7 @@ def label_foot_contacts(skeleton, motion, rig, up, settings=None, cuts=None, key
     _, gpos = forward_kinematics(skeleton, motion.rot, motion.pos, _solved_joints(rig))
     heels, toes = _points(gpos, rig, "ankle", "toe")
     root = travel(skeleton, gpos, rig, up)
+    keyed = showing_stances(keyed, motion.fps)
     if keyed is not None:
         heels, toes, root = (as_keyed(points, keyed) for points in (heels, toes, root))
     length = leg_length(gpos, rig)
@@ -265,6 +266,7 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
     # The input's and the result's positions, as rows of one array (see :func:`_state`).
     states = np.empty((2, 1 + 3 * len(rig.legs), motion.frames, 3))
     before = _state(gpos, rig, states[0])
+    keyed = showing_stances(keyed, motion.fps)
     posed = before if keyed is None else _parts(as_keyed(states[0], keyed), len(rig.legs))  # as keyed
     noise = None  # the input feet's jitter over the whole clip, once something reads it
     size = metrics.character_size(bone_lengths)
@@ -545,6 +547,22 @@ def _metrics(states, legs, contacts, up, fps, unit_scale, floors, bone_lengths, 
         parts["toes"], parts["hips"], parts["ankles"], parts["pelvis"], contacts, up, fps,
         floors, bone_lengths, reference_pelvis, unit_scale, steadying, tempo, judged,
     )
+
+
+# s: keys further apart than this (fewer than two a step of a brisk walk) cannot show where
+# a stance starts and ends; a clip keyed so sparsely is labelled as it plays.
+KEY_SPACING = 0.25
+
+
+def showing_stances(keyed, fps):
+    """``keyed`` (frames, see :func:`remove_foot_sliding`) where its keys are close enough to
+    show the stances (``KEY_SPACING`` apart or less, the middle of their spacings), else
+    None: keyed every 8th frame at 24 fps (3 poses a stride), a stance has one key with the
+    ball down, and its poses joined by straight lines show the foot never still (four
+    one-frame contacts in 4 s)."""
+    if keyed is None or np.median(np.diff(keyed)) > KEY_SPACING * fps:
+        return None
+    return keyed
 
 
 def as_keyed(points, keyed):

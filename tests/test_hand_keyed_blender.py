@@ -188,3 +188,26 @@ def test_a_hand_keyed_action_played_by_an_nla_strip_is_labelled_as_its_keys_pose
     labels = toe_labels(obj, result, legs, np.rint(played).astype(int))
     contacts = np.array([reference[leg.name] for leg in legs]) > 0.5
     assert 2 * (labels & contacts).sum() / (labels.sum() + contacts.sum()) >= 0.93
+
+
+def test_keys_too_sparse_to_show_a_stance_are_labelled_as_they_play(addon):
+    """Keyed every 8th frame at 24 fps (3 poses a stride), a stance has one key with the ball
+    down: as its keys pose it, the foot was never still (the left leg labelled on 4% of its
+    frames, one-frame contacts in the swing). Keys more than a quarter of a second apart are
+    labelled as they play, as before hand-keyed clips were told apart."""
+    from foot_lock.adapters import armature, jobs
+    from foot_lock.adapters.properties import contact_settings
+    from hand_keyed_scenes import build_rig, key_walk
+
+    obj = build_rig(addon)
+    key_walk(addon, obj, 8)
+    source = obj.animation_data.action
+    jobs.ensure_legs(obj)
+    played = jobs.label_clip(jobs.read_clip(obj, source, object_keys=True), contact_settings(obj.foot_lock)) > 0.5
+    assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
+    result, legs = obj.animation_data.action, obj.foot_lock.legs
+    frames = np.arange(int(result.frame_range[0]), int(result.frame_range[1]) + 1)
+    heels = np.array([armature.read_contact_curve(obj, result, leg.foot, frames, "heel_contact") for leg in legs])
+    locked = np.concatenate([toe_labels(obj, result, legs, frames), heels > 0.5])
+    assert (locked == played).mean() > 0.97  # (Detect Contacts' labels, a frame off here and there)
+    assert locked[[0, 2]].any(axis=0).mean() > 0.25  # the left foot, heel or toe
