@@ -92,12 +92,7 @@ def open_rigify_rig(bpy, path):
 def hand_made_rig(bpy):
     """A body bone carrying two legs (thigh, shin, foot, toe), each shin with an IK
     constraint to a foot control and a pole, the foot copying the control's rotation."""
-    data = bpy.data.armatures.new("Hand-made")
-    rig = bpy.data.objects.new("Hand-made", data)
-    bpy.context.scene.collection.objects.link(rig)
-    bpy.context.view_layer.objects.active = rig
-    bpy.ops.object.mode_set(mode="EDIT")
-    bones = data.edit_bones
+    rig, bones = armature_in_edit_mode(bpy, "Hand-made")
     root = _edit_bone(bones, "root", None, (0, 0, 0), (0, 0.3, 0))
     body = _edit_bone(bones, "body", root, (0, 0, 1.0), (0, 0, 1.2))
     for side, x in (("L", 0.1), ("R", -0.1)):
@@ -117,6 +112,16 @@ def hand_made_rig(bpy):
         rotation = rig.pose.bones[f"foot.{side}"].constraints.new("COPY_ROTATION")
         rotation.target, rotation.subtarget = rig, f"foot_ctrl.{side}"
     return rig
+
+
+def armature_in_edit_mode(bpy, name):
+    """A new armature object ``name`` in the scene, active, in Edit Mode; and its edit bones."""
+    data = bpy.data.armatures.new(name)
+    obj = bpy.data.objects.new(name, data)
+    bpy.context.scene.collection.objects.link(obj)
+    bpy.context.view_layer.objects.active = obj
+    bpy.ops.object.mode_set(mode="EDIT")
+    return obj, data.edit_bones
 
 
 def _edit_bone(bones, name, parent, head, tail, connect=False):

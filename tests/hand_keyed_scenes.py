@@ -7,6 +7,7 @@ import math
 from itertools import pairwise
 
 import numpy as np
+from control_rig_scenes import armature_in_edit_mode
 from mathutils import Matrix, Vector
 
 FPS = 24
@@ -22,12 +23,7 @@ SIDES = {"L": 1.0, "R": -1.0}
 
 def build_rig(bpy):
     """Hips and two legs (thigh, shin, foot, toe), Z up, facing -Y, quaternion rotations."""
-    armature = bpy.data.armatures.new("Hand")
-    obj = bpy.data.objects.new("Hand", armature)
-    bpy.context.scene.collection.objects.link(obj)
-    bpy.context.view_layer.objects.active = obj
-    bpy.ops.object.mode_set(mode="EDIT")
-    bones = armature.edit_bones
+    obj, bones = armature_in_edit_mode(bpy, "Hand")
 
     def bone(name, head, tail, parent=None):
         edit = bones.new(name)
