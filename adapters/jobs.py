@@ -415,9 +415,14 @@ def keyed_frames(obj, action, clip):
     frame, or ``action`` is None."""
     if action is None:
         return None
-    legs = ([follower.control for leg in clip.controls.legs for follower in leg.followers]
-            if clip.controls is not None else _leg_bones(obj.foot_lock)[1:])
-    return armature.keyed_frames(obj, action, legs, clip.frames)
+    return armature.keyed_frames(obj, action, _keyed_legs(obj, clip), clip.frames)
+
+
+def _keyed_legs(obj, clip):
+    """The bones whose keys pose the legs: the leg bones, or on a control rig their controls."""
+    if clip.controls is not None:
+        return [follower.control for leg in clip.controls.legs for follower in leg.followers]
+    return _leg_bones(obj.foot_lock)[1:]
 
 
 def _source_keys(obj, source, clip):
@@ -425,9 +430,8 @@ def _source_keys(obj, source, clip):
     where they play them (:func:`_strip_keys`), and the action on top of them."""
     if source.kind != sources.NLA:
         return keyed_frames(obj, source.action, clip)
-    legs = _leg_bones(obj.foot_lock)[1:]
-    played = [_strip_keys(strip, armature.key_frames(obj, strip.action, legs))
-              for track in source.tracks for strip in track.strips if not strip.mute]
+    legs = _keyed_legs(obj, clip)
+    played = [_strip_keys(obj, strip, legs) for track in source.tracks for strip in track.strips if not strip.mute]
     if source.action is not None:
         played.append(armature.key_frames(obj, source.action, legs))
     if any(keys is None for keys in played):
@@ -435,12 +439,15 @@ def _source_keys(obj, source, clip):
     return armature.frames_keyed(np.concatenate(played), clip.frames)
 
 
-def _strip_keys(strip, keys):
-    """The scene frames (whole) at which an NLA ``strip`` plays the ``keys`` (whole frames of
-    its action): its range, reversed or not, scaled, repeated, from its start. None where
-    it plays no action of keys (a transition, a meta strip), or plays it in a time of its
-    own (Animated Strip Time)."""
-    if keys is None or strip.type != "CLIP" or strip.action is None or strip.use_animated_time:
+def _strip_keys(obj, strip, bones):
+    """The scene frames (whole) at which an NLA ``strip`` plays its action's keys of
+    ``bones``: its range, reversed or not, scaled, repeated, from its start. None where it
+    plays no action of keys (a transition, a meta strip, see :func:`~.armature.key_frames`),
+    or plays it in a time of its own (Animated Strip Time)."""
+    if strip.type != "CLIP" or strip.action is None or strip.use_animated_time:
+        return None
+    keys = armature.key_frames(obj, strip.action, bones)
+    if keys is None:
         return None
     start, end = strip.action_frame_start, strip.action_frame_end
     keys = keys[(keys >= start) & (keys <= end)]

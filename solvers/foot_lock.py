@@ -119,11 +119,8 @@ def label_foot_contacts(skeleton, motion, rig, up, settings=None, cuts=None, key
     if keyed is not None:
         heels, toes, root = (as_keyed(points, keyed) for points in (heels, toes, root))
     length = leg_length(gpos, rig)
-    heel_labels, toe_labels, slip = _label_animated_legs(animated_legs(skeleton, motion, rig, length), heels, toes, rig,
-                                                         root, length, up, motion.fps, settings, cuts)
-    if keyed is not None:
-        toe_labels = _from_landing(toe_labels, toes, up, motion.fps, length, settings)
-    return heel_labels, toe_labels, slip
+    return _label_animated_legs(animated_legs(skeleton, motion, rig, length), heels, toes, rig, root, length, up,
+                                motion.fps, settings, cuts, as_keyed_poses=keyed is not None)
 
 
 # Radians a leg's joints must turn, or leg lengths move, over the clip to count as animated.
@@ -145,15 +142,21 @@ def animated_legs(skeleton, motion, rig, size):
     return np.logical_or.reduceat(moving, np.cumsum([0] + [len(chain) for chain in chains[:-1]]))
 
 
-def _label_animated_legs(animated, heels, toes, rig, *args, **kwargs):
+def _label_animated_legs(animated, heels, toes, rig, root, length, up, fps, settings, cuts, noise=None, tempo=None,
+                         as_keyed_poses=False):
     """:func:`_label_across_cuts` of the legs that are ``animated`` (L,) (:func:`animated_legs`);
-    the others are never labelled (their rows 0)."""
+    the others are never labelled (their rows 0). ``as_keyed_poses``: the points are as a
+    clip's keys pose them (:func:`as_keyed`), each toe contact from where its ball lands
+    (:func:`_from_landing`)."""
     heel_labels, toe_labels = np.zeros((2,) + heels.shape[:2])
     slip = 0.0
     if animated.any():
         legs = [leg for leg, moving in zip(rig.legs, animated) if moving]
         heel_labels[animated], toe_labels[animated], slip = _label_across_cuts(
-            heels[animated], toes[animated], replace(rig, legs=legs), *args, **kwargs)
+            heels[animated], toes[animated], replace(rig, legs=legs), root, length, up, fps, settings, cuts, noise,
+            tempo)
+    if as_keyed_poses:
+        toe_labels = _from_landing(toe_labels, toes, up, fps, length, settings)
     return heel_labels, toe_labels, slip
 
 
@@ -281,9 +284,7 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
         with _timed(timings, "contacts"):
             heel_labels, labels, slip = _label_animated_legs(animated, posed["ankles"], posed["toes"], rig, root,
                                                              length, up, motion.fps, settings.contacts, cuts, noise,
-                                                             tempo)
-        if keyed is not None:
-            labels = _from_landing(labels, posed["toes"], up, motion.fps, length, settings.contacts)
+                                                             tempo, as_keyed_poses=keyed is not None)
         if animated.any() and is_in_place(posed["toes"][animated], root, up, motion.fps, length):
             labels[:] = heel_labels[:] = 0.0  # its feet glide by design: locking them would tear the legs off
             warnings.append(IN_PLACE)
