@@ -250,11 +250,17 @@ def with_marker_noise(trial, std, seed=0):
     return trial.copy(*(points + rng.normal(0.0, std, points.shape) for points in (trial.heels, trial.toes, trial.root)))
 
 
-def on_a_belt(trial):
+def on_a_belt(trial, first=1.0, last=1.0):
     """The trial as on a treadmill: everything carried back at the walk's mean speed, so the
-    pelvis sways about one place and every planted foot rides the belt backward."""
-    step = horizontal(trial.root[-1] - trial.root[0], trial.up) / max(len(trial.root) - 1, 1)
-    shift = -np.arange(len(trial.root))[:, None] * step
+    pelvis sways about one place and every planted foot rides the belt backward; with
+    ``first`` and ``last``, a belt whose speed ramps from ``first`` to ``last`` times that
+    while the walker keeps the recorded pace (the pelvis drifting forward, then back: the
+    planted feet's share of its motion changes over the trial)."""
+    frames = len(trial.root)
+    step = horizontal(trial.root[-1] - trial.root[0], trial.up) / max(frames - 1, 1)
+    pace = np.linspace(first, last, frames)
+    carried = np.concatenate([[0.0], np.cumsum(0.5 * (pace[1:] + pace[:-1]))])  # in mean steps
+    shift = -carried[:, None] * step
     return trial.copy(trial.heels + shift[None], trial.toes + shift[None], trial.root + shift)
 
 
@@ -278,6 +284,8 @@ def scenarios(trial):
         "drift -0.25": drift_stances(trial, -0.25),
         "noise 5 mm": with_marker_noise(trial, MARKER_NOISE),
         "treadmill": on_a_belt(trial),
+        "belt x0.5-1.5": on_a_belt(trial, 0.5, 1.5),
+        "belt x1.5-0.5": on_a_belt(trial, 1.5, 0.5),
         # A treadmill at two and three times the pace: stances of 0.2-0.3 s (a run's), the
         # belt carrying the planted feet back at 1.8-4.4 m/s.
         "treadmill x2": on_a_belt(quickened(trial, 2)),

