@@ -725,3 +725,24 @@ def test_feet_leaving_a_box_together_leave_with_the_body(fps, lean):
         assert abs(edges[0] + 1 - take_off) <= tolerance
         assert abs(edges[1] + 1 - landing) <= tolerance
     assert abs(slip) < 0.1
+
+
+def test_points_are_read_whatever_the_length_of_up_and_a_point_never_seen_is_refused():
+    """``up`` is a direction: twice or a thousand times it gave other labels (heights and
+    vertical speeds scaled with it; F1 0.000 at a thousand). A point with no position on any
+    frame has nothing to label: a clear error, not labels from NaN."""
+    skeleton, motion, rig = load("cmu_07_01")
+    _, gpos = forward_kinematics(skeleton, motion.rot, motion.pos)
+    heels = np.stack([gpos[:, leg.ankle] for leg in rig.legs])
+    toes = np.stack([gpos[:, leg.toe] for leg in rig.legs])
+    root = gpos[:, rig.pelvis]
+    length = leg_length(gpos, rig)
+    labels = detect_foot_contacts(heels, toes, root, bvh.UP, motion.fps, length)
+    for factor in (2.0, 1000.0):
+        scaled = detect_foot_contacts(heels, toes, root, factor * np.asarray(bvh.UP), motion.fps, length)
+        for expected, found in zip(labels, scaled):
+            np.testing.assert_array_equal(found, expected)
+    unseen = toes.copy()
+    unseen[1] = np.nan
+    with pytest.raises(ValueError, match="toes: a point has no frame with a position"):
+        detect_foot_contacts(heels, unseen, root, bvh.UP, motion.fps, length)
