@@ -275,6 +275,15 @@ def quickened(trial, factor):
                  trial.leg_length, trial.known[:, frames], trial.pace * factor)
 
 
+def walked_backward(trial):
+    """The trial played backward in time: a walk backward, landing on the toes and leaving
+    from the heel, each plate stance the same frames counted from the other end."""
+    frames = len(trial.root)
+    return Trial(trial.name, trial.heels[:, ::-1].copy(), trial.toes[:, ::-1].copy(), trial.root[::-1].copy(),
+                 trial.up, trial.fps, [(foot, frames - end, frames - start) for foot, start, end in trial.stances],
+                 trial.leg_length, trial.known[:, ::-1].copy(), trial.pace)
+
+
 def scenarios(trial):
     return {
         "as recorded": trial,
@@ -286,6 +295,8 @@ def scenarios(trial):
         "treadmill": on_a_belt(trial),
         "belt x0.5-1.5": on_a_belt(trial, 0.5, 1.5),
         "belt x1.5-0.5": on_a_belt(trial, 1.5, 0.5),
+        "backward": walked_backward(trial),
+        "backward x2": walked_backward(quickened(trial, 2)),
         # A treadmill at two and three times the pace: stances of 0.2-0.3 s (a run's), the
         # belt carrying the planted feet back at 1.8-4.4 m/s.
         "treadmill x2": on_a_belt(quickened(trial, 2)),
