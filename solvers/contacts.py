@@ -1001,8 +1001,8 @@ def stepping_backward(cues, ground, feet, fps):
     heel (more than three quarters of its motion along the foot). The rows of ``cues`` are
     the ``feet`` heels, then their toes. A walk's swings, the fastest a foot moves, carry it
     toward its toes; a walk backward lands on the toes and leaves from the heel (labelled as
-    a forward walk: F1 0.92, each contact 30-50 ms late and 40-65 ms early); a side step,
-    neither way mostly, is labelled as forward."""
+    a forward walk, force-plate trials played backward: F1 0.90-0.97, each contact 20-50 ms
+    late and 40-65 ms early); a side step, neither way mostly, is labelled as forward."""
     heels, toes = cues.points[:feet], cues.points[feet : 2 * feet]
     facing = horizontal(toes - heels, cues.up)
     along = dots(cues.horizontal_velocity[feet : 2 * feet] - ground[feet : 2 * feet], facing) / np.maximum(

@@ -226,10 +226,10 @@ def _ground_slides(foot_points, up, fps, size, unit_scale, steadying, tempo, jud
 
     Every state's slide is measured over the same frames: those where a foot is on the
     ground in any of the states. Each over its own, a fix that held the feet of a turn on
-    the ground for more frames read as sliding more (4.4 -> 5.0 cm/s on cmu_01_01's turn at
-    20 fps, whose feet slid less after on every frame; the same frames read 9.1 -> 5.0: the
-    frames the fix put on the ground were the input's quickest), and one that lifted a
-    skating foot off the ground would read as having stopped it."""
+    the ground for more frames read as sliding more (4.8 -> 6.4 cm/s on cmu_01_01's turn at
+    20 fps, whose feet slid less after; the same frames read 10.4 -> 6.4: the frames the fix
+    put on the ground were the input's quickest), and one that lifted a skating foot off the
+    ground would read as having stopped it."""
     states = foot_points.shape[1]
 
     def rows(points):
