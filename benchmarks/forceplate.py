@@ -133,15 +133,11 @@ def mean_of_seen(tracks):
         return np.where(seen, tracks, 0.0).sum(axis=0) / seen.sum(axis=0)
 
 
-def fill_gaps(track):
-    """Linear interpolation over NaN frames of a (F, 3) track (the edges are cut off before)."""
-    frames = np.arange(len(track))
-    good = np.isfinite(track).all(axis=1)
-    return np.stack([np.interp(frames, frames[good], track[good, axis]) for axis in range(3)], axis=1)
-
-
 def load_trial(c3d_path):
-    """The trial cut to the frames where every marker used is seen at both ends."""
+    """The trial cut to the frames where every marker used is seen at both ends, the gaps
+    between bridged as the labeller bridges them."""
+    from foot_lock.solvers.contacts import gaps_bridged
+
     c3d_path = Path(c3d_path)
     labels, rate, positions, corners = read_markers(c3d_path)
     heels = [pick(labels, positions, HEEL_NAMES, foot) for foot in FEET]
@@ -150,7 +146,7 @@ def load_trial(c3d_path):
     tracks = np.stack([*heels, *toes, root])
     seen = np.flatnonzero(np.isfinite(tracks).all(axis=(0, 2)))
     first, last = seen[0], seen[-1] + 1
-    tracks = np.stack([fill_gaps(track[first:last]) for track in tracks])
+    tracks = gaps_bridged(tracks[:, first:last], "markers")
     heels, toes, root = tracks[:2], tracks[2:4], tracks[4]
     up = vertical_axis(root, heels)
     truth = json.loads(c3d_path.with_suffix("").with_suffix(".contacts.json").read_text())

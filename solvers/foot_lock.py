@@ -19,6 +19,7 @@ from .contacts import (
     from_first,
     gait_tempo,
     heel_down,
+    heights_along,
     run_starts,
 )
 from .kinematics import Motion, Pose, SolverInputError, check_motion, forward_kinematics, joint_runs
@@ -587,7 +588,7 @@ def _from_landing(labels, toes, up, fps, length, settings):
     a metre a second, keys every fourth frame at 24 fps): pinned from the heel strike on, it
     held the foot tilted, the heel 2-3 cm into the floor."""
     settings = settings or ContactSettings()
-    heights = toes @ up
+    heights = heights_along(toes, up)
     falling = np.zeros(labels.shape, dtype=bool)
     falling[:, :-1] = (heights[:, 1:] - heights[:, :-1]) * fps < (
         -settings.planted_vertical_speed * length / REFERENCE_LEG_LENGTH)
