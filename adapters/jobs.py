@@ -11,6 +11,7 @@ import math
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import pairwise
 
 import bpy
@@ -47,7 +48,7 @@ class Clip:
 # --- legs -------------------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(frozen=True)
 class LegBoneNames:
     """One detected leg by bone names; ``toe`` is "" where the rig has no toe bone."""
 
@@ -58,10 +59,10 @@ class LegBoneNames:
     toe: str = ""
 
 
-@dataclass
+@dataclass(frozen=True)
 class DetectedLegs:
     pelvis: str
-    legs: list[LegBoneNames]
+    legs: tuple[LegBoneNames, ...]
 
 
 def detect_leg_bones(obj):
@@ -76,15 +77,24 @@ def detect_leg_bones(obj):
     bones.foreach_get("tail_local", points[count:].reshape(-1))
     points = points @ world[:3, :3].T
     points += world[:3, 3]
-    heads, tails = points[:count], points[count:]
     _, names, parents = armature.bone_hierarchy(obj.data)
+    return _legs_of_rest_rig(tuple(names), tuple(parents), points.tobytes())
+
+
+@lru_cache(maxsize=16)
+def _legs_of_rest_rig(names, parents, points):
+    """:func:`detect_leg_bones` of bones ``names`` with ``parents`` and world rest heads then
+    tails ``points`` (bytes of float64 (2 * bones, 3)). Remembered: a pipeline fixes
+    thousands of clips of one rig, each imported afresh, and the guess takes longer than
+    reading the rig (0.5 ms of a 12 ms click on a 31-bone CMU rig)."""
+    heads, tails = np.frombuffer(points).reshape(2, len(names), 3)
     guess = detect_legs(names, parents, heads, tails, up=UP)
-    legs = [
+    legs = tuple(
         LegBoneNames(
             leg.side, names[leg.thigh], names[leg.shin], names[leg.foot], "" if leg.toe is None else names[leg.toe]
         )
         for leg in guess.legs
-    ]
+    )
     return DetectedLegs(names[guess.pelvis], legs)
 
 

@@ -38,6 +38,19 @@ def test_detect_legs_finds_both_cmu_legs(addon, clips_dir):
     }
 
 
+def test_detect_legs_again_sees_the_rig_as_it_is_now(addon, clips_dir):
+    """Detection is remembered per rig (a pipeline imports one rig thousands of times), but
+    a rig changed since, or another armature, is looked at anew."""
+    obj = import_clip(addon, clips_dir / "cmu_07_01.bvh")
+    assert addon.ops.foot_lock.detect_legs() == {"FINISHED"}
+    obj.data.bones["LeftToeBase"].name = "LeftToe_renamed"
+    assert addon.ops.foot_lock.detect_legs() == {"FINISHED"}
+    assert {leg.name: leg.toe for leg in obj.foot_lock.legs} == {"left": "LeftToe_renamed", "right": "RightToeBase"}
+    obj.location.z = -3.0  # the same bones, the whole rig below the world's floor: the same legs
+    assert addon.ops.foot_lock.detect_legs() == {"FINISHED"}
+    assert {leg.name: leg.toe for leg in obj.foot_lock.legs} == {"left": "LeftToe_renamed", "right": "RightToeBase"}
+
+
 def test_detect_contacts_keys_readable_constant_curves_and_keeps_edits(addon, clips_dir):
     obj = import_clip(addon, clips_dir / "cmu_07_01.bvh")
     assert addon.ops.foot_lock.detect_contacts() == {"FINISHED"}
