@@ -271,6 +271,29 @@ def quickened(trial, factor):
                  trial.leg_length, trial.known[:, frames], trial.pace * factor)
 
 
+def slowed(trial, factor):
+    """The trial played ``factor`` (below 1) times as fast at its own frame rate: its markers
+    between the recorded frames, ``factor`` of a frame apart (a line between the two around
+    each). Its stances last ``1 / factor`` longer, its feet move ``factor`` as fast; its truth
+    is the plates' at the same moments (a contact from the first frame at or after the plate's
+    start to the first at or after its end), scored as far around each stance as the recorded
+    trial's margin, played as slowly."""
+    frames = len(trial.root)
+    at = np.arange(0.0, frames - 1 + 1e-9, factor)  # the recorded frame each frame plays
+    before = np.minimum(at.astype(int), frames - 2)
+    after = (at - before)[:, None]
+
+    def played(points):
+        return points[..., before, :] * (1.0 - after) + points[..., before + 1, :] * after
+
+    def frame_of(recorded):
+        return min(int(np.ceil(recorded / factor - 1e-9)), len(at))
+
+    return Trial(trial.name, played(trial.heels), played(trial.toes), played(trial.root), trial.up, trial.fps,
+                 [(foot, frame_of(start), frame_of(end)) for foot, start, end in trial.stances], trial.leg_length,
+                 trial.known[:, np.round(at).astype(int)], trial.pace * factor)
+
+
 def walked_backward(trial):
     """The trial played backward in time: a walk backward, landing on the toes and leaving
     from the heel, each plate stance the same frames counted from the other end."""

@@ -568,10 +568,11 @@ def label_points(cues, grounds, root_velocity, fps, scale, settings, grow_edges=
     see :func:`dragged`).
 
     ``grow_edges`` -1 / +1 extends each contact's start / end to the foot-level edge (see
-    :func:`grow_into`), one value for all points, one per point (L,) or per point and frame
-    (L, F). ``feet``: how many feet the rows are points of, the rows being that many feet's
-    points in turn (heels, then toes: two feet's rows are heel, heel, toe, toe); by default
-    each point is a foot of its own. Returns the labels and the frames (L, F) where the
+    :func:`grow_into`; an end on through the point's descent, see :func:`bottomed_out`), one
+    value for all points, one per point (L,) or per point and frame (L, F). ``feet``: how
+    many feet the rows are points of, the rows being that many feet's points in turn (heels,
+    then toes: two feet's rows are heel, heel, toe, toe); by default each point is a foot of
+    its own. Returns the labels and the frames (L, F) where the
     motion skates.
     """
     vertical_speed, clearance, planted = cues.vertical_speed, cues.clearance, cues.planted
@@ -616,11 +617,21 @@ def label_points(cues, grounds, root_velocity, fps, scale, settings, grow_edges=
     if grow_edges.any():
         near = (speed < settings.edge_speed * scale) & landed & (clearance < settings.edge_height * scale)
         labels = grow_into(labels, (near & (grow_edges != 0)) | labels, grow_edges)
-    if striking.any():
-        # And it strikes where its descent ends, a cue no horizontal motion touches: against
-        # the moving ground a landing heel's speed is the other stance foot's drift as much
-        # as its own (walk.c3d, the stance feet drifting: heel strikes 35 ms early).
-        labels = from_first(labels, bottomed_out(cues, fps, settings) | ~striking)
+        # The point that leaves last (the front of the foot at push-off) is down while the foot
+        # pitching over it still presses it lower, however fast the roll carries it along the
+        # floor: it leaves where that descent ends, as a heel strikes where its own does. At the
+        # edge speed alone walk.c3d's toe-offs came 10-20 ms early, an error of the gait's own
+        # time that a walk slowed x0.35 stretched to 50-80 ms. Grown on from the speed edge's
+        # end, not with it: joined, the descent bridged a stance to a slow rise after it (a
+        # limp's slowed push-off, 25 ms late).
+        bottomed = bottomed_out(cues, fps, settings)
+        sinking = (grow_edges > 0) & ~bottomed & (clearance < settings.edge_height * scale)
+        labels = grow_into(labels, sinking | labels, 1)
+        if striking.any():
+            # And it strikes where its descent ends, a cue no horizontal motion touches: against
+            # the moving ground a landing heel's speed is the other stance foot's drift as much
+            # as its own (walk.c3d, the stance feet drifting: heel strikes 35 ms early).
+            labels = from_first(labels, bottomed | ~striking)
     # Whole frames only, never more than the time asked: at 30 or 60 fps a frame is already more.
     labels = widen(labels, int(np.floor(settings.widen * fps + 1e-6)))
     gap = int(np.floor(settings.min_gap * fps + 1e-6))
@@ -771,7 +782,8 @@ def kernel_sums(rows, kernels):
 
 def bottomed_out(cues, fps, settings):
     """Frames (L, F) where points go no lower over the next ``velocity_span``: a landing
-    point has reached the ground it lands on."""
+    point has reached the ground it lands on; before them, a leaving one is still pressed
+    down."""
     heights = cues.heights
     ahead = max(1, round(settings.velocity_span * fps))
     later = np.concatenate([heights[:, ahead:], np.repeat(heights[:, -1:], min(ahead, heights.shape[1]), axis=1)],
@@ -941,10 +953,11 @@ def detect_foot_contacts(heels, toes, root, up, fps, leg_length, settings=None, 
 
     The foot is in contact from heel strike to toe-off: ``np.maximum(heel, toe)``. With
     ``foot_edges`` the heel's contacts start, and the toe's end, where the foot's do (the
-    heel settling, the toe rolling off: near the ground, under twice the stance speed;
-    see :func:`grow_into`), as force plates measure them; without, each point is labelled
-    as still or not, the clips README's criterion (pins that must not drag), and a heel is
-    not pinned alone where it outpaces its ball (:func:`without_heel_sweeps`). Returns
+    heel settling, the toe rolling off: near the ground, under twice the stance speed, or
+    still pressed lower by the foot pitching over it; see :func:`label_points`), as force
+    plates measure them; without, each point is labelled as still or not, the clips
+    README's criterion (pins that must not drag), and a heel is not pinned alone where it
+    outpaces its ball (:func:`without_heel_sweeps`). Returns
     ``(heel_weights, toe_weights, slip)``: 0/1 (ramps with ``settings.smoothing``), to key
     as curves and to pin each point while its weight is 1. A foot off the ground for less
     than ``settings.min_swing`` between two contacts did not leave it (:func:`fill_foot_gaps`).

@@ -105,6 +105,36 @@ def test_a_walk_backward_lands_on_its_toes_and_leaves_from_its_heels(pooled, tri
         assert onset_ms <= forceplate.TARGET_ERROR_MS and offset_ms <= forceplate.TARGET_ERROR_MS
 
 
+def test_a_slow_walk_s_toes_leave_the_plates_where_they_rise():
+    """The trials played x0.5 and x0.35 (steps of about 1 and 1.5 s: a cautious or elderly
+    walk) are labelled in their own time, so their edges keep their share of the stance and
+    an edge's error grows as the walk slows. walk.c3d's toe-offs were cut where the front of the foot,
+    still pressed to the floor by the foot pitching over it, outran the edge speed: 10-20 ms
+    early as recorded, 30-60 ms at x0.5 (its mean offset 45 ms), 50-80 ms at x0.35 (pooled
+    offset 40 ms). It leaves where that descent ends: walk x0.5 offset 20 ms, x0.35 pooled 28."""
+    counts, offsets = np.zeros(3), []
+    for trial in forceplate.trials(DATA):
+        half = forceplate.slowed(trial, 0.5)
+        f1, onset_ms, offset_ms = forceplate.score(forceplate.foot_labels(half), half)
+        assert f1 >= forceplate.TARGET_F1, trial.name
+        assert onset_ms <= forceplate.TARGET_ERROR_MS and offset_ms <= forceplate.TARGET_ERROR_MS, trial.name
+        slowest = forceplate.slowed(trial, 0.35)
+        (hits, found, truths), _, offset = forceplate.stance_counts(forceplate.foot_labels(slowest), slowest)
+        counts += (hits, found, truths)
+        offsets += offset
+    assert 2.0 * counts[0] / (counts[1] + counts[2]) >= forceplate.TARGET_F1
+    assert np.mean(offsets) <= forceplate.TARGET_ERROR_MS
+
+
+def test_a_slowed_trial_keeps_its_plates_at_the_same_moments():
+    trial = forceplate.trials(DATA)[0]
+    slow = forceplate.slowed(trial, 0.5)
+    assert slow.fps == trial.fps and slow.pace == 0.5 and slow.heels.shape[1] == 2 * trial.heels.shape[1] - 1
+    np.testing.assert_allclose(slow.toes[:, ::2], trial.toes)
+    np.testing.assert_allclose(slow.root[1::2], 0.5 * (trial.root[1:] + trial.root[:-1]))
+    assert slow.stances == [(foot, 2 * start, min(2 * end, slow.heels.shape[1])) for foot, start, end in trial.stances]
+
+
 @pytest.mark.parametrize("gap", [5, 30])
 def test_a_marker_unseen_for_a_few_frames_is_bridged(gap):
     """A toe marker missing (NaN) for 5 or 30 frames in the middle of a plate stance, as C3D
