@@ -568,8 +568,9 @@ def label_points(cues, grounds, root_velocity, fps, scale, settings, grow_edges=
     see :func:`dragged`).
 
     ``grow_edges`` -1 / +1 extends each contact's start / end to the foot-level edge (see
-    :func:`grow_into`; an end on through the point's descent, see :func:`bottomed_out`), one
-    value for all points, one per point (L,) or per point and frame (L, F). ``feet``: how
+    :func:`grown_to_edges`; with +1 its start too where the rest of its foot is not down, see
+    :func:`rest_of_foot`, and its end on through the point's descent, see :func:`bottomed_out`),
+    one value for all points, one per point (L,) or per point and frame (L, F). ``feet``: how
     many feet the rows are points of, the rows being that many feet's points in turn (heels,
     then toes: two feet's rows are heel, heel, toe, toe); by default each point is a foot of
     its own. Returns the labels and the frames (L, F) where the
@@ -616,7 +617,13 @@ def label_points(cues, grounds, root_velocity, fps, scale, settings, grow_edges=
     labels = majority_vote(labels & landed, round(settings.vote_window * fps))
     if grow_edges.any():
         near = (speed < settings.edge_speed * scale) & landed & (clearance < settings.edge_height * scale)
-        labels = grow_into(labels, (near & (grow_edges != 0)) | labels, grow_edges)
+        to_start, to_end = grown_to_edges(labels, (near & (grow_edges != 0)) | labels)
+        # The point that leaves last grows back to its own touch-down too where it lands first,
+        # the rest of its foot not yet down: a toe-walker's or a forefoot striker's toe, its
+        # heel lowered later if at all (held to the toe's stillness, the force-plate trials
+        # walked so started their contacts a frame or two late: onsets 23 ms, run 9; now 13, 4).
+        lands_first = to_start & ~rest_of_foot(to_start, feet)
+        labels = np.where(grow_edges < 0, to_start, to_end | lands_first)
         # The point that leaves last (the front of the foot at push-off) is down while the foot
         # pitching over it still presses it lower, however fast the roll carries it along the
         # floor: it leaves where that descent ends, as a heel strikes where its own does. At the
@@ -626,7 +633,7 @@ def label_points(cues, grounds, root_velocity, fps, scale, settings, grow_edges=
         # limp's slowed push-off, 25 ms late).
         bottomed = bottomed_out(cues, fps, settings)
         sinking = (grow_edges > 0) & ~bottomed & (clearance < settings.edge_height * scale)
-        labels = grow_into(labels, sinking | labels, 1)
+        labels = grown_to_edges(labels, sinking | labels)[1]
         if striking.any():
             # And it strikes where its descent ends, a cue no horizontal motion touches: against
             # the moving ground a landing heel's speed is the other stance foot's drift as much
@@ -716,6 +723,15 @@ def stance_edges(cues, standing, allowed, rising, descending, height):
     vertical_speed = cues.vertical_speed
     still = (vertical_speed < rising) & (vertical_speed > -descending) & (cues.clearance < height) & allowed
     return grow_into(standing, still | standing)
+
+
+def rest_of_foot(mask, feet):
+    """Rows (L, F) True where the rest of the row's foot is in ``mask``: for a heel any of its
+    toe points, for a toe point its heel (the rows ``feet`` feet's points in turn, heels
+    first, see :func:`label_points`); never where each point is a foot of its own."""
+    points = mask.reshape(-1, feet, mask.shape[-1])
+    heel, toe = points[0], np.logical_or.reduce(points[1:], axis=0)
+    return np.concatenate([toe] + [heel] * (len(points) - 1))
 
 
 def whole_foot(mask, feet):
@@ -955,9 +971,10 @@ def detect_foot_contacts(heels, toes, root, up, fps, leg_length, settings=None, 
     ``foot_edges`` the heel's contacts start, and the toe's end, where the foot's do (the
     heel settling, the toe rolling off: near the ground, under twice the stance speed, or
     still pressed lower by the foot pitching over it; see :func:`label_points`), as force
-    plates measure them; without, each point is labelled as still or not, the clips
-    README's criterion (pins that must not drag), and a heel is not pinned alone where it
-    outpaces its ball (:func:`without_heel_sweeps`). Returns
+    plates measure them, and a toe landing while its heel is not down (a toe-walker, a
+    forefoot striker) starts its own contact at its touch-down; without, each point is
+    labelled as still or not, the clips README's criterion (pins that must not drag), and a
+    heel is not pinned alone where it outpaces its ball (:func:`without_heel_sweeps`). Returns
     ``(heel_weights, toe_weights, slip)``: 0/1 (ramps with ``settings.smoothing``), to key
     as curves and to pin each point while its weight is 1. A foot off the ground for less
     than ``settings.min_swing`` between two contacts did not leave it (:func:`fill_foot_gaps`).
@@ -984,7 +1001,8 @@ def detect_foot_contacts(heels, toes, root, up, fps, leg_length, settings=None, 
     root_velocity = travel_velocity(root, up, gait_fps, settings)
     grounds, slip = moving_ground(cues, root, root_velocity, gait_fps, scale, settings, fit=slice(feet, None))
     # Walking forward the heel strikes first and the toe leaves last; walking backward the toe
-    # lands first and the heel leaves last: each point grows at the edge its foot has it for.
+    # lands first and the heel leaves last: each point grows at the edge its foot has it for
+    # (and the one that leaves last at its start too, where it lands before the other).
     heel_edges = np.where(stepping_backward(cues, grounds[0], feet, gait_fps), 1, -1) * int(foot_edges)
     grow_edges = np.concatenate([heel_edges] + [-heel_edges] * (len(toe_points) // feet))
     labels, skating = label_points(cues, grounds, root_velocity, gait_fps, scale, settings, grow_edges, feet)
@@ -1126,27 +1144,30 @@ def short_gaps(labels, max_gap):
     return row[short], start[short], end[short]
 
 
-def grow_into(labels, allowed, direction=0):
-    """Each run of ``allowed`` frames that holds a label becomes a contact as a whole; with
-    ``direction`` -1 only its frames up to the run's last label (contacts start earlier), +1
-    only those from its first label on (contacts end later).
+def grow_into(labels, allowed):
+    """Each run of ``allowed`` frames that holds a label becomes a contact as a whole."""
+    ids = run_ids(allowed)
+    held = np.zeros(ids.max() + 1, dtype=bool)
+    held[ids[labels & allowed]] = True
+    return (held[ids] & allowed) | labels
+
+
+def grown_to_edges(labels, allowed):
+    """``labels`` (..., F) grown within each run of ``allowed`` frames that holds a label: to
+    its frames up to the run's last label (contacts start earlier), and apart, to those from
+    its first label on (contacts end later).
 
     A heel still settling onto the ground, a toe rolling off it: near the ground and slowing
     (or speeding up) but not yet (or no longer) still. The hardware measures contact there.
     """
     ids = run_ids(allowed)
-    held = np.zeros(ids.max() + 1, dtype=bool)
-    held[ids[labels & allowed]] = True
-    grown = held[ids] & allowed
-    direction = np.asarray(direction)
-    if direction.any():
-        direction = direction.reshape(direction.shape + (1,) * (labels.ndim - direction.ndim))  # per row
-        index = np.broadcast_to(np.arange(labels.shape[-1]), labels.shape)
-        first, last = np.full(ids.max() + 1, labels.shape[-1]), np.full(ids.max() + 1, -1)
-        np.minimum.at(first, ids[labels & allowed], index[labels & allowed])
-        np.maximum.at(last, ids[labels & allowed], index[labels & allowed])
-        grown &= np.where(direction < 0, index <= last[ids], np.where(direction > 0, index >= first[ids], True))
-    return grown | labels
+    held = labels & allowed
+    index = np.broadcast_to(np.arange(labels.shape[-1]), labels.shape)
+    # A run without a label has no first (after every frame) nor last (before every frame).
+    first, last = np.full(ids.max() + 1, labels.shape[-1]), np.full(ids.max() + 1, -1)
+    np.minimum.at(first, ids[held], index[held])
+    np.maximum.at(last, ids[held], index[held])
+    return (allowed & (index <= last[ids])) | labels, (allowed & (index >= first[ids])) | labels
 
 
 def fill_gaps(labels, max_gap):

@@ -39,6 +39,7 @@ from foot_lock.solvers.contacts import (
     gait_tempo,
     ground_track,
     grow_into,
+    grown_to_edges,
     heel_down,
     local_quadratic,
     local_slip,
@@ -304,8 +305,9 @@ def test_a_contact_grows_over_the_near_ground_frames_it_touches_only():
     labels = np.array([[0, 0, 1, 1, 0, 0, 0, 0, 0]], dtype=bool)
     allowed = np.array([[0, 1, 1, 1, 1, 0, 1, 1, 0]], dtype=bool)
     assert grow_into(labels, allowed).astype(int).tolist() == [[0, 1, 1, 1, 1, 0, 0, 0, 0]]
-    assert grow_into(labels, allowed, -1).astype(int).tolist() == [[0, 1, 1, 1, 0, 0, 0, 0, 0]]
-    assert grow_into(labels, allowed, +1).astype(int).tolist() == [[0, 0, 1, 1, 1, 0, 0, 0, 0]]
+    to_start, to_end = grown_to_edges(labels, allowed)
+    assert to_start.astype(int).tolist() == [[0, 1, 1, 1, 0, 0, 0, 0, 0]]
+    assert to_end.astype(int).tolist() == [[0, 0, 1, 1, 1, 0, 0, 0, 0]]
 
 
 @pytest.mark.parametrize("clip", SHARED_WALKS)

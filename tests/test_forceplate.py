@@ -135,6 +135,52 @@ def test_a_slowed_trial_keeps_its_plates_at_the_same_moments():
     assert slow.stances == [(foot, 2 * start, min(2 * end, slow.heels.shape[1])) for foot, start, end in trial.stances]
 
 
+def landing_on_the_forefoot(trial, degrees=30.0):
+    """The trial as a forefoot striker walks it: each heel turned up about its ball (the
+    met-head marker) by ``degrees``, and lowered again through the stance as the ball takes
+    the weight (flat at mid-stance); the toes as recorded. Its truth: each stance from the
+    ball's landing (within a centimetre of its lowest in the stance) to the plate's toe-off."""
+    up = np.asarray(trial.up, dtype=float)
+    turn = np.full(trial.known.shape, np.radians(degrees))
+    stances = []
+    for foot, start, end in trial.stances:
+        heights = trial.toes[foot, start:end] @ up
+        landing = start + int(np.argmax(heights < heights.min() + 0.01))
+        turn[foot, landing:end] *= np.cos(np.linspace(0.0, np.pi, end - landing, endpoint=False)) ** 2
+        stances.append((foot, landing, end))
+    back = trial.heels - trial.toes
+    axis = np.cross(up, forceplate.horizontal(-back, up))
+    axis /= np.linalg.norm(axis, axis=-1, keepdims=True)
+    cos, sin = np.cos(turn)[..., None], np.sin(turn)[..., None]  # Rodrigues: the heel about the ball
+    heels = trial.toes + back * cos + np.cross(axis, back) * sin + axis * (axis * back).sum(-1, keepdims=True) * (1 - cos)
+    return forceplate.Trial(trial.name, heels, trial.toes, trial.root, trial.up, trial.fps, stances,
+                            trial.leg_length, trial.known, trial.pace)
+
+
+@pytest.mark.parametrize("pace", [1, 2])
+def test_a_foot_landing_on_its_ball_is_in_contact_from_the_ball_s_landing(pace):
+    """The trials walked (and run, twice as fast) landing on the forefoot, the heel lowered
+    after the ball lands (a forefoot striker, a toe-walker). The toe's contact was grown only
+    to its lift, the heel's alone to its strike: the contacts started at the toe's stillness,
+    a frame or two after its landing (pooled F1 0.976 / 0.969, onsets 23 / 9 ms). Grown back
+    to its own landing where the heel is not down yet: 0.985 / 0.981, 13 / 4 ms."""
+    from foot_lock.solvers.contacts import detect_foot_contacts
+
+    counts, onsets = np.zeros(3), []
+    for trial in forceplate.trials(DATA):
+        recorded = forceplate.quickened(trial, pace) if pace > 1 else trial
+        striker = landing_on_the_forefoot(recorded)
+        # The front of the foot as recorded: the toes stay flat as the heel rises.
+        tips = forceplate.foot_tips(recorded.heels, recorded.toes)
+        heel, toe, _ = detect_foot_contacts(striker.heels, striker.toes, striker.root, striker.up, striker.fps,
+                                            striker.leg_length, toe_tips=tips)
+        found, onset, _ = forceplate.stance_counts(np.maximum(heel, toe) > 0.5, striker)
+        counts += found
+        onsets += onset
+    assert 2.0 * counts[0] / (counts[1] + counts[2]) >= 0.98
+    assert np.mean(onsets) <= 15.0
+
+
 @pytest.mark.parametrize("gap", [5, 30])
 def test_a_marker_unseen_for_a_few_frames_is_bridged(gap):
     """A toe marker missing (NaN) for 5 or 30 frames in the middle of a plate stance, as C3D
