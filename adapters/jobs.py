@@ -10,7 +10,7 @@ failed job changes nothing.
 import math
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import pairwise
 
@@ -392,6 +392,13 @@ def _curves(obj, clip):
     ]
 
 
+def _curve_names(settings, rows):
+    """What an animator calls the contact curves at ``rows`` (mask, :func:`_curves` order):
+    "<leg> toe", then "<leg> heel"."""
+    names = [f"{leg.name} {point}" for point in ("toe", "heel") for leg in settings.legs]
+    return [name for name, chosen in zip(names, rows) if chosen]
+
+
 def _animator_contacts(obj, actions, clip, overwrite):
     """(2L, F) contact curves an animator keyed or edited, in :func:`_curves` order (the
     toes', then the heels'), each from the first of ``actions`` that has it; NaN rows
@@ -527,6 +534,7 @@ class BakeOutcome:
     source: str = sources.KEYS  # how the motion was read: sources.KEYS, EVALUATED or NLA
     controls: control_rig.ControlKeys | None = None  # on a control rig: what keying its controls did
     name_note: str = ""  # which action kept the name the result was to have, and why (see _name_note)
+    contacts_obeyed: list = field(default_factory=list)  # "<leg> toe" / "<leg> heel": curves taken as keyed
 
 
 @compat.remembered_keys()  # the result's digest reads none of the keys read or written before it
@@ -601,7 +609,7 @@ def remove_sliding(obj, scene, progress=lambda fraction: None):
     outcome = BakeOutcome(
         target, result, len(clip.frames), int(np.count_nonzero(result.foot_contacts > 0.5)),
         time.perf_counter() - start_time, written, _read_from(source, clip), keyed,
-        "" if settings.in_place else _name_note(obj, source, target, kept),
+        "" if settings.in_place else _name_note(obj, source, target, kept), _curve_names(settings, ~missing),
     )
     _store_report(settings.report, outcome)
     return outcome
@@ -803,6 +811,7 @@ def _store_report(report, outcome):
     report.controls = "" if outcome.controls is None else outcome.controls.kind
     report.control_residual = 0.0 if outcome.controls is None else outcome.controls.residual_mm
     report.warnings = "\n".join(result.warnings)
+    report.contacts_obeyed = ", ".join(outcome.contacts_obeyed)
 
 
 def summary(outcome):
@@ -811,10 +820,11 @@ def summary(outcome):
     controls = outcome.controls
     keyed_on = "" if controls is None else f", keyed on the {controls.kind} controls (residual {controls.residual_mm:.2f} mm)"
     named = f" ({outcome.name_note})" if outcome.name_note else ""  # why not <action>.footlock
+    obeyed = f" (your keys obeyed on {', '.join(outcome.contacts_obeyed)})" if outcome.contacts_obeyed else ""
     return (
         f"{outcome.frames} frames baked to {outcome.action.name!r}{named} (motion read from the {outcome.source}"
         f"{keyed_on}); "
-        f"{outcome.contact_frames} contact frames locked; "
+        f"{outcome.contact_frames} contact frames locked{obeyed}; "
         f"toe slide {before['toe_slide_cm_s']:.1f} -> {after['toe_slide_cm_s']:.2f} cm/s "
         f"(feet on the ground {before['ground_slide_cm_s']:.1f} -> {after['ground_slide_cm_s']:.1f} cm/s), "
         f"skating {100 * before['skate_ratio']:.1f}% -> {100 * after['skate_ratio']:.1f}%"

@@ -102,6 +102,10 @@ class FOOT_LOCK_PG_report(PropertyGroup):
         name="Control Residual", description="Mean distance of the deform toes from the fix, with the keyed controls, mm"
     )
     warnings: StringProperty(name="Warnings", description="What the bake warned of, one warning a line")
+    contacts_obeyed: StringProperty(
+        name="Contacts Obeyed",
+        description="Contact curves an animator keyed or edited, locked as keyed (not labelled again)",
+    )
 
 
 def in_scene_units(name):

@@ -391,6 +391,7 @@ def _entry(obj, action_name, outcome):
     )
     if outcome.name_note:  # the output action is not <action>.footlock: why
         entry["note"] = outcome.name_note
+    entry["contacts_obeyed"] = outcome.contacts_obeyed  # curves an animator keyed, locked as keyed
     return entry
 
 

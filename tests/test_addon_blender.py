@@ -350,6 +350,11 @@ def test_hand_edited_contact_is_obeyed(addon, clips_dir, tmp_path):
     heel[first : last + 1] = 0.0
     armature.write_contact_curve(obj, action, foot, frames, heel, armature.HEEL_CONTACT_PROPERTY, stamp=False)
     addon.ops.foot_lock.remove_sliding()
+    left = obj.foot_lock.legs[0].name
+    assert obj.foot_lock.report.contacts_obeyed == f"{left} toe, {left} heel"  # the panel says whose keys held
+    from foot_lock.adapters import jobs
+
+    assert f"(your keys obeyed on {left} toe, {left} heel)" in jobs.summary(jobs.remove_sliding(obj, addon.context.scene))
     stance = np.zeros((1, len(frames)), dtype=bool)
     stance[0, first : last + 1] = True
     other = contacts.astype(bool)[None] & ~stance

@@ -162,11 +162,12 @@ def test_edited_contact_curves_are_obeyed_unless_overwrite_contacts(blender, tmp
     def left_toe_contact_frames(*options):
         report = tmp_path / "report.json"
         assert cli("remove-sliding", source, "-o", tmp_path / "out.blend", "--report", report, *options) == 0
-        ranges = json.loads(report.read_text())["files"][0]["clips"][0]["contacts"]["left"]["toe_ranges"]
-        return sum(last - first + 1 for first, last in ranges)
+        clip = json.loads(report.read_text())["files"][0]["clips"][0]
+        return sum(last - first + 1 for first, last in clip["contacts"]["left"]["toe_ranges"]), clip["contacts_obeyed"]
 
-    assert left_toe_contact_frames() == 0
-    assert left_toe_contact_frames("--overwrite-contacts") > 50
+    assert left_toe_contact_frames() == (0, ["left toe"])
+    frames, obeyed = left_toe_contact_frames("--overwrite-contacts")
+    assert frames > 50 and obeyed == []
 
 
 def test_armatures_and_actions_are_chosen_by_name_or_all(blender, tmp_path, sliding, walk, capsys):

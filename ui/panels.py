@@ -57,6 +57,8 @@ def draw_report(layout, report, width):
     box.label(text=f"Contact frames: {report.contact_frames}   Pelvis shift: {report.pelvis_shift:.1f} cm")
     if report.controls:
         box.label(text=f"Keyed on the {report.controls} controls: residual {report.control_residual:.2f} mm")
+    if report.contacts_obeyed:
+        box.label(text=f"Your contact keys obeyed: {report.contacts_obeyed}", icon="KEYFRAME_HLT")
     box.label(text=f"Took {report.seconds:.2f} s, motion read from the {report.source}")
     for warning in filter(None, report.warnings.split("\n")):
         column = box.column(align=True)
