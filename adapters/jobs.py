@@ -565,7 +565,7 @@ def remove_sliding(obj, scene, progress=lambda fraction: None):
     result = solve(
         clip.skeleton, clip.motion, clip.rig, UP, contacts=contacts,
         settings=solver_settings(settings), unit_scale=unit_scale(scene), heel_contacts=heel_contacts,
-        keyed=_source_keys(obj, source, clip),
+        keyed=_source_keys(obj, source, clip), first_frame=int(clip.frames[0]),
     )
     progress(0.7)
     joint_map = clip.joint_map

@@ -72,7 +72,7 @@ def fix_bvh(source, target, settings, unit_override=None):
     skeleton, motion = bvh.to_motion(parsed, scale)
     up, axis = bvh.standing_up(skeleton, motion, rig)
     # Takes joined in one file (the pelvis jumps between them) are labelled and locked take by take.
-    result = remove_foot_sliding(skeleton, motion, rig, up, settings=settings)
+    result = remove_foot_sliding(skeleton, motion, rig, up, settings=settings, first_frame=1)  # as Blender numbers them
     if up != bvh.UP:
         result.warnings.append(f"the clip stands along {axis}, not BVH's +Y: solved with {axis} up")
     with atomic_output(target) as temp:

@@ -234,7 +234,8 @@ def _without_pops(path, jumps, fps, speed):
 
 
 def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None, settings=None,
-                        unit_scale=1.0, heel_contacts=None, measured=slice(None), cuts=None, keyed=None):
+                        unit_scale=1.0, heel_contacts=None, measured=slice(None), cuts=None, keyed=None,
+                        first_frame=0):
     """Lock the feet of ``motion`` during contacts; returns a :class:`FootLockResult`.
 
     Each foot has two points to pin: the toe (the ball, ``leg.toe``) while ``contacts``
@@ -252,7 +253,8 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
     keys (hand-keyed animation), the frames (ascending indices, the first and last among
     them) that hold its keys; None: every frame holds a pose (capture). The feet are
     labelled, and the input's judged on the ground, as the keys pose them, joined by
-    straight lines (:func:`as_keyed`).
+    straight lines (:func:`as_keyed`). ``first_frame``: the number an animator sees on the
+    first of the ``measured`` frames, for the frames the warnings name.
     """
     settings = settings or FootLockSettings()
     up = np.asarray(up, dtype=float) / np.linalg.norm(up)
@@ -333,7 +335,8 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
     )
     pinned = np.stack((heel_contacts[:, measured], contacts[:, measured])) > 0
     warnings += _held_too_far(_parts(states[:, :, measured], len(rig.legs)), pinned, rig,
-                              mean_leg_length(bone_lengths), motion.fps, unit_scale, np.stack((heel_missing, missing)))
+                              mean_leg_length(bone_lengths), motion.fps, unit_scale, np.stack((heel_missing, missing)),
+                              first_frame)
     if IN_PLACE not in warnings:  # an in-place walk is left unlocked on purpose: its labels are not the news
         if not whole:  # the input's figures are not of the whole clip
             grounded = metrics.ground_slide(metrics.foot_points(before["ankles"], before["toes"]), up, motion.fps,
@@ -425,7 +428,7 @@ def _sized_off_units(metres):
 HELD_TOO_FAR = 0.5  # leg lengths an animated foot may move while pinned: a stance slides a few tenths
 
 
-def _held_too_far(parts, pinned, rig, leg_length, fps, unit_scale, labelled):
+def _held_too_far(parts, pinned, rig, leg_length, fps, unit_scale, labelled, first_frame=0):
     """Warnings for contacts over which the animated foot moves further than ``HELD_TOO_FAR``
     leg lengths (one keyed through a swing): held all the same, the foot is kept far from
     where the leg can reach, and the pelvis moves to reach it all along the clip, not only
@@ -433,14 +436,17 @@ def _held_too_far(parts, pinned, rig, leg_length, fps, unit_scale, labelled):
     swing the labeller took for a stance, or an animator's curve held through a swing.
     ``parts``: the before and after positions (:func:`_parts` of (2, ...));
     ``pinned`` (2, L, F): where the heels, then the toes, are pinned; ``labelled`` (2, L): which
-    of those rows the labeller made (the others are an animator's curves)."""
+    of those rows the labeller made (the others are an animator's curves). Frames are named
+    as an animator sees them, the first ``first_frame``, and where the pelvis moves most:
+    not always within the held contact (the offset it builds rides into the next stance)."""
     frames = pinned.shape[-1]
     feet = parts["feet"][0].reshape(pinned.shape + (3,))  # the input's ankles, then toes, laid out as ``pinned``
     points = feet.reshape(-1, 3)
     index = np.arange(pinned.size)
     run_start = np.maximum.accumulate(np.where(run_starts(pinned).ravel(), index, 0))
     moved = np.where(pinned.ravel(), quat.length(points - points[run_start]), 0.0).reshape(pinned.shape)
-    pelvis_shift = quat.length(parts["pelvis"][1] - parts["pelvis"][0]).max()
+    pelvis_shift = quat.length(parts["pelvis"][1] - parts["pelvis"][0])
+    most_shifted = int(pelvis_shift.argmax())
     warnings = []
     for number, leg in enumerate(rig.legs):
         point, frame = np.unravel_index(moved[:, number].argmax(), (2, frames))
@@ -458,9 +464,11 @@ def _held_too_far(parts, pinned, rig, leg_length, fps, unit_scale, labelled):
         else:
             advice = f"check its {curve} curve there (a contact through a swing?)"
         warnings.append(
-            f"the {leg.name} foot is pinned {start / fps:.2f}-{frame / fps:.2f} s into the clip while its animation "
-            f"moves {100.0 * unit_scale * moved[point, number, frame]:.0f} cm: held all the same, the pelvis moves up "
-            f"to {100.0 * unit_scale * pelvis_shift:.0f} cm to reach it, all along the clip; {advice}"
+            f"the {leg.name} foot is pinned over frames {first_frame + start}-{first_frame + frame} "
+            f"({start / fps:.2f}-{frame / fps:.2f} s into the clip) while its animation moves "
+            f"{100.0 * unit_scale * moved[point, number, frame]:.0f} cm: held all the same, the pelvis moves up to "
+            f"{100.0 * unit_scale * pelvis_shift[most_shifted]:.0f} cm to reach it (most at frame "
+            f"{first_frame + most_shifted}); {advice}"
         )
     return warnings
 

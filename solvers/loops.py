@@ -92,12 +92,12 @@ def copies_needed(period, fps):
 
 
 def solve_loop(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None, settings=None, unit_scale=1.0,
-               heel_contacts=None, keyed=None):
+               heel_contacts=None, keyed=None, first_frame=0):
     """:func:`~.foot_lock.remove_foot_sliding` for a loop (frames ``0..P``, frame P the
     first again): contacts wrap around the seam, the result loops, and the figures are
     those of the kept cycle (``after["loop_seam_cm"]``: how far its ends were apart
     before the seam was closed). ``keyed``: the frames of a cycle holding its keys, as
-    :func:`~.foot_lock.remove_foot_sliding` takes them."""
+    :func:`~.foot_lock.remove_foot_sliding` takes them, as ``first_frame``."""
     period = motion.frames - 1
     copies = copies_needed(period, motion.fps)
     unlabelled = np.full((len(rig.legs), motion.frames), np.nan)
@@ -108,7 +108,7 @@ def solve_loop(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None, setting
     middle = slice(period * (copies // 2), period * (copies // 2 + 1) + 1)
     result = remove_foot_sliding(skeleton, tiled, rig, up, contacts=tiled_contacts, settings=settings,
                                  unit_scale=unit_scale, heel_contacts=tiled_heels, measured=middle,
-                                 cuts=(), keyed=keyed)  # the copies join seamlessly: one cycle after another
+                                 cuts=(), keyed=keyed, first_frame=first_frame)  # the copies join seamlessly
     shift = (copies // 2) * cycle_offset(motion)
     kept = type(motion)(result.motion.rot[middle], result.motion.pos[middle] - shift, motion.fps,
                         dict(motion.meta))

@@ -758,10 +758,17 @@ def test_a_contact_keyed_through_a_swing_is_reported_with_its_times():
                                  heel_contacts=labelled.heel_contacts)
     assert result.after["pelvis_deviation_cm"] > 30.0  # obeyed: the edit is the animator's call
     (warning,) = result.warnings
-    first, last = (float(t) for t in warning.split(" pinned ")[1].split(" s ")[0].split("-"))
+    first, last = (float(t) for t in warning.split(" (")[1].split(" s ")[0].split("-"))
     assert warning.startswith(f"the {rig.legs[0].name} foot is pinned") and "foot_contact" in warning
     assert warning.endswith("check its foot_contact curve there (a contact through a swing?)")
     assert first <= 136 / motion.fps and last >= 200 / motion.fps
+    # In frames too, as the Graph Editor shows them, with where the pelvis moves most.
+    numbered = remove_foot_sliding(skeleton, sliding, rig, bvh.UP, contacts=contacts,
+                                   heel_contacts=labelled.heel_contacts, first_frame=1).warnings[0]
+    first_frame, last_frame = (int(f) for f in numbered.split(" over frames ")[1].split(" ")[0].split("-"))
+    assert first_frame <= 137 and last_frame >= 201 and abs(first * motion.fps + 1 - first_frame) < 1.0
+    pelvis = [forward_kinematics(skeleton, m.rot, m.pos)[1][:, rig.pelvis] for m in (result.motion, sliding)]
+    assert f"(most at frame {int(np.linalg.norm(pelvis[0] - pelvis[1], axis=-1).argmax()) + 1})" in numbered
 
 
 def test_feet_carried_by_a_root_faster_than_the_steps_are_told_to_slow_the_travel():
