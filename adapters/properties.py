@@ -167,7 +167,8 @@ class FOOT_LOCK_PG_settings(PropertyGroup):
     )
     vote_window: FloatProperty(
         name="Vote Window",
-        description="Majority vote over this long removes single-frame flicker",
+        description="Majority vote over this long (in whole frames: none at 30 fps and below) removes "
+        "single-frame flicker",
         default=_CONTACT_DEFAULTS.vote_window, min=0.0, soft_max=0.2, unit="TIME_ABSOLUTE",
     )
     min_gap: FloatProperty(

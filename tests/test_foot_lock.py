@@ -771,6 +771,17 @@ def test_a_contact_keyed_through_a_swing_is_reported_with_its_times():
     assert f"(most at frame {int(np.linalg.norm(pelvis[0] - pelvis[1], axis=-1).argmax()) + 1})" in numbered
 
 
+@pytest.mark.parametrize(("clip", "fps"), [("cmu_131_02", 24), ("cmu_131_02", 30), ("cmu_131_01", 24), ("cmu_01_01", 120)])
+def test_no_heel_is_pinned_for_a_single_frame(clip, fps):
+    """A pin holds its point from one frame to the next: a heel pinned on one frame alone holds
+    no step, it only stops for that frame (cmu_131_01 at 24 fps, a heel rolling up at 34 cm/s
+    stopped at 1 for a frame; cmu_131_02 at 24 fps had 13 such heels, cmu_01_01 at 120 fps 4)."""
+    skeleton, motion, rig = load(clip)
+    heels = remove_foot_sliding(skeleton, decimate(motion, fps), rig, bvh.UP).heel_contacts > 0
+    padded = np.pad(heels, ((0, 0), (1, 1)))
+    assert not (heels & ~padded[:, :-2] & ~padded[:, 2:]).any()
+
+
 def test_feet_carried_by_a_root_faster_than_the_steps_are_told_to_slow_the_travel():
     """The walk's root travelling twice as far as its steps (a runtime's root speed, or a Follow
     Path, far too fast): the stances are labelled right and held, and the pelvis is pulled
