@@ -206,7 +206,7 @@ def rolling_min(values, half_width):
 def shifted_min(values, half_width):
     """:func:`rolling_min`'s values, each frame compared with its neighbours one shift at a
     time: 3-8 times quicker for a window of a frame or two either side (the dips filled under
-    every point's heights, see :func:`local_ground`), slower than the blocks past a few."""
+    every point's heights, see :func:`without_dips`), slower than the blocks past a few."""
     out = values.copy()
     for shift in range(1, half_width + 1):
         np.minimum(out[..., shift:], values[..., :-shift], out=out[..., shift:])
@@ -224,12 +224,28 @@ DIP_TIME = 0.02  # s: a point dipping below its neighbours for at most twice thi
 
 def local_ground(heights, half_width, fps):
     """The local ground under points at ``heights`` (..., F): the lowest they stay within
-    ``half_width`` frames either side. A dip of a frame or two (a capture's bad first frame,
-    a marker dropout: no foot stands for 40 ms) is filled first (a rolling maximum over
-    ``DIP_TIME`` either side): taken as the ground, it would hold every frame within
-    ``half_width`` of it above the ground."""
-    dips = max(1, round(DIP_TIME * fps))
-    return rolling_min(rolling_max(heights, dips), half_width)
+    ``half_width`` frames either side (of their :func:`without_dips`)."""
+    return rolling_min(without_dips(heights, fps), half_width)
+
+
+def without_dips(heights, fps):
+    """``heights`` (..., F) with each dip of a frame or two (a capture's bad first frame, a
+    marker dropout: no foot stands for 40 ms) filled (a rolling maximum over ``DIP_TIME``
+    either side): taken as the ground, it would hold every frame near it above the ground."""
+    return rolling_max(heights, max(1, round(DIP_TIME * fps)))
+
+
+def stance_ground(heights, slow, lowest, half_width):
+    """The ground under points at ``heights`` (..., F, their :func:`without_dips`) whose
+    :func:`local_ground` over ``half_width`` frames either side is ``lowest``: the lowest they
+    stay within that window while ``slow`` (..., F; a stance and its edges), or ``lowest``
+    where no such frame is that near (a long swing, a skate). A swing passes low, but fast:
+    walking up a ramp, a heel's own swing passes 4 cm below where it lands (at 15 deg, 0.27 m
+    back), and taken for the ground it held the landed heel over ``planted_height`` and
+    ``edge_height``: its strikes came 35-40 ms late. On level ground a stance is as low as
+    the swing passing it, and the ground the same."""
+    ground = rolling_min(np.where(slow, heights, np.inf), half_width)
+    return np.where(np.isinf(ground), lowest, ground)
 
 
 def resting_ground(heights, vertical_speed, lowest, fps, scale, settings):
@@ -367,7 +383,8 @@ class PointCues:
     up: np.ndarray  # (3,) unit
     heights: np.ndarray  # (L, F) along ``up``
     # (L, F) above the local ground (:func:`local_ground`): the lowest they stay within
-    # ``ground_window`` (a step, a box, a stair is ground too; a glitched frame is not)
+    # ``ground_window`` (a step, a box, a stair is ground too; a glitched frame is not; which
+    # frames count, see :func:`point_cues`)
     clearance: np.ndarray
     vertical_speed: np.ndarray  # (L, F), signed, per second (see :func:`span_velocity`)
     horizontal_velocity: np.ndarray  # (L, F, 3), per second
@@ -380,21 +397,29 @@ class PointCues:
                          self.planted[selection])
 
 
-def point_cues(points, up, fps, scale, settings, stepping=slice(0)):
+def point_cues(points, up, fps, scale, settings, stepping_from=None):
     """The :class:`PointCues` of points (L, F, 3) at ``fps`` (the gait's own, see
-    :func:`gait_tempo`); the rows ``stepping`` (the toes, by default none: a heel rests
-    raised on tiptoe) stand on the level they rest at (:func:`resting_ground`), the others
-    on the lowest they stay at (:func:`local_ground`)."""
+    :func:`gait_tempo`); the rows from ``stepping_from`` on (the toes, by default none) stand
+    on the level they rest at (:func:`resting_ground`), the rows before it (the heels: a heel
+    rests raised on tiptoe) on the lowest they stay at while slower than a stance's edge
+    (:func:`stance_ground`)."""
     up = np.asarray(up, dtype=float)
     heights = heights_along(points, up, own=True)  # (not ``@``: see quaternion.horizontal)
     point_velocity = span_velocity(points, fps, settings.velocity_span)
     vertical_speed = heights_along(point_velocity, up, own=True)
-    ground = local_ground(heights, round(settings.ground_window * fps), fps)
+    horizontal_velocity = horizontal(point_velocity, up, vertical_speed)
+    half_width = round(settings.ground_window * fps)
+    filled = without_dips(heights, fps)
+    ground = rolling_min(filled, half_width)
+    stepping_from = len(heights) if stepping_from is None else stepping_from
+    heels, stepping = slice(stepping_from), slice(stepping_from, None)
+    if stepping_from:  # (slower than a stance's edge: a heel settling, or rolling off)
+        slow = lengths(horizontal_velocity[heels]) < settings.edge_speed * scale
+        ground[heels] = stance_ground(filled[heels], slow, ground[heels], half_width)
     if ground[stepping].size:
         ground[stepping] = resting_ground(heights[stepping], vertical_speed[stepping], ground[stepping], fps, scale,
                                           settings)
     clearance = heights - ground
-    horizontal_velocity = horizontal(point_velocity, up, vertical_speed)
     planted = vertically_planted(clearance, vertical_speed, fps, scale, settings)
     return PointCues(points, up, heights, clearance, vertical_speed, horizontal_velocity, planted)
 
@@ -869,7 +894,7 @@ def detect_contacts(points, root, up, fps, leg_length, settings=None):
     points, root = gaps_bridged(points, "points"), gaps_bridged(root, "root")
     gait_fps = fps / gait_tempo(points, up, fps, scale, settings)
     points, root = steadied_points([points, root], points, gait_fps, scale, settings)
-    cues = point_cues(points, up, gait_fps, scale, settings, stepping=slice(None))
+    cues = point_cues(points, up, gait_fps, scale, settings, stepping_from=0)
     root_velocity = travel_velocity(root, up, gait_fps, settings)
     grounds, slip = moving_ground(cues, root, root_velocity, gait_fps, scale, settings)
     labels, _ = label_points(cues, grounds, root_velocity, gait_fps, scale, settings)
@@ -1013,7 +1038,7 @@ def detect_foot_contacts(heels, toes, root, up, fps, leg_length, settings=None, 
     feet = len(heels)
     toe_points = toes if toe_tips is None else np.concatenate([toes, toe_tips])
     # Rows: the heels, the toes, the toe tips; the moving ground is the toe points' alone.
-    cues = point_cues(np.concatenate([heels, toe_points]), up, gait_fps, scale, settings, stepping=slice(feet, None))
+    cues = point_cues(np.concatenate([heels, toe_points]), up, gait_fps, scale, settings, stepping_from=feet)
     root_velocity = travel_velocity(root, up, gait_fps, settings)
     grounds, slip = moving_ground(cues, root, root_velocity, gait_fps, scale, settings, fit=slice(feet, None))
     # Walking forward the heel strikes first and the toe leaves last; walking backward the toe

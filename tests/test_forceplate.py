@@ -22,6 +22,11 @@ def trial_scores():
 
 
 @pytest.fixture(scope="module")
+def loaded():
+    return {trial.name: trial for trial in forceplate.trials(DATA)}
+
+
+@pytest.fixture(scope="module")
 def pooled():
     return forceplate.pooled_scores(forceplate.trials(DATA))
 
@@ -179,6 +184,35 @@ def test_a_foot_landing_on_its_ball_is_in_contact_from_the_ball_s_landing(pace):
         onsets += onset
     assert 2.0 * counts[0] / (counts[1] + counts[2]) >= 0.98
     assert np.mean(onsets) <= 15.0
+
+
+def up_a_ramp(trial, degrees):
+    """The trial walked up a ramp of ``degrees``: every marker and the pelvis raised by the
+    slope's rise over its travel along the walk (the feet tilted with the slope, the heel
+    below the toes), the plates' timing as recorded."""
+    up = np.asarray(trial.up, dtype=float)
+    direction = forceplate.horizontal(trial.root[-1] - trial.root[0], up)
+    direction /= np.linalg.norm(direction)
+
+    def raised(points):
+        rise = np.tan(np.radians(degrees)) * (forceplate.horizontal(points - trial.root[0], up) @ direction)
+        return points + rise[..., None] * up
+
+    return trial.copy(raised(trial.heels), raised(trial.toes), raised(trial.root))
+
+
+@pytest.mark.parametrize("trial", ["BTS", "Qualisys", "walk"])
+@pytest.mark.parametrize("degrees", [10.0, 15.0])
+def test_a_heel_striking_a_ramp_uphill_is_in_contact_from_its_strike(loaded, trial, degrees):
+    """The trials walked up a ramp of 10 and 15 deg. A heel's ground was the lowest it went
+    within a quarter second, its own swing's low pass among it, 0.27 m back down the slope
+    and 4 cm below where it lands: the landed heel never read planted, and its contacts
+    started late (onsets BTS 35 ms at 15 deg, Qualisys 40 ms at both). The ground a heel
+    stands on is the lowest it stays while slower than a stance's edge: onsets 5-25 ms."""
+    ramp = up_a_ramp(loaded[trial], degrees)
+    f1, onset_ms, offset_ms = forceplate.score(forceplate.foot_labels(ramp), ramp)
+    assert f1 >= forceplate.TARGET_F1
+    assert onset_ms <= forceplate.TARGET_ERROR_MS and offset_ms <= forceplate.TARGET_ERROR_MS
 
 
 @pytest.mark.parametrize("gap", [5, 30])
