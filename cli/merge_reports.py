@@ -10,6 +10,7 @@ shards' reports of a batch where one is missing or given twice (each says which 
 import json
 from pathlib import Path
 
+from .paths import same_file
 from .report import FileRecord, summary_line, write_report
 from .shards import shard_flag
 
@@ -30,6 +31,7 @@ def add_merge_reports(commands):
 
 def merge_reports(args):
     try:
+        _refuse_writing_a_shard(args.reports, args.output)
         records, settings, stop = merged(args.reports)
     except MergeError as error:
         print(f"Foot Lock: cannot merge the reports: {error}")
@@ -43,6 +45,14 @@ def merge_reports(args):
 
 class MergeError(Exception):
     """The reports are not the shards of one batch (or not reports)."""
+
+
+def _refuse_writing_a_shard(paths, output):
+    """Raise :class:`MergeError` where ``output`` is one of the shards' reports: written over,
+    that shard's record would be lost and the batch could not be merged again."""
+    shard = next((path for path in paths if same_file(path, output)), None)
+    if shard is not None:
+        raise MergeError(f"the output {output} is the report {shard}: write the merged report elsewhere")
 
 
 def merged(paths):

@@ -145,3 +145,16 @@ def test_the_shards_of_a_batch_are_merged_only_all_of_them(sharded, tmp_path, ca
     whole = sharded["root"] / "whole.json"
     assert main(["merge-reports", *map(str, reports), str(whole), "-o", str(tmp_path / "all.json")]) == 2
     assert not (tmp_path / "all.json").exists()
+
+
+def test_the_merged_report_is_never_written_over_a_shard_s(sharded, capsys):
+    """``-o`` naming one of the shards' reports (by another spelling too) is refused before
+    anything is written: that shard's record would be lost and the batch not merged again."""
+    from foot_lock.cli import main
+
+    reports = [sharded["root"] / f"shard{k}.json" for k in (1, 2, 3)]
+    before = reports[0].read_bytes()
+    spelled = sharded["root"] / "sub" / ".." / "shard1.json"
+    assert main(["merge-reports", *map(str, reports), "-o", str(spelled)]) == 2
+    assert f"the output {spelled} is the report {reports[0]}" in capsys.readouterr().out
+    assert reports[0].read_bytes() == before
