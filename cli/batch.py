@@ -29,7 +29,7 @@ from .clip_files import FORMATS
 from .errors import ClipError
 from .farm import planned
 from .report import FileRecord, file_line, read_record
-from .resume import stamped
+from .resume import journaling, stamped
 from .stops import Stopped, held_signals
 
 SCRIPT = Path(__file__).resolve().with_name("blender_script.py")
@@ -231,9 +231,11 @@ def fix_folder(source, target, jobs, options, timeout, farm):
     records, late = list(done.values()), []
     results = _records(pairs, jobs, options, timeout, farm.scheduler, late)
     try:
-        for count, record in enumerate(results, 1):
-            records.append(record)
-            print(f"[{count}/{len(pairs)}] {file_line(record)}", flush=True)
+        with journaling(farm.report, farm.resume) as journal:
+            for count, record in enumerate(results, 1):
+                records.append(record)
+                journal(record)
+                print(f"[{count}/{len(pairs)}] {file_line(record)}", flush=True)
     except Stopped as stop:
         results.close()  # ends the workers; files that finished while the stop came in are in late
         records += late

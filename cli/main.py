@@ -22,7 +22,7 @@ from .farm import farm_misuse
 from .merge_reports import merge_reports
 from .paths import refuse_writing_inputs
 from .report import file_line, summary_line, write_report
-from .resume import stamped
+from .resume import journal_path, stamped
 from .root_motion_files import root_motion
 from .settings_flags import panel_settings, settings_argv, settings_used
 from .stops import Stopped, stop_on_signals
@@ -162,11 +162,13 @@ def _numpy_only(args):
 
 
 def _write_report(args, records, **stop):
+    """Write the report; its journal (a folder's, see :mod:`.resume`) goes once it is written."""
     try:
         write_report(args.report, records, settings_used(args), shard=args.shard, **stop)
     except OSError as error:
         print(f"Foot Lock: cannot write the report {args.report}: {error.strerror or error}", flush=True)
         return False
+    journal_path(args.report).unlink(missing_ok=True)
     return True
 
 

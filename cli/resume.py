@@ -1,15 +1,22 @@
 """``--resume``: a batch started again skips the files its last run already fixed.
 
-A file is skipped only when its entry in the report says it was fixed, by this version
+A file is skipped only when its entry in the report (or in its journal) says it was fixed, by this version
 of Foot Lock, with the same per-file options (the settings flags and what to fix, exactly
 as the workers get them), from an input whose SHA-256 is the one recorded (a .gltf's with
 its buffers and images), into the same output, which still exists whole. Anything else is
 fixed again: a failed or timed-out file, a changed input, other settings, a deleted
 output. So every record carries the hash of its input and its options (:func:`stamp`).
+
+A folder run with a report also appends each file's record to the report's journal as the
+file finishes, and removes the journal once the report is written: a run killed before
+that (SIGKILL: an out-of-memory kill, a reclaimed spot node, a scheduler's grace period
+over) leaves the journal, and ``--resume`` reads it as the report it never wrote.
 """
 
 import hashlib
 import json
+from contextlib import contextmanager
+from dataclasses import asdict
 
 from .errors import ClipError
 from .gltf_files import input_files
@@ -66,8 +73,55 @@ def already_fixed(report_path, pairs, options):
     return done
 
 
+def journal_path(report_path):
+    return report_path.with_name(report_path.name + ".journal")
+
+
+@contextmanager
+def journaling(report_path, resumed):
+    """A function that appends a record to the journal of ``report_path`` (one JSON line each,
+    flushed: a killed run loses none that finished), or does nothing without a report. A run
+    that is not ``resumed`` starts its journal afresh: it fixes every file again."""
+    if report_path is None:
+        yield lambda record: None
+        return
+    path = journal_path(report_path)
+    try:  # opened before the first file: a report that cannot be written is told before the work
+        report_path.parent.mkdir(parents=True, exist_ok=True)
+        journal = open(path, "a" if resumed else "w", encoding="utf-8")  # noqa: SIM115 (closed below)
+    except OSError as error:
+        raise ClipError(f"cannot write the report {report_path} (its journal {path.name}: "
+                        f"{error.strerror or error})") from error
+    with journal:
+        def append(record):
+            journal.write(json.dumps({"foot_lock_version": foot_lock_version(), **asdict(record)}) + "\n")
+            journal.flush()
+        yield append
+
+
 def previous_records(report_path):
-    """The records of the report a resumed run starts from, by input (none yet: empty)."""
+    """The records of the report a resumed run starts from, by input (none yet: empty), and
+    those of its journal, which finished after the report was last written."""
+    return {**_report_records(report_path), **_journal_records(journal_path(report_path))}
+
+
+def _journal_records(path):
+    """The records of a journal, by input: this version's, the last of each input; a line cut
+    off by the kill is left out."""
+    if not path.is_file():
+        return {}
+    records = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            entry = json.loads(line)
+            if entry.pop("foot_lock_version") == foot_lock_version():
+                records[entry["input"]] = FileRecord(**entry)
+        except (ValueError, KeyError, TypeError):
+            continue
+    return records
+
+
+def _report_records(report_path):
     if not report_path.is_file():
         return {}
     try:

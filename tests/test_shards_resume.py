@@ -2,11 +2,16 @@
 
 import hashlib
 import json
+import os
 import re
+import signal
+import subprocess
+import sys
 
 import pytest
 from batch_folders import read_report, short_walk, short_walks
 from cli_helpers import package_parent, run_python
+from cli_probes import wait_for
 
 NAMES = ["a.bvh", "b.bvh", "sub/c.bvh", "sub/d.bvh"]
 
@@ -96,3 +101,46 @@ def test_a_gltf_is_hashed_and_found_whole_with_the_files_it_refers_to(tmp_path):
     assert _output_whole(gltf)
     buffer.unlink()
     assert not _output_whole(gltf) and input_sha256(gltf) is None
+
+
+def test_a_batch_killed_before_its_report_resumes_from_its_journal(tmp_path, walk):
+    """SIGKILL (an out-of-memory kill, a reclaimed spot node, a scheduler's grace period
+    over) leaves no report; each file that finished is in the report's journal, and
+    ``--resume`` skips those. Without the journal a batch of 33 files killed with 21 done
+    fixed all 33 again."""
+    source, out, report = tmp_path / "in", tmp_path / "out", tmp_path / "report.json"
+    names = [f"take_{i}.bvh" for i in range(5)]
+    short_walks(walk, source, names)
+    argv = ["-m", "foot_lock", "remove-sliding", source, "-o", out, "--jobs", "1", "--report", report]
+    pythonpath = package_parent(tmp_path / "pythonpath")
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    batch = subprocess.Popen([sys.executable, *map(str, argv)], cwd=tmp_path, env={**env, "PYTHONPATH": str(pythonpath)},
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    journal = tmp_path / "report.json.journal"
+    wait_for(lambda: journal.is_file() and journal.read_text().count("\n") >= 2)
+    os.killpg(batch.pid, signal.SIGKILL)  # the batch and its workers, as the kernel's OOM killer or a node's end
+    batch.wait()
+    assert not report.exists()
+    done = [json.loads(line)["input"] for line in journal.read_text().splitlines()]
+    assert len(done) < len(names)
+
+    result = run_python([*argv, "--resume"], cwd=tmp_path, pythonpath=pythonpath)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"Foot Lock: {len(done)} of {len(names)} files already fixed" in result.stdout
+    assert sorted(entry["input"] for entry in read_report(report)["files"]) == sorted(str(source / n) for n in names)
+    assert not journal.exists()  # the report is written: the journal has done its work
+
+
+def test_a_report_that_cannot_be_written_is_told_before_the_work(tmp_path, walk, capsys):
+    """The report's journal is opened before the first file: a folder run whose report cannot
+    be written beside it (here a folder stands in the journal's way; a read-only folder does
+    the same to a user who is not root) says so at once, instead of fixing every file and
+    then failing to record them."""
+    from foot_lock.cli import main
+
+    source, out, report = tmp_path / "in", tmp_path / "out", tmp_path / "report.json"
+    short_walks(walk, source, ["a.bvh", "b.bvh"])
+    (tmp_path / "report.json.journal").mkdir()
+    assert main(["remove-sliding", str(source), "-o", str(out), "--report", str(report)]) == 1
+    assert f"cannot write the report {report} (its journal report.json.journal: " in capsys.readouterr().out
+    assert not out.exists()
