@@ -19,14 +19,19 @@ from .report import clip_entry
 
 # Metres per file unit of the units BVH files come in. CMU's files use their own unit.
 COMMON_UNITS = {"m": 1.0, "cm": 0.01, "mm": 0.001, "inch": 0.0254, "CMU unit": bvh.CMU_UNIT}
+# m, thigh plus shin: a toddler's to a tall adult's. Nearest an adult's alone, a child's 51
+# cm read as inches (1.3 m) and every figure of its report came out 2.54 times too large.
+PERSON_LEGS = (0.3, 1.1)
 
 
 def unit_scale(parsed, rig, override=None):
     """Metres per file unit and where that figure comes from.
 
-    Without ``override`` it is guessed: the common unit that makes the legs' rest length
-    (thigh plus shin) closest to an adult's, 0.85 m. A CMU file (legs ~14.3 units) gets
-    0.056444 m per unit; a character far from adult size may need ``--bvh-unit-scale``.
+    Without ``override`` it is guessed: of the common units that make the legs' rest length
+    (thigh plus shin) a person's (:data:`PERSON_LEGS`), the one closest to an adult's, 0.85 m
+    (of all of them, where none does). A CMU file (legs ~14.3 units) gets 0.056444 m per unit;
+    a child's legs of 51 units are centimetres (in inches they would be 1.3 m long); a
+    character far from a person's size may need ``--bvh-unit-scale``.
     """
     if override:
         return override, "--bvh-unit-scale"
@@ -35,7 +40,8 @@ def unit_scale(parsed, rig, override=None):
     if not np.mean(legs) > 0:
         raise ClipError("the legs have no length (their knees' and ankles' OFFSETs are zero): nothing to solve")
     exact = REFERENCE_LEG_LENGTH / np.mean(legs)
-    name = min(COMMON_UNITS, key=lambda unit: abs(np.log(COMMON_UNITS[unit] / exact)))
+    person = [unit for unit, metres in COMMON_UNITS.items() if PERSON_LEGS[0] <= metres * np.mean(legs) <= PERSON_LEGS[1]]
+    name = min(person or COMMON_UNITS, key=lambda unit: abs(np.log(COMMON_UNITS[unit] / exact)))
     return COMMON_UNITS[name], f"guessed from leg length: {name}"
 
 

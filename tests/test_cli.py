@@ -208,6 +208,22 @@ def test_bvh_unit_scale_flag_sets_the_unit_of_the_figures(tmp_path, sliding, bvh
     assert clip["after"]["toe_slide_cm_s"] == pytest.approx(guessed["after"]["toe_slide_cm_s"] / 2, rel=0.05)
 
 
+@pytest.mark.parametrize(("legs", "unit"), [(51.0, "cm"), (14.3, "CMU unit"), (33.0, "inch"), (0.9, "m"), (850.0, "mm")])
+def test_the_bvh_unit_is_guessed_among_those_giving_a_person_s_legs(walk, legs, unit):
+    """The walk's skeleton scaled to legs (thigh plus shin) of ``legs`` file units: a child in
+    centimetres (51 cm) was read as inches, legs of 1.3 m, its figures 2.54 times too large."""
+    from foot_lock.cli.bvh_files import COMMON_UNITS, unit_scale
+    from foot_lock.solvers import bvh
+
+    parsed = bvh.read(walk)
+    rig = bvh.detect_rig(parsed)
+    now = np.mean([np.linalg.norm(parsed.joints[leg.knee].offset) + np.linalg.norm(parsed.joints[leg.ankle].offset)
+                   for leg in rig.legs])
+    for joint in parsed.joints:
+        joint.offset = joint.offset * (legs / now)
+    assert unit_scale(parsed, rig) == (COMMON_UNITS[unit], f"guessed from leg length: {unit}")
+
+
 def test_bvh_needs_no_bpy(tmp_path, pythonpath, sliding, bvh_run):
     """Without bpy a BVH is fixed all the same, with the panel's defaults."""
     code = (
