@@ -22,7 +22,7 @@ from ..solvers.contacts import ContactSettings
 from ..solvers.foot_lock import FootLockSettings
 from ..solvers.leg_ik import LegOptions
 from ..solvers.runtime_lock import RuntimeSettings
-from ..solvers.runtime_pose import PELVIS_SMOOTHING
+from ..solvers.runtime_pose import PELVIS_DROP_SMOOTHING
 
 _CONTACT_DEFAULTS = ContactSettings()
 _SOLVER_DEFAULTS = FootLockSettings()
@@ -257,9 +257,9 @@ class FOOT_LOCK_PG_settings(PropertyGroup):
     )
     pelvis_smoothing: FloatProperty(
         name="Pelvis Smoothing",
-        description="The pelvis lowers (when a foot cannot reach the ground) and rises again eased "
-        "over about this long",
-        default=PELVIS_SMOOTHING, min=0.0, soft_max=0.5, unit="TIME_ABSOLUTE",
+        description="The pelvis lowers as fast as a planted foot needs to reach the ground, and comes "
+        "back eased with this time constant, its speed never jumping (most of the way in four times this)",
+        default=_RUNTIME_DEFAULTS.pelvis_return_smoothing, min=0.0, soft_max=0.5, unit="TIME_ABSOLUTE",
     )
     show_overlay: BoolProperty(
         name="Overlay",
@@ -291,7 +291,8 @@ def runtime_settings(settings):
         blend_time=settings.blend_time,
         max_correction=settings.max_correction,
         max_tilt=settings.max_tilt,
-        pelvis_drop_smoothing=settings.pelvis_smoothing,
+        pelvis_drop_smoothing=PELVIS_DROP_SMOOTHING,
+        pelvis_return_smoothing=settings.pelvis_smoothing,
     )
 
 

@@ -64,8 +64,12 @@ class RuntimeSettings:
     lift_speed: float = 0.4  # m/s; ... and lifts above this one (hysteresis: no flicker)
     max_correction: float = 0.5  # m; a larger terrain correction is a ledge or a bad hit
     # s; the pelvis drop's time constant, a game engine's default. The Preview uses the shorter
-    # runtime_pose.PELVIS_SMOOTHING (the panel's default): on stairs a lagging pelvis drags the back foot.
+    # runtime_pose.PELVIS_DROP_SMOOTHING: on stairs a lagging pelvis drags the back foot.
     pelvis_drop_smoothing: float = 0.1
+    # s; time constant of the critically damped ease on which the pelvis comes back (rises,
+    # moves back across) once its feet need less: a release would otherwise spring it back
+    # within a frame. Coming back late never drags a foot, a lower pelvis only bends the knees more.
+    pelvis_return_smoothing: float = 0.15
     max_pelvis_drop: float = 0.15  # share of the leg length; more looks like a dinosaur
     max_pelvis_pull: float = 0.1  # share of the leg length the pelvis may move across toward a foot
     max_tilt: float = math.radians(25.0)  # a foot turns at most this far toward the ground normal
@@ -383,28 +387,61 @@ def eased_ground(heights, valid, fallback, weights):
     return heights[:, centre] + lift
 
 
-class PelvisDrop:
-    """How far to lower the pelvis so every foot can reach its target, smoothed over time.
+class _PelvisCorrection:
+    """A correction of the pelvis, smoothed over time: it goes further as fast as the feet
+    need (easing toward what is needed with ``time_constant`` seconds) and comes back on a
+    critically damped spring of ``return_time`` seconds, never past what they need. The
+    spring carries the correction's velocity over: a foot letting go while the pelvis is
+    still going down slows it and brings it back in a curve, the same in seconds at any
+    frame rate, instead of reversing it within a frame."""
 
-    Only ever lowers (never raises the pelvis above the animation), at most ``max_drop``
-    (world units), easing toward what is needed with ``time_constant`` seconds.
-    """
-
-    def __init__(self, time_constant, max_drop, up=(0.0, 0.0, 1.0)):
+    def __init__(self, time_constant, return_time, up):
         self.time_constant = time_constant
-        self.max_drop = max_drop
+        self.return_time = return_time
         self.up = np.asarray(up, dtype=float) / np.linalg.norm(up)
         self.reset()
 
     def reset(self):
-        self.drop = None
+        self.value = None
+        self.velocity = None
+
+    def _eased(self, needed, dt):
+        """The correction ``dt`` seconds on, toward ``needed``; a jump (no history, or dt
+        not a positive time) snaps to it."""
+        if self.value is None or not (np.isfinite(dt) and dt > 0.0):
+            self.value, self.velocity = needed, np.zeros_like(needed)
+            return self.value
+        value = self.value
+        if np.linalg.norm(needed) > np.linalg.norm(value):
+            eased = _approach(value, needed, dt, self.time_constant)
+        else:
+            eased, velocity = _critically_damped(value, self.velocity, needed, dt, self.return_time)
+            if np.linalg.norm(eased) >= np.linalg.norm(needed):
+                self.value, self.velocity = eased, velocity
+                return eased
+            eased = needed  # the spring would come back further than the feet let it
+        self.value, self.velocity = eased, (eased - value) / dt
+        return eased
+
+
+class PelvisDrop(_PelvisCorrection):
+    """How far to lower the pelvis so every foot can reach its target, smoothed over time.
+
+    Only ever lowers (never raises the pelvis above the animation), at most ``max_drop``
+    (world units), easing down toward what is needed with ``time_constant`` seconds and
+    back up on a critically damped spring of ``return_time`` seconds.
+    """
+
+    def __init__(self, time_constant, max_drop, up=(0.0, 0.0, 1.0),
+                 return_time=RuntimeSettings.pelvis_return_smoothing):
+        super().__init__(time_constant, return_time, up)
+        self.max_drop = max_drop
 
     def update(self, hips, ankle_targets, reach, dt):
         """Drop (world units, >= 0) for hip joints (..., L, 3), ankle targets (..., L, 3) and
         reach (..., L): the largest any leg needs (several poses of the legs: the most any needs)."""
         needed = min(float(np.max(self._needed(hips, ankle_targets, reach), initial=0.0)), self.max_drop)
-        self.drop = needed if self.drop is None else _approach(self.drop, needed, dt, self.time_constant)
-        return self.drop
+        return float(self._eased(needed, dt))
 
     def _needed(self, hips, ankle_targets, reach):
         """Per leg, the smallest lowering along ``up`` that brings the target within reach."""
@@ -416,28 +453,24 @@ class PelvisDrop:
         return np.maximum(height - vertical_reach, 0.0)
 
 
-class PelvisPull:
+class PelvisPull(_PelvisCorrection):
     """How far to move the pelvis across the ground, toward the feet it cannot reach even
     lowered (a clip whose root runs ahead of its feet), smoothed over time.
 
     Zero wherever every foot is within reach; at most ``max_pull`` (world units), easing
-    toward what is needed with ``time_constant`` seconds.
+    toward what is needed with ``time_constant`` seconds and back on a critically damped
+    spring of ``return_time`` seconds.
     """
 
-    def __init__(self, time_constant, max_pull, up=(0.0, 0.0, 1.0)):
-        self.time_constant = time_constant
+    def __init__(self, time_constant, max_pull, up=(0.0, 0.0, 1.0),
+                 return_time=RuntimeSettings.pelvis_return_smoothing):
+        super().__init__(time_constant, return_time, up)
         self.max_pull = max_pull
-        self.up = np.asarray(up, dtype=float) / np.linalg.norm(up)
-        self.reset()
-
-    def reset(self):
-        self.pull = None
 
     def update(self, hips, ankle_targets, reach, dt):
         """Pull (3,) of the pelvis for hip joints (..., L, 3), ankle targets (..., L, 3) and reach (..., L)."""
-        needed = self._needed(np.asarray(hips, dtype=float), np.asarray(ankle_targets, dtype=float), reach)
-        self.pull = needed if self.pull is None else _approach(self.pull, needed, dt, self.time_constant)
-        return self.pull
+        return self._eased(self._needed(np.asarray(hips, dtype=float), np.asarray(ankle_targets, dtype=float), reach),
+                           dt)
 
     def _needed(self, hips, ankle_targets, reach):
         """The pull of the leg furthest out of reach: the shortest move across that brings its
@@ -482,3 +515,13 @@ def _approach(current, target, dt, time_constant):
     if not (np.isfinite(dt) and dt > 0.0) or time_constant <= 0.0:
         return target
     return target + (current - target) * math.exp(-dt / time_constant)
+
+
+def _critically_damped(value, velocity, target, dt, time_constant):
+    """A critically damped spring's value and velocity ``dt`` seconds on, toward a target
+    held still: solved exactly, so any frame rate follows the same curve."""
+    stiffness = 1.0 / max(time_constant, 1e-8)
+    gap = value - target
+    momentum = velocity + stiffness * gap
+    decay = math.exp(-stiffness * dt)
+    return target + (gap + momentum * dt) * decay, (velocity - stiffness * momentum * dt) * decay

@@ -17,9 +17,10 @@ tests can pass any function). Per frame:
    with the ground where it moves); each toe keeps its authored clearance
    above its footprint, so a locked foot still rolls and lifts as authored;
 4. each foot turned toward the ground normal under its toe and heel, tilt limited;
-5. the pelvis lowered just enough for every foot to reach its target, eased, and where
-   even that is not enough (a clip whose root runs ahead of its feet), moved across
-   toward the foot a little;
+5. the pelvis lowered just enough for every foot to reach its target, and where even that
+   is not enough (a clip whose root runs ahead of its feet), moved across toward the foot
+   a little: as fast as the feet need, and back eased, its speed never jumping
+   (:class:`~.runtime_lock.PelvisDrop`);
 6. the legs solved by the core's leg solver (:func:`~.leg_ik.solve_leg`).
 
 Steps 1-5 carry state from frame to frame (the eased root, the locks and their blends, the
@@ -60,10 +61,11 @@ from .runtime_lock import (
 
 # Time constant (seconds) of the ground normal under each foot.
 NORMAL_SMOOTHING = 0.03
-# Time constant (seconds) of the pelvis drop on terrain, much shorter than the root's: on
-# stairs the body climbs while the back foot is still planted a step below, and a pelvis
-# lagging behind would drag that foot.
-PELVIS_SMOOTHING = 0.03
+# Time constant (seconds) of the pelvis going down on terrain, much shorter than the root's:
+# on stairs the body climbs while the back foot is still planted a step below, and a pelvis
+# lagging behind would drag that foot. It comes back up eased over the longer
+# ``RuntimeSettings.pelvis_return_smoothing``: a late rise never drags a foot.
+PELVIS_DROP_SMOOTHING = 0.03
 
 
 @dataclass
@@ -142,7 +144,7 @@ class TerrainFootLock:
 
     def __init__(self, clip, settings=None, solver=None, root_follow=True, up=(0.0, 0.0, 1.0)):
         self.clip = clip
-        self.settings = settings or RuntimeSettings(pelvis_drop_smoothing=PELVIS_SMOOTHING)
+        self.settings = settings or RuntimeSettings(pelvis_drop_smoothing=PELVIS_DROP_SMOOTHING)
         self.solver = solver or FootLockSettings()
         self.root_follow = root_follow
         self.up = np.asarray(up, dtype=float) / np.linalg.norm(up)
@@ -158,9 +160,11 @@ class TerrainFootLock:
         self.pelvis_ahead = _frames_ahead(clip, round(self.settings.pelvis_drop_smoothing * clip.fps))
         self.locker = FootLocker(clip.leg_length, self.settings, self.up)
         self.pelvis = PelvisDrop(self.settings.pelvis_drop_smoothing,
-                                 self.settings.max_pelvis_drop * clip.leg_length, self.up)
+                                 self.settings.max_pelvis_drop * clip.leg_length, self.up,
+                                 self.settings.pelvis_return_smoothing)
         self.pull = PelvisPull(self.settings.pelvis_drop_smoothing,
-                               self.settings.max_pelvis_pull * clip.leg_length, self.up)
+                               self.settings.max_pelvis_pull * clip.leg_length, self.up,
+                               self.settings.pelvis_return_smoothing)
         self.stances = _Stances.of(clip.contacts, math.ceil(self.settings.blend_time * clip.fps))
         self.reset()
 

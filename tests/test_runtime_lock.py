@@ -339,11 +339,11 @@ def test_pelvis_drops_just_enough_and_smoothly():
     lower = ankles + [0.0, 0.0, -0.05]
     history = [drop.update(hips, lower, reach, DT) for _ in range(60)]
     assert np.linalg.norm(hips - history[-1] * UP - lower, axis=-1).max() == pytest.approx(0.9, abs=1e-4)
-    history += [drop.update(hips, ankles + [0.0, 0.0, 0.3], reach, DT) for _ in range(60)]
+    history += [drop.update(hips, ankles + [0.0, 0.0, 0.3], reach, DT) for _ in range(round(2.0 * FPS))]
     changes = np.abs(np.diff([first] + history))
     # Eases: no frame closes more than its exponential share of the largest change asked for.
     assert changes.max() <= max(history) * (1.0 - math.exp(-DT / 0.1)) + 1e-12
-    assert min(history) >= 0.0 and history[-1] < 1e-3  # back to the animation, never above it
+    assert min(history) >= 0.0 and history[-1] < 1e-3  # back to the animation within 2 s, never above it
 
     drop.reset()
     assert drop.update(hips, ankles + [0.0, 0.0, -2.0], reach, DT) == 0.3  # clamped to max_drop
@@ -358,7 +358,7 @@ def test_pelvis_pull_moves_across_just_enough_toward_a_foot_out_of_reach():
     assert first[0] < 0.0 and first[1] == first[2] == 0.0  # back toward the left foot, across only
     assert np.linalg.norm(hips + first - ankles, axis=-1).max() == pytest.approx(0.8)  # just enough
     within = pull.update(hips, ankles * [0.1, 1.0, 1.0], reach, DT)
-    assert np.linalg.norm(within) < np.linalg.norm(first) * math.exp(-DT / 0.05) + 1e-12  # eased back
+    assert 0.0 < np.linalg.norm(within) < np.linalg.norm(first)  # coming back, eased: not within a frame
     pull.reset()
     assert np.linalg.norm(pull.update(hips, ankles - [2.0, 0.0, 0.0], reach, DT)) == pytest.approx(0.2)  # capped
     pull.reset()
