@@ -314,7 +314,7 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
             OfflineProblem(
                 pelvis=before["pelvis"], hips=before["hips"], toes=toes, ankles=ankles,
                 contacts=contacts, reach=np.stack([lim.max_extension - lim.softening for lim in limits]),
-                fps=motion.fps, heel_contacts=heel_contacts, up=up, cuts=cuts,
+                fps=motion.fps, heel_contacts=heel_contacts, up=up, cuts=cuts, lengths=bone_lengths,
             ),
             settings.weights,
         )

@@ -45,7 +45,7 @@ from itertools import pairwise
 import numpy as np
 
 from .banded import ChainInverse, solve_low_rank_update, solve_mostly_separable, solve_tridiagonal
-from .contacts import REFERENCE_LEG_LENGTH, rolling_max, run_ids
+from .contacts import REFERENCE_LEG_LENGTH, rolling_max, rolling_min, run_ids, smooth
 from .quaternion import cross, dot, dots, length
 
 
@@ -70,6 +70,11 @@ class OfflineWeights:
     # terms go on the most stretched frames first (_most_stretched), a round at a time,
     # until no frame stretches more.
     reach_tolerance: float = 2.5e-4
+    # A pinned leg straight in the input is held at a smooth length (_straightened), the
+    # pelvis following and the foot yielding as for a reach term, but soft: 1 and less left
+    # cmu_03_01's knees (120 fps, root x1.25) 1.4-1.9x the input's p99 acceleration, 5 as
+    # the input's, with the pelvis's peak acceleration unchanged.
+    straight_hold: float = 5.0
     # Seconds over which a point's own correction (see _hold) fades once it is released.
     release_time: float = 0.2
     # Seconds over which a released foot eases into its swing along the ground (_swing_ease).
@@ -92,6 +97,7 @@ class OfflineProblem:
     heel_contacts: np.ndarray | None = None  # (L, F) in 0..1: the heel pinned; None: never
     up: tuple = (0.0, 0.0, 1.0)  # the world's up, for the feet's heights
     cuts: tuple = ()  # frames where the clip jumps (an NLA repeat starting again): a new piece starts
+    lengths: np.ndarray | None = None  # (L,) each leg's bones, thigh + shin; None: no leg is held straight
 
 
 @dataclass
@@ -291,7 +297,8 @@ def _lock_residual(points, pair):
 
 def _solve_with_reach(problem, weights, pins, terms):
     """Solve the terms' normal equations, then again with reach terms on the legs'
-    most stretched frames while a leg stretches too far (:func:`_most_stretched`).
+    most stretched frames while a leg stretches too far (:func:`_most_stretched`), and
+    once more holding pinned legs straight in the input at smooth lengths (:func:`_straightened`).
 
     Returns the corrections (1 + L, 3, F) (:meth:`_GroupTerms.to_world`), the (toe, heel)
     targets (2, L, F, 3) and how far each leg stretches past its reach to them (L, F)."""
@@ -307,29 +314,88 @@ def _solve_with_reach(problem, weights, pins, terms):
     inverse = ChainInverse.of_ends(ends)  # None on a clip too long for it
     corrections = terms.to_world(unreached)
     targets = _targets(problem, corrections, pins)
-    active = np.zeros(problem.contacts.shape, dtype=bool)
-    for _ in range(weights.reach_iterations):
-        stretch, offset, distance = _reach_state(problem, corrections, targets[1])
-        over = (stretch > weights.reach_tolerance * problem.reach) & ~active
-        if not over.any():
-            break  # within tolerance, or every frame stretched past it is already constrained
-        active |= _most_stretched(over, stretch) & _not_outweighed(stretch, problem.fps)
+
+    def solved_toward(corrections, offset, distance, weight, length_wanted):
+        """The corrections with terms ``weight`` (L, F) holding each leg's hip-to-heel distance
+        at ``length_wanted`` (L, F), linearized about ``corrections`` and the ``offset`` and
+        ``distance`` they give."""
         direction = _unit(offset, distance)
-        # |H - A| ~ distance + n.((e - e_k) - (d - d_k)) = reach: the pelvis follows the
+        # |H - A| ~ distance + n.((e - e_k) - (d - d_k)) = length: the pelvis follows the
         # leg and the foot yields, as stiff as their other terms make them; a heel's own
         # correction (_hold) is kept as it is.
-        goal = problem.reach - distance + dot(direction, (corrections[0] - corrections[1:]).swapaxes(1, 2))
-        reach = (terms.in_basis(direction), active * weights.reach / dt, goal)
+        goal = length_wanted - distance + dot(direction, (corrections[0] - corrections[1:]).swapaxes(1, 2))
+        held = (terms.in_basis(direction), weight / dt, goal)
         if inverse is not None:
-            solved = _with_reach_terms(unreached, inverse, *reach)
-        else:
-            frames = np.flatnonzero(active.any(axis=0))
-            solved = solve_mostly_separable(diag, lower, rhs, frames, *_reach_terms(*reach, frames, len(diag))).T
-        corrections = terms.to_world(solved)
+            return terms.to_world(_with_reach_terms(unreached, inverse, *held))
+        frames = np.flatnonzero((weight > 0).any(axis=0))
+        return terms.to_world(solve_mostly_separable(diag, lower, rhs, frames, *_reach_terms(*held, frames, len(diag))).T)
+
+    def reach_rounds(corrections, targets, active, held, length_wanted):
+        """Reach terms on the most stretched frames, a round at a time, while a leg stretches
+        too far, solved with the terms ``held`` (L, F) holding legs at ``length_wanted``
+        (L, F; their reach where none): the corrections, targets, the frames with a reach
+        term and the last solve's :func:`_reach_state`."""
+        for _ in range(weights.reach_iterations):
+            state = _reach_state(problem, corrections, targets[1])
+            over = (state[0] > weights.reach_tolerance * problem.reach) & ~active
+            if not over.any():
+                break  # within tolerance, or every frame stretched past it is already constrained
+            active = active | (_most_stretched(over, state[0]) & _not_outweighed(state[0], problem.fps))
+            corrections = solved_toward(corrections, *state[1:], np.where(active, weights.reach, held), length_wanted)
+            targets = _targets(problem, corrections, pins)
+        else:  # the last solve's state is not measured yet
+            state = _reach_state(problem, corrections, targets[1])
+        return corrections, targets, active, state
+
+    corrections, targets, active, (stretch, offset, distance) = reach_rounds(
+        corrections, targets, np.zeros(problem.contacts.shape, dtype=bool), 0.0, problem.reach)
+    held = _straight_legs(problem) * weights.straight_hold
+    if held.any():
+        length_wanted = np.where(held > 0, _straightened(distance, problem.reach, problem.fps), problem.reach)
+        corrections = solved_toward(corrections, offset, distance, np.where(active, weights.reach, held), length_wanted)
         targets = _targets(problem, corrections, pins)
-    else:  # the last solve's stretch is not measured yet
-        stretch = _reach_state(problem, corrections, targets[1])[0]
+        corrections, targets, _, (stretch, _, _) = reach_rounds(corrections, targets, active, held, length_wanted)
     return corrections, targets, stretch
+
+
+# A leg whose hip-to-ankle distance is within this share of its bones of straight (about 10
+# degrees of knee) counts as straight: there a millimetre of length is degrees of knee.
+STRAIGHT_SHARE = 0.004
+STRAIGHT_SMOOTHING = 0.1  # s: the window a straight leg's length is smoothed over, and its hold eased
+
+
+def _straight_legs(problem):
+    """How much (L, F, 0..1) each leg is pinned and straight in the input, eased over
+    ``STRAIGHT_SMOOTHING``: a hold switched on at one frame would jolt the pelvis."""
+    if problem.lengths is None:
+        return np.zeros(problem.contacts.shape)
+    bones = np.asarray(problem.lengths, dtype=float)[:, None]
+    extension = length(problem.hips - problem.ankles)
+    closeness = np.clip((extension - (1.0 - STRAIGHT_SHARE) * bones) / (STRAIGHT_SHARE * bones), 0.0, 1.0)
+    straight = closeness * closeness * (3.0 - 2.0 * closeness) * np.maximum(problem.contacts, _heel_contacts(problem))
+    # Eroded by the box's half width first, the eased hold stays within the stance: a foot
+    # free to swing yields to it, and the time-compressed walks' short stances slid.
+    window = STRAIGHT_SMOOTHING * problem.fps
+    return smooth(rolling_min(straight, _box_half_width(window)), window)
+
+
+def _straightened(distance, reach, fps):
+    """Smooth hip-to-heel lengths (L, F) along the top of the solved ``distance`` (L, F), no
+    longer than ``reach``. Near straight a millimetre is degrees of knee: where the input
+    leg is straight, the solve's lengths wander by millimetres frame to frame (the input
+    pelvis's capture noise, which the input's ankle followed and the locked foot does not;
+    a reach term holding one frame of a run at its reach), and the knee popped straight
+    for single frames between bent ones. Along the top (the greatest within a frame more
+    either side than the box smooths over), not the middle: the leg stays as straight as
+    its straightest frames, and the pelvis is lifted toward the input's, not pulled
+    further down."""
+    window = STRAIGHT_SMOOTHING * fps
+    return np.minimum(smooth(rolling_max(distance, _box_half_width(window) + 1), window), reach)
+
+
+def _box_half_width(window):
+    """Half the width of :func:`.contacts.smooth`'s box over ``window`` frames."""
+    return (round(window) | 1) // 2
 
 
 # A reach term waits a round while another leg stretches this many times as far within
