@@ -35,12 +35,12 @@ def unit_scale(parsed, rig, override=None):
     """
     if override:
         return override, "--bvh-unit-scale"
-    legs = [np.linalg.norm(parsed.joints[leg.knee].offset) + np.linalg.norm(parsed.joints[leg.ankle].offset)
-            for leg in rig.legs]
-    if not np.mean(legs) > 0:
+    legs = float(np.mean([np.linalg.norm(parsed.joints[leg.knee].offset) + np.linalg.norm(parsed.joints[leg.ankle].offset)
+                          for leg in rig.legs]))
+    if not legs > 0:
         raise ClipError("the legs have no length (their knees' and ankles' OFFSETs are zero): nothing to solve")
-    exact = REFERENCE_LEG_LENGTH / np.mean(legs)
-    person = [unit for unit, metres in COMMON_UNITS.items() if PERSON_LEGS[0] <= metres * np.mean(legs) <= PERSON_LEGS[1]]
+    exact = REFERENCE_LEG_LENGTH / legs
+    person = [unit for unit, metres in COMMON_UNITS.items() if PERSON_LEGS[0] <= metres * legs <= PERSON_LEGS[1]]
     name = min(person or COMMON_UNITS, key=lambda unit: abs(np.log(COMMON_UNITS[unit] / exact)))
     return COMMON_UNITS[name], f"guessed from leg length: {name}"
 

@@ -92,9 +92,10 @@ def journaling(report_path, resumed):
     except OSError as error:
         raise ClipError(f"cannot write the report {report_path} (its journal {path.name}: "
                         f"{error.strerror or error})") from error
+    version = foot_lock_version()  # read from the manifest once, not per file
     with journal:
         def append(record):
-            journal.write(json.dumps({"foot_lock_version": foot_lock_version(), **asdict(record)}) + "\n")
+            journal.write(json.dumps({"foot_lock_version": version, **asdict(record)}) + "\n")
             journal.flush()
         yield append
 
@@ -110,11 +111,11 @@ def _journal_records(path):
     off by the kill is left out."""
     if not path.is_file():
         return {}
-    records = {}
+    records, version = {}, foot_lock_version()
     for line in path.read_text(encoding="utf-8").splitlines():
         try:
             entry = json.loads(line)
-            if entry.pop("foot_lock_version") == foot_lock_version():
+            if entry.pop("foot_lock_version") == version:
                 records[entry["input"]] = FileRecord(**entry)
         except (ValueError, KeyError, TypeError):
             continue
