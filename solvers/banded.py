@@ -234,10 +234,14 @@ class ChainInverse:
             return None
         return cls(first, last / corner)
 
-    def entries(self, rows, i, j):
-        """``G[i, j]`` of the chains ``rows``, all three broadcast together."""
-        rows = rows * self.first.shape[1]  # gathers from the flat (c n) columns: np.take, no 2-D fancy index
-        return self.last.take(rows + np.minimum(i, j)) * self.first.take(rows + np.maximum(i, j))
+    def coupling(self, frames, spread):
+        """``sum_c u_s[c] u_t[c] G_c[f_s, f_t]`` (T, T) of the vectors ``u_t`` (the rows of
+        ``spread`` (T, c)), each at one of the sorted ``frames`` (T,). For ``f_s <= f_t`` that
+        is ``sum_c (u_s[c] last_c[f_s]) (u_t[c] first_c[f_t])``: the upper triangle is one
+        product of two (T, c) matrices and the rest its mirror, where gathering ``G`` for
+        every pair of terms and chain (T, c, T) cost ten times as much."""
+        upper = (spread * self.last.take(frames, axis=1).T) @ (spread * self.first.take(frames, axis=1).T).T
+        return np.triu(upper) + np.triu(upper, 1).T
 
     def solve_sparse(self, frames, rhs):
         """``x = A^-1 b`` of every chain (c, n), ``b`` nonzero only at the sorted ``frames``
@@ -267,8 +271,7 @@ def solve_low_rank_update(inverse, x, frames, rows, vectors, weights, goals):
     # Each term's vector on every chain (T, c): zero on the chains it does not couple.
     spread = np.zeros((count, len(x)))
     spread[np.arange(count)[:, None], rows] = vectors
-    response = inverse.entries(rows[:, :, None], frames[:, None, None], frames)  # (T, m, T): G between terms
-    coupling = np.add.reduce(vectors[:, :, None] * spread.T.take(rows, axis=0) * response, axis=1)
+    coupling = inverse.coupling(frames, spread)
     coupling.ravel()[:: count + 1] += 1.0 / weights
     residual = goals - np.add.reduce(vectors * x.take(rows * x.shape[1] + frames[:, None]), axis=1)
     # LAPACK's LU in one call: on one system it costs less than spd_inverse's bordered
