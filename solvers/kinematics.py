@@ -9,6 +9,7 @@ parents.
 """
 
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 import numpy as np
 
@@ -83,8 +84,11 @@ def forward_kinematics(skeleton, rot, pos, joints=None, by_component=False):
 
     Joints none of which is another's ancestor (both legs' thighs, both knees ...) are
     computed together, as rows of one array: on a short clip the cost is per numpy call,
-    not per joint. The locals are gathered once, in that order; where the parents of a level
-    are the level above, in order (chains, as the legs are), their globals are its rows.
+    not per joint. The locals are gathered once, in that order, a joint's component at a
+    time, and the globals computed into an array laid out the same, scattered into place
+    once: each level's rows are a slice of them, read and written without a copy; where the
+    parents of a level are the level above, in order (chains, as the legs are), their
+    globals are its rows.
 
     With ``by_component`` the globals are stored a joint's component at a time (each joint's x
     of every frame contiguous, then its y ...), as the levels compute them: each is written
@@ -95,30 +99,35 @@ def forward_kinematics(skeleton, rot, pos, joints=None, by_component=False):
     parents = skeleton.parents.tolist()
     levels = _levels(parents, range(len(skeleton)) if joints is None else skeleton.closure(joints))
     order = [j for level in levels for j in level]
-    local_rot, local_pos = rot.take(order, axis=1), pos.take(order, axis=1)
-    grot, gpos = (_globals_like(values, by_component) for values in (rot, pos))
-    start, above = 0, None
-    for level in levels:
+    row_of = {j: row for row, j in enumerate(order)}
+    # (k, joints, F): a joint's frames after another's, a component at a time (see :func:`_level_rows`).
+    local_rot, local_pos = (values.transpose(2, 1, 0).take(order, axis=1) for values in (rot, pos))
+    global_rot, global_pos = np.empty_like(local_rot), np.empty_like(local_pos)
+    roots = len(levels[0]) if levels else 0  # (every ancestor of a joint is among them)
+    global_rot[:, :roots], global_pos[:, :roots] = local_rot[:, :roots], local_pos[:, :roots]
+    start = roots
+    for above, level in pairwise(levels):
         stop = start + len(level)
-        # A joint's frames after another's, as :func:`_joints_of` reads them back.
-        level_rot, level_pos = (quat.as_component_rows(values[:, start:stop].swapaxes(0, 1))
-                                for values in (local_rot, local_pos))
-        if above is None:  # the roots (every ancestor of a joint is among them)
-            global_rot, global_pos = level_rot, level_pos
+        parent_rows = [row_of[parents[j]] for j in level]
+        if parent_rows == list(range(start - len(above), start)):
+            parent_rot, parent_pos = (_level_rows(values, parent_rows[0], start) for values in (global_rot, global_pos))
         else:
-            parent_joints = [parents[j] for j in level]
-            if parent_joints == above[0]:
-                parent_rot, parent_pos = above[1:]
-            else:
-                parent_rot, parent_pos = (quat.as_component_rows(values.take(parent_joints, axis=1).swapaxes(0, 1))
-                                          for values in (grot, gpos))
-            global_rot = quat.multiply(parent_rot, level_rot)
-            global_pos = quat.rotate(parent_rot, level_pos)
-            global_pos += parent_pos
-        grot.T[:, level] = _joints_of(global_rot, len(level))
-        gpos.T[:, level] = _joints_of(global_pos, len(level))
-        start, above = stop, (level, global_rot, global_pos)
+            parent_rot, parent_pos = (_level_rows(values.take(parent_rows, axis=1), 0, len(level))
+                                      for values in (global_rot, global_pos))
+        quat.multiply(parent_rot, _level_rows(local_rot, start, stop), out=_level_rows(global_rot, start, stop))
+        np.add(quat.rotate(parent_rot, _level_rows(local_pos, start, stop)), parent_pos,
+               out=_level_rows(global_pos, start, stop))
+        start = stop
+    grot, gpos = (_globals_like(values, by_component) for values in (rot, pos))
+    grot.T[:, order], gpos.T[:, order] = global_rot, global_pos
     return grot, gpos
+
+
+def _level_rows(values, start, stop):
+    """The joints ``start:stop`` of ``values`` (k, joints, F) as rows (joints F, k), stored a
+    component at a time (as the quaternion helpers lay out their results): a view, which
+    they read from and write into in place."""
+    return values[:, start:stop].reshape(values.shape[0], -1).T
 
 
 def _globals_like(values, by_component):
@@ -128,12 +137,6 @@ def _globals_like(values, by_component):
         return np.empty_like(values)
     frames, count, size = values.shape
     return np.empty((count, size, frames)).transpose(2, 0, 1)
-
-
-def _joints_of(rows, count):
-    """Rows (joints F, k) of a level, as :func:`forward_kinematics` lays them out, as (k, joints,
-    F), a view: a joint's values at a time."""
-    return rows.T.reshape(rows.shape[1], count, -1)
 
 
 @dataclass
