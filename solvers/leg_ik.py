@@ -178,9 +178,11 @@ def _clipped(values, low, high):
 def soft_clamp_length(length, max_extension, softening):
     """The seed's soft extension clamp: lengths approach ``max_extension`` exponentially."""
     start = max_extension - softening
-    excess = np.maximum(length - start, 0.0)
-    clamped = start + softening * (1.0 - np.exp(-excess / softening))
-    return np.where(length > start, clamped, length)
+    # The excess past the start enters negated (min(start - length, 0) is -max(length - start,
+    # 0) to the bit). Past the start the clamp is below the length (1 - exp(-x) < x), before it
+    # the start, above: the lesser of the two is the clamp past the start and the length before.
+    clamped = start + softening * (1.0 - np.exp(np.minimum(start - length, 0.0) / softening))
+    return np.minimum(clamped, length)
 
 
 def solve_two_bone(pose, leg, limits, heel_target, chain):
@@ -200,17 +202,27 @@ def solve_two_bone(pose, leg, limits, heel_target, chain):
     thigh_vector, shin_vector, axis_vector = b - a, c - b, c - a
     thigh = quat.length(thigh_vector)
     shin = quat.length(shin_vector)
-    leg_axis = quat.normalize(axis_vector)
-    bend_direction = _knee_bend_direction(pose.grot[:, leg.hip], thigh_vector, leg_axis, limits, thigh)
+    extension = quat.length(axis_vector)
+    leg_axis = quat.divided(axis_vector, extension)
+    # The thigh along the leg's axis and across it: the hip's angle (the angle between thigh
+    # and axis, atan2 of the two as of the cross and dot products, accurate near 0 and pi)
+    # and the knee's bend direction.
+    along = quat.dot(thigh_vector, leg_axis)
+    across = _perpendicular(thigh_vector, leg_axis, along)
+    across_size = quat.length(across)
+    bend_direction = _knee_bend_direction(pose.grot[:, leg.hip], across, across_size, limits, thigh)
     bend = quat.normalize(_perpendicular(bend_direction, leg_axis))
     hinge = quat.normalize(quat.cross(bend, leg_axis))  # thigh x shin for a bent leg
 
-    knee_now = _angle(a - b, shin_vector)
+    # The knee's angle between thigh and shin: |thigh x shin| is |thigh x axis| (the axis is
+    # thigh + shin), the extension times the thigh across the axis.
+    knee_now = np.arctan2(extension * across_size, -quat.dot(thigh_vector, shin_vector))
     thigh_squared, shin_squared, clamped_squared = thigh**2, shin**2, clamped**2
-    knee_wanted = np.arccos(_clipped((thigh_squared + shin_squared - clamped_squared) / (2.0 * thigh * shin), -1.0, 1.0))
-    hip_now = _angle(thigh_vector, axis_vector)
+    twice_thigh = 2.0 * thigh
+    knee_wanted = np.arccos(_clipped((thigh_squared + shin_squared - clamped_squared) / (twice_thigh * shin), -1.0, 1.0))
+    hip_now = np.arctan2(across_size, along)
     hip_wanted = np.arccos(_clipped(
-        (thigh_squared + clamped_squared - shin_squared) / (2.0 * thigh * np.maximum(clamped, 1e-12)), -1.0, 1.0
+        (thigh_squared + clamped_squared - shin_squared) / (twice_thigh * np.maximum(clamped, 1e-12)), -1.0, 1.0
     ))
     knee_turn = quat.from_axis_angle(hinge, knee_now - knee_wanted)
     pose.turn(leg.knee, knee_turn)
@@ -223,16 +235,10 @@ def solve_two_bone(pose, leg, limits, heel_target, chain):
     pose.update(chain[1 : chain.index(leg.ankle) + 1])
 
 
-def _angle(u, v):
-    """Angle between vectors (..., 3), accurate near 0 and pi (unlike arccos of a dot)."""
-    return np.arctan2(quat.length(quat.cross(u, v)), quat.dot(u, v))
-
-
-def _knee_bend_direction(hip_rot, thigh_vector, leg_axis, limits, thigh):
+def _knee_bend_direction(hip_rot, current, size, limits, thigh):
     """The knee's current bend direction, or the calibrated forward where the leg is straight;
-    ``hip_rot`` the hip joint's global rotations, ``leg_axis`` the unit hip-to-ankle vectors."""
-    current = _perpendicular(thigh_vector, leg_axis)
-    size = quat.length(current)
+    ``hip_rot`` the hip joint's global rotations, ``current`` the thighs' components across
+    the hip-to-ankle axis (which grow with the bend) and ``size`` their lengths."""
     weight = _clipped(size / thigh / STRAIGHT_KNEE_SINE, 0.0, 1.0)
     weight = weight * weight * (3.0 - 2.0 * weight)
     reference = quat.rotate(hip_rot, limits.knee_forward_local)
