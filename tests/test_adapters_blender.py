@@ -383,6 +383,25 @@ def test_a_read_of_some_bones_has_their_chains_values_bit_for_bit(clips_dir):
     assert np.array_equal(poses.rot, whole.rot[[0, -1]]) and np.array_equal(poses.pos, whole.pos[[0, -1]])
 
 
+def test_a_rig_whose_rest_changed_is_read_as_it_is_now(clips_dir):
+    """The bones' rest offsets are remembered per rig (a pipeline reads one rig thousands of
+    times), but a rest pose edited since is read anew: as a read that remembered nothing."""
+    _reset()
+    obj, action, first, last = _import_bvh(clips_dir, "cmu_07_01.bvh")
+    before = armature.read_motion(obj, action, first, last)[2].rest_rot.copy()
+    bpy.context.view_layer.objects.active = obj
+    bpy.ops.object.mode_set(mode="EDIT")
+    obj.data.edit_bones["LeftLeg"].roll += 0.5
+    bpy.ops.object.mode_set(mode="OBJECT")
+    _, remembered, joint_map = armature.read_motion(obj, action, first, last)
+    armature._rest_offsets_of.cache_clear()
+    _, fresh, fresh_map = armature.read_motion(obj, action, first, last)
+    leg = armature.read_motion(obj, action, first, last)[0].index("LeftLeg")
+    assert not np.allclose(joint_map.rest_rot[leg], before[leg])
+    assert np.array_equal(joint_map.rest_rot, fresh_map.rest_rot)
+    assert np.array_equal(remembered.rot, fresh.rot) and np.array_equal(remembered.pos, fresh.pos)
+
+
 def test_a_read_of_some_bones_still_refuses_nan_keys_on_the_others(clips_dir):
     _reset()
     obj, action, first, last = _import_bvh(clips_dir, "cmu_07_01.bvh")
