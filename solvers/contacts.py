@@ -270,18 +270,33 @@ def resting_ground(heights, vertical_speed, lowest, fps, scale, settings):
 def window_sum(values, half_width, axis=-1):
     """Sum over ``2 * half_width + 1`` frames around each frame (fewer at the clip's ends)."""
     values = np.swapaxes(values, axis, 0)
-    frames = len(values)
+    total = np.cumsum(values, axis=0, dtype=float)
+    return np.swapaxes(window_sums_of(total, half_width, np.empty_like(total)), 0, axis)
+
+
+def window_sums_of(total, half_width, out):
+    """:func:`window_sum`'s sums, into ``out``, from the running ``total`` (frames first) of
+    the values summed."""
+    frames = len(total)
     # Each window's sum is the running total at its last frame (the clip's last, past the end)
     # less the total before its first, where it starts inside the clip: the numbers of
     # subtracting a zero before the clip, without padding the running total at either end.
-    total = np.cumsum(values, axis=0, dtype=float)
-    out = np.empty_like(total)
     inside = max(frames - half_width, 0)  # windows that end inside the clip
     out[:inside] = total[half_width:]
     out[inside:] = total[-1]
     later = min(half_width + 1, frames)  # the first window that starts after the clip's first frame
     out[later:] -= total[: frames - later]
-    return np.swapaxes(out, 0, axis)
+    return out
+
+
+def running_sums(pairs):
+    """``pairs`` (F, 2 n) of floats replaced by its running sums down the frames (``np.cumsum``'s
+    numbers), the columns two at a time as complex numbers, whose parts add as the floats do:
+    numpy's running sum is a chain of adds per column, each waiting on the last, and a complex
+    add takes two columns' chains a step at once (half the time on :func:`local_slip`'s)."""
+    as_complex = pairs.view(complex)
+    np.cumsum(as_complex, axis=0, out=as_complex)
+    return pairs
 
 
 def local_slip(point_velocity, root_velocity, cap, half_width, max_slip=1.0, standing=None):
@@ -301,26 +316,24 @@ def local_slip(point_velocity, root_velocity, cap, half_width, max_slip=1.0, sta
     """
     candidates, twice, squares = _slip_candidates(max_slip)
     # |v - a r|^2 = |v|^2 - 2 a v.r + a^2 |r|^2, so no (points, frames, candidates, 3) array
-    # is built, only (points, frames, candidates) values. The last term is the same for every
-    # point, and rounding is monotonic: it is added once, after the minimum, with the values of
-    # adding it to each point first.
+    # is built, only (frames, candidates) values, point by point. The last term is the same
+    # for every point, and rounding is monotonic: it is added once, after the minimum, with
+    # the values of adding it to each point first.
     vv, vr, rr = dots(point_velocity, point_velocity), dots(point_velocity, root_velocity), dots(root_velocity, root_velocity)
     if standing is not None:
         vv[~standing] = np.inf  # as far from every share as the cap below makes any point
-    # (points, frames, candidates), every point at once, candidates last: the window sums
-    # below then run down contiguous rows of candidates. Outer products by einsum: the same
-    # products (but the sign of a zero, which ``vv`` >= 0 less it does not keep) in one call.
-    squared = np.einsum("pf,c->pfc", vr, twice)
-    np.subtract(vv[..., None], squared, out=squared)
-    slowest = squared[0]  # (F, C): the slower point kept row by row (np.minimum.reduce: 4 times the cost)
-    for row in squared[1:]:
-        np.minimum(slowest, row, out=slowest)
-    slowest += np.einsum("f,c->fc", rr, squares)
-    np.maximum(slowest, 0.0, out=slowest)  # (np.clip's numbers, without its overhead)
-    np.minimum(slowest, cap * cap, out=slowest)
+    # Two (frames, candidates) arrays, candidates last (the window sums then run down
+    # contiguous rows of them), reused for every step: each fresh array of this size is
+    # memory the system maps anew, page by page.
+    slowest, other = np.empty((2, len(rr), len(twice)))
+    _speed_squared(vv[0], vr[0], twice, slowest)
+    for point in range(1, len(vv)):  # the slower point kept
+        np.minimum(slowest, _speed_squared(vv[point], vr[point], twice, other), out=slowest)
+    slowest += np.multiply(rr[:, None], squares, out=other)
+    np.clip(slowest, 0.0, cap * cap, out=slowest)  # (one pass: a maximum and a minimum cost a fifth more)
     np.sqrt(slowest, out=slowest)
     slowest += (SHARE_PRIOR * cap) * squares
-    cost = window_sum(slowest, half_width, axis=0)  # (F, C)
+    cost = window_sums_of(running_sums(slowest), half_width, other)  # (F, C + 1): see _slip_candidates
     # Each frame's best candidate, kept off the grid's ends, with its two neighbours.
     best = np.minimum(np.maximum(cost.argmin(axis=1), 1), len(candidates) - 2)
     # (By flat index: one take, cheaper than indexing by frame and candidate.)
@@ -330,6 +343,14 @@ def local_slip(point_velocity, root_velocity, cap, half_width, max_slip=1.0, sta
     shift = np.where(curved, 0.5 * (left - right) / np.where(curved, curvature, 1.0), 0.0)
     share = candidates[best] + np.minimum(np.maximum(shift, -1.0), 1.0) * (candidates[1] - candidates[0])
     return _ends_unlagged(share, half_width, max_slip)
+
+
+def _speed_squared(vv, vr, twice, out):
+    """A point's squared speed (F, C) against each share: ``vv - vr * twice`` into ``out``, its
+    ``vv`` (F,) and ``vr`` (F,) as in :func:`local_slip` (outer products by ufunc: the same
+    numbers as einsum's, but the sign of a zero, which ``vv`` >= 0 less it does not keep)."""
+    np.multiply(vr[:, None], twice, out=out)
+    return np.subtract(vv[:, None], out, out=out)
 
 
 def _ends_unlagged(share, half_width, max_slip):
@@ -364,10 +385,13 @@ SHARE_PRIOR = 0.05
 
 @lru_cache(maxsize=4)
 def _slip_candidates(max_slip):
-    """The shares :func:`local_slip` tries, twice them and their squares (read-only: shared
-    by every call with the same ``max_slip``)."""
+    """The shares :func:`local_slip` tries, and twice them and their squares with the first
+    share's again after the last: :func:`running_sums` takes their columns in pairs, and that
+    extra column's values are the first's, which ``argmin`` (the first of equal values) picks
+    before it. Read-only: shared by every call with the same ``max_slip``."""
     candidates = np.linspace(-max_slip, max_slip, 81)
-    arrays = (candidates, 2.0 * candidates, candidates**2)
+    paired = np.append(candidates, candidates[0])
+    arrays = (candidates, 2.0 * paired, paired**2)
     for array in arrays:
         array.flags.writeable = False
     return arrays
