@@ -320,17 +320,31 @@ def local_slip(point_velocity, root_velocity, cap, half_width, max_slip=1.0, sta
     # for every point, and rounding is monotonic: it is added once, after the minimum, with
     # the values of adding it to each point first.
     vv, vr, rr = dots(point_velocity, point_velocity), dots(point_velocity, root_velocity), dots(root_velocity, root_velocity)
-    if standing is not None:
-        vv[~standing] = np.inf  # as far from every share as the cap below makes any point
+    if standing is None:
+        standing = np.ones(vv.shape, dtype=bool)
+    vv[~standing] = np.inf  # as far from every share as the cap below makes any point
     # Two (frames, candidates) arrays, candidates last (the window sums then run down
     # contiguous rows of them), reused for every step: each fresh array of this size is
     # memory the system maps anew, page by page.
     slowest, other = np.empty((2, len(rr), len(twice)))
-    _speed_squared(vv[0], vr[0], twice, slowest)
-    for point in range(1, len(vv)):  # the slower point kept
-        np.minimum(slowest, _speed_squared(vv[point], vr[point], twice, other), out=slowest)
+    # The slower point: where one stands, that one (the others' infinite squares lose every
+    # minimum), so each frame's first standing point (a flat index: one take) is worked out
+    # over every frame, and another only where it stands too (a stance's hand-over).
+    frames = len(rr)
+    first = lowest_row(~standing)
+    at = first * frames + np.arange(frames)
+    _speed_squared(np.take(vv, at), np.take(vr, at), twice, slowest)
+    seconds = standing & (np.arange(len(vv))[:, None] != first)  # (P, F): standing, not first
+    for point, second in enumerate(seconds):
+        also = np.flatnonzero(second)
+        if len(also):
+            rows = _speed_squared(vv[point, also], vr[point, also], twice, other[: len(also)])
+            slowest[also] = np.minimum(slowest[also], rows, out=rows)
     slowest += np.multiply(rr[:, None], squares, out=other)
-    np.clip(slowest, 0.0, cap * cap, out=slowest)  # (one pass: a maximum and a minimum cost a fifth more)
+    # Bounds as rows, not numbers: numpy compares with a number element by element, with a
+    # row in vector steps (the two passes take two thirds of np.clip's one).
+    np.maximum(slowest, np.zeros(len(twice)), out=slowest)
+    np.minimum(slowest, np.full(len(twice), cap * cap), out=slowest)
     np.sqrt(slowest, out=slowest)
     slowest += (SHARE_PRIOR * cap) * squares
     cost = window_sums_of(running_sums(slowest), half_width, other)  # (F, C + 1): see _slip_candidates
@@ -365,9 +379,11 @@ def _ends_unlagged(share, half_width, max_slip):
     centre = 0.5 * (np.maximum(index - half_width, 0) + np.minimum(index + half_width, frames - 1))
     zone = min(2 * half_width + 1, frames)  # the frames an end's fit reads
     fitted = share.copy()
-    ends = ((slice(0, zone), index < half_width), (slice(frames - zone, frames), index > frames - 1 - half_width))
+    # (Slices, not masks; a mean as its sum over the count, without np.mean's Python layer.)
+    ends = ((slice(0, zone), slice(0, min(half_width, frames))),
+            (slice(frames - zone, frames), slice(max(frames - half_width, 0), frames)))
     for near, cut in ends:
-        spread = centre[near] - centre[near].mean()
+        spread = centre[near] - centre[near].sum() / zone
         spread_squared = float(spread @ spread)
         if spread_squared > 0.0:  # else every window is the whole clip: no drift to tell
             slope = float(spread @ share[near]) / spread_squared
