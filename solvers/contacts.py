@@ -960,6 +960,26 @@ def gaps_bridged(points, name):
     return bridged.reshape(points.shape)
 
 
+# Heel-to-toe length over leg length beyond which the two are in different units: an adult's
+# is about 0.15-0.2 (ankle to ball, heel marker to toe marker), a bird's foot nearer 1; metres
+# against millimetres or centimetres are 100-1000 times off.
+FOOT_TO_LEG = (0.02, 5.0)
+
+
+def check_leg_length(leg_length, heels, toes):
+    """Raise ValueError where ``leg_length`` cannot be in the units of the points ``heels`` and
+    ``toes`` (L, F, 3): every threshold is a share of it, and a leg a thousand times too long
+    (points in millimetres, the leg in metres) saw every foot standing still, silently."""
+    feet = lengths(heels - toes).mean(axis=-1)
+    feet = feet[feet > 0.0]  # a foot given as one point twice (no toe) tells nothing
+    if not len(feet):
+        return
+    foot, (low, high) = float(np.median(feet)), FOOT_TO_LEG
+    if not low * leg_length <= foot <= high * leg_length:
+        raise ValueError(f"leg_length {leg_length:g} is not in the points' units: their heels and toes are {foot:g} "
+                         f"apart, where a leg of {leg_length:g} has feet of about {0.17 * leg_length:g}")
+
+
 def steadied_points(point_sets, measured, fps, scale, settings, noise=None):
     """Each of ``point_sets`` ((..., F, 3) each) smoothed alike, as far as the jitter of
     ``measured`` (L, F, 3) needs for the labeller's cues at ``fps`` (see :mod:`jitter`);
@@ -1056,6 +1076,7 @@ def detect_foot_contacts(heels, toes, root, up, fps, leg_length, settings=None, 
     scale = leg_length / REFERENCE_LEG_LENGTH
     up = unit_up(up)
     heels, toes, root = gaps_bridged(heels, "heels"), gaps_bridged(toes, "toes"), gaps_bridged(root, "root")
+    check_leg_length(leg_length, heels, toes)
     toe_tips = None if toe_tips is None else gaps_bridged(toe_tips, "toe_tips")
     if tempo is None:
         tempo = gait_tempo(heels, up, fps, scale, settings)  # the heels lift highest

@@ -315,6 +315,20 @@ def test_heel_and_toe_labels_of_a_foot_from_heel_strike_to_toe_off():
     assert with_tips.shape == toe.shape and f1_score(with_tips, toe) > 0.9
 
 
+@pytest.mark.parametrize("leg_scale", [1000.0, 0.001, 100.0])
+def test_a_leg_length_in_other_units_than_the_points_is_refused(leg_scale):
+    """A leg length given in metres for points in millimetres (or the other way round) saw
+    every foot stand still: told, not labelled."""
+    skeleton, motion, rig = load("cmu_07_01")
+    _, gpos = forward_kinematics(skeleton, motion.rot, motion.pos)
+    heels = np.stack([gpos[:, leg.ankle] for leg in rig.legs])
+    toes = np.stack([gpos[:, leg.toe] for leg in rig.legs])
+    size = leg_length(gpos, rig)
+    detect_foot_contacts(heels, toes, gpos[:, 0], bvh.UP, motion.fps, size)  # in the points' units: labelled
+    with pytest.raises(ValueError, match=r"leg_length .* not in the points' units"):
+        detect_foot_contacts(heels, toes, gpos[:, 0], bvh.UP, motion.fps, size * leg_scale)
+
+
 def test_a_contact_grows_over_the_near_ground_frames_it_touches_only():
     labels = np.array([[0, 0, 1, 1, 0, 0, 0, 0, 0]], dtype=bool)
     allowed = np.array([[0, 1, 1, 1, 1, 0, 1, 1, 0]], dtype=bool)
