@@ -15,7 +15,7 @@ from clip_scenarios import (
     toe_positions,
     with_front_legs,
 )
-from foot_lock.solvers import banded, bvh, metrics, offline_lock
+from foot_lock.solvers import banded, bvh, metrics, offline_lock, quaternion
 from foot_lock.solvers.banded import (
     BORDERED_BLOCKS,
     ChainInverse,
@@ -298,6 +298,34 @@ def test_a_foot_planted_at_heel_and_ball_pivots_on_its_ball_as_the_input_turns_i
     if name == "cmu_07_01":
         pinned = (both[:, 1:] & both[:, :-1])
         assert np.linalg.norm(np.diff(heels, axis=1), axis=-1)[pinned].max() < 1e-6
+
+
+def test_a_walk_swivelled_about_a_planted_ball_turns_its_foot_with_it():
+    """The walk's body turned 90 degrees about the left ball over the left foot's flat stance
+    (heel and ball both labelled): the foot was held pointing the way it landed, 90 degrees
+    off and still 70 degrees off 0.3 s later; it pivots on its held ball now."""
+    skeleton, motion, rig = load("cmu_07_01")
+    motion = decimate(motion, 30)
+    labels = remove_foot_sliding(skeleton, motion, rig, bvh.UP)
+    both = (labels.contacts[0] >= 1.0) & (labels.heel_contacts[0] >= 1.0)
+    start = int(np.argmax(both))
+    end = start + int(np.argmin(both[start:]))
+    _, gpos = forward_kinematics(skeleton, motion.rot, motion.pos)
+    pivot = gpos[(start + end) // 2, rig.legs[0].toe]
+    ramp = np.clip((np.arange(motion.frames) - start) / (end - start), 0.0, 1.0)
+    half = 0.5 * np.radians(90.0) * ramp * ramp * (3.0 - 2.0 * ramp)
+    turn = np.stack([np.cos(half), np.zeros_like(half), np.sin(half), np.zeros_like(half)], axis=-1)  # about y
+    rot, pos = motion.rot.copy(), motion.pos.copy()
+    rot[:, rig.pelvis] = quaternion.multiply(turn, rot[:, rig.pelvis])
+    pos[:, rig.pelvis] = pivot + quaternion.rotate(turn, pos[:, rig.pelvis] - pivot)
+    swivelled = Motion(rot, pos, motion.fps)
+    result = remove_foot_sliding(skeleton, swivelled, rig, bvh.UP)
+    assert ((result.contacts[0] >= 1.0) & (result.heel_contacts[0] >= 1.0))[start:end].mean() > 0.8
+    heading_in = _headings(skeleton, swivelled, rig)[0][0]
+    heading_out, _, _, toes = _headings(skeleton, result.motion, rig)
+    lag = np.degrees(np.abs((heading_out[0] - heading_in + np.pi) % (2 * np.pi) - np.pi))
+    assert lag[start : end + round(0.3 * motion.fps)].max() < offline_lock.PIVOT_FREE_TURN + 1.0
+    assert np.linalg.norm(toes[0, start:end] - toes[0, start], axis=-1).max() < 1e-4  # the ball held
 
 
 @pytest.mark.parametrize("name, fps, factor", [("cmu_07_01", 30, 1.0), ("cmu_03_01", 120, 1.25)])
