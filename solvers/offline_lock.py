@@ -200,7 +200,7 @@ def _solve_piece(problem, weights):
         pelvis=problem.pelvis + corrections[0].T,
         toes=targets[0],
         heels=targets[1],
-        lock_residual=_lock_residual(targets, pairs, pins),
+        lock_residual=_lock_residual(targets, pairs),
         reach_violation=float(max(stretch.max(), 0.0)),
     )
 
@@ -284,13 +284,10 @@ def _ground_stiffening(clearance, weights, samples=8):
     return samples / np.add.reduce(1.0 / weight, axis=0) - 1.0
 
 
-def _lock_residual(points, pair, pins=None):
-    """The largest step of a point between two fully pinned frames: the (toe, heel) ``points``
-    (2, L, F, 3), ``pair`` (2, L, F-1) how strongly each step is pinned (:func:`_pairs`); a
-    heel not where it pivots on its pinned ball (``pins``' :func:`_pivot_steps`)."""
+def _lock_residual(points, pair):
+    """The largest step of a point between two fully pinned frames: ``points`` (..., F, 3),
+    ``pair`` (..., F-1) how strongly each step is pinned (:func:`_pairs`)."""
     locked = pair >= 1.0
-    if pins is not None and pins.heel_runs.kept is not None:
-        locked[1] &= ~np.add.reduce(pins.heel_runs.kept != 0.0, axis=0, dtype=bool)
     if not locked.any():
         return 0.0
     # Every step's squared length, masked, then one root: no boolean gathers of the points.
@@ -455,9 +452,6 @@ class _Pins:
     points: np.ndarray  # (2, 3, L, F) the input toes and heels, a component at a time
     toe_runs: "_Runs"  # the runs of pinned toe steps
     heel_runs: "_Runs"  # ... of pinned heel steps
-    # ... of those but the steps where the ball is pinned too: where both are, the heel is
-    # where the foot turned about the held ball puts it (its pivot kept, see _pivot_steps)
-    lone_heel_runs: "_Runs"
     foot: np.ndarray  # (L, F) heel-to-ball length of the input
     turned: np.ndarray  # (L, F) the heel weights, eased out after a release (_released)
     heel_only: np.ndarray  # (L, F) where the heel alone is pinned
@@ -470,14 +464,9 @@ def _pins(problem, points, pairs, heel_contacts, weights):
         return None
     dt = 1.0 / problem.fps
     ease = _ease_out(np.arange(problem.contacts.shape[-1]) * dt / weights.release_time)[:, 0]
-    components = points.transpose(0, 3, 1, 2).copy()
-    toe_runs, heel_runs = _runs(pairs, ease)
-    heel_runs.kept = _pivot_steps(components, heel_runs, pairs[0], problem.up)
     return _Pins(
-        points=components,
-        toe_runs=toe_runs,
-        heel_runs=heel_runs,
-        lone_heel_runs=replace(heel_runs, pair=heel_runs.pair * (1.0 - pairs[0]), kept=None),
+        points=points.transpose(0, 3, 1, 2).copy(),
+        **dict(zip(("toe_runs", "heel_runs"), _runs(pairs, ease))),
         foot=length(problem.ankles - problem.toes),
         turned=_released(heel_contacts, ease),
         heel_only=heel_contacts * (1.0 - problem.contacts),
@@ -501,9 +490,6 @@ class _Runs:
     last: np.ndarray  # (L, F) per frame, the last run started before it (0 where none: see ``left``)
     inside: np.ndarray  # (L, F) frames a pinned step of that run reaches
     left: np.ndarray  # (L, F) elsewhere, the share of that run's correction left (0 before any run)
-    # (3, L, F-1) the part of each step the hold keeps, a component at a time (None: none;
-    # a heel's: its foot pivoting on its pinned ball, :func:`_pivot_steps`)
-    kept: np.ndarray | None = None
 
 
 def _runs(pairs, ease):
@@ -577,11 +563,10 @@ def _targets(problem, corrections, pins):
     about_ball = toes + _rescaled(heels - toes, pins.foot)
     heels = about_ball + pins.heel_only * (heels - about_ball)
     # A heel re-planted before its last hold has eased out sits a little off the ball's
-    # sphere: held again where its ball is not pinned, it stays put where the ball lifts
-    # before it instead of snapping.
+    # sphere: held again, it stays put where the ball lifts before it instead of snapping.
     targets = np.empty((2,) + problem.toes.shape)
     targets[0] = toes.transpose(1, 2, 0)
-    targets[1] = _hold(heels, pins.lone_heel_runs).transpose(1, 2, 0)
+    targets[1] = _hold(heels, pins.heel_runs).transpose(1, 2, 0)
     return targets
 
 
@@ -597,11 +582,8 @@ def _hold(points, runs):
     from the foot as the correction leaves it, even after a short swing."""
     if not len(runs.legs):
         return points
-    # The correction the pinned steps build up from the first frame on: each pinned step
-    # undone, but for the part the point keeps.
+    # The correction the pinned steps build up from the first frame on: each pinned step undone.
     steps = points[..., :-1] - points[..., 1:]
-    if runs.kept is not None:
-        steps += runs.kept
     steps *= runs.pair
     built = np.empty_like(points)
     built[..., 0] = 0.0
@@ -656,44 +638,6 @@ def _released(weights, ease):
     rows = (np.arange(legs) * frames)[:, None]  # the frames as indices into (L F) rows
     held = weights.take(rows + np.maximum(last, 0)) * (last >= 0)
     return np.maximum(weights, held * ease.take(index - last, mode="clip"))  # (clipped to the ease's frames)
-
-
-# Degrees a foot planted at heel and ball turns (in the input) before it pivots on its ball:
-# within them it keeps the heading it landed with. Over most stances of the shared CMU walks a
-# foot's heading drifts 1-3 degrees (the median; cmu_07_01's most 3) as the body rolls over it;
-# a foot swivelling on its ball turns tens (cmu_131_03: 33 degrees in 0.6 s, cmu_03_01: 20 in
-# 0.08 s), as do the stance feet of a walk that turns (cmu_01_01: 13 in 0.8 s).
-PIVOT_FREE_TURN = 5.0
-
-
-def _pivot_steps(points, runs, toe_pair, up):
-    """The part of each input heel step (3, L, F-1), a component at a time, that turns the foot
-    about its ball where both are pinned (``toe_pair`` (L, F-1) and the heel's ``runs``): the
-    ball-to-heel vector turned about ``up`` by as much of the input foot's turn since the pin
-    as exceeds ``PIVOT_FREE_TURN`` either way, less the vector; the heel's hold keeps it
-    (:func:`_hold`). None where no foot turns so far. A foot swivelling on the spot with heel and ball planted (a dancer's
-    swivel, a turn in place) was held at the heading it landed with, up to 36 degrees from the
-    input's (cmu_131_03 at 120 fps), the ankle twisted against the shin, and the foot whipped
-    round at lift-off. ``points`` (2, 3, L, F): the input toes and heels."""
-    up = np.asarray(up, dtype=float) / length(np.asarray(up, dtype=float))
-    foot = points[1] - points[0]
-    across = foot - up[:, None, None] * np.add.reduce(foot * up[:, None, None], axis=0)  # the heading
-    before = across[..., :-1]
-    up_cross_before = cross(up, before.transpose(1, 2, 0)).transpose(2, 0, 1)
-    # Each step's signed turn about up: atan2((up x before) . after, before . after).
-    after = across[..., 1:]
-    turn = np.arctan2(np.add.reduce(up_cross_before * after, axis=0), np.add.reduce(before * after, axis=0))
-    # The turn since the pin, over the steps pinned at both points, and the part beyond the free turn.
-    turned = np.zeros(runs.inside.shape)
-    np.cumsum(turn * np.minimum(runs.pair, toe_pair), axis=-1, out=turned[:, 1:])
-    since = np.where(runs.inside, turned - turned.ravel().take(runs.flat_starts.take(runs.last)), 0.0)
-    beyond = np.maximum(np.abs(since) - np.radians(PIVOT_FREE_TURN), 0.0)
-    if not beyond.any():
-        return None  # every foot within its free turn: held as it landed (the walks' usual case)
-    np.copysign(beyond, since, out=beyond)
-    pivot = np.where(runs.inside[:, 1:], beyond[:, 1:] - beyond[:, :-1], 0.0)
-    # R(pivot) before - before = (cos - 1) before + sin (up x before)
-    return (np.cos(pivot) - 1.0) * before + np.sin(pivot) * up_cross_before
 
 
 def _ease_out(x):

@@ -15,7 +15,7 @@ from clip_scenarios import (
     toe_positions,
     with_front_legs,
 )
-from foot_lock.solvers import banded, bvh, metrics, offline_lock, quaternion
+from foot_lock.solvers import banded, bvh, metrics, offline_lock
 from foot_lock.solvers.banded import (
     BORDERED_BLOCKS,
     ChainInverse,
@@ -266,66 +266,6 @@ def knee_flicker(skeleton, motion, rig):
         pops += int(np.sum((turn[:-1] * turn[1:] < 0) & (np.minimum(abs(turn[:-1]), abs(turn[1:])) > 5.0)))
         accelerations.append(np.linalg.norm(np.diff(gpos[:, leg.knee], 2, axis=0), axis=1) * motion.fps**2)
     return float(np.percentile(np.concatenate(accelerations), 99)), pops
-
-
-def _headings(skeleton, motion, rig):
-    """Each foot's heading (L, F) in radians about bvh.UP (y), its ball-to-heel vector's
-    share across up (L, F), and the world heels and toes (L, F, 3)."""
-    _, gpos = forward_kinematics(skeleton, motion.rot, motion.pos)
-    heels, toes = (np.stack([gpos[:, getattr(leg, point)] for leg in rig.legs]) for point in ("ankle", "toe"))
-    foot = toes - heels
-    return np.arctan2(foot[..., 0], foot[..., 2]), np.hypot(foot[..., 0], foot[..., 2]) / np.linalg.norm(foot, axis=-1), heels, toes
-
-
-@pytest.mark.parametrize("name", ["cmu_131_03", "cmu_07_01"])
-def test_a_foot_planted_at_heel_and_ball_pivots_on_its_ball_as_the_input_turns_it(name):
-    """cmu_131_03's feet swivel on the spot with heel and ball both labelled (the left turns
-    63 degrees in half a second): the fixed foot turns with the input's, on its held ball,
-    within a few degrees, where holding both points held it at the heading it landed with
-    (30 degrees off at 30 fps). A walking foot, whose heading drifts a degree or two over a
-    stance (cmu_07_01), keeps its heel exactly where it landed."""
-    skeleton, motion, rig = load(name)
-    motion = decimate(motion, 30)
-    result = remove_foot_sliding(skeleton, motion, rig, bvh.UP)
-    heading_in, flat, _, _ = _headings(skeleton, motion, rig)
-    heading_out, _, heels, toes = _headings(skeleton, result.motion, rig)
-    both = (result.contacts > 0) & (result.heel_contacts > 0) & (flat > 0.7)
-    lag = np.degrees(np.abs((heading_out - heading_in + np.pi) % (2 * np.pi) - np.pi))[both]
-    assert lag.max() < offline_lock.PIVOT_FREE_TURN + 1.5
-    balls = (result.contacts[:, 1:] >= 1.0) & (result.contacts[:, :-1] >= 1.0)
-    assert np.linalg.norm(np.diff(toes, axis=1), axis=-1)[balls].max() < 2e-4  # m: the ball held
-    assert result.lock_residual < 1e-3
-    if name == "cmu_07_01":
-        pinned = (both[:, 1:] & both[:, :-1])
-        assert np.linalg.norm(np.diff(heels, axis=1), axis=-1)[pinned].max() < 1e-6
-
-
-def test_a_walk_swivelled_about_a_planted_ball_turns_its_foot_with_it():
-    """The walk's body turned 90 degrees about the left ball over the left foot's flat stance
-    (heel and ball both labelled): the foot was held pointing the way it landed, 90 degrees
-    off and still 70 degrees off 0.3 s later; it pivots on its held ball now."""
-    skeleton, motion, rig = load("cmu_07_01")
-    motion = decimate(motion, 30)
-    labels = remove_foot_sliding(skeleton, motion, rig, bvh.UP)
-    both = (labels.contacts[0] >= 1.0) & (labels.heel_contacts[0] >= 1.0)
-    start = int(np.argmax(both))
-    end = start + int(np.argmin(both[start:]))
-    _, gpos = forward_kinematics(skeleton, motion.rot, motion.pos)
-    pivot = gpos[(start + end) // 2, rig.legs[0].toe]
-    ramp = np.clip((np.arange(motion.frames) - start) / (end - start), 0.0, 1.0)
-    half = 0.5 * np.radians(90.0) * ramp * ramp * (3.0 - 2.0 * ramp)
-    turn = np.stack([np.cos(half), np.zeros_like(half), np.sin(half), np.zeros_like(half)], axis=-1)  # about y
-    rot, pos = motion.rot.copy(), motion.pos.copy()
-    rot[:, rig.pelvis] = quaternion.multiply(turn, rot[:, rig.pelvis])
-    pos[:, rig.pelvis] = pivot + quaternion.rotate(turn, pos[:, rig.pelvis] - pivot)
-    swivelled = Motion(rot, pos, motion.fps)
-    result = remove_foot_sliding(skeleton, swivelled, rig, bvh.UP)
-    assert ((result.contacts[0] >= 1.0) & (result.heel_contacts[0] >= 1.0))[start:end].mean() > 0.8
-    heading_in = _headings(skeleton, swivelled, rig)[0][0]
-    heading_out, _, _, toes = _headings(skeleton, result.motion, rig)
-    lag = np.degrees(np.abs((heading_out[0] - heading_in + np.pi) % (2 * np.pi) - np.pi))
-    assert lag[start : end + round(0.3 * motion.fps)].max() < offline_lock.PIVOT_FREE_TURN + 1.0
-    assert np.linalg.norm(toes[0, start:end] - toes[0, start], axis=-1).max() < 1e-4  # the ball held
 
 
 @pytest.mark.parametrize("name, fps, factor", [("cmu_07_01", 30, 1.0), ("cmu_03_01", 120, 1.25)])
@@ -642,19 +582,12 @@ def pinned_walk(request):
 
 
 def test_heel_and_ball_each_hold_while_pinned(pinned_walk):
-    """Each pinned point holds; where both are, the heel may only turn about the held ball
-    (as the input foot turns, :func:`test_a_foot_planted_at_heel_and_ball_pivots_on_its_ball_as_the_input_turns_it`):
-    it keeps its distance from the ball and its height."""
     skeleton, _, _, rig, result = pinned_walk
     heels = joint_paths(skeleton, result.motion, rig, "ankle")
     balls = joint_paths(skeleton, result.motion, rig, "toe")
-    heel_only = result.heel_contacts * (1.0 - result.contacts)
-    heel_steps, ball_steps = steps_while(heels, heel_only), steps_while(balls, result.contacts)
-    assert len(steps_while(heels, result.heel_contacts)) > 100 and len(ball_steps) > 100
+    heel_steps, ball_steps = steps_while(heels, result.heel_contacts), steps_while(balls, result.contacts)
+    assert len(heel_steps) > 100 and len(ball_steps) > 100
     assert heel_steps.max() < PIN and ball_steps.max() < PIN
-    both = result.heel_contacts * result.contacts
-    foot, height = np.linalg.norm(heels - balls, axis=-1)[..., None], heels[..., 1:2]  # bvh.UP is y
-    assert steps_while(foot, both).max() < PIN and steps_while(height, both).max() < PIN
 
 
 def test_the_foot_rolls_about_the_pinned_point(pinned_walk):
@@ -764,15 +697,14 @@ def test_one_frame_sunk_below_the_floor_does_not_move_the_skate_ratio(glitch):
 def test_a_heel_outpacing_its_ball_is_not_pinned_alone():
     """The hop pivots on its forefoot: its heel, labelled planted (its vertical cue says so)
     while the ball is free, moves over 1 m/s. Pinned alone it would sweep the ball along
-    the ground; the solve leaves it free, and the heel pins that remain alone hold."""
+    the ground; the solve leaves it free, and the heel pins that remain hold."""
     skeleton, motion, rig = load("cmu_131_03")
     result = remove_foot_sliding(skeleton, motion, rig, bvh.UP)
     heels = joint_paths(skeleton, motion, rig, "ankle")
     speed = np.linalg.norm(np.gradient(heels, axis=1), axis=-1) * motion.fps
     alone = (result.heel_contacts > 0.5) & (result.contacts < 0.5)
     assert alone.any() and speed[alone].max() < 1.0  # m/s
-    heel_only = result.heel_contacts * (1.0 - result.contacts)  # (with its ball too it may pivot on the ball)
-    assert steps_while(joint_paths(skeleton, result.motion, rig, "ankle"), heel_only).max() < PIN
+    assert steps_while(joint_paths(skeleton, result.motion, rig, "ankle"), result.heel_contacts).max() < PIN
 
 
 def test_a_clip_that_jumps_back_is_locked_as_its_pieces_are_alone():
