@@ -137,11 +137,10 @@ def span_velocity(positions, fps, span, axis=-2):
     read as speed where 30 fps would smooth it. Ends use the frames there are."""
     positions = np.swapaxes(positions, axis, 0)  # (swapaxes: a tenth of moveaxis's cost)
     frames = len(positions)
-    half = max(1, round(span * fps))
+    half = span_frames(fps, span)
     if frames <= 2 * half:  # a clip shorter than the span: every frame is an end
-        index = np.arange(frames)
-        ahead, behind = np.minimum(index + half, frames - 1), np.maximum(index - half, 0)
-        steps = np.maximum(ahead - behind, 1).reshape((-1,) + (1,) * (positions.ndim - 1))
+        ahead, behind, steps = span_ends(frames, half)
+        steps = steps.reshape((-1,) + (1,) * (positions.ndim - 1))
         return np.swapaxes((positions[ahead] - positions[behind]) * fps / steps, 0, axis)
     out = np.empty(positions.shape)
     out[half:-half] = (positions[2 * half :] - positions[: -2 * half]) * fps / (2 * half)
@@ -150,6 +149,19 @@ def span_velocity(positions, fps, span, axis=-2):
     out[:half] = (positions[half : 2 * half] - positions[0]) * fps / steps
     out[-half:] = (positions[-1] - positions[-2 * half : -half]) * fps / steps[::-1]
     return np.swapaxes(out, 0, axis)
+
+
+def span_frames(fps, span):
+    """Frames either side :func:`span_velocity` differences across: ``span`` seconds, at least one."""
+    return max(1, round(span * fps))
+
+
+def span_ends(frames, half):
+    """For each of ``frames`` frames, the frames :func:`span_velocity` differences: ``half``
+    ahead and behind, reaching only to the clip's ends, and the frames between them (at least one)."""
+    index = np.arange(frames)
+    ahead, behind = np.minimum(index + half, frames - 1), np.maximum(index - half, 0)
+    return ahead, behind, np.maximum(ahead - behind, 1)
 
 
 def majority_vote(labels, window):
@@ -964,6 +976,7 @@ def gaps_bridged(points, name):
 # is about 0.15-0.2 (ankle to ball, heel marker to toe marker), a bird's foot nearer 1; metres
 # against millimetres or centimetres are 100-1000 times off.
 FOOT_TO_LEG = (0.02, 5.0)
+ADULT_FOOT_TO_LEG = 0.17  # the share an error names
 
 
 def check_leg_length(leg_length, heels, toes):
@@ -977,7 +990,7 @@ def check_leg_length(leg_length, heels, toes):
     foot, (low, high) = float(np.median(feet)), FOOT_TO_LEG
     if not low * leg_length <= foot <= high * leg_length:
         raise ValueError(f"leg_length {leg_length:g} is not in the points' units: their heels and toes are {foot:g} "
-                         f"apart, where a leg of {leg_length:g} has feet of about {0.17 * leg_length:g}")
+                         f"apart, where a leg of {leg_length:g} has feet of about {ADULT_FOOT_TO_LEG * leg_length:g}")
 
 
 def steadied_points(point_sets, measured, fps, scale, settings, noise=None):
@@ -1288,10 +1301,14 @@ def widen(labels, frames):
 
 def smooth(weights, width):
     """Box-filter a 0/1 signal into a 0..1 ramp ``width`` frames wide."""
-    window = max(1, round(width) | 1)
-    half = window // 2
+    half = box_half_width(width)
     padded = edge_padded(weights, half, half)
-    return sliding_window_view(padded, window, axis=-1).mean(-1)
+    return sliding_window_view(padded, 2 * half + 1, axis=-1).mean(-1)
+
+
+def box_half_width(width):
+    """Frames either side of :func:`smooth`'s box over ``width`` frames (an odd count, at least one)."""
+    return max(1, round(width) | 1) // 2
 
 
 def reference_contacts(toes, fps, unit_scale=1.0, threshold=0.25, window=5):

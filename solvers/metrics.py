@@ -15,6 +15,8 @@ from .contacts import (
     long_runs,
     lowest_row,
     rolling_max,
+    span_ends,
+    span_frames,
 )
 from .jitter import jitter, steadied, steadying_kernel
 from .quaternion import dot, lengths
@@ -211,14 +213,13 @@ def _lowest_velocity(foot_points, rows, gait_fps):
     ends reaching only to the clip's), from the points at those rows alone: of every point
     first, then taken, it cost several times as much."""
     frames = foot_points.shape[-2]
-    half = max(1, round(GROUND_SPAN * gait_fps))
+    ahead, behind, steps = span_ends(frames, span_frames(gait_fps, GROUND_SPAN))
     frame = np.arange(frames)
-    ahead, behind = np.minimum(frame + half, frames - 1), np.maximum(frame - half, 0)
     points = foot_points.reshape(-1, 3)
     velocity = np.take(points, rows + (ahead - frame), axis=0)
     velocity -= np.take(points, rows + (behind - frame), axis=0)
     velocity *= gait_fps
-    velocity /= np.maximum(ahead - behind, 1)[:, None]
+    velocity /= steps[:, None]
     return velocity
 
 

@@ -45,7 +45,7 @@ from itertools import pairwise
 import numpy as np
 
 from .banded import ChainInverse, solve_low_rank_update, solve_mostly_separable, solve_tridiagonal
-from .contacts import REFERENCE_LEG_LENGTH, rolling_max, rolling_min, run_ids, smooth
+from .contacts import REFERENCE_LEG_LENGTH, box_half_width, rolling_max, rolling_min, run_ids, smooth
 from .quaternion import cross, dot, dots, length
 
 
@@ -376,7 +376,7 @@ def _straight_legs(problem):
     # Eroded by the box's half width first, the eased hold stays within the stance: a foot
     # free to swing yields to it, and the time-compressed walks' short stances slid.
     window = STRAIGHT_SMOOTHING * problem.fps
-    return smooth(rolling_min(straight, _box_half_width(window)), window)
+    return smooth(rolling_min(straight, box_half_width(window)), window)
 
 
 def _straightened(distance, reach, fps):
@@ -390,12 +390,7 @@ def _straightened(distance, reach, fps):
     its straightest frames, and the pelvis is lifted toward the input's, not pulled
     further down."""
     window = STRAIGHT_SMOOTHING * fps
-    return np.minimum(smooth(rolling_max(distance, _box_half_width(window) + 1), window), reach)
-
-
-def _box_half_width(window):
-    """Half the width of :func:`.contacts.smooth`'s box over ``window`` frames."""
-    return (round(window) | 1) // 2
+    return np.minimum(smooth(rolling_max(distance, box_half_width(window) + 1), window), reach)
 
 
 # A reach term waits a round while another leg stretches this many times as far within
