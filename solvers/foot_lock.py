@@ -35,6 +35,7 @@ from .rig import (
     stands_along,
 )
 from .root_motion import is_in_place
+from .swivels import released_by_swivels
 
 IN_PLACE = ("the clip walks in place (its root stays put while the planted feet glide back): "
             "nothing locked; Root Motion from Feet makes it travel")
@@ -159,6 +160,8 @@ def _label_animated_legs(animated, heels, toes, rig, root, length, up, fps, sett
             tempo)
     if as_keyed_poses:
         toe_labels = _from_landing(toe_labels, toes, up, fps, length, settings)
+    # A foot swivelled on the spot stands on one point: the one that sweeps lets go.
+    toe_labels, heel_labels = released_by_swivels(toe_labels, heel_labels, toes, heels, up, animated)
     return heel_labels, toe_labels, slip
 
 

@@ -20,9 +20,7 @@ heel stays and the foot rotates down about it, at push-off the ball stays and th
 rises. Where the toe is pinned ``d`` follows the ball; where both are pinned and the
 source foot still turns, the heel holds by turning the foot about the ball (its own
 correction from a causal pass, :func:`_hold`, in :func:`_targets`), and a ball landing
-under a planted heel holds where the foot turned about that heel puts it. A foot the
-source swivels on the spot past a few degrees turns with it, about its ball or its heel
-(:func:`_pivot_steps`): the holds keep that turn and undo the rest, the slide.
+under a planted heel holds where the foot turned about that heel puts it.
 
 Terms, all weighted per second of animation so any frame rate gives the same result:
 
@@ -47,15 +45,7 @@ from itertools import pairwise
 import numpy as np
 
 from .banded import ChainInverse, solve_low_rank_update, solve_mostly_separable, solve_tridiagonal
-from .contacts import (
-    REFERENCE_LEG_LENGTH,
-    box_half_width,
-    rolling_max,
-    rolling_min,
-    run_ids,
-    run_starts,
-    smooth,
-)
+from .contacts import REFERENCE_LEG_LENGTH, box_half_width, rolling_max, rolling_min, run_ids, smooth
 from .quaternion import cross, dot, dots, length
 
 
@@ -204,13 +194,13 @@ def _solve_piece(problem, weights):
     heel_only = heel_pair * (1.0 - toe_pair)
     terms.step(feet, heel_only * weights.lock / dt, -heel_pair[..., None] * heel_step)
     terms.anchor(feet, (weights.toe_anchor + standing * weights.stance_anchor) * dt)
-    pins = _pins(problem, points, pairs, heel_contacts, weights, terms.basis)
+    pins = _pins(problem, points, pairs, heel_contacts, weights)
     corrections, targets, stretch = _solve_with_reach(problem, weights, pins, terms)
     return OfflineSolution(
         pelvis=problem.pelvis + corrections[0].T,
         toes=targets[0],
         heels=targets[1],
-        lock_residual=_lock_residual(targets, pairs, pins),
+        lock_residual=_lock_residual(targets, pairs),
         reach_violation=float(max(stretch.max(), 0.0)),
     )
 
@@ -294,13 +284,10 @@ def _ground_stiffening(clearance, weights, samples=8):
     return samples / np.add.reduce(1.0 / weight, axis=0) - 1.0
 
 
-def _lock_residual(points, pair, pins=None):
-    """The largest step of a point between two fully pinned frames: the (toe, heel) ``points``
-    (2, L, F, 3), ``pair`` (2, L, F-1) how strongly each step is pinned (:func:`_pairs`),
-    but for the steps a foot pivots on (``pins``' :func:`_pivot_steps`)."""
+def _lock_residual(points, pair):
+    """The largest step of a point between two fully pinned frames: ``points`` (..., F, 3),
+    ``pair`` (..., F-1) how strongly each step is pinned (:func:`_pairs`)."""
     locked = pair >= 1.0
-    if pins is not None and pins.toe_runs.kept is not None:
-        locked &= ~np.add.reduce(np.stack((pins.toe_runs.kept, pins.heel_runs.kept)) != 0.0, axis=1, dtype=bool)
     if not locked.any():
         return 0.0
     # Every step's squared length, masked, then one root: no boolean gathers of the points.
@@ -465,20 +452,16 @@ class _Pins:
     heel_only: np.ndarray  # (L, F) where the heel alone is pinned
 
 
-def _pins(problem, points, pairs, heel_contacts, weights, basis):
+def _pins(problem, points, pairs, heel_contacts, weights):
     """The :class:`_Pins` of a problem, or None where no heel is pinned (every foot then
     moves as a whole); ``points`` (2, L, F, 3) its toes and heels."""
     if not (pairs[1] > 0).any():
         return None
     dt = 1.0 / problem.fps
     ease = _ease_out(np.arange(problem.contacts.shape[-1]) * dt / weights.release_time)[:, 0]
-    components = points.transpose(0, 3, 1, 2).copy()
-    toe_runs, heel_runs = _runs(pairs, ease)
-    toe_runs.kept, heel_runs.kept = _pivot_steps(components, pairs, problem.fps, basis)
     return _Pins(
-        points=components,
-        toe_runs=toe_runs,
-        heel_runs=heel_runs,
+        points=points.transpose(0, 3, 1, 2).copy(),
+        **dict(zip(("toe_runs", "heel_runs"), _runs(pairs, ease))),
         foot=length(problem.ankles - problem.toes),
         turned=_released(heel_contacts, ease),
         heel_only=heel_contacts * (1.0 - problem.contacts),
@@ -502,9 +485,6 @@ class _Runs:
     last: np.ndarray  # (L, F) per frame, the last run started before it (0 where none: see ``left``)
     inside: np.ndarray  # (L, F) frames a pinned step of that run reaches
     left: np.ndarray  # (L, F) elsewhere, the share of that run's correction left (0 before any run)
-    # (3, L, F-1) the part of each pinned step the hold keeps, a component at a time (None:
-    # none): its foot's turn about where the input foot pivots (:func:`_pivot_steps`)
-    kept: np.ndarray | None = None
 
 
 def _runs(pairs, ease):
@@ -597,11 +577,8 @@ def _hold(points, runs):
     from the foot as the correction leaves it, even after a short swing."""
     if not len(runs.legs):
         return points
-    # The correction the pinned steps build up from the first frame on: each pinned step
-    # undone, but for the part the point keeps.
+    # The correction the pinned steps build up from the first frame on: each pinned step undone.
     steps = points[..., :-1] - points[..., 1:]
-    if runs.kept is not None:
-        steps += runs.kept
     steps *= runs.pair
     built = np.empty_like(points)
     built[..., 0] = 0.0
@@ -656,100 +633,6 @@ def _released(weights, ease):
     rows = (np.arange(legs) * frames)[:, None]  # the frames as indices into (L F) rows
     held = weights.take(rows + np.maximum(last, 0)) * (last >= 0)
     return np.maximum(weights, held * ease.take(index - last, mode="clip"))  # (clipped to the ease's frames)
-
-
-# A foot planted at heel and ball turns with the input foot (:func:`_pivot_steps`) once the
-# input has turned it PIVOT_FREE_TURN degrees since both were pinned, fully PIVOT_EASE_TURN
-# degrees later; between, smoothly: a hard edge at 5 degrees, which capture noise crossed
-# back and forth, shook a heel 3 mm 11 times in 0.2 s (cmu_01_01 at frame 1740, 120 fps).
-# Within the free turn it keeps the heading it landed with: a planted foot's heading in a
-# capture wobbles and drifts a few degrees as the body rolls over it (1-3 over most stances
-# of the shared CMU walks, 4-5 on a turning walk's), and following that would shuffle a
-# planted heel or ball by millimetres. A foot swivelled on purpose turns tens of degrees (a
-# turn in place, a dancer's swivel: cmu_131_03's 33 in 0.6 s).
-PIVOT_FREE_TURN = 5.0
-PIVOT_EASE_TURN = 5.0
-PIVOT_SMOOTHING = 0.1  # s: the input's heading steps are averaged over this window first
-
-
-def _pivot_steps(points, pairs, fps, basis):
-    """The part of each pinned step of the (toe, heel) ``points`` (2, 3, L, F), a component at
-    a time, that turns their foot where both are pinned (``pairs`` (2, L, F-1)) as the input
-    foot turns about up beyond its free turn (see ``PIVOT_FREE_TURN``): the toes' and the
-    heels' ((3, L, F-1) each), or (None, None) where no foot turns that far. The foot turns
-    about its ball, or toward its heel as the input turns it about the heel
-    (:func:`_pivot_shares`); the holds (:func:`_hold`) keep these steps and undo the rest of
-    the input's: its slide. ``basis``: two axes across up, then up (:func:`_basis_about`).
-
-    Holding both points held a foot at the heading it landed with: cmu_131_03's swivels were
-    up to 36 degrees off the input at 120 fps, a walk turned 90 degrees in place 90, the
-    ankle twisted against the shin, and the foot whipped round when the heel let go."""
-    both = np.minimum(pairs[0], pairs[1]) > 0.0  # (L, F-1)
-    if not both.any():
-        return None, None
-    across = basis[:2]
-    foot = (across @ (points[1] - points[0]).reshape(3, -1)).reshape((2,) + points.shape[2:])  # across up
-    turns = _turns(foot) * both
-    if np.abs(_since_run_start(turns, both)).max() <= np.radians(PIVOT_FREE_TURN):
-        return None, None  # every foot within its free turn (a walk's usual case): held as it landed
-    # Each pinned step's turn averaged over the pinned steps around it (not over the landing
-    # before, which turns the foot fast: 20 degrees in 6 frames, cmu_01_01's right foot at 2018).
-    width = PIVOT_SMOOTHING * fps
-    turn = smooth(turns, width) / np.maximum(smooth(both.astype(float), width), 1e-12) * both
-    since = _since_run_start(turn, both)  # (L, F-1): the turn since both were pinned, after each step
-    followed = _beyond_free_turn(since)
-    kept = followed - _beyond_free_turn(since - turn)
-    # The result's foot is the input's turned back by what it has not followed.
-    vector = _rotated(foot[..., :-1], (followed - kept) - (since - turn))
-    turned = _rotated(vector, kept) - vector  # what the step's turn moves the heel by, about the ball
-    pivot = _pivot_shares(np.tensordot(across, points, axes=([1], [1])).swapaxes(0, 1), both, width)
-    return np.tensordot(across.T, -pivot * turned, axes=1), np.tensordot(across.T, (1.0 - pivot) * turned, axes=1)
-
-
-def _turns(vectors):
-    """The signed turn (L, F-1) of vectors (2, L, F) in a plane from each frame to the next."""
-    before, after = vectors[..., :-1], vectors[..., 1:]
-    return np.arctan2(before[0] * after[1] - before[1] * after[0], before[0] * after[0] + before[1] * after[1])
-
-
-def _rotated(vectors, angles):
-    """Vectors (2, ...) in a plane turned by ``angles`` (...)."""
-    cos, sin = np.cos(angles), np.sin(angles)
-    return np.stack((cos * vectors[0] - sin * vectors[1], sin * vectors[0] + cos * vectors[1]))
-
-
-def _pivot_shares(points, both, width):
-    """Where along each foot a step of its turn turns it, (L, F-1): 0 about the ball, 1 about
-    the heel, from the speeds of the input's ball and heel across up (``points`` (2, 2, L, F):
-    the toes', the heels', two axes each) over the pinned steps (``both``) within ``width``
-    frames. The ball holds, as a foot planted flat turns on its ball, until the heel moves at
-    less than half the ball's speed (a turn about the middle of the foot moves both alike);
-    the heel holds as it stands still and the ball sweeps round it (a turn on the heel).
-    Biased to the ball: a capture's feet also slide, and a foot swung about a far point (a
-    walk along a tight arc) moves its point nearer that one slower. Over a window: a
-    capture's wobble from frame to frame is noise."""
-    ball, heel = (smooth(np.hypot(*np.diff(point, axis=-1)) * both, width) for point in points)
-    return np.maximum(1.0 - 2.0 * heel / np.maximum(ball, 1e-12), 0.0)
-
-
-def _since_run_start(steps, runs):
-    """Per step (L, F-1), the sum of ``steps`` since the start of its run of ``runs`` steps,
-    itself included (0 outside the runs)."""
-    total = np.cumsum(steps, axis=-1)
-    index = np.arange(steps.shape[-1])
-    first = np.maximum.accumulate(np.where(run_starts(runs), index, 0), axis=-1)  # each run's first step
-    rows = (np.arange(len(steps)) * steps.shape[-1])[:, None]
-    return np.where(runs, total - (total - steps).take(first + rows), 0.0)
-
-
-def _beyond_free_turn(turn):
-    """The part of a foot's ``turn`` (radians) its foot follows: 0 within ``PIVOT_FREE_TURN``
-    either way, all of it past ``PIVOT_EASE_TURN`` more, less half that (slope 0 to 1 between:
-    continuous, as is its rate)."""
-    free, ease = np.radians(PIVOT_FREE_TURN), np.radians(PIVOT_EASE_TURN)
-    over = np.maximum(np.abs(turn) - free, 0.0)
-    followed = np.where(over < ease, over * over / (2.0 * ease), over - 0.5 * ease)
-    return np.copysign(followed, turn)
 
 
 def _ease_out(x):
