@@ -239,9 +239,11 @@ class ChainInverse:
         ``spread`` (T, c)), each at one of the sorted ``frames`` (T,). For ``f_s <= f_t`` that
         is ``sum_c (u_s[c] last_c[f_s]) (u_t[c] first_c[f_t])``: the upper triangle is one
         product of two (T, c) matrices and the rest its mirror, where gathering ``G`` for
-        every pair of terms and chain (T, c, T) cost ten times as much."""
+        every pair of terms and chain (T, c, T) cost ten times as much. The mirror by one
+        ``np.where`` on the terms' order (np.triu's Python layers: 2 calls, 3 x the cost)."""
         upper = (spread * self.last.take(frames, axis=1).T) @ (spread * self.first.take(frames, axis=1).T).T
-        return np.triu(upper) + np.triu(upper, 1).T
+        order = np.arange(len(frames))
+        return np.where(order[:, None] <= order, upper, upper.T)
 
     def solve_sparse(self, frames, rhs):
         """``x = A^-1 b`` of every chain (c, n), ``b`` nonzero only at the sorted ``frames``
