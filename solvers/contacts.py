@@ -1106,8 +1106,12 @@ def detect_foot_contacts(heels, toes, root, up, fps, leg_length, settings=None, 
     # Walking forward the heel strikes first and the toe leaves last; walking backward the toe
     # lands first and the heel leaves last: each point grows at the edge its foot has it for
     # (and the one that leaves last at its start too, where it lands before the other).
-    heel_edges = np.where(stepping_backward(cues, grounds[0], feet, gait_fps), 1, -1) * int(foot_edges)
-    grow_edges = np.concatenate([heel_edges] + [-heel_edges] * (len(toe_points) // feet))
+    # Without ``foot_edges`` none grows: which way a foot steps is not asked (a click's
+    # labels: 50 us).
+    grow_edges = 0
+    if foot_edges:
+        heel_edges = np.where(stepping_backward(cues, grounds[0], feet, gait_fps), 1, -1)
+        grow_edges = np.concatenate([heel_edges] + [-heel_edges] * (len(toe_points) // feet))
     labels, skating = label_points(cues, grounds, root_velocity, gait_fps, scale, settings, grow_edges, feet)
     heel, toe, heel_skating, toe_skating = labels[:feet], labels[feet:], skating[:feet], skating[feet:]
     if toe_tips is not None:
