@@ -250,10 +250,10 @@ class ChainInverse:
         (T,), where it is ``rhs`` (c, T): ``x[i]`` sums ``G[i, j] b[j]`` over the frames
         from i on and before i, two running sums over the T frames alone."""
         after = np.zeros((len(rhs), len(frames) + 1))  # from each frame on: sum of G[0, j] b[j]
-        np.cumsum((rhs * self.first[:, frames])[:, ::-1], axis=1, out=after[:, -2::-1])
+        (rhs * self.first[:, frames])[:, ::-1].cumsum(axis=1, out=after[:, -2::-1])
         before = np.zeros_like(after)  # before it: sum of G[j, n-1] b[j] / G[0, n-1]
-        np.cumsum(rhs * self.last[:, frames], axis=1, out=before[:, 1:])
-        at = np.searchsorted(frames, np.arange(self.first.shape[1]))  # each frame's first term frame from it on
+        (rhs * self.last[:, frames]).cumsum(axis=1, out=before[:, 1:])
+        at = frames.searchsorted(np.arange(self.first.shape[1]))  # each frame's first term frame from it on
         return self.last * after.take(at, axis=1) + self.first * before.take(at, axis=1)
 
 

@@ -135,20 +135,20 @@ def span_velocity(positions, fps, span, axis=-2):
     """Velocity per second as the difference across ``span`` seconds either side (at least a
     frame): the same stretch of motion at any frame rate, so 120 fps mocap jitter does not
     read as speed where 30 fps would smooth it. Ends use the frames there are."""
-    positions = np.swapaxes(positions, axis, 0)  # (swapaxes: a tenth of moveaxis's cost)
+    positions = positions.swapaxes(axis, 0)  # (swapaxes: a tenth of moveaxis's cost)
     frames = len(positions)
     half = span_frames(fps, span)
     if frames <= 2 * half:  # a clip shorter than the span: every frame is an end
         ahead, behind, steps = span_ends(frames, half)
         steps = steps.reshape((-1,) + (1,) * (positions.ndim - 1))
-        return np.swapaxes((positions[ahead] - positions[behind]) * fps / steps, 0, axis)
+        return ((positions[ahead] - positions[behind]) * fps / steps).swapaxes(0, axis)
     out = np.empty(positions.shape)
     out[half:-half] = (positions[2 * half :] - positions[: -2 * half]) * fps / (2 * half)
     # The first and last ``half`` frames reach back (or ahead) only to the clip's ends.
     steps = np.arange(half, 2 * half).reshape((-1,) + (1,) * (positions.ndim - 1))
     out[:half] = (positions[half : 2 * half] - positions[0]) * fps / steps
     out[-half:] = (positions[-1] - positions[-2 * half : -half]) * fps / steps[::-1]
-    return np.swapaxes(out, 0, axis)
+    return out.swapaxes(0, axis)
 
 
 def span_frames(fps, span):
@@ -178,7 +178,7 @@ def edge_padded_count(mask, half_width):
     are True, its first and last frames repeated beyond the ends: one cumulative sum."""
     padded = edge_padded(mask, half_width + 1, half_width)
     padded[..., 0] = False  # the running count starts at zero
-    total = np.cumsum(padded, axis=-1, dtype=np.int32)
+    total = padded.cumsum(axis=-1, dtype=np.int32)
     return total[..., 2 * half_width + 1 :] - total[..., : -2 * half_width - 1]
 
 
@@ -269,9 +269,9 @@ def resting_ground(heights, vertical_speed, lowest, fps, scale, settings):
 
 def window_sum(values, half_width, axis=-1):
     """Sum over ``2 * half_width + 1`` frames around each frame (fewer at the clip's ends)."""
-    values = np.swapaxes(values, axis, 0)
-    total = np.cumsum(values, axis=0, dtype=float)
-    return np.swapaxes(window_sums_of(total, half_width, np.empty_like(total)), 0, axis)
+    values = values.swapaxes(axis, 0)
+    total = values.cumsum(axis=0, dtype=float)
+    return window_sums_of(total, half_width, np.empty_like(total)).swapaxes(0, axis)
 
 
 def window_sums_of(total, half_width, out):
@@ -295,7 +295,7 @@ def running_sums(pairs):
     numpy's running sum is a chain of adds per column, each waiting on the last, and a complex
     add takes two columns' chains a step at once (half the time on :func:`local_slip`'s)."""
     as_complex = pairs.view(complex)
-    np.cumsum(as_complex, axis=0, out=as_complex)
+    as_complex.cumsum(axis=0, out=as_complex)
     return pairs
 
 
@@ -333,7 +333,7 @@ def local_slip(point_velocity, root_velocity, cap, half_width, max_slip=1.0, sta
     frames = len(rr)
     first = lowest_row(~standing)
     at = first * frames + np.arange(frames)
-    _speed_squared(np.take(vv, at), np.take(vr, at), twice, slowest)
+    _speed_squared(vv.take(at), vr.take(at), twice, slowest)
     seconds = standing & (np.arange(len(vv))[:, None] != first)  # (P, F): standing, not first
     for point, second in enumerate(seconds):
         also = np.flatnonzero(second)
@@ -351,7 +351,7 @@ def local_slip(point_velocity, root_velocity, cap, half_width, max_slip=1.0, sta
     # Each frame's best candidate, kept off the grid's ends, with its two neighbours.
     best = np.minimum(np.maximum(cost.argmin(axis=1), 1), len(candidates) - 2)
     # (By flat index: one take, cheaper than indexing by frame and candidate.)
-    left, middle, right = np.take(cost, (best + np.arange(0, cost.size, cost.shape[1]))[:, None] + _NEIGHBOURS).T
+    left, middle, right = cost.take((best + np.arange(0, cost.size, cost.shape[1]))[:, None] + _NEIGHBOURS).T
     curvature = left - 2.0 * middle + right
     curved = curvature > 0
     shift = np.where(curved, 0.5 * (left - right) / np.where(curved, curvature, 1.0), 0.0)
@@ -529,7 +529,7 @@ def path_turn(velocity, up, span, fps, slowest):
     direction to turn)."""
     frames = len(velocity)
     travelled = np.zeros((frames + 1, 3))
-    np.cumsum(velocity, axis=0, out=travelled[1:])
+    velocity.cumsum(axis=0, out=travelled[1:])
     index = np.arange(frames)
     first, last = np.maximum(index - span, 0), np.minimum(index + span, frames - 1)
     before = (travelled[index + 1] - travelled[first]) / (index + 1 - first)[:, None]
@@ -569,8 +569,8 @@ def planted_drift(residual, planted, levers, half_width, prior, turn_half_width,
     # masked copy costs twice as much).
     columns = np.empty((frames, 9))
     columns[:, 0] = np.logical_or.reduce(planted, axis=0)
-    u = np.multiply(np.take(residual.reshape(-1, 3), slowest, axis=0), columns[:, :1], out=columns[:, 1:4])
-    s = np.multiply(np.take(levers.reshape(-1, 3), slowest, axis=0), columns[:, :1], out=columns[:, 4:7])
+    u = np.multiply(residual.reshape(-1, 3).take(slowest, axis=0), columns[:, :1], out=columns[:, 1:4])
+    s = np.multiply(levers.reshape(-1, 3).take(slowest, axis=0), columns[:, :1], out=columns[:, 4:7])
     columns[:, 7], columns[:, 8] = dots(s, u), dots(s, s)
     turn = _ground_turn(window_sum(columns, turn_half_width, axis=0), prior)
     turn = np.minimum(np.maximum(turn, np.minimum(turn_limit, 0.0)), np.maximum(turn_limit, 0.0))
@@ -622,7 +622,7 @@ def run_ids(mask):
     different between runs (and rows); frames outside runs carry their last run's number."""
     flat = mask.reshape(-1, mask.shape[-1])
     starts = run_starts(flat)
-    ids = np.cumsum(starts, axis=1) + (flat.shape[1] + 1) * np.arange(len(flat))[:, None]
+    ids = starts.cumsum(axis=1) + (flat.shape[1] + 1) * np.arange(len(flat))[:, None]
     return ids.reshape(mask.shape)
 
 
@@ -987,7 +987,7 @@ def check_leg_length(leg_length, heels, toes):
     feet = feet[feet > 0.0]  # a foot given as one point twice (no toe) tells nothing
     if not len(feet):
         return
-    foot, (low, high) = float(np.median(feet)), FOOT_TO_LEG
+    foot, (low, high) = float(median(feet)), FOOT_TO_LEG  # (np.median's Python layers: 30 us of a click)
     if not low * leg_length <= foot <= high * leg_length:
         raise ValueError(f"leg_length {leg_length:g} is not in the points' units: their heels and toes are {foot:g} "
                          f"apart, where a leg of {leg_length:g} has feet of about {ADULT_FOOT_TO_LEG * leg_length:g}")
@@ -1034,7 +1034,7 @@ def gait_tempo(points, up, fps, scale, settings):
     # Hysteresis: between the bands a point keeps the side it was last on (taken by flat index).
     frames = side.shape[1]
     last = np.maximum.accumulate(np.where(side != 0, np.arange(frames), 0), axis=1)
-    side = np.take(side, last + frames * np.arange(len(side))[:, None])
+    side = side.take(last + frames * np.arange(len(side))[:, None])
     # A step ends where a point changes side; the steps are the frames between such changes.
     changes = (side[:, 1:] != side[:, :-1]) & (side[:, 1:] != 0) & (side[:, :-1] != 0)
     row, frame = changes.nonzero()
@@ -1242,8 +1242,8 @@ def short_gaps(labels, max_gap):
     padded = np.zeros((len(labels), labels.shape[-1] + 2), dtype=np.int8)  # no contact before or after the clip
     padded[:, 1:-1] = labels
     edges = padded[:, 1:] - padded[:, :-1]
-    row, starts = np.nonzero(edges == 1)
-    _, ends = np.nonzero(edges == -1)  # run by run, row by row, as the starts
+    row, starts = (edges == 1).nonzero()
+    _, ends = (edges == -1).nonzero()  # run by run, row by row, as the starts
     # A break runs from one contact's end to the next contact's start in the same row.
     same_row = row[1:] == row[:-1]
     row, start, end = row[1:][same_row], ends[:-1][same_row], starts[1:][same_row]
@@ -1288,7 +1288,7 @@ def fill_gaps(labels, max_gap):
     # +1 where a break to close starts, -1 where it ends: the running sum marks its frames.
     marks = np.zeros((rows.shape[0], rows.shape[1] + 1), dtype=np.int8)
     marks[row, start], marks[row, end] = 1, -1
-    closed = np.cumsum(marks[:, :-1], axis=-1, dtype=np.int8) > 0
+    closed = marks[:, :-1].cumsum(axis=-1, dtype=np.int8) > 0
     return (rows | closed).reshape(labels.shape)
 
 

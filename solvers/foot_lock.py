@@ -529,7 +529,7 @@ def _checked_contacts(contacts, legs, frames):
 def _points(gpos, rig, *roles):
     """Positions (R, L, F, 3) of one joint of every leg for each of ``roles`` ("toe",
     "ankle" ...), copied from the globals in one gather."""
-    rows = np.swapaxes(gpos, 0, 1)[[getattr(leg, role) for role in roles for leg in rig.legs]]
+    rows = gpos.swapaxes(0, 1)[[getattr(leg, role) for role in roles for leg in rig.legs]]
     return rows.reshape(len(roles), len(rig.legs), *rows.shape[1:])
 
 

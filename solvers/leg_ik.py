@@ -62,7 +62,7 @@ def measure_legs_and_lengths(grot, gpos, legs, up, softening_ratio=0.02, comfort
     which they are measured from. The legs are measured as rows of one array, gathered at
     once (on a short clip the cost is per numpy call, not per frame)."""
     roles = ("hip", "knee", "toe", "ankle", "tip")
-    joints = np.swapaxes(gpos[:, [getattr(leg, role) for role in roles for leg in legs]], 0, 1)
+    joints = gpos[:, [getattr(leg, role) for role in roles for leg in legs]].swapaxes(0, 1)
     joints = joints.reshape(len(roles), len(legs), *joints.shape[1:])
     hip, knee, _, ankle, _ = joints  # (L, F, 3) each
     # Lengths by quat.lengths: rows with their components side by side, as here, give the
@@ -107,7 +107,7 @@ def _knee_forwards_local(grot, gpos, legs, up, thigh_vector, leg_axis, thigh):
     ``thigh_vector`` the hip-to-knee vectors and ``leg_axis`` the unit hip-to-ankle ones
     (L, F, 3), ``thigh`` the thighs' lengths (L, F), as :func:`measure_legs_and_lengths`
     has them."""
-    hip_rot = quat.conjugate(np.swapaxes(grot[:, [leg.hip for leg in legs]], 0, 1))
+    hip_rot = quat.conjugate(grot[:, [leg.hip for leg in legs]].swapaxes(0, 1))
     # The dot products by quat.dots: the numbers of quat.dot on rows laid out as these are.
     offset = _perpendicular(thigh_vector, leg_axis, quat.dots(thigh_vector, leg_axis))  # grows with the bend
     total = quat.rotate(hip_rot, offset).sum(axis=1)

@@ -198,7 +198,7 @@ def grounded_feet(foot_points, up, fps, size, steadying=None, tempo=1.0, judged=
     # (per second of the gait: the clip's own speeds over the tempo)
     velocity = _lowest_velocity(foot_points, rows, gait_fps)
     judged_velocity = velocity if judged is foot_points else _lowest_velocity(judged, rows, gait_fps)
-    height = np.take(heights, rows)
+    height = heights.take(rows)
     clearance = height - local_ground(height, round(GROUND_WINDOW * gait_fps), fps)
     on_ground = (clearance < GROUND_HEIGHT * size) & (np.abs(heights_along(judged_velocity, up))
                                                       < GROUND_VERTICAL_SPEED * size)
@@ -216,8 +216,8 @@ def _lowest_velocity(foot_points, rows, gait_fps):
     ahead, behind, steps = span_ends(frames, span_frames(gait_fps, GROUND_SPAN))
     frame = np.arange(frames)
     points = foot_points.reshape(-1, 3)
-    velocity = np.take(points, rows + (ahead - frame), axis=0)
-    velocity -= np.take(points, rows + (behind - frame), axis=0)
+    velocity = points.take(rows + (ahead - frame), axis=0)
+    velocity -= points.take(rows + (behind - frame), axis=0)
     velocity *= gait_fps
     velocity /= steps[:, None]
     return velocity

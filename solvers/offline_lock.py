@@ -761,7 +761,7 @@ def _with_reach_terms(unreached, inverse, direction, weight, goal):
     and ``goal`` (L, F), 0 weight where a leg has none) added to the equations whose
     solution is ``unreached``, by :func:`.banded.solve_low_rank_update`: each term couples
     the pelvis's three chains (rows 0-2) with its foot's at its frame."""
-    frames, legs = np.nonzero(weight.T)  # by frame
+    frames, legs = weight.T.nonzero()  # by frame
     rows = np.empty((len(legs), 6), dtype=np.intp)
     rows[:, :3] = np.arange(3)
     rows[:, 3:] = 3 * (1 + legs)[:, None] + np.arange(3)

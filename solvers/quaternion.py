@@ -16,6 +16,10 @@ its vectors): rows stored a component at a time, as the leg solver stores its ro
 results stored that way too, so every component is read and written contiguously (numpy
 runs a strided component a value at a time, several times slower); any other layout gives
 a C array.
+
+Throughout the solvers an array's own methods (``a.take``, ``a.cumsum``, ``a.swapaxes``,
+``a.nonzero()``) stand for numpy's functions of the same name, which reach them through
+Python wrappers costing about as much as the work on a clip's rows (a click's solve: 100 us).
 """
 
 import numpy as np
@@ -187,13 +191,13 @@ def gradient(values, axis=0):
     """``np.gradient(values, axis=axis)``'s numbers (unit spacing: central differences inside,
     one-sided at both ends) at under half its cost on the solvers' small arrays, where
     numpy's general version spends its time in Python. Needs two samples along ``axis``."""
-    along = np.swapaxes(values, 0, axis)
+    along = values.swapaxes(0, axis)
     out = np.empty_like(along)
     np.subtract(along[2:], along[:-2], out=out[1:-1])
     out[1:-1] /= 2.0
     np.subtract(along[1], along[0], out=out[0])
     np.subtract(along[-1], along[-2], out=out[-1])
-    return np.swapaxes(out, 0, axis)
+    return out.swapaxes(0, axis)
 
 
 def median(values, axis=None):

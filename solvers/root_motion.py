@@ -67,7 +67,7 @@ def _lower_and_higher(toes, velocity, up):
     # the highest is the lowest of the heights negated (``np.argmax``'s ties and NaN alike).
     frames = toes.shape[1]
     flat, at = velocity.reshape(-1, velocity.shape[-1]), np.arange(frames)
-    return tuple(np.take(flat, lowest_row(side) * frames + at, axis=0) for side in (above, np.negative(above)))
+    return tuple(flat.take(lowest_row(side) * frames + at, axis=0) for side in (above, np.negative(above)))
 
 
 def is_in_place(toes, root, up, fps, leg_length):
