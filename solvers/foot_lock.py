@@ -206,17 +206,18 @@ CUT_SPEED = 20.0  # leg lengths per second: a pelvis this fast jumped (a repeat,
 POP_TIME = 0.1
 
 
-def cut_frames(skeleton, motion, rig):
+def cut_frames(skeleton, motion, rig, size=None):
     """Indices of the frames where the pelvis jumps instead of moving (an NLA repeat starting
     again, takes joined in one file): no contact spans them (:func:`label_foot_contacts`) and
-    the lock is solved piece by piece between them (:func:`remove_foot_sliding`)."""
+    the lock is solved piece by piece between them (:func:`remove_foot_sliding`). ``size``:
+    the legs' length (:func:`~.rig.leg_length`), where already measured."""
     pelvis = rig.pelvis
     if skeleton.parents[pelvis] < 0:  # the usual rig: its position is its world position
         path = motion.pos[:, pelvis]
     else:
         path = forward_kinematics(skeleton, motion.rot, motion.pos, [pelvis])[1][:, pelvis]
     step = quat.length(path[1:] - path[:-1])
-    size = leg_length_from_locals(skeleton, motion.rot, motion.pos, rig)
+    size = leg_length_from_locals(skeleton, motion.rot, motion.pos, rig) if size is None else size
     jumps = np.flatnonzero(step * motion.fps > CUT_SPEED * size) + 1
     return np.array(_without_pops(path, jumps, motion.fps, CUT_SPEED * size), dtype=int)
 
@@ -268,11 +269,12 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
     check_motion(skeleton, motion)
     if not rig.legs:
         raise SolverInputError("the rig has no legs to lock")
-    cuts = cut_frames(skeleton, motion, rig) if cuts is None else cuts
     timings, slip, warnings = {}, 0.0, []
     with _timed(timings, "kinematics"):
         grot, gpos = forward_kinematics(skeleton, motion.rot, motion.pos, _solved_joints(rig), by_component=True)
         limits, bone_lengths = measure_legs_and_lengths(grot, gpos, rig.legs, up, settings.softening_ratio)
+    # The legs' length as the legs were just measured: not measured again from the locals (50 us).
+    cuts = cut_frames(skeleton, motion, rig, mean_leg_length(bone_lengths)) if cuts is None else cuts
     contacts = _checked_contacts(contacts, len(rig.legs), motion.frames)
     heel_contacts = _checked_contacts(heel_contacts, len(rig.legs), motion.frames)
     missing, heel_missing = np.isnan(contacts).all(axis=1), np.isnan(heel_contacts).all(axis=1)
