@@ -161,7 +161,7 @@ def _label_animated_legs(animated, heels, toes, rig, root, length, up, fps, sett
     if as_keyed_poses:
         toe_labels = _from_landing(toe_labels, toes, up, fps, length, settings)
     # A foot swivelled on the spot stands on one point: the one that sweeps lets go.
-    toe_labels, heel_labels = released_by_swivels(toe_labels, heel_labels, toes, heels, up, animated)
+    toe_labels, heel_labels = released_by_swivels(toe_labels, heel_labels, toes, heels, up, animated, fps)
     return heel_labels, toe_labels, slip
 
 

@@ -454,7 +454,7 @@ class _Pins:
     toe_runs: "_Runs"  # the runs of pinned toe steps
     heel_runs: "_Runs"  # ... of pinned heel steps
     foot: np.ndarray  # (L, F) heel-to-ball length of the input
-    turned: np.ndarray  # (L, F) the heel weights, eased out after a release (_released)
+    turned: np.ndarray  # (L, F) the heel weights, eased out after a release (eased_after)
     heel_only: np.ndarray  # (L, F) where the heel alone is pinned
 
 
@@ -464,12 +464,12 @@ def _pins(problem, points, pairs, heel_contacts, weights):
     if not (pairs[1] > 0).any():
         return None
     dt = 1.0 / problem.fps
-    ease = _ease_out(np.arange(problem.contacts.shape[-1]) * dt / weights.release_time)[:, 0]
+    ease = ease_out(np.arange(problem.contacts.shape[-1]) * dt / weights.release_time)[:, 0]
     return _Pins(
         points=points.transpose(0, 3, 1, 2).copy(),
         **dict(zip(("toe_runs", "heel_runs"), _runs(pairs, ease))),
         foot=length(problem.ankles - problem.toes),
-        turned=_released(heel_contacts, ease),
+        turned=eased_after(heel_contacts, ease),
         heel_only=heel_contacts * (1.0 - problem.contacts),
     )
 
@@ -496,7 +496,7 @@ class _Runs:
 def _runs(pairs, ease):
     """The :class:`_Runs` of each point's ``pairs`` (P, L, F-1), found for all points in one
     pass over their (P L) rows; ``ease`` (F,) the share of a released correction left, frame
-    by frame since the release (:func:`_ease_out`)."""
+    by frame since the release (:func:`ease_out`)."""
     points, legs_count = pairs.shape[:2]
     pinned = pairs.reshape(points * legs_count, -1) > 0
     frames = pinned.shape[-1] + 1
@@ -629,7 +629,7 @@ def _doubled_scan(levels, steps):
     return x
 
 
-def _released(weights, ease):
+def eased_after(weights, ease):
     """Weights (L, F) that, after each frame > 0, ease from its value out to 0 as ``ease``
     (F,) falls frame by frame since (see :func:`_pins`) instead of dropping (as :func:`_hold`
     eases a point's correction out)."""
@@ -641,7 +641,7 @@ def _released(weights, ease):
     return np.maximum(weights, held * ease.take(index - last, mode="clip"))  # (clipped to the ease's frames)
 
 
-def _ease_out(x):
+def ease_out(x):
     """1 at 0 falling smoothly to 0 at 1 and after (the complement of smoothstep), (n, 1)."""
     x = np.minimum(np.maximum(x, 0.0), 1.0)[:, None]  # np.clip's Python layers cost more than the two
     return 1.0 - x * x * (3.0 - 2.0 * x)

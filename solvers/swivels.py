@@ -10,6 +10,7 @@ pinned point), and the curves Foot Lock keys say so.
 import numpy as np
 
 from .contacts import run_ids, run_starts
+from .offline_lock import ease_out, eased_after
 from .quaternion import cross, dots, lengths
 
 # Degrees a foot planted at heel and ball turns (in the input, since both were planted)
@@ -22,14 +23,16 @@ from .quaternion import cross, dots, lengths
 # purpose turns tens of degrees (cmu_131_03's 33 in 0.6 s).
 SWIVEL_FREE_TURN = 15.0
 SWIVEL_EASE_TURN = 10.0
+SWIVEL_REPLANT = 0.1  # s: a point let go by a swivel is planted again over this, as the other lifts
 
 
-def released_by_swivels(contacts, heel_contacts, toes, heels, up, legs):
+def released_by_swivels(contacts, heel_contacts, toes, heels, up, legs, fps):
     """The toe and heel labels (L, F each, 0..1) with, where the feet at ``toes`` and
     ``heels`` (L, F, 3) stand on both and turn about ``up`` past ``SWIVEL_FREE_TURN`` since
     both landed, the label of the point that sweeps round the other eased out: the heel's in
-    a turn on the ball, the ball's in a turn on the heel. ``legs`` (L,): the legs labelled.
-    New arrays where anything changes."""
+    a turn on the ball, the ball's in a turn on the heel; once let go it stays free to the end
+    of the stance on both, then eases back in over ``SWIVEL_REPLANT``. ``legs`` (L,): the legs
+    labelled; ``fps`` their frame rate. New arrays where anything changes."""
     both = (contacts > 0) & (heel_contacts > 0) & np.asarray(legs, dtype=bool)[:, None]
     steps = both[:, 1:] & both[:, :-1]
     if not steps.any():
@@ -43,6 +46,14 @@ def released_by_swivels(contacts, heel_contacts, toes, heels, up, legs):
     eased = np.minimum(np.maximum(over, 0.0) / np.radians(SWIVEL_EASE_TURN), 1.0)
     released = np.zeros(contacts.shape)
     released[:, 1:] = eased * eased * (3.0 - 2.0 * eased)  # each step's, on the frame it reaches
+    # Let go, a point stays free while the stance lasts: held again as the input turned back it
+    # was pinned 20-25 degrees off and stayed so, then whipped round at lift-off, and a foot
+    # swivelled to and fro had its labels flicker. Where the other point lifts it is planted
+    # again gently: at once, a ball still sweeping round a heel stopped dead (0.5 m/s in a
+    # frame, 8-14 times the input's acceleration).
+    ids = run_ids(both)
+    released = np.maximum.accumulate(released + 2.0 * ids, axis=-1) - 2.0 * ids  # ids rise along a row
+    released = eased_after(released * both, ease_out(np.arange(contacts.shape[-1]) / (SWIVEL_REPLANT * fps))[:, 0])
     # Per run, over its steps past the free turn, the point the input moves over twice as far
     # as the other sweeps round it. Where neither does (both slide alike, or the foot swings
     # about a far point: a walk along a tight arc) the input shows no point the foot turns

@@ -289,12 +289,13 @@ def heading_lag(result, skeleton, motion, rig):
     return np.abs((turn + 180.0) % 360.0 - 180.0)
 
 
-def swivelled_walk(about, degrees):
-    """cmu_07_01 at 30 fps with its body turned ``degrees`` about the left foot's ``about``
-    point ("toe": the ball, "ankle": the heel) over that foot's first stance on heel and ball
-    (smoothstep), and that stance's frames: the foot swivels on the spot."""
+def swivelled_walk(about, degrees, fps=30, shape=lambda t: t * t * (3.0 - 2.0 * t)):
+    """cmu_07_01 at ``fps`` with its body turned about the left foot's ``about`` point ("toe":
+    the ball, "ankle": the heel) over that foot's first stance on heel and ball, by ``degrees``
+    times ``shape`` of the time through the stance (0..1; a smoothstep: the whole turn by its
+    end), and that stance's frames: the foot swivels on the spot."""
     skeleton, motion, rig = load("cmu_07_01")
-    motion = decimate(motion, 30)
+    motion = decimate(motion, fps) if fps != motion.fps else motion
     labels = remove_foot_sliding(skeleton, motion, rig, bvh.UP)
     both = (labels.contacts[0] >= 1.0) & (labels.heel_contacts[0] >= 1.0)
     start = int(np.argmax(both))
@@ -302,7 +303,7 @@ def swivelled_walk(about, degrees):
     _, gpos = forward_kinematics(skeleton, motion.rot, motion.pos)
     pivot = gpos[(start + end) // 2, getattr(rig.legs[0], about)]
     ramp = np.clip((np.arange(motion.frames) - start) / (end - start), 0.0, 1.0)
-    half = 0.5 * np.radians(degrees) * ramp * ramp * (3.0 - 2.0 * ramp)
+    half = 0.5 * np.radians(degrees) * shape(ramp)
     turn = np.stack([np.cos(half), np.zeros_like(half), np.sin(half), np.zeros_like(half)], axis=-1)  # about y
     rot, pos = motion.rot.copy(), motion.pos.copy()
     rot[:, rig.pelvis] = quaternion.multiply(turn, rot[:, rig.pelvis])
@@ -330,6 +331,27 @@ def test_a_foot_swivelled_on_the_spot_turns_about_the_point_that_stays(about, de
     assert labels[held].min() >= 1.0 and labels[swept, -1] == 0.0
     points = foot_headings(skeleton, result.motion, rig)[2:]  # heels, balls
     assert travel(points[1 - held][0], stance) < 1e-3 and travel(points[1 - swept][0], stance) > 0.04
+
+
+def test_a_point_a_swivel_let_go_stays_free_through_the_stance_and_lands_again_gently():
+    """A swivel on the ball that turns 40 degrees and back within the stance: the heel, once let
+    go, stays free while the stance lasts, so the foot follows the input back (held again as the
+    turn came back, it stood 20 degrees off at the stance's end and whipped round at lift-off).
+    A swivel on the heel: the ball let go lands again gently as the heel lifts (at once, it
+    stopped dead from 0.5 m/s in a frame)."""
+    skeleton, swivelled, rig, stance = swivelled_walk("toe", 40.0, fps=120, shape=lambda t: np.sin(np.pi * t) ** 2)
+    result = remove_foot_sliding(skeleton, swivelled, rig, bvh.UP)
+    heel = result.heel_contacts[0, stance]
+    assert heel.min() == 0.0 and (np.diff(heel[np.argmax(heel < 1.0):]) <= 0.0).all()  # let go, never back
+    assert heading_lag(result, skeleton, swivelled, rig)[0, stance.stop - 1] < 2.0
+    skeleton, swivelled, rig, stance = swivelled_walk("ankle", 45.0, fps=120)
+    result = remove_foot_sliding(skeleton, swivelled, rig, bvh.UP)
+    ball = result.contacts[0, stance.stop:stance.stop + 12]
+    assert ball[0] < 0.1 and (np.diff(ball) > 0.0).all() and (np.diff(ball) < 0.2).all()  # eased back in
+    balls = foot_headings(skeleton, result.motion, rig)[3][0]
+    speed = np.linalg.norm(np.diff(balls, axis=0), axis=-1) * 120.0
+    around = speed[stance.stop - 3:stance.stop + 12]
+    assert not ((around[:-1] > 0.2) & (around[1:] < 0.01)).any()  # no dead stop
 
 
 def test_a_foot_turning_with_both_points_sliding_alike_keeps_both_labels():
