@@ -1315,6 +1315,25 @@ def box_half_width(width):
     return max(1, round(width) | 1) // 2
 
 
+def eased_after(weights, ease):
+    """Weights (L, F) that, after each frame > 0, ease from its value out to 0 as ``ease``
+    (F,) falls frame by frame since (see :func:`ease_out`) instead of dropping: a released
+    pin's weight (:func:`.offline_lock._pins`), a swivel's let-go label easing back in
+    (:mod:`.swivels`)."""
+    legs, frames = weights.shape
+    index = np.arange(frames)
+    last = np.maximum.accumulate(np.where(weights > 0, index, -1), axis=-1)
+    rows = (np.arange(legs) * frames)[:, None]  # the frames as indices into (L F) rows
+    held = weights.take(rows + np.maximum(last, 0)) * (last >= 0)
+    return np.maximum(weights, held * ease.take(index - last, mode="clip"))  # (clipped to the ease's frames)
+
+
+def ease_out(x):
+    """1 at 0 falling smoothly to 0 at 1 and after (the complement of smoothstep), (n, 1)."""
+    x = np.minimum(np.maximum(x, 0.0), 1.0)[:, None]  # np.clip's Python layers cost more than the two
+    return 1.0 - x * x * (3.0 - 2.0 * x)
+
+
 def reference_contacts(toes, fps, unit_scale=1.0, threshold=0.25, window=5):
     """The clips README's reference labels: world toe speed below 0.25 m/s, 5-frame vote."""
     speed = np.linalg.norm(velocity(toes, fps), axis=-1) * unit_scale

@@ -45,7 +45,16 @@ from itertools import pairwise
 import numpy as np
 
 from .banded import ChainInverse, solve_low_rank_update, solve_mostly_separable, solve_tridiagonal
-from .contacts import REFERENCE_LEG_LENGTH, box_half_width, rolling_max, rolling_min, run_ids, smooth
+from .contacts import (
+    REFERENCE_LEG_LENGTH,
+    box_half_width,
+    ease_out,
+    eased_after,
+    rolling_max,
+    rolling_min,
+    run_ids,
+    smooth,
+)
 from .quaternion import cross, dot, dots, length
 
 
@@ -454,7 +463,7 @@ class _Pins:
     toe_runs: "_Runs"  # the runs of pinned toe steps
     heel_runs: "_Runs"  # ... of pinned heel steps
     foot: np.ndarray  # (L, F) heel-to-ball length of the input
-    turned: np.ndarray  # (L, F) the heel weights, eased out after a release (eased_after)
+    turned: np.ndarray  # (L, F) the heel weights, eased out after a release (contacts.eased_after)
     heel_only: np.ndarray  # (L, F) where the heel alone is pinned
 
 
@@ -496,7 +505,7 @@ class _Runs:
 def _runs(pairs, ease):
     """The :class:`_Runs` of each point's ``pairs`` (P, L, F-1), found for all points in one
     pass over their (P L) rows; ``ease`` (F,) the share of a released correction left, frame
-    by frame since the release (:func:`ease_out`)."""
+    by frame since the release (:func:`.contacts.ease_out`)."""
     points, legs_count = pairs.shape[:2]
     pinned = pairs.reshape(points * legs_count, -1) > 0
     frames = pinned.shape[-1] + 1
@@ -627,24 +636,6 @@ def _doubled_scan(levels, steps):
     for shift, factors in levels:
         x[shift:] += factors * x[:-shift]  # the product reads x before the sum writes it
     return x
-
-
-def eased_after(weights, ease):
-    """Weights (L, F) that, after each frame > 0, ease from its value out to 0 as ``ease``
-    (F,) falls frame by frame since (see :func:`_pins`) instead of dropping (as :func:`_hold`
-    eases a point's correction out)."""
-    legs, frames = weights.shape
-    index = np.arange(frames)
-    last = np.maximum.accumulate(np.where(weights > 0, index, -1), axis=-1)
-    rows = (np.arange(legs) * frames)[:, None]  # the frames as indices into (L F) rows
-    held = weights.take(rows + np.maximum(last, 0)) * (last >= 0)
-    return np.maximum(weights, held * ease.take(index - last, mode="clip"))  # (clipped to the ease's frames)
-
-
-def ease_out(x):
-    """1 at 0 falling smoothly to 0 at 1 and after (the complement of smoothstep), (n, 1)."""
-    x = np.minimum(np.maximum(x, 0.0), 1.0)[:, None]  # np.clip's Python layers cost more than the two
-    return 1.0 - x * x * (3.0 - 2.0 * x)
 
 
 def _unit(v, lengths=None):

@@ -9,8 +9,7 @@ pinned point), and the curves Foot Lock keys say so.
 
 import numpy as np
 
-from .contacts import run_ids, run_starts
-from .offline_lock import ease_out, eased_after
+from .contacts import ease_out, eased_after, run_ids, run_starts
 from .quaternion import cross, dots, lengths
 
 # Degrees a foot planted at heel and ball turns (in the input, since both were planted)
