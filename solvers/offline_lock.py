@@ -615,27 +615,32 @@ def _scan(shares, steps):
     """``x[r] = shares[r] * x[r - 1] + steps[r]`` (``x[-1] = 0``) for every r at once, by
     recursive doubling: log2(R) vector steps instead of one per row. ``shares`` (R, 1) in
     0..1, ``steps`` (R, 3)."""
-    return _doubled_scan(_doubling(shares), steps)
+    return _doubled_scan(_doubling(shares), steps.copy())
 
 
 def _doubling(shares):
     """The factors of :func:`_scan`'s doubling steps, (shift, factors (R - shift, 1)) each:
-    they depend on the shares alone, so a point's runs compute them once for every scan."""
+    they depend on the shares alone, so a point's runs compute them once for every scan.
+    A step whose factors are all zero adds nothing and is left out: where every swing
+    outlasts ``release_time`` no run resumes a correction, and a scan is no step at all
+    (15 scans a click's solve, 6 numpy calls each)."""
     levels = []
     shift = 1
     while shift < len(shares):
-        levels.append((shift, shares[shift:]))
-        shares = np.concatenate((shares[:shift], shares[shift:] * shares[:-shift]))
+        factors = shares[shift:]
+        if factors.any():
+            levels.append((shift, factors))
+        shares = np.concatenate((shares[:shift], factors * shares[:-shift]))
         shift *= 2
     return levels
 
 
 def _doubled_scan(levels, steps):
-    """:func:`_scan` of ``steps`` with the shares' :func:`_doubling`."""
-    x = steps.copy()
+    """:func:`_scan` of ``steps`` with the shares' :func:`_doubling`, in place (``steps``
+    becomes the scan)."""
     for shift, factors in levels:
-        x[shift:] += factors * x[:-shift]  # the product reads x before the sum writes it
-    return x
+        steps[shift:] += factors * steps[:-shift]  # the product reads the steps before the sum writes them
+    return steps
 
 
 def _unit(v, lengths=None):
