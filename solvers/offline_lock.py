@@ -55,7 +55,7 @@ from .contacts import (
     run_ids,
     smooth,
 )
-from .quaternion import cross, dot, dots, length
+from .quaternion import cross, dot, length
 
 
 @dataclass
@@ -203,12 +203,16 @@ def _solve_piece(problem, weights):
     heel_only = heel_pair * (1.0 - toe_pair)
     terms.step(feet, heel_only * weights.lock / dt, -heel_pair[..., None] * heel_step)
     terms.anchor(feet, (weights.toe_anchor + standing * weights.stance_anchor) * dt)
-    pins = _pins(problem, points, pairs, heel_contacts, weights)
-    corrections, targets, stretch = _solve_with_reach(problem, weights, pins, terms)
+    pins = _pins(problem, pairs, heel_contacts, weights)
+    # The points a component at a time (2, 3, L, F) for the reach rounds: each round's
+    # targets and legs are then rows of frames, laid out as (L, F, 3) once, at the end.
+    by_component = points.transpose(0, 3, 1, 2).copy()
+    corrections, targets, stretch = _solve_with_reach(problem, weights, by_component, pins, terms)
+    toes, heels = targets.transpose(0, 2, 3, 1)
     return OfflineSolution(
         pelvis=problem.pelvis + corrections[0].T,
-        toes=targets[0],
-        heels=targets[1],
+        toes=toes,
+        heels=heels,
         lock_residual=_lock_residual(targets, pairs),
         reach_violation=float(max(stretch.max(), 0.0)),
     )
@@ -294,24 +298,27 @@ def _ground_stiffening(clearance, weights, samples=8):
 
 
 def _lock_residual(points, pair):
-    """The largest step of a point between two fully pinned frames: ``points`` (..., F, 3),
-    ``pair`` (..., F-1) how strongly each step is pinned (:func:`_pairs`)."""
+    """The largest step of a point between two fully pinned frames: ``points`` (P, 3, L, F),
+    a component at a time, ``pair`` (P, L, F-1) how strongly each step is pinned (:func:`_pairs`)."""
     locked = pair >= 1.0
     if not locked.any():
         return 0.0
     # Every step's squared length, masked, then one root: no boolean gathers of the points.
-    steps = points[..., 1:, :] - points[..., :-1, :]
-    return float(np.sqrt(np.where(locked, dots(steps, steps), 0.0).max()))
+    steps = points[..., 1:] - points[..., :-1]
+    return float(np.sqrt(np.where(locked, _squared_lengths(steps.swapaxes(0, 1)), 0.0).max()))
 
 
-def _solve_with_reach(problem, weights, pins, terms):
+def _solve_with_reach(problem, weights, points, pins, terms):
     """Solve the terms' normal equations, then again with reach terms on the legs'
     most stretched frames while a leg stretches too far (:func:`_most_stretched`), and
-    once more holding pinned legs straight in the input at smooth lengths (:func:`_straightened`).
+    once more holding pinned legs straight in the input at smooth lengths (:func:`_straightened`);
+    ``points`` (2, 3, L, F) the input toes and heels, a component at a time.
 
     Returns the corrections (1 + L, 3, F) (:meth:`_GroupTerms.to_world`), the (toe, heel)
-    targets (2, L, F, 3) and how far each leg stretches past its reach to them (L, F)."""
+    targets (2, 3, L, F), a component at a time, and how far each leg stretches past its
+    reach to them (L, F)."""
     dt = 1.0 / problem.fps
+    hips = problem.hips.transpose(2, 0, 1).copy()  # (3, L, F): every round's legs start there
     diag, lower, rhs = terms.normal_equations()
     # Solved with the chains' first and last unit vectors too: a reach round needs those
     # columns of their inverse (ChainInverse), and two more right-hand sides here cost a
@@ -322,18 +329,20 @@ def _solve_with_reach(problem, weights, pins, terms):
     unreached, *ends = solve_tridiagonal(diag, lower, columns)
     inverse = ChainInverse.of_ends(ends)  # None on a clip too long for it
     corrections = terms.to_world(unreached)
-    targets = _targets(problem, corrections, pins)
+    targets = _targets(points, corrections, pins)
 
     def solved_toward(corrections, offset, distance, weight, length_wanted):
         """The corrections with terms ``weight`` (L, F) holding each leg's hip-to-heel distance
-        at ``length_wanted`` (L, F), linearized about ``corrections`` and the ``offset`` and
-        ``distance`` they give."""
-        direction = _unit(offset, distance)
+        at ``length_wanted`` (L, F), linearized about ``corrections`` and the ``offset`` (3,
+        L, F) and ``distance`` they give."""
+        direction = offset / np.maximum(distance, 1e-12)  # zero stays zero
         # |H - A| ~ distance + n.((e - e_k) - (d - d_k)) = length: the pelvis follows the
         # leg and the foot yields, as stiff as their other terms make them; a heel's own
         # correction (_hold) is kept as it is.
-        goal = length_wanted - distance + dot(direction, (corrections[0] - corrections[1:]).swapaxes(1, 2))
-        held = (terms.in_basis(direction), weight / dt, goal)
+        along = np.multiply(direction, corrections[0, :, None] - corrections[1:].swapaxes(0, 1))  # (3, L, F)
+        along[0] += along[1]  # x + y, then z: as numpy's einsum adds them on these layouts (quaternion.dot's numbers)
+        goal = length_wanted - distance + np.add(along[0], along[2], out=along[0])
+        held = (terms.rows_in_basis(direction), weight / dt, goal)
         if inverse is not None:
             return terms.to_world(_with_reach_terms(unreached, inverse, *held))
         frames = np.flatnonzero((weight > 0).any(axis=0))
@@ -345,15 +354,15 @@ def _solve_with_reach(problem, weights, pins, terms):
         (L, F; their reach where none): the corrections, targets, the frames with a reach
         term and the last solve's :func:`_reach_state`."""
         for _ in range(weights.reach_iterations):
-            state = _reach_state(problem, corrections, targets[1])
+            state = _reach_state(hips, problem.reach, corrections, targets[1])
             over = (state[0] > weights.reach_tolerance * problem.reach) & ~active
             if not over.any():
                 break  # within tolerance, or every frame stretched past it is already constrained
             active = active | (_most_stretched(over, state[0]) & _not_outweighed(state[0], problem.fps))
             corrections = solved_toward(corrections, *state[1:], np.where(active, weights.reach, held), length_wanted)
-            targets = _targets(problem, corrections, pins)
+            targets = _targets(points, corrections, pins)
         else:  # the last solve's state is not measured yet
-            state = _reach_state(problem, corrections, targets[1])
+            state = _reach_state(hips, problem.reach, corrections, targets[1])
         return corrections, targets, active, state
 
     corrections, targets, active, (stretch, offset, distance) = reach_rounds(
@@ -362,7 +371,7 @@ def _solve_with_reach(problem, weights, pins, terms):
     if held.any():
         length_wanted = np.where(held > 0, _straightened(distance, problem.reach, problem.fps), problem.reach)
         corrections = solved_toward(corrections, offset, distance, np.where(active, weights.reach, held), length_wanted)
-        targets = _targets(problem, corrections, pins)
+        targets = _targets(points, corrections, pins)
         corrections, targets, _, (stretch, _, _) = reach_rounds(corrections, targets, active, held, length_wanted)
     return corrections, targets, stretch
 
@@ -459,7 +468,6 @@ def _most_stretched(over, stretch):
 class _Pins:
     """What :func:`_targets` reads of the labels and the input feet."""
 
-    points: np.ndarray  # (2, 3, L, F) the input toes and heels, a component at a time
     toe_runs: "_Runs"  # the runs of pinned toe steps
     heel_runs: "_Runs"  # ... of pinned heel steps
     foot: np.ndarray  # (L, F) heel-to-ball length of the input
@@ -467,15 +475,14 @@ class _Pins:
     heel_only: np.ndarray  # (L, F) where the heel alone is pinned
 
 
-def _pins(problem, points, pairs, heel_contacts, weights):
+def _pins(problem, pairs, heel_contacts, weights):
     """The :class:`_Pins` of a problem, or None where no heel is pinned (every foot then
-    moves as a whole); ``points`` (2, L, F, 3) its toes and heels."""
+    moves as a whole)."""
     if not (pairs[1] > 0).any():
         return None
     dt = 1.0 / problem.fps
     ease = ease_out(np.arange(problem.contacts.shape[-1]) * dt / weights.release_time)[:, 0]
     return _Pins(
-        points=points.transpose(0, 3, 1, 2).copy(),
         **dict(zip(("toe_runs", "heel_runs"), _runs(pairs, ease))),
         foot=length(problem.ankles - problem.toes),
         turned=eased_after(heel_contacts, ease),
@@ -545,17 +552,17 @@ def _runs(pairs, ease):
     return split
 
 
-def _targets(problem, corrections, pins):
-    """Toe and heel targets (2, L, F, 3): each foot moved by its correction, then, where
-    heel and toe are both pinned, the foot turned about the ball so the heel holds too
-    (``pins``: :func:`_pins`)."""
+def _targets(points, corrections, pins):
+    """Toe and heel targets (2, 3, L, F) of the input toes and heels ``points`` (2, 3, L,
+    F): each foot moved by its correction, then, where heel and toe are both pinned, the
+    foot turned about the ball so the heel holds too (``pins``: :func:`_pins`).
+
+    A component at a time: the per-frame weights (L, F) then scale whole rows of frames,
+    where on (L, F, 3) points they would scale three values at a time."""
+    moved = points + corrections[1:].swapaxes(0, 1)  # each foot's correction (3, L, F)
     if pins is None:  # no heel pinned: every foot moves as a whole
-        feet = corrections[1:].swapaxes(1, 2)  # (L, F, 3)
-        return np.stack([problem.toes + feet, problem.ankles + feet])
-    # The points a component at a time (3, L, F): the per-frame weights (L, F) then scale
-    # whole rows of frames, where on (L, F, 3) points they would scale three values at a time.
-    feet = corrections[1:].swapaxes(0, 1)  # (3, L, F)
-    toes, heels = np.add(pins.points, feet, out=np.empty(pins.points.shape))
+        return moved
+    toes, heels = moved
     # Where only the heel is pinned the foot correction already holds it; where the toe is
     # pinned too the foot follows the ball and the heel needs its own correction to stay.
     heels = _hold(heels, pins.heel_runs)
@@ -574,10 +581,9 @@ def _targets(problem, corrections, pins):
     heels = about_ball + pins.heel_only * (heels - about_ball)
     # A heel re-planted before its last hold has eased out sits a little off the ball's
     # sphere: held again, it stays put where the ball lifts before it instead of snapping.
-    targets = np.empty((2,) + problem.toes.shape)
-    targets[0] = toes.transpose(1, 2, 0)
-    targets[1] = _hold(heels, pins.heel_runs).transpose(1, 2, 0)
-    return targets
+    moved[0] = toes
+    moved[1] = _hold(heels, pins.heel_runs)
+    return moved
 
 
 def _hold(points, runs):
@@ -643,28 +649,33 @@ def _doubled_scan(levels, steps):
     return steps
 
 
-def _unit(v, lengths=None):
-    """``v`` (..., 3) over its ``lengths`` (..., if already known); zero stays zero."""
-    return v / np.maximum(length(v) if lengths is None else lengths, 1e-12)[..., None]
-
-
 def _rescaled(v, lengths):
     """Vectors stored a component at a time (3, ...) scaled to ``lengths`` (...); zero stays
     zero. Row by row: each component's row and the lengths are contiguous, where a short
     last axis would have numpy step three values at a time."""
-    squared = np.square(v)
-    total = squared[0] + squared[2]
-    total += squared[1]
+    total = _squared_lengths(v)
     np.sqrt(total, out=total)
     return v * np.divide(lengths, np.maximum(total, 1e-12, out=total), out=total)
 
 
-def _reach_state(problem, corrections, heels):
-    """How far each leg stretches past its reach (L, F), to the heel targets (L, F, 3), with
-    the pelvis correction in ``corrections``; then the hip-to-heel offsets and their lengths."""
-    offset = problem.hips + corrections[0].T - heels
-    distance = length(offset)
-    return distance - problem.reach, offset, distance
+def _squared_lengths(v):
+    """Squared lengths of vectors stored a component at a time (3, ...), the squares added
+    as :func:`.quaternion.dot` adds them on (..., 3) rows (the first and last, then the
+    middle one): the numbers of :func:`.quaternion.length`, squared."""
+    squared = np.square(v)
+    total = squared[0] + squared[2]
+    total += squared[1]
+    return total
+
+
+def _reach_state(hips, reach, corrections, heels):
+    """How far each leg stretches past its ``reach`` (L, F), from the input ``hips`` moved by
+    the pelvis correction in ``corrections`` to the heel targets, both (3, L, F) a component
+    at a time; then the hip-to-heel offsets (3, L, F) and their lengths."""
+    offset = hips + corrections[0, :, None]
+    offset -= heels
+    distance = np.sqrt(_squared_lengths(offset))
+    return distance - reach, offset, distance
 
 
 class _GroupTerms:
@@ -704,6 +715,11 @@ class _GroupTerms:
         """World vectors (..., n, 3) in the normal equations' basis, a component at a time
         (..., 3, n): the per-frame weights then scale whole rows of frames."""
         return self.basis @ vectors.swapaxes(-1, -2)
+
+    def rows_in_basis(self, rows):
+        """World vectors stored a component at a time (3, L, n) in the basis, laid out as
+        :meth:`in_basis` gives them (L, 3, n): one 3 x 3 by 3 x (L n) product."""
+        return (self.basis @ rows.reshape(3, -1)).reshape(rows.shape).swapaxes(0, 1)
 
     def to_world(self, x):
         """A solution (3G, F) in the normal equations' basis (a row per group and axis, as
