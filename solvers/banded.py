@@ -234,25 +234,35 @@ class ChainInverse:
             return None
         return cls(first, last / corner)
 
-    def coupling(self, frames, spread):
+    def ends_at(self, frames):
+        """The two columns :meth:`coupling` and :meth:`solve_sparse` read, at the sorted
+        ``frames`` (T,): ``first`` and ``last`` (c, T) each, gathered once for both."""
+        return self.first.take(frames, axis=1), self.last.take(frames, axis=1)
+
+    @staticmethod
+    def coupling(ends_at, spread):
         """``sum_c u_s[c] u_t[c] G_c[f_s, f_t]`` (T, T) of the vectors ``u_t`` (the rows of
-        ``spread`` (T, c)), each at one of the sorted ``frames`` (T,). For ``f_s <= f_t`` that
-        is ``sum_c (u_s[c] last_c[f_s]) (u_t[c] first_c[f_t])``: the upper triangle is one
-        product of two (T, c) matrices and the rest its mirror, where gathering ``G`` for
-        every pair of terms and chain (T, c, T) cost ten times as much. The mirror by one
-        ``np.where`` on the terms' order (np.triu's Python layers: 2 calls, 3 x the cost)."""
-        upper = (spread * self.last.take(frames, axis=1).T) @ (spread * self.first.take(frames, axis=1).T).T
-        order = np.arange(len(frames))
+        ``spread`` (T, c)), each at one of the sorted frames ``f_t`` whose columns are
+        ``ends_at`` (:meth:`ends_at`). For ``f_s <= f_t`` that is ``sum_c (u_s[c] last_c[f_s])
+        (u_t[c] first_c[f_t])``: the upper triangle is one product of two (T, c) matrices and
+        the rest its mirror, where gathering ``G`` for every pair of terms and chain (T, c, T)
+        cost ten times as much. The mirror by one ``np.where`` on the terms' order (np.triu's
+        Python layers: 2 calls, 3 x the cost)."""
+        first, last = ends_at
+        upper = (spread * last.T) @ (spread * first.T).T
+        order = np.arange(len(spread))
         return np.where(order[:, None] <= order, upper, upper.T)
 
-    def solve_sparse(self, frames, rhs):
+    def solve_sparse(self, frames, ends_at, rhs):
         """``x = A^-1 b`` of every chain (c, n), ``b`` nonzero only at the sorted ``frames``
-        (T,), where it is ``rhs`` (c, T): ``x[i]`` sums ``G[i, j] b[j]`` over the frames
-        from i on and before i, two running sums over the T frames alone."""
+        (T,), whose columns are ``ends_at`` (:meth:`ends_at`), where it is ``rhs`` (c, T):
+        ``x[i]`` sums ``G[i, j] b[j]`` over the frames from i on and before i, two running
+        sums over the T frames alone."""
+        first, last = ends_at
         after = np.zeros((len(rhs), len(frames) + 1))  # from each frame on: sum of G[0, j] b[j]
-        (rhs * self.first[:, frames])[:, ::-1].cumsum(axis=1, out=after[:, -2::-1])
+        (rhs * first)[:, ::-1].cumsum(axis=1, out=after[:, -2::-1])
         before = np.zeros_like(after)  # before it: sum of G[j, n-1] b[j] / G[0, n-1]
-        (rhs * self.last[:, frames]).cumsum(axis=1, out=before[:, 1:])
+        (rhs * last).cumsum(axis=1, out=before[:, 1:])
         at = frames.searchsorted(np.arange(self.first.shape[1]))  # each frame's first term frame from it on
         return self.last * after.take(at, axis=1) + self.first * before.take(at, axis=1)
 
@@ -273,13 +283,14 @@ def solve_low_rank_update(inverse, x, frames, rows, vectors, weights, goals):
     # Each term's vector on every chain (T, c): zero on the chains it does not couple.
     spread = np.zeros((count, len(x)))
     spread[np.arange(count)[:, None], rows] = vectors
-    coupling = inverse.coupling(frames, spread)
+    ends_at = inverse.ends_at(frames)
+    coupling = inverse.coupling(ends_at, spread)
     coupling.ravel()[:: count + 1] += 1.0 / weights
     residual = goals - np.add.reduce(vectors * x.take(rows * x.shape[1] + frames[:, None]), axis=1)
     # LAPACK's LU in one call: on one system it costs less than spd_inverse's bordered
     # factorisation and product (13 rows: 9.5 against 22 us in Blender's numpy, 80: 64 against 531).
     shares = np.linalg.solve(coupling, residual)
-    return x + inverse.solve_sparse(frames, spread.T * shares)
+    return x + inverse.solve_sparse(frames, ends_at, spread.T * shares)
 
 
 def _solve_low_rank_blocks(diagonals, vectors, weights, lower, rhs):
