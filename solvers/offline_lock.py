@@ -504,9 +504,10 @@ class _Runs:
     # :func:`_doubling` of the share of the leg's previous correction left at each run's start
     # (0: none before), for :func:`_doubled_scan`
     doubling: list
-    last: np.ndarray  # (L, F) per frame, the last run started before it (0 where none: see ``left``)
-    inside: np.ndarray  # (L, F) frames a pinned step of that run reaches
-    left: np.ndarray  # (L, F) elsewhere, the share of that run's correction left (0 before any run)
+    last: np.ndarray  # (L, F) per frame, the last run started before it (0 where none: see ``kept``)
+    # (L, F) the share of that run's correction a frame keeps: all of it on the frames a
+    # pinned step of the run reaches, what is left of it after (0 before any run)
+    kept: np.ndarray
 
 
 def _runs(pairs, ease):
@@ -537,7 +538,7 @@ def _runs(pairs, ease):
     last = np.zeros(edges.shape, dtype=np.intp)
     last[:, 1:] = started[:, :-1] - 1 + first_run[:, None]
     since = np.arange(frames) - ends.take(np.where(any_run, last, 0)) if len(ends) else np.zeros(edges.shape, dtype=np.intp)
-    left = np.where(any_run & ~inside, ease.take(since, mode="clip"), 0.0)  # (clipped to the ease's frames)
+    kept = np.where(any_run & ~inside, ease.take(since, mode="clip"), inside)  # (clipped to the ease's frames)
     flat_starts, flat_ends = rows * frames + starts, rows * frames + ends
     # Each point's own runs: its rows, its runs (``first`` to ``stop``) and indices into them.
     bounds = np.searchsorted(rows, np.arange(points + 1) * legs_count)
@@ -547,8 +548,7 @@ def _runs(pairs, ease):
         offset = point * legs_count * frames
         split.append(_Runs(
             pairs[point], rows[own_runs] - point * legs_count, flat_starts[own_runs] - offset, flat_ends[own_runs] - offset,
-            _doubling(resumed[own_runs]), np.where(any_run[own_rows], last[own_rows] - first, 0), inside[own_rows],
-            left[own_rows]))
+            _doubling(resumed[own_runs]), np.where(any_run[own_rows], last[own_rows] - first, 0), kept[own_rows]))
     return split
 
 
@@ -611,10 +611,14 @@ def _hold(points, runs):
     built_at_end = flat.take(runs.flat_ends, axis=1)
     carried = _doubled_scan(runs.doubling, (built_at_end - flat.take(runs.flat_starts, axis=1)).T).T
     # Inside a run its point holds what the run started with plus what it built since:
-    # ``carried - built_at_end``, per run, plus ``built`` at the frame.
-    own = np.where(runs.inside, (carried - built_at_end).take(runs.last, axis=1) + built,
-                   carried.take(runs.last, axis=1) * runs.left)
-    return points + own
+    # ``carried - built_at_end``, per run, plus ``built`` at the frame. After the run no
+    # step builds: ``built`` stays at the run's end, the same sum is what the run carried
+    # (to round-off), of which the frame keeps what is left (``kept``).
+    own = (carried - built_at_end).take(runs.last, axis=1)
+    own += built
+    own *= runs.kept
+    own += points
+    return own
 
 
 def _scan(shares, steps):
