@@ -631,15 +631,17 @@ def _scan(shares, steps):
 def _doubling(shares):
     """The factors of :func:`_scan`'s doubling steps, (shift, factors (R - shift, 1)) each:
     they depend on the shares alone, so a point's runs compute them once for every scan.
-    A step whose factors are all zero adds nothing and is left out: where every swing
-    outlasts ``release_time`` no run resumes a correction, and a scan is no step at all
-    (15 scans a click's solve, 6 numpy calls each)."""
+    The steps end where their factors are all zero: such a step adds nothing, and every
+    later step's factors are products of those. Where every swing outlasts ``release_time``
+    no run resumes a correction, and a scan is no step at all (15 scans a click's solve,
+    6 numpy calls each)."""
     levels = []
     shift = 1
     while shift < len(shares):
         factors = shares[shift:]
-        if factors.any():
-            levels.append((shift, factors))
+        if not factors.any():
+            break
+        levels.append((shift, factors))
         shares = np.concatenate((shares[:shift], factors * shares[:-shift]))
         shift *= 2
     return levels
