@@ -175,7 +175,11 @@ def _solve_piece(problem, weights):
     pairs = _pairs(np.stack((problem.contacts, heel_contacts)))  # (2, L, F-1): the toes', the heels'
     toe_pair, heel_pair = pairs
     points = np.stack((problem.toes, problem.ankles))  # (2, L, F, 3): toes, heels
-    toe_step, heel_step = points[:, :, 1:] - points[:, :, :-1]
+    # The points a component at a time too (2, 3, L, F): the per-frame weights (L, F) then
+    # scale whole rows of frames (the steps' goals, each round's targets and legs in the
+    # reach rounds), where on (L, F, 3) points they would scale three values at a time.
+    by_component = points.transpose(0, 3, 1, 2).copy()
+    toe_step, heel_step = by_component[..., 1:] - by_component[..., :-1]  # (3, L, F-1) each
     standing = np.maximum(problem.contacts, heel_contacts)
     # The foot moves as one: on its ground while either point is.
     # By dot (one einsum), not ``@ up``: OpenBLAS runs a matrix-vector product of a long
@@ -185,7 +189,7 @@ def _solve_piece(problem, weights):
     easing = _swing_ease(standing, problem.fps, weights.swing_ease)
     feet = slice(1, None)  # every foot's group: the legs are rows of one array
     # correction step + contact * source step = 0  <=>  point step = (1 - contact) * source step
-    terms.step(feet, _step_weight(toe_pair, weights) / dt, -toe_pair[..., None] * toe_step)
+    terms.step(feet, _step_weight(toe_pair, weights) / dt, -toe_pair * toe_step)
     # A free foot on its ground keeps its source velocity far more strongly than in
     # the air (toe-off, a skim, the last frames before a landing): what the lock built
     # up is paid back in the air, not by the foot rushing along the ground.
@@ -195,20 +199,17 @@ def _solve_piece(problem, weights):
     # steps keep only part of the source's (from 3/4), the rest paid back in the air.
     free = 1.0 - np.maximum(toe_pair, heel_pair)
     terms.step(feet, free * weights.velocity * _ground_stiffening(clearance, weights) / dt,
-               -easing[..., None] * toe_step, horizontal_only=True)
+               -easing * toe_step, horizontal_only=True)
     # The free foot's height rejoins the source's within ``height_release_time``.
     terms.anchor(feet, (1.0 - standing) * weights.velocity / weights.height_release_time**2 * dt, vertical_only=True)
     # Where the toe is pinned too, the foot follows the toe: the heel holds by turning
     # the foot (_targets), not by pulling the ball along.
     heel_only = heel_pair * (1.0 - toe_pair)
-    terms.step(feet, heel_only * weights.lock / dt, -heel_pair[..., None] * heel_step)
+    terms.step(feet, heel_only * weights.lock / dt, -heel_pair * heel_step)
     terms.anchor(feet, (weights.toe_anchor + standing * weights.stance_anchor) * dt)
     pins = _pins(problem, pairs, heel_contacts, weights)
-    # The points a component at a time (2, 3, L, F) for the reach rounds: each round's
-    # targets and legs are then rows of frames, laid out as (L, F, 3) once, at the end.
-    by_component = points.transpose(0, 3, 1, 2).copy()
     corrections, targets, stretch = _solve_with_reach(problem, weights, by_component, pins, terms)
-    toes, heels = targets.transpose(0, 2, 3, 1)
+    toes, heels = targets.transpose(0, 2, 3, 1)  # (L, F, 3) at the end alone
     return OfflineSolution(
         pelvis=problem.pelvis + corrections[0].T,
         toes=toes,
@@ -342,7 +343,7 @@ def _solve_with_reach(problem, weights, points, pins, terms):
         along = np.multiply(direction, corrections[0, :, None] - corrections[1:].swapaxes(0, 1))  # (3, L, F)
         along[0] += along[1]  # x + y, then z: as numpy's einsum adds them on these layouts (quaternion.dot's numbers)
         goal = length_wanted - distance + np.add(along[0], along[2], out=along[0])
-        held = (terms.rows_in_basis(direction), weight / dt, goal)
+        held = (terms.in_basis(direction), weight / dt, goal)
         if inverse is not None:
             return terms.to_world(_with_reach_terms(unreached, inverse, *held))
         frames = np.flatnonzero((weight > 0).any(axis=0))
@@ -702,7 +703,8 @@ class _GroupTerms:
     def step(self, group, weight, goal=None, horizontal_only=False):
         """Terms ``weight * |P (x[i] - x[i-1] - goal[i-1])|^2`` on ``group``'s variables, ``P``
         all three axes or, ``horizontal_only``, those across ``up``; ``group`` an index or a
-        slice of groups (the feet), whose weights and goals are rows."""
+        slice of groups (the feet), whose weights are rows, and whose goals world vectors
+        (3, L, n) stored a component at a time."""
         axes = ACROSS if horizontal_only else ALL_AXES
         self.step_weights[group, axes] += _per_axis(weight)
         if goal is not None:
@@ -717,14 +719,9 @@ class _GroupTerms:
         three axes or, ``vertical_only``, the one along ``up``."""
         self.anchor_weights[group, ALONG_UP if vertical_only else ALL_AXES] += _per_axis(weight)
 
-    def in_basis(self, vectors):
-        """World vectors (..., n, 3) in the normal equations' basis, a component at a time
-        (..., 3, n): the per-frame weights then scale whole rows of frames."""
-        return self.basis @ vectors.swapaxes(-1, -2)
-
-    def rows_in_basis(self, rows):
-        """World vectors stored a component at a time (3, L, n) in the basis, laid out as
-        :meth:`in_basis` gives them (L, 3, n): one 3 x 3 by 3 x (L n) product."""
+    def in_basis(self, rows):
+        """World vectors stored a component at a time (3, L, n) in the normal equations'
+        basis, laid out as its groups' rows (L, 3, n): one 3 x 3 by 3 x (L n) product."""
         return (self.basis @ rows.reshape(3, -1)).reshape(rows.shape).swapaxes(0, 1)
 
     def to_world(self, x):
