@@ -318,7 +318,7 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
         solution = solve_offline_lock(
             OfflineProblem(
                 pelvis=before["pelvis"], hips=before["hips"], toes=toes, ankles=ankles,
-                contacts=contacts, reach=np.stack([lim.max_extension - lim.softening for lim in limits]),
+                contacts=contacts, reach=np.array([lim.max_extension - lim.softening for lim in limits]),
                 fps=motion.fps, heel_contacts=heel_contacts, up=up, cuts=cuts, lengths=bone_lengths,
             ),
             settings.weights,
@@ -342,9 +342,9 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
         np.array([lim.toe_min_height for lim in limits]), bone_lengths, before["pelvis"][measured], steadying, tempo,
         judged,
     )
-    pinned = np.stack((heel_contacts[:, measured], contacts[:, measured])) > 0
+    pinned = np.array((heel_contacts[:, measured], contacts[:, measured])) > 0  # (np.stack's Python layers: 3 us)
     warnings += _held_too_far(_parts(states[:, :, measured], len(rig.legs)), pinned, rig,
-                              mean_leg_length(bone_lengths), motion.fps, unit_scale, np.stack((heel_missing, missing)),
+                              mean_leg_length(bone_lengths), motion.fps, unit_scale, np.array((heel_missing, missing)),
                               first_frame)
     if IN_PLACE not in warnings:  # an in-place walk is left unlocked on purpose: its labels are not the news
         if not whole:  # the input's figures are not of the whole clip
@@ -525,7 +525,8 @@ def _checked_contacts(contacts, legs, frames):
     unlabelled = np.isnan(contacts).all(axis=1)
     if not np.isfinite(contacts[~unlabelled]).all():
         raise SolverInputError("contact weights contain values that are not numbers")
-    return np.clip(contacts, 0.0, 1.0)
+    # np.clip's numbers (NaN stays NaN) in place, without its Python layers.
+    return np.minimum(np.maximum(contacts, 0.0, out=contacts), 1.0, out=contacts)
 
 
 def _points(gpos, rig, *roles):

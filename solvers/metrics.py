@@ -273,7 +273,7 @@ def implausible_contacts(contacts, grounded_share, leg_names):
 def foot_points(ankles, toes):
     """(2, ..., L, F, 3): the points of each foot the ground figures look at, of the ankles
     and toes (..., L, F, 3) (of a state, or of S states: (S, L, F, 3)), each a row of points."""
-    return np.stack([ankles, toes])
+    return np.array((ankles, toes))  # (np.stack's numbers, without its Python layers)
 
 
 def foot_jitter(feet):

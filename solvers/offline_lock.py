@@ -172,9 +172,11 @@ def _solve_piece(problem, weights):
     terms.step(0, weights.pelvis_velocity / dt)
     terms.anchor(0, weights.pelvis_anchor * dt)
 
-    pairs = _pairs(np.stack((problem.contacts, heel_contacts)))  # (2, L, F-1): the toes', the heels'
+    # Arrays of the same shape joined by np.array, not np.stack: its Python layers cost
+    # more than the copy.
+    pairs = _pairs(np.array((problem.contacts, heel_contacts)))  # (2, L, F-1): the toes', the heels'
     toe_pair, heel_pair = pairs
-    points = np.stack((problem.toes, problem.ankles))  # (2, L, F, 3): toes, heels
+    points = np.array((problem.toes, problem.ankles))  # (2, L, F, 3): toes, heels
     # The points a component at a time too (2, 3, L, F): the per-frame weights (L, F) then
     # scale whole rows of frames (the steps' goals, each round's targets and legs in the
     # reach rounds), where on (L, F, 3) points they would scale three values at a time.
@@ -390,7 +392,8 @@ def _straight_legs(problem):
         return np.zeros(problem.contacts.shape)
     bones = np.asarray(problem.lengths, dtype=float)[:, None]
     extension = length(problem.hips - problem.ankles)
-    closeness = np.clip((extension - (1.0 - STRAIGHT_SHARE) * bones) / (STRAIGHT_SHARE * bones), 0.0, 1.0)
+    closeness = np.minimum(np.maximum((extension - (1.0 - STRAIGHT_SHARE) * bones) / (STRAIGHT_SHARE * bones), 0.0),
+                           1.0)  # np.clip's numbers, without its Python layers
     straight = closeness * closeness * (3.0 - 2.0 * closeness) * np.maximum(problem.contacts, _heel_contacts(problem))
     # Eroded by the box's half width first, the eased hold stays within the stance: a foot
     # free to swing yields to it, and the time-compressed walks' short stances slid.
