@@ -322,6 +322,7 @@ def _solve_with_reach(problem, weights, points, pins, terms):
     reach to them (L, F)."""
     dt = 1.0 / problem.fps
     hips = problem.hips.transpose(2, 0, 1).copy()  # (3, L, F): every round's legs start there
+    tolerance = weights.reach_tolerance * problem.reach  # (L, F): every round's stretch left to the clamp
     diag, lower, rhs = terms.normal_equations()
     # Solved with the chains' first and last unit vectors too: a reach round needs those
     # columns of their inverse (ChainInverse), and two more right-hand sides here cost a
@@ -358,7 +359,7 @@ def _solve_with_reach(problem, weights, points, pins, terms):
         term and the last solve's :func:`_reach_state`."""
         for _ in range(weights.reach_iterations):
             state = _reach_state(hips, problem.reach, corrections, targets[1])
-            over = (state[0] > weights.reach_tolerance * problem.reach) & ~active
+            over = (state[0] > tolerance) & ~active
             if not over.any():
                 break  # within tolerance, or every frame stretched past it is already constrained
             active = active | (_most_stretched(over, state[0]) & _not_outweighed(state[0], problem.fps))
