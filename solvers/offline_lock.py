@@ -339,18 +339,21 @@ def _solve_with_reach(problem, weights, points, pins, terms):
         """The corrections with terms ``weight`` (L, F) holding each leg's hip-to-heel distance
         at ``length_wanted`` (L, F), linearized about ``corrections`` and the ``offset`` (3,
         L, F) and ``distance`` they give."""
+        # Linearized on the terms' frames (k,) alone: a round's reach terms are on a few.
+        frames = np.flatnonzero((weight > 0).any(axis=0))
+        offset, distance, weight, length_wanted, corrections = (
+            values.take(frames, axis=-1) for values in (offset, distance, weight, length_wanted, corrections))
         direction = offset / np.maximum(distance, 1e-12)  # zero stays zero
         # |H - A| ~ distance + n.((e - e_k) - (d - d_k)) = length: the pelvis follows the
         # leg and the foot yields, as stiff as their other terms make them; a heel's own
         # correction (_hold) is kept as it is.
-        along = np.multiply(direction, corrections[0, :, None] - corrections[1:].swapaxes(0, 1))  # (3, L, F)
+        along = np.multiply(direction, corrections[0, :, None] - corrections[1:].swapaxes(0, 1))  # (3, L, k)
         along[0] += along[1]  # x + y, then z: as numpy's einsum adds them on these layouts (quaternion.dot's numbers)
         goal = length_wanted - distance + np.add(along[0], along[2], out=along[0])
         held = (terms.in_basis(direction), weight / dt, goal)
         if inverse is not None:
-            return terms.to_world(_with_reach_terms(unreached, inverse, *held))
-        frames = np.flatnonzero((weight > 0).any(axis=0))
-        return terms.to_world(solve_mostly_separable(diag, lower, rhs, frames, *_reach_terms(*held, frames, len(diag))).T)
+            return terms.to_world(_with_reach_terms(unreached, inverse, frames, *held))
+        return terms.to_world(solve_mostly_separable(diag, lower, rhs, frames, *_reach_terms(*held, len(diag))).T)
 
     def reach_rounds(corrections, targets, active, held, length_wanted):
         """Reach terms on the most stretched frames, a round at a time, while a leg stretches
@@ -780,29 +783,30 @@ def _basis_about(up):
     return basis
 
 
-def _with_reach_terms(unreached, inverse, direction, weight, goal):
+def _with_reach_terms(unreached, inverse, frames, direction, weight, goal):
     """The solution (3G, F), in the normal equations' basis, with the reach terms
-    ``weight * (n . (e - d) - goal)^2`` (``direction`` n (L, 3, F) in the basis, ``weight``
-    and ``goal`` (L, F), 0 weight where a leg has none) added to the equations whose
-    solution is ``unreached``, by :func:`.banded.solve_low_rank_update`: each term couples
-    the pelvis's three chains (rows 0-2) with its foot's at its frame."""
-    frames, legs = weight.T.nonzero()  # by frame
+    ``weight * (n . (e - d) - goal)^2`` on the sorted ``frames`` (k,) (``direction`` n (L,
+    3, k) in the basis, ``weight`` and ``goal`` (L, k), 0 weight where a leg has none)
+    added to the equations whose solution is ``unreached``, by
+    :func:`.banded.solve_low_rank_update`: each term couples the pelvis's three chains
+    (rows 0-2) with its foot's at its frame."""
+    columns, legs = weight.T.nonzero()  # by frame
     rows = np.empty((len(legs), 6), dtype=np.intp)
     rows[:, :3] = np.arange(3)
     rows[:, 3:] = 3 * (1 + legs)[:, None] + np.arange(3)
-    across = direction[legs, :, frames]  # (T, 3)
+    across = direction[legs, :, columns]  # (T, 3)
     vectors = np.concatenate((across, -across), axis=1)
-    return solve_low_rank_update(inverse, unreached, frames, rows, vectors, weight[legs, frames], goal[legs, frames])
+    return solve_low_rank_update(inverse, unreached, frames.take(columns), rows, vectors, weight[legs, columns],
+                                 goal[legs, columns])
 
 
-def _reach_terms(direction, weight, goal, frames, size):
+def _reach_terms(across, weight, goal, size):
     """The normal equations' dense terms ``weight * (n . (e - d) - goal)^2`` coupling the
-    pelvis's correction ``e`` with each foot's ``d`` on ``frames`` (k,), as
+    pelvis's correction ``e`` with each foot's ``d`` on the frames (k,) of their values, as
     :func:`.banded.solve_mostly_separable` takes them, the frames last: per leg, the
     vectors ``u`` (L, size, k) and weights (L, k) of the blocks' terms ``weight * u u^T``,
-    and the right-hand sides (size, k) (``direction`` n (L, 3, F), ``weight`` and ``goal``
-    (L, F), in the equations' basis)."""
-    across, weight, goal = (values.take(frames, axis=-1) for values in (direction, weight, goal))
+    and the right-hand sides (size, k) (``across`` n (L, 3, k), ``weight`` and ``goal``
+    (L, k), in the equations' basis)."""
     legs, count = weight.shape
     # Each leg's term acts along u = (n on the pelvis, -n on its foot, 0 on the other feet).
     along = np.zeros((legs, size // 3, 3, count))
