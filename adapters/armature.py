@@ -78,6 +78,7 @@ class JointMap:
     frame_start: int
     unsupported: dict = field(default_factory=dict)  # bone -> why its pose is not plain FK
     constrained: tuple = ()  # bones with constraints: Blender's evaluated pose may differ
+    unturned: bool = False  # the object neither turns nor scales on any frame (``world_rot`` all identity)
 
     @property
     def object_pos(self):
@@ -727,6 +728,7 @@ def _assemble(obj, layout, rest, rot_c, pos_c, bone_scale, uneven, world, frames
         frame_start=int(frames[0]),
         unsupported=unsupported,
         constrained=tuple(name for name, pose_bone in zip(names, pose_bones) if len(pose_bone.constraints)),
+        unturned=unturned,
     )
     motion = Motion(rot, pos, playback_rate(scene))
     return Skeleton(joint_names, parents), motion, joint_map
@@ -933,7 +935,10 @@ def basis_locations(joint_map, pos, bone_names, frame_start):
     joints = np.array([jm.joint(name) for name in bone_names], dtype=int)
     local = pos[:, joints].copy()
     roots = jm.parents[joints] < 0
-    local[:, roots] = quat.rotate(quat.conjugate(world_rot[:, None]), local[:, roots] - world_pos[:, None])
+    if jm.unturned:  # most armatures: the roots only moved back, the numbers turning them back by 1 gives
+        local[:, roots] -= world_pos[:, None]
+    else:
+        local[:, roots] = quat.rotate(quat.conjugate(world_rot[:, None]), local[:, roots] - world_pos[:, None])
     local /= jm.parent_scale[offset : offset + len(pos), joints, None]
     # (bones, 3, 3) @ (bones, 3, F): each bone's rest offset and rotation undone (the rest
     # rotation's matrix transposed), as (F, bones, 3).
