@@ -147,15 +147,20 @@ def rotation_channel(mode):
 
 
 def with_ancestors(bones, names):
-    """The bones ``names`` and their ancestors, parents first (``bones``: an armature's)."""
-    needed = set()
+    """The bones ``names`` and their ancestors, parents first (``bones``: an armature's). Each
+    bone's depth is counted on the walk up that finds it, not asked of Blender again (its
+    ``parent_recursive``, a new list of bones each)."""
+    depth = {}  # bone name -> how many ancestors it has
     for name in names:
+        chain = []  # the bones walked up from ``name``, not met before
         bone = bones[name]
-        while bone is not None and bone.name not in needed:
-            needed.add(bone.name)
+        while bone is not None and (bone_name := bone.name) not in depth:
+            chain.append(bone_name)
             bone = bone.parent
-    depth = {name: len(bones[name].parent_recursive) for name in needed}
-    return sorted(needed, key=lambda name: (depth[name], name))
+        above = -1 if bone is None else depth[bone_name]  # the depth of the bone the walk stopped at
+        for below, walked in enumerate(reversed(chain), start=1):
+            depth[walked] = above + below
+    return sorted(depth, key=lambda name: (depth[name], name))
 
 
 def bone_hierarchy(armature):
