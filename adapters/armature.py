@@ -778,8 +778,11 @@ def channel_fcurves(obj, action, channels):
     :func:`keyed_channels`), in their order."""
     table = compat.fcurve_table(compat.channel_bag(obj, action))
     paths = {bone: bone_data_path(bone) for bone in {bone for bone, _, _ in channels}}  # (escaped once per bone)
-    found = ((f"{paths[bone]}.{prop}", index) for bone, prop, width in channels for index in range(width))
-    return [table[channel] for channel in found if channel in table]
+    found = []
+    for bone, prop, width in channels:
+        path = f"{paths[bone]}.{prop}"  # once per channel, not per index (a click asks for 180 curves, finds 3)
+        found += [table[path, index] for index in range(width) if (path, index) in table]
+    return found
 
 
 def keyed_frames(obj, action, bones, frames):
