@@ -4,6 +4,7 @@ The reference for every pose is Blender's own evaluation (``scene.frame_set`` th
 ``matrix_world @ pose_bone.matrix``), never our own math.
 """
 
+import ctypes
 import hashlib
 import math
 
@@ -701,6 +702,40 @@ def test_keys_read_where_blender_keeps_them_are_what_rna_reads(monkeypatch):
         np.testing.assert_array_equal(row, co[:, 0])
         np.testing.assert_array_equal(value, co[:, 1].astype(float))
         assert kept_modes is None  # RNA read the keys alone
+
+
+def test_new_keys_set_in_the_key_array_are_the_bytes_rna_sets(monkeypatch):
+    """New keys are set in each curve's key array (``_set_new_points``) on every Blender the
+    suite runs: every byte of every key (frame, value, handles, interpolation, handle types,
+    selection, easing...) as RNA's ``co_ui`` and ``interpolation`` leave them, in one curve
+    and in many, replacing keys or beside keys kept outside the frames written."""
+    *_, bag = _empty_with_action()
+    rng = np.random.default_rng(7)
+    frames = np.arange(1, 41)
+    values = rng.normal(size=(3, len(frames)))
+
+    def written(path):
+        curves = [compat.new_fcurve(bag, path, i) for i in range(3)]
+        compat.write_curves(curves, frames, values)
+        compat.write_keys(curves[1], [2, 9, 20], [0.5, -1.0, 2.0], "CONSTANT")
+        compat.write_keys(curves[2], frames[5:25], values[2, 5:25] + 1.0, keep_outside=True)
+        compat.write_curves(curves[:1], [3, 4, 5], [[1.0, 2.0, 4.0]], "CONSTANT", keep_outside=True)
+        return [ctypes.string_at(curve.keyframe_points[0].as_pointer(), 72 * len(curve.keyframe_points))
+                for curve in curves]
+
+    compat.key_frame_rows([_keyed(bag)])  # the layout checked on keys read (new keys, all zeros, cannot tell)
+    assert compat._key_array_layout is True
+    in_place = written("location")
+    monkeypatch.setattr(compat, "_key_array_layout", False)  # RNA writes them
+    assert in_place == written("rotation_euler")
+
+
+def _keyed(bag):
+    """A curve of ``bag`` keyed through RNA alone, key by key."""
+    curve = compat.new_fcurve(bag, "delta_location", 0)
+    for frame, value in ((1, 0.0), (2, 1.0), (3, 0.5)):
+        curve.keyframe_points.insert(frame, value)
+    return curve
 
 
 def test_digests_of_many_curves_are_each_curves_own():
