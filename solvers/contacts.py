@@ -530,13 +530,23 @@ def path_turn(velocity, up, span, fps, slowest):
     frames = len(velocity)
     travelled = np.zeros((frames + 1, 3))
     velocity.cumsum(axis=0, out=travelled[1:])
-    index = np.arange(frames)
-    first, last = np.maximum(index - span, 0), np.minimum(index + span, frames - 1)
-    before = (travelled[index + 1] - travelled[first]) / (index + 1 - first)[:, None]
-    after = (travelled[last + 1] - travelled[index]) / (last + 1 - index)[:, None]
+    # The travel at each mean's first frame and after its last, by slices (a gather by index
+    # costs several times more), and the frames each mean spans, as floats (not cast at the division).
+    start, end = np.empty((2, frames, 3))
+    cut = min(span, frames)  # frames whose mean before reaches back to the clip's first
+    start[:cut], start[cut:] = travelled[0], travelled[: frames - cut]
+    ahead = max(frames - span, 0)  # frames whose mean after ends inside the clip
+    end[:ahead], end[ahead:] = travelled[span + 1 :], travelled[-1]
+    index = np.arange(1.0, frames + 1.0)
+    spanned_before, spanned_after = np.minimum(index, span + 1.0), np.minimum(index[::-1], span + 1.0)
+    before = np.subtract(travelled[1:], start, out=start)
+    before /= spanned_before[:, None]
+    after = np.subtract(end, travelled[:-1], out=end)
+    after /= spanned_after[:, None]
     angle = np.arctan2(dot(cross(before, after), up), dots(before, after))
     moving = (lengths(before) > slowest) & (lengths(after) > slowest)
-    return np.where(moving, 2.0 * angle * fps / np.maximum(last - first, 1), 0.0)  # between the means' middles
+    middles = np.maximum(spanned_before + spanned_after - 2.0, 1.0)  # frames between the means' middles
+    return np.where(moving, 2.0 * angle * fps / middles, 0.0)
 
 
 def vertically_planted(clearance, vertical_speed, fps, scale, settings, stillness=None):
