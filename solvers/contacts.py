@@ -967,9 +967,10 @@ def gaps_bridged(points, name):
     spread over every window around it: one toe marker missing for 5 frames mid-stance moved
     both feet's labels (F1 0.20). Raises ValueError for a point never seen."""
     points = np.asarray(points, dtype=float)
-    seen = np.isfinite(points).all(axis=-1)
-    if seen.all():
+    finite = np.isfinite(points)
+    if finite.all():  # (the usual case, told without reducing each point's three coordinates: a slow short axis)
         return points
+    seen = finite.all(axis=-1)
     rows, seen = points.reshape(-1, *points.shape[-2:]), seen.reshape(-1, points.shape[-2])
     if not seen.any(axis=1).all():
         raise ValueError(f"{name}: a point has no frame with a position (every frame is NaN or infinite)")
