@@ -158,10 +158,11 @@ def _label_animated_legs(animated, heels, toes, rig, root, length, up, fps, sett
     heel_labels, toe_labels = np.zeros((2,) + heels.shape[:2])
     slip = 0.0
     if animated.any():
-        legs = [leg for leg, moving in zip(rig.legs, animated) if moving]
-        heel_labels[animated], toe_labels[animated], slip = _label_across_cuts(
-            heels[animated], toes[animated], replace(rig, legs=legs), root, length, up, fps, settings, cuts, noise,
-            tempo)
+        # Every leg's rows as they are where all are animated (the usual case): no copies picked.
+        rows, labelled = (slice(None), rig) if animated.all() else (animated, replace(
+            rig, legs=[leg for leg, moving in zip(rig.legs, animated) if moving]))
+        heel_labels[rows], toe_labels[rows], slip = _label_across_cuts(
+            heels[rows], toes[rows], labelled, root, length, up, fps, settings, cuts, noise, tempo)
     if as_keyed_poses:
         toe_labels = _from_landing(toe_labels, toes, up, fps, length, settings)
     # A foot swivelled on the spot stands on one point: the one that sweeps lets go.
