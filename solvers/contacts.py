@@ -176,9 +176,16 @@ def majority_vote(labels, window):
 def edge_padded_count(mask, half_width):
     """How many of the ``2 * half_width + 1`` frames around each frame of ``mask`` (..., F)
     are True, its first and last frames repeated beyond the ends: one cumulative sum."""
-    padded = edge_padded(mask, half_width + 1, half_width)
-    padded[..., 0] = False  # the running count starts at zero
-    total = padded.cumsum(axis=-1, dtype=np.int32)
+    return edge_padded_sum(mask, half_width, np.int32)
+
+
+def edge_padded_sum(values, half_width, dtype):
+    """Sums (in ``dtype``) over the ``2 * half_width + 1`` frames around each frame of
+    ``values`` (..., F), the first and last frames repeated beyond the ends: the differences
+    of one running sum."""
+    padded = edge_padded(values, half_width + 1, half_width)
+    padded[..., 0] = 0  # the running sum starts at zero
+    total = padded.cumsum(axis=-1, dtype=dtype)
     return total[..., 2 * half_width + 1 :] - total[..., : -2 * half_width - 1]
 
 
@@ -201,22 +208,27 @@ def rolling_min(values, half_width):
     the longest that cover it: one vector pass a doubling. Running minima within blocks (van
     Herk / Gil-Werman: three passes whatever the width) run chains of comparisons, each
     waiting on the last: 1.3-1.7 times slower on a 317-frame clip's windows, 3 on 3000."""
+    return _rolling(np.minimum, values, half_width)
+
+
+def rolling_max(values, half_width):
+    """The greatest of the ``2 * half_width + 1`` values around each frame (see :func:`rolling_min`)."""
+    return _rolling(np.maximum, values, half_width)
+
+
+def _rolling(pick, values, half_width):
+    """:func:`rolling_min`'s doubling, with ``pick`` (np.minimum or np.maximum) of two values."""
     width, frames = 2 * half_width + 1, values.shape[-1]
     runs = edge_padded(values, half_width, half_width)
     # Two arrays in turn, not a fresh one a doubling: those moved the labeller's later arrays
     # about the heap, and :func:`local_slip` ran 8% slower.
     spare = np.empty_like(runs)
-    span, count = 1, runs.shape[-1]  # runs[..., i]: the least of ``span`` padded values from i on
+    span, count = 1, runs.shape[-1]  # runs[..., i]: the pick of ``span`` padded values from i on
     while 2 * span <= width:
         count -= span
-        np.minimum(runs[..., :count], runs[..., span : span + count], out=spare[..., :count])
+        pick(runs[..., :count], runs[..., span : span + count], out=spare[..., :count])
         runs, spare, span = spare, runs, 2 * span
-    return np.minimum(runs[..., :frames], runs[..., width - span : width - span + frames])
-
-
-def rolling_max(values, half_width):
-    """The greatest of the ``2 * half_width + 1`` values around each frame (see :func:`rolling_min`)."""
-    return -rolling_min(-values, half_width)
+    return pick(runs[..., :frames], runs[..., width - span : width - span + frames])
 
 
 DIP_TIME = 0.02  # s: a point dipping below its neighbours for at most twice this is a glitch, not ground
