@@ -1261,16 +1261,24 @@ def fill_foot_gaps(heel, toe, max_gap, measure_tracks=None):
 def short_gaps(labels, max_gap):
     """Rows, starts and ends (exclusive) of the breaks of at most ``max_gap`` frames between
     two contacts of ``labels`` (L, F)."""
-    padded = np.zeros((len(labels), labels.shape[-1] + 2), dtype=np.int8)  # no contact before or after the clip
-    padded[:, 1:-1] = labels
-    edges = padded[:, 1:] - padded[:, :-1]
-    row, starts = (edges == 1).nonzero()
-    _, ends = (edges == -1).nonzero()  # run by run, row by row, as the starts
-    # A break runs from one contact's end to the next contact's start in the same row.
-    same_row = row[1:] == row[:-1]
-    row, start, end = row[1:][same_row], ends[:-1][same_row], starts[1:][same_row]
-    short = end - start <= max_gap
-    return row[short], start[short], end[short]
+    starts, ends, width = _short_breaks(labels, max_gap)
+    row, start = np.divmod(starts, width)
+    return row, start, ends - row * width
+
+
+def _short_breaks(labels, max_gap):
+    """:func:`short_gaps`' breaks as flat indices into rows of ``width`` frames (the clip's
+    and more after it), and that width: one flat search for the frames where a row changes."""
+    # No contact before the clip nor within ``max_gap`` frames after it: a break counted
+    # across two rows, from the last contact's end in one to the first's start in the next,
+    # is longer than ``max_gap`` and is left out with the long breaks.
+    padded = np.zeros((len(labels), labels.shape[-1] + max_gap + 2), dtype=bool)
+    padded[:, 1 : labels.shape[-1] + 1] = labels
+    # A row starts and ends without a contact: its changes alternate, a contact's start then its end.
+    changes = (padded[:, 1:] != padded[:, :-1]).ravel().nonzero()[0]
+    starts, ends = changes[1:-1:2], changes[2::2]  # a break: from one contact's end to the next's start
+    short = ends - starts <= max_gap
+    return starts[short], ends[short], padded.shape[1] - 1
 
 
 def grow_into(labels, allowed):
@@ -1306,11 +1314,12 @@ def fill_gaps(labels, max_gap):
     again somewhere else: a visible pop. Real swing phases are far longer.
     """
     rows = labels.reshape(-1, labels.shape[-1])
-    row, start, end = short_gaps(rows, max_gap)
-    # +1 where a break to close starts, -1 where it ends: the running sum marks its frames.
-    marks = np.zeros((rows.shape[0], rows.shape[1] + 1), dtype=np.int8)
-    marks[row, start], marks[row, end] = 1, -1
-    closed = marks[:, :-1].cumsum(axis=-1, dtype=np.int8) > 0
+    starts, ends, width = _short_breaks(rows, max_gap)
+    # +1 where a break to close starts, -1 where it ends (in the same row): the running sum
+    # marks its frames.
+    marks = np.zeros(len(rows) * width, dtype=np.int8)
+    marks[starts], marks[ends] = 1, -1
+    closed = marks.cumsum(dtype=np.int8).reshape(len(rows), width)[:, : rows.shape[1]] > 0
     return (rows | closed).reshape(labels.shape)
 
 
