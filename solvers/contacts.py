@@ -351,7 +351,7 @@ def local_slip(point_velocity, root_velocity, cap, half_width, max_slip=1.0, sta
         if len(also):
             rows = _speed_squared(vv[point, also], vr[point, also], twice, other[: len(also)])
             slowest[also] = np.minimum(slowest[also], rows, out=rows)
-    slowest += np.multiply(rr[:, None], squares, out=other)
+    slowest += np.einsum("f,c->fc", rr, squares, out=other)
     # Bounds as rows, not numbers: numpy compares with a number element by element, with a
     # row in vector steps (the two passes take two thirds of np.clip's one).
     np.maximum(slowest, np.zeros(len(twice)), out=slowest)
@@ -372,9 +372,10 @@ def local_slip(point_velocity, root_velocity, cap, half_width, max_slip=1.0, sta
 
 def _speed_squared(vv, vr, twice, out):
     """A point's squared speed (F, C) against each share: ``vv - vr * twice`` into ``out``, its
-    ``vv`` (F,) and ``vr`` (F,) as in :func:`local_slip` (outer products by ufunc: the same
-    numbers as einsum's, but the sign of a zero, which ``vv`` >= 0 less it does not keep)."""
-    np.multiply(vr[:, None], twice, out=out)
+    ``vv`` (F,) and ``vr`` (F,) as in :func:`local_slip` (outer products by einsum, cheaper
+    than a ufunc's broadcast: the same numbers but the sign of a zero product, which ``vv``
+    >= 0 less it does not keep)."""
+    np.einsum("f,c->fc", vr, twice, out=out)
     return np.subtract(vv[:, None], out, out=out)
 
 
