@@ -250,8 +250,7 @@ class ChainInverse:
         Python layers: 2 calls, 3 x the cost)."""
         first, last = ends_at
         upper = (spread * last.T) @ (spread * first.T).T
-        order = np.arange(len(spread))
-        return np.where(order[:, None] <= order, upper, upper.T)
+        return np.where(_upper_triangle(len(spread)), upper, upper.T)
 
     def solve_sparse(self, frames, ends_at, rhs):
         """``x = A^-1 b`` of every chain (c, n), ``b`` nonzero only at the sorted ``frames``
@@ -270,6 +269,20 @@ class ChainInverse:
 # The smallest corner, against the diagonal, :class:`ChainInverse` trusts its product form
 # with: every product of two of its columns then stays well above the floating-point range.
 PRODUCT_FORM_RANGE = 1e-150
+
+
+def _upper_triangle(count):
+    """Where ``s <= t`` in (count, count), for :meth:`ChainInverse.coupling`: a corner of one
+    mask built once (the comparison of two broadcast index rows cost as much as the mirror
+    it selects, on each reach round), or a mask of its own for more terms than a reach
+    round of a few seconds' clip makes."""
+    if count > len(_UPPER_TRIANGLE):
+        return np.triu(np.ones((count, count), dtype=bool))
+    return _UPPER_TRIANGLE[:count, :count]
+
+
+_UPPER_TRIANGLE = np.triu(np.ones((256, 256), dtype=bool))
+_UPPER_TRIANGLE.flags.writeable = False
 
 
 def solve_low_rank_update(inverse, x, frames, rows, vectors, weights, goals):
