@@ -52,7 +52,6 @@ from .contacts import (
     eased_after,
     rolling_max,
     rolling_min,
-    run_ids,
     smooth,
 )
 from .quaternion import cross, dot, length
@@ -461,15 +460,32 @@ def _most_stretched(over, stretch):
     frame apart threw the pelvis 9 cm (a walk starting from standing, both feet planted).
     The most stretched frame alone holds the leg; the pelvis's smoothness carries its fix
     to the frames around, and those still stretched past the tolerance get their own
-    term in the next round."""
-    inside = np.flatnonzero(over)
-    run = run_ids(over).ravel()[inside]
-    order = np.lexsort((-stretch.ravel()[inside], run))  # by run, the most stretched first
-    first = np.ones(len(order), dtype=bool)
-    first[1:] = run[order[1:]] != run[order[:-1]]
-    most = np.zeros(over.size, dtype=bool)
-    most[inside[order[first]]] = True
-    return most.reshape(over.shape)
+    term in the next round.
+
+    Frames laid out as rows of F + 1, the last never over, so no run goes on into the next
+    leg's row and its frames are one flat slice: each run's greatest stretch is one
+    ``reduceat``, and its first frame that stretched the one at or after its start (a sort
+    by run and stretch cost twice as much)."""
+    legs, frames = over.shape
+    width = frames + 1
+    padded = np.zeros(legs * width + 1, dtype=bool)  # a frame not over before the first row
+    padded[1:].reshape(legs, width)[:, :frames] = over
+    # Where ``over`` changes along the flat rows: every row starts and ends not over, so the
+    # changes alternate, a run's first frame, then the frame after its last.
+    changes = (padded[1:] != padded[:-1]).nonzero()[0]
+    values = np.zeros((legs, width))
+    values[:, :frames] = stretch
+    values = values.ravel()
+    greatest = np.maximum.reduceat(values, changes)  # per run, then per gap after it
+    spans = np.empty(len(changes), dtype=np.intp)
+    spans[:-1] = changes[1:] - changes[:-1]
+    spans[-1] = len(values) - changes[-1]
+    # A gap's frames that equal its own greatest come after the run before it has had its
+    # own: the first at or after a run's start is in the run.
+    reached = (values[changes[0] :] == np.repeat(greatest, spans)).nonzero()[0] + changes[0]
+    most = np.zeros((legs, width), dtype=bool)
+    most.ravel()[reached.take(np.searchsorted(reached, changes[::2]))] = True
+    return most[:, :frames]
 
 
 @dataclass
