@@ -9,7 +9,7 @@ pinned point), and the curves Foot Lock keys say so.
 
 import numpy as np
 
-from .contacts import ease_out, eased_after, run_ids, run_starts
+from .contacts import ease_out, eased_after, heights_along, run_ids, run_starts, world_axis
 from .quaternion import cross, dots, lengths
 
 # Degrees a foot planted at heel and ball turns (in the input, since both were planted)
@@ -70,10 +70,22 @@ def released_by_swivels(contacts, heel_contacts, toes, heels, up, legs, fps):
 def _turns(vectors, up):
     """The signed turn (L, F-1) about the unit ``up`` of vectors (L, F, 3) from each frame to
     the next, of their parts across it: up . (a x b) is the across parts' own, and their dot
-    product a . b less the product of the heights."""
-    heights = dots(vectors, up)
+    product a . b less the product of the heights (:func:`.contacts.heights_along`)."""
+    heights = heights_along(vectors, up)
     before, after = vectors[:, :-1], vectors[:, 1:]
-    return np.arctan2(dots(cross(before, after), up), dots(before, after) - heights[:, :-1] * heights[:, 1:])
+    return np.arctan2(_up_cross(before, after, up), dots(before, after) - heights[:, :-1] * heights[:, 1:])
+
+
+def _up_cross(before, after, up):
+    """``up . (before x after)`` of vectors (..., 3). Where ``up`` is a world axis (every rig
+    and file), the one component of the cross products along it, as :func:`.quaternion.cross`
+    makes it, instead of all three and their dot products with ``up``: the same numbers but
+    the sign of a zero (a turn of exactly none or a half turn across: 0 or pi either way)."""
+    axis = world_axis(up)
+    if axis is None:
+        return dots(cross(before, after), up)
+    right, left = (axis + 1) % 3, (axis + 2) % 3  # the axes across, in the cross product's order
+    return before[..., right] * after[..., left] - before[..., left] * after[..., right]
 
 
 def _since_run_start(steps, runs):
