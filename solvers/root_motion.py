@@ -85,14 +85,15 @@ def is_in_place(toes, root, up, fps, leg_length):
     velocity = _horizontal_velocities(np.concatenate([toes, root[None]]), up, fps)
     lower, higher = _lower_and_higher(toes, velocity[:-1], up)
     root_velocity = velocity[-1]
-    # The three velocities (F, 3) capped and averaged as the rows of one (3, F, 3) array.
-    capped = _capped(np.stack([lower, root_velocity, higher - root_velocity]), cap)
+    # The three velocities (F, 3) capped and averaged as the rows of one (3, F, 3) array
+    # (joined by np.array, without np.stack's Python layers).
+    capped = _capped(np.array([lower, root_velocity, higher - root_velocity]), cap)
     glide_velocity, root_mean, swing = _windowed_mean(capped, half)
     glide = lengths(glide_velocity)
     root_speed = lengths(root_mean)
     stepping = -dots(swing, glide_velocity) > STEPPING_SHARE * glide**2
     gliding = (glide > GLIDING_FOOT_SPEED * scale) & (root_speed < STILL_ROOT_SHARE * glide) & stepping
-    return bool(gliding.mean() >= GLIDING_SHARE)
+    return np.count_nonzero(gliding) / gliding.size >= GLIDING_SHARE  # (a mean's number, without np.mean's Python layers)
 
 
 def _capped(velocity, cap):
