@@ -101,7 +101,9 @@ def offset_below(skeleton, rot, pos, top, joint):
 def standing_direction(hips, ankles):
     """Unit vector from the ankles up to the hips ((L, F, 3) each), summed over the legs and
     frames: the way the clip stands (its up, unless it lies on its side or stands on its hands)."""
-    along = (hips - ankles).sum(axis=(0, 1))
+    # (By einsum: the sum's numbers, where numpy's sum over the frames adds a vector of
+    # three at a time, at more than twice the cost.)
+    along = np.einsum("lfi->i", hips - ankles)
     return along / max(float(np.linalg.norm(along)), np.finfo(float).tiny)
 
 
