@@ -596,6 +596,9 @@ def remove_sliding(obj, scene, progress=lambda fraction: None):
         )
         result.warnings.extend(keyed.warnings)
         result.after["control_residual_mm"] = keyed.residual_mm  # in the command line's report too
+    # Digested now, while the result's curves are as listed (the contact curves written next
+    # are left out of the digest; they would have the curves listed again).
+    digest = None if settings.in_place else results.motion_digest(obj, target)
     # The animator sees (and can edit) what was locked, on the result.
     curves = _curves(obj, clip)
     new = [row for row, (bone, _) in enumerate(curves) if missing[row] and bone is not None]
@@ -607,7 +610,7 @@ def remove_sliding(obj, scene, progress=lambda fraction: None):
     if source.tracks:
         sources.mute_tracks(source.tracks, target)
     if not settings.in_place:
-        results.stamp(obj, target)
+        results.stamp(obj, target, digest)
     progress(1.0)
     outcome = BakeOutcome(
         target, result, len(clip.frames), int(np.count_nonzero(result.foot_contacts > 0.5)),

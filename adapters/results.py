@@ -70,9 +70,17 @@ def untouched(obj, action):
     return stored == digest(obj, action)
 
 
-def stamp(obj, result):
-    """Mark ``result`` as Foot Lock's output for ``obj`` as it stands now (after its last write)."""
-    result[_DIGEST_PROPERTY] = _motion_digest(obj, result)
+def motion_digest(obj, result):
+    """What :func:`stamp` stores of ``result``'s keys: taken once its motion curves are
+    written, it holds after contact curves are added (they are left out of it)."""
+    return _motion_digest(obj, result)
+
+
+def stamp(obj, result, digest=None):
+    """Mark ``result`` as Foot Lock's output for ``obj`` as it stands now (after its last write).
+    ``digest``: its :func:`motion_digest` taken since its motion curves' last write, where
+    only contact curves were written after it."""
+    result[_DIGEST_PROPERTY] = _motion_digest(obj, result) if digest is None else digest
     result[_SLOT_PROPERTY] = compat.slot_identifier(obj, result)
 
 
