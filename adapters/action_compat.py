@@ -14,6 +14,7 @@ its layout is not the one checked).
 
 import ctypes
 import hashlib
+import operator
 from contextlib import contextmanager
 
 import bpy
@@ -34,6 +35,7 @@ _ENUM = np.uint8
 # costs 15 us a name, three names a click).
 _NAME_LENGTH_MAX = bpy.types.ID.bl_rna.properties["name"].length_max
 _AS_POINTER = bpy.types.bpy_struct.as_pointer  # mapped over many curves: no method lookup per curve
+_CHANNEL = operator.itemgetter(1)  # of a listed (fcurve, channel)
 
 
 # --- slots and bags ---------------------------------------------------------------------
@@ -145,11 +147,12 @@ def fcurve_channels(bag):
         return list(known[0])
     listed = []
     pointers = []
+    channels = _channels.setdefault(uid, {})
     for fcurve in bag.fcurves:
         pointer = _AS_POINTER(fcurve)
-        channel = _channels.get((uid, pointer))
+        channel = channels.get(pointer)
         if channel is None:
-            channel = _channels[uid, pointer] = fcurve.data_path, fcurve.array_index
+            channel = channels[pointer] = fcurve.data_path, fcurve.array_index
         listed.append((fcurve, channel))
         pointers.append(pointer)
     _listed[uid, _AS_POINTER(bag)] = listed, pointers
@@ -239,12 +242,14 @@ def copy_action(obj, action, name):
 # are kept with their interpolation (where it was read with them, see :func:`_read_points`,
 # or written), and a copy's curves share their source's, so the digest reads none of them
 # back.
-# {(action session_uid, F-curve address): ((count, 2) float32 keys, (count,) interpolation
-# codes or None where only the keys were read)}, or None outside
+# {action session_uid: {F-curve address: ((count, 2) float32 keys, (count,) interpolation
+# codes or None where only the keys were read), or None: nothing}}, or None outside. Kept per
+# action so a copy's are made in one pass (see :func:`_remember_copies`).
 _remembered = None
-# The channels of the curves listed in there, the same way: {(action session_uid, F-curve
-# address): (data_path, array_index)}, or None outside (see :func:`fcurve_channels`)
+# The channels of the curves listed in there, the same way: {action session_uid: {F-curve
+# address: (data_path, array_index), or None}}, or None outside (see :func:`fcurve_channels`)
 _channels = None
+_NOTHING = {}  # an action nothing is remembered of (never written)
 # The curves of each bag as last listed, in order: {(action session_uid, bag address):
 # ([(fcurve, channel)] as :func:`fcurve_channels` gives them, [F-curve address])}, or None
 # outside
@@ -279,13 +284,24 @@ def _action_uid(fcurves):
 def _known(key, count):
     """What is remembered of the curve under ``key`` (see :func:`_curve_key`) while it still
     has ``count`` keys: (keys, interpolation codes or None), or None."""
-    known = _remembered.get(key) if _remembered is not None else None
+    return _still(_remembered_of(key[0]).get(key[1]), count)
+
+
+def _remembered_of(uid):
+    """What is remembered of the curves of the action ``uid``: {F-curve address: (keys,
+    interpolation codes or None), or None}."""
+    return _remembered.get(uid, _NOTHING) if _remembered is not None else _NOTHING
+
+
+def _still(known, count):
+    """``known`` (keys, interpolation codes or None), or None, while its curve still has ``count`` keys."""
     return known if known is not None and len(known[0]) == count else None
 
 
 def _forget(fcurve):
     if _remembered is not None:
-        _remembered.pop(_curve_key(fcurve), None)
+        uid, pointer = _curve_key(fcurve)
+        _remembered.get(uid, _NOTHING).pop(pointer, None)
 
 
 def _remember_copies(source_bag, copy_bag):
@@ -298,16 +314,14 @@ def _remember_copies(source_bag, copy_bag):
     source = _listing(source_bag, uid)
     copies = list(copy_bag.fcurves)
     copy_pointers = list(map(_AS_POINTER, copies))
-    for pointer, copy_pointer in zip(map(_AS_POINTER, source_bag.fcurves) if source is None else source[1],
-                                     copy_pointers):
-        known = _remembered.get((uid, pointer))
-        if known is not None:
-            _remembered[copy_uid, copy_pointer] = known
-        channel = _channels.get((uid, pointer))
-        if channel is not None:
-            _channels[copy_uid, copy_pointer] = channel
+    pointers = list(map(_AS_POINTER, source_bag.fcurves)) if source is None else source[1]
+    # Each copy's entry (None where its source has none) in one pass of dict's own.
+    for table in (_remembered, _channels):
+        known = table.get(uid)
+        if known:
+            table.setdefault(copy_uid, {}).update(zip(copy_pointers, map(known.get, pointers)))
     if source is not None and len(copies) == len(source[1]):
-        listed = [(copy, channel) for copy, (_, channel) in zip(copies, source[0])]
+        listed = list(zip(copies, map(_CHANNEL, source[0])))
         _listed[copy_uid, _AS_POINTER(copy_bag)] = listed, copy_pointers
 
 
@@ -428,7 +442,7 @@ def _keys_and_modes(fcurve, uid=None, points=None):
     co, modes = rows[0], None if codes is None else codes[0]
     if _remembered is not None:
         co.flags.writeable = False  # shared by every later reader
-        _remembered[key] = co, modes
+        _remembered.setdefault(key[0], {})[key[1]] = co, modes
     return co, modes
 
 
@@ -543,7 +557,8 @@ def _add_keys(fcurve, co, mode, update, key=None, points=None):
     elif _remembered is not None:
         if co.flags.writeable:  # shared by every later reader
             co.flags.writeable = mode.flags.writeable = False
-        _remembered[_curve_key(fcurve) if key is None else key] = co, mode
+        uid, pointer = _curve_key(fcurve) if key is None else key
+        _remembered.setdefault(uid, {})[pointer] = co, mode
 
 
 def write_curves(fcurves, frames, rows, interpolation="LINEAR", keep_outside=False):
@@ -624,7 +639,8 @@ def _keys_and_modes_of(fcurves, points):
     keyframe points): the remembered ones looked up with one call each, not three (a click
     digests 96 curves, read or written before)."""
     uid = _action_uid(fcurves)
-    return [_known((uid, pointer), len(fcurve_points)) or _keys_and_modes(fcurve, uid, fcurve_points)
+    remembered = _remembered_of(uid)
+    return [_still(remembered.get(pointer), len(fcurve_points)) or _keys_and_modes(fcurve, uid, fcurve_points)
             for fcurve, fcurve_points, pointer in zip(fcurves, points, map(_AS_POINTER, fcurves))]
 
 
@@ -711,7 +727,8 @@ def _read_rows(fcurves, points, co):
     count = co.shape[1]
     pointers = list(map(_AS_POINTER, fcurves))
     # A job's first read has nothing to look up: every row is read, straight into ``co``.
-    known = [_known((uid, pointer), count) for pointer in pointers] if _remembered else [None] * len(co)
+    remembered = _remembered_of(uid)
+    known = [_still(remembered.get(pointer), count) for pointer in pointers] if remembered else [None] * len(co)
     unread = [row for row, keys in enumerate(known) if keys is None]
     for row, keys in enumerate(known):
         if keys is not None:
@@ -724,5 +741,6 @@ def _read_rows(fcurves, points, co):
         co[unread] = read
     if _remembered is not None:
         co.flags.writeable = False  # its rows are shared by every later reader
+        remembered = _remembered.setdefault(uid, {})
         for index, row in enumerate(unread):
-            _remembered[uid, pointers[row]] = co[row], None if codes is None else codes[index]
+            remembered[pointers[row]] = co[row], None if codes is None else codes[index]
