@@ -14,6 +14,7 @@ solver's rotation + translation joints cannot express, is refused with
 :class:`~.errors.AdapterError`.
 """
 
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -163,12 +164,42 @@ def with_ancestors(bones, names):
     return sorted(depth, key=lambda name: (depth[name], name))
 
 
+# Within ``remembered_bones()``: {armature session_uid: its bone_hierarchy}, else None.
+_hierarchies = None
+
+
+@contextmanager
+def remembered_bones():
+    """Each armature's :func:`bone_hierarchy` is read once in here (one job: its bones are
+    not edited while it runs; a click read it for the legs, the followers and the read).
+    Usable as a decorator."""
+    global _hierarchies
+    outer = _hierarchies
+    if _hierarchies is None:
+        _hierarchies = {}
+    try:
+        yield
+    finally:
+        _hierarchies = outer
+
+
 def bone_hierarchy(armature):
     """The armature's bones with every parent before its children (as Blender lists them,
     depth first: its bone iterator walks each bone's children, in order, right after the
     bone), their names and each one's parent index (-1 for a root). The parents are found
     by the bones themselves (Blender's structs hash and compare by address), not by reading
-    each parent's name."""
+    each parent's name. Not to be changed: within :func:`remembered_bones` every caller
+    shares them."""
+    if _hierarchies is None:
+        return _bone_hierarchy(armature)
+    uid = armature.session_uid
+    known = _hierarchies.get(uid)
+    if known is None:
+        known = _hierarchies[uid] = _bone_hierarchy(armature)
+    return known
+
+
+def _bone_hierarchy(armature):
     bones = list(armature.bones)
     index_of = {bone: i for i, bone in enumerate(bones)}
     return bones, armature.bones.keys(), [index_of.get(bone.parent, -1) for bone in bones]

@@ -541,6 +541,7 @@ class BakeOutcome:
 
 
 @compat.remembered_keys()  # the result's digest reads none of the keys read or written before it
+@armature.remembered_bones()
 def remove_sliding(obj, scene, progress=lambda fraction: None):
     """Lock the feet of the motion ``obj`` shows and bake it (see the operator for the
     behaviour). Everything that can fail is checked before the first write."""
