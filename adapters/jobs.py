@@ -145,10 +145,15 @@ def _check_leg_bones(obj, settings):
     if settings.pelvis not in bones:
         raise AdapterError(f"pelvis bone {settings.pelvis!r} is not in {obj.name!r}: pick it in the Legs panel")
     used = {settings.pelvis: "the pelvis"}  # bone -> the slot it fills
+    # Who hangs from whom by the bones' parent indices (one reading a job, see
+    # armature.bone_hierarchy), not by each bone's parent_recursive (a list of RNA structs).
+    _, names, parents = armature.bone_hierarchy(obj.data)
+    index_of = {name: index for index, name in enumerate(names)}
     for leg in settings.legs:
-        chain = [(role, getattr(leg, role)) for role in LEG_ROLES if getattr(leg, role) or role != "toe"]
+        chain = [(role, bone) for role, bone in zip(LEG_ROLES, [getattr(leg, role) for role in LEG_ROLES])
+                 if bone or role != "toe"]
         for role, bone in chain:  # a leg may have no toe bone
-            if bone not in bones:
+            if bone not in index_of:
                 raise AdapterError(f"leg {leg.name!r}: {role} bone {bone!r} is not in {obj.name!r}; "
                                    "pick it in the Legs panel or run Detect Legs")
             slot = f"the {role} of leg {leg.name!r}"
@@ -157,10 +162,21 @@ def _check_leg_bones(obj, settings):
                                    f"below the pelvis; {_WAY_OUT}")
             used[bone] = slot
         for (upper_role, upper), (role, bone) in pairwise([("pelvis", settings.pelvis), *chain]):
-            if bones[upper] not in bones[bone].parent_recursive:
+            if not _hangs_below(index_of[bone], index_of[upper], parents):
                 raise AdapterError(f"leg {leg.name!r}: its {role} {bone!r} does not hang below its {upper_role} "
                                    f"{upper!r} (pelvis, thigh, shin, foot and toe go down the leg, each below the "
                                    f"one before); {_WAY_OUT}")
+
+
+def _hangs_below(bone, upper, parents):
+    """Whether the bone at ``bone`` hangs (at any depth) from the one at ``upper``
+    (indices into the bones of :func:`~.armature.bone_hierarchy`, with their ``parents``)."""
+    bone = parents[bone]
+    while bone >= 0:
+        if bone == upper:
+            return True
+        bone = parents[bone]
+    return False
 
 
 def translation_bone(obj, pelvis):
