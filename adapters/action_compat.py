@@ -128,8 +128,21 @@ def iter_fcurves(obj, action):
 
 
 def fcurve_table(bag):
-    """``{(data_path, array_index): fcurve}`` of a bag (one pass instead of many finds)."""
-    return {channel: fcurve for fcurve, channel in fcurve_channels(bag)}
+    """``{(data_path, array_index): fcurve}`` of a bag (one pass instead of many finds); within
+    :func:`remembered_keys` made once a listing of the bag (see :func:`fcurve_channels`) and
+    copied (a click asks for five tables of two bags)."""
+    if bag is None or _tables is None:
+        return {channel: fcurve for fcurve, channel in fcurve_channels(bag)}
+    uid = bag.id_data.session_uid
+    key = uid, _AS_POINTER(bag)
+    listing = _listing(bag, uid)
+    if listing is None:
+        fcurve_channels(bag)
+        listing = _listed[key]
+    made = _tables.get(key)
+    if made is None or made[0] is not listing[0]:  # made of an earlier listing (the bag has had curves added)
+        made = _tables[key] = listing[0], {channel: fcurve for fcurve, channel in listing[0]}
+    return dict(made[1])
 
 
 def fcurve_channels(bag):
@@ -254,20 +267,23 @@ _NOTHING = {}  # an action nothing is remembered of (never written)
 # ([(fcurve, channel)] as :func:`fcurve_channels` gives them, [F-curve address])}, or None
 # outside
 _listed = None
+# The tables of those bags: {(action session_uid, bag address): (the listing's [(fcurve,
+# channel)] it was made of, {channel: fcurve})}, or None outside (see :func:`fcurve_table`)
+_tables = None
 
 
 @contextmanager
 def remembered_keys():
     """Keys (and channels) read or written in here are not read again in here (one job:
     outside it, anyone may edit any curve). Usable as a decorator."""
-    global _remembered, _channels, _listed
-    outer = _remembered, _channels, _listed
+    global _remembered, _channels, _listed, _tables
+    outer = _remembered, _channels, _listed, _tables
     if _remembered is None:
-        _remembered, _channels, _listed = {}, {}, {}
+        _remembered, _channels, _listed, _tables = {}, {}, {}, {}
     try:
         yield
     finally:
-        _remembered, _channels, _listed = outer
+        _remembered, _channels, _listed, _tables = outer
 
 
 def _curve_key(fcurve, uid=None):
