@@ -149,16 +149,19 @@ def rotation_channel(mode):
 
 def with_ancestors(bones, names):
     """The bones ``names`` and their ancestors, parents first (``bones``: an armature's). Each
-    bone's depth is counted on the walk up that finds it, not asked of Blender again (its
-    ``parent_recursive``, a new list of bones each)."""
+    bone's depth is counted on the walk up the parent indices of :func:`bone_hierarchy` (read
+    once a job) that finds it, not asked of Blender again (its ``parent_recursive``, a new
+    list of bones each, or its ``parent``, a new struct each)."""
+    _, every, parents = bone_hierarchy(bones.id_data)
+    index_of = {name: index for index, name in enumerate(every)}
     depth = {}  # bone name -> how many ancestors it has
     for name in names:
         chain = []  # the bones walked up from ``name``, not met before
-        bone = bones[name]
-        while bone is not None and (bone_name := bone.name) not in depth:
+        bone = index_of[name]
+        while bone >= 0 and (bone_name := every[bone]) not in depth:
             chain.append(bone_name)
-            bone = bone.parent
-        above = -1 if bone is None else depth[bone_name]  # the depth of the bone the walk stopped at
+            bone = parents[bone]
+        above = -1 if bone < 0 else depth[bone_name]  # the depth of the bone the walk stopped at
         for below, walked in enumerate(reversed(chain), start=1):
             depth[walked] = above + below
     return sorted(depth, key=lambda name: (depth[name], name))
