@@ -22,14 +22,17 @@ def test_viewport_benchmark_prints_every_path_against_the_target(clips_dir, caps
         assert row.endswith("1/10") and (" meets " in row or " misses " in row)
 
 
-def test_the_length_table_cuts_the_clip_and_fits_both_costs(clips_dir, capsys):
+def test_the_length_table_cuts_the_clip_and_fits_both_costs(clips_dir, capsys, tmp_path):
     import viewport_benchmark
+    from foot_lock.solvers import bvh
 
     viewport_benchmark.length_figures(clips_dir, lengths=(40, 80), repeats=1)
     out = capsys.readouterr().out
     rows = [line.split() for line in out.splitlines() if line.strip().split(" ")[0] in {"40", "80"}]
     assert [row[0] for row in rows] == ["40", "80"]
-    bake_40, bake_80 = (float(row[1].rstrip("s")) for row in rows)
-    assert bake_80 > bake_40  # Bake Action keys every frame: twice the frames cost more
+    # Seconds, not compared with each other: one run each on a busy machine can take either longer.
+    assert all(float(seconds.rstrip("s")) > 0.0 for row in rows for seconds in row[1:3])
+    cut = viewport_benchmark.sliding_copy(clips_dir / "cmu_01_01.bvh", tmp_path, 1.0, 40)
+    assert bvh.to_motion(bvh.read(cut))[1].frames == 40  # the clip's first 40 frames, as the row says
     fitted = next(line for line in out.splitlines() if line.startswith("fitted: Bake Action "))
     assert "ms a frame" in fitted and "1/10" in fitted
