@@ -1270,16 +1270,25 @@ def short_gaps(labels, max_gap):
 def _short_breaks(labels, max_gap):
     """:func:`short_gaps`' breaks as flat indices into rows of ``width`` frames (the clip's
     and more after it), and that width: one flat search for the frames where a row changes."""
-    # No contact before the clip nor within ``max_gap`` frames after it: a break counted
-    # across two rows, from the last contact's end in one to the first's start in the next,
-    # is longer than ``max_gap`` and is left out with the long breaks.
-    padded = np.zeros((len(labels), labels.shape[-1] + max_gap + 2), dtype=bool)
-    padded[:, 1 : labels.shape[-1] + 1] = labels
-    # A row starts and ends without a contact: its changes alternate, a contact's start then its end.
-    changes = (padded[:, 1:] != padded[:, :-1]).ravel().nonzero()[0]
+    # No contact within ``max_gap`` frames after the clip: a break counted across two rows,
+    # from the last contact's end in one to the first's start in the next, is longer than
+    # ``max_gap`` and is left out with the long breaks.
+    changes, width = flat_run_edges(labels, max_gap + 1)
     starts, ends = changes[1:-1:2], changes[2::2]  # a break: from one contact's end to the next's start
     short = ends - starts <= max_gap
-    return starts[short], ends[short], padded.shape[1] - 1
+    return starts[short], ends[short], width
+
+
+def flat_run_edges(mask, after):
+    """Where the runs of ``mask`` (L, F) start and end (exclusive), alternating, as flat
+    indices into its rows laid end to end, each followed by ``after`` (>= 1) frames outside
+    any run; and that width, F + ``after``. No run goes on into the next row: the runs of
+    every row are found by one flat search."""
+    rows, frames = mask.shape
+    width = frames + after
+    padded = np.zeros(rows * width + 1, dtype=bool)  # a frame outside any run before the first row
+    padded[1:].reshape(rows, width)[:, :frames] = mask
+    return (padded[1:] != padded[:-1]).nonzero()[0], width
 
 
 def grow_into(labels, allowed):

@@ -50,6 +50,7 @@ from .contacts import (
     box_half_width,
     ease_out,
     eased_after,
+    flat_run_edges,
     rolling_max,
     rolling_min,
     smooth,
@@ -467,12 +468,7 @@ def _most_stretched(over, stretch):
     ``reduceat``, and its first frame that stretched the one at or after its start (a sort
     by run and stretch cost twice as much)."""
     legs, frames = over.shape
-    width = frames + 1
-    padded = np.zeros(legs * width + 1, dtype=bool)  # a frame not over before the first row
-    padded[1:].reshape(legs, width)[:, :frames] = over
-    # Where ``over`` changes along the flat rows: every row starts and ends not over, so the
-    # changes alternate, a run's first frame, then the frame after its last.
-    changes = (padded[1:] != padded[:-1]).nonzero()[0]
+    changes, width = flat_run_edges(over, 1)  # a run's first frame, then the frame after its last
     values = np.zeros((legs, width))
     values[:, :frames] = stretch
     values = values.ravel()
