@@ -506,7 +506,9 @@ def moving_ground(cues, root, root_velocity, fps, scale, settings, fit=slice(Non
     ground = np.multiply(share[:, None], root_velocity, out=grounds[1, 0])
     grounds[1, 1:] = ground
     # Each point's lever about the root: the ground turning at w moves it at w (up x lever).
-    levers = cross(cues.up, horizontal(cues.points - root[None], cues.up))
+    # (up x the whole offset: its part along up crosses to nothing. Its horizontal part,
+    # taken first, cost as much again for the same numbers where up is a world axis.)
+    levers = cross(cues.up, cues.points - root[None])
     # The ground turns with the path the root travels, never further: feet skating to and
     # fro on their own, one ahead and one behind, look like a turn of a straight walk's ground.
     path = path_turn(root_velocity, cues.up, max(1, round(PATH_WINDOW * fps)), fps, PATH_SPEED * scale)
