@@ -684,8 +684,10 @@ def label_points(cues, grounds, root_velocity, fps, scale, settings, grow_edges=
     vertical_speed, clearance, planted = cues.vertical_speed, cues.clearance, cues.planted
     feet = len(vertical_speed) if feet is None else feet
     grow_edges = np.asarray(grow_edges)
-    grow_edges = np.broadcast_to(grow_edges.reshape(grow_edges.shape + (1,) * (2 - grow_edges.ndim)),
-                                 vertical_speed.shape)
+    growing = bool(grow_edges.any())  # (a click's labels grow none: the edges' masks are not made)
+    if growing:
+        grow_edges = np.broadcast_to(grow_edges.reshape(grow_edges.shape + (1,) * (2 - grow_edges.ndim)),
+                                     vertical_speed.shape)
     horizontal_speed, share_speed = lengths(cues.horizontal_velocity[None] - grounds)
     speed = np.sqrt(horizontal_speed**2 + vertical_speed**2)
     threshold = settings.speed_threshold * scale
@@ -717,10 +719,12 @@ def label_points(cues, grounds, root_velocity, fps, scale, settings, grow_edges=
     # for the ground's). Not a toe's: landing first (walking backward) it sinks on for a few
     # millimetres as the forefoot takes the weight, and held to it its contacts started 50-85
     # ms late (the heels are the first ``feet`` rows).
-    striking = (grow_edges < 0) & (np.arange(len(grow_edges)) < feet)[:, None]
-    landed = (vertical_speed > -settings.planted_vertical_speed * scale) | ~striking
-    labels = majority_vote(labels & landed, round(settings.vote_window * fps))
-    if grow_edges.any():
+    if growing:
+        striking = (grow_edges < 0) & (np.arange(len(grow_edges)) < feet)[:, None]
+        landed = (vertical_speed > -settings.planted_vertical_speed * scale) | ~striking
+        labels &= landed
+    labels = majority_vote(labels, round(settings.vote_window * fps))
+    if growing:
         near = (speed < settings.edge_speed * scale) & landed & (clearance < settings.edge_height * scale)
         to_start, to_end = grown_to_edges(labels, (near & (grow_edges != 0)) | labels)
         # The point that leaves last grows back to its own touch-down too where it lands first,
