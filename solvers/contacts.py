@@ -754,7 +754,8 @@ def label_points(cues, grounds, root_velocity, fps, scale, settings, grow_edges=
     labels = fill_gaps(labels, gap)  # the breaks left once the edges moved out
     drags = dragged(labels, skating, cues.horizontal_velocity, (horizontal_speed, share_speed), root_velocity, feet,
                     scale, settings)
-    labels &= ~(drags & ~holes(labels & ~drags, gap))  # a stance's edges, not a few frames inside it
+    if drags.any():  # (the holes are only looked for where something drags)
+        labels &= ~(drags & ~holes(labels & ~drags, gap))  # a stance's edges, not a few frames inside it
     return labels, skating
 
 
