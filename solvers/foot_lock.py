@@ -221,7 +221,7 @@ def cut_frames(skeleton, motion, rig, size=None):
         path = motion.pos[:, pelvis]
     else:
         path = forward_kinematics(skeleton, motion.rot, motion.pos, [pelvis])[1][:, pelvis]
-    step = quat.length(path[1:] - path[:-1])
+    step = quat.lengths(path[1:] - path[:-1])
     size = leg_length_from_locals(skeleton, motion.rot, motion.pos, rig) if size is None else size
     jumps = np.flatnonzero(step * motion.fps > CUT_SPEED * size) + 1
     return np.array(_without_pops(path, jumps, motion.fps, CUT_SPEED * size), dtype=int)
@@ -395,7 +395,7 @@ def _changing_feet(heels, toes, contacts, heel_contacts, rig):
     stance pinned at both points (animated scale): a foot that grows or shrinks there
     cannot hold both, and its ball slides by the change. Rigid feet (every rig without
     scale keys) are told apart from the whole clip's lengths alone."""
-    lengths = quat.length(heels - toes)
+    lengths = quat.lengths(heels - toes)
     both = (contacts > 0) & (heel_contacts > 0)
     warnings = []
     for leg, pinned, length in zip(rig.legs, both, lengths):
@@ -458,8 +458,8 @@ def _held_too_far(parts, pinned, rig, leg_length, fps, unit_scale, labelled, fir
     points = feet.reshape(-1, 3)
     index = np.arange(pinned.size)
     run_start = np.maximum.accumulate(np.where(run_starts(pinned).ravel(), index, 0))
-    moved = np.where(pinned.ravel(), quat.length(points - points[run_start]), 0.0).reshape(pinned.shape)
-    pelvis_shift = quat.length(parts["pelvis"][1] - parts["pelvis"][0])
+    moved = np.where(pinned.ravel(), quat.lengths(points - points.take(run_start, axis=0)), 0.0).reshape(pinned.shape)
+    pelvis_shift = quat.lengths(parts["pelvis"][1] - parts["pelvis"][0])
     most_shifted = int(pelvis_shift.argmax())
     warnings = []
     for number, leg in enumerate(rig.legs):
