@@ -478,7 +478,7 @@ def point_cues(points, up, fps, scale, settings, stepping_from=None):
 
 def travel_velocity(root, up, fps, settings):
     """The horizontal velocity (F, 3) of the ``root`` (F, 3) carrying the character."""
-    return horizontal(span_velocity(root, fps, settings.velocity_span, axis=0), up)
+    return across(span_velocity(root, fps, settings.velocity_span, axis=0), up)
 
 
 def moving_ground(cues, root, root_velocity, fps, scale, settings, fit=slice(None)):
