@@ -125,6 +125,18 @@ def world_axis(up):
     return values.index(1.0) if sorted(values) == [0.0, 0.0, 1.0] else None
 
 
+def up_cross(before, after, up):
+    """``up . (before x after)`` of vectors (..., 3). Where ``up`` is a world axis (every rig
+    and file), the one component of the cross products along it, as :func:`.quaternion.cross`
+    makes it, instead of all three and their dot products with ``up``: the same numbers but
+    the sign of a zero (a turn of exactly none or a half turn across: 0 or pi either way)."""
+    axis = world_axis(up)
+    if axis is None:
+        return dots(cross(before, after), up)
+    right, left = (axis + 1) % 3, (axis + 2) % 3  # the axes across, in the cross product's order
+    return before[..., right] * after[..., left] - before[..., left] * after[..., right]
+
+
 def velocity(positions, fps, axis=-2):
     """Central-difference velocity per second along the frame axis."""
     return np.gradient(positions, axis=axis) * fps
@@ -557,7 +569,7 @@ def path_turn(velocity, up, span, fps, slowest):
     before /= spanned_before[:, None]
     after = np.subtract(end, travelled[:-1], out=end)
     after /= spanned_after[:, None]
-    angle = np.arctan2(dot(cross(before, after), up), dots(before, after))
+    angle = np.arctan2(up_cross(before, after, up), dots(before, after))
     moving = (lengths(before) > slowest) & (lengths(after) > slowest)
     middles = np.maximum(spanned_before + spanned_after - 2.0, 1.0)  # frames between the means' middles
     return np.where(moving, 2.0 * angle * fps / middles, 0.0)

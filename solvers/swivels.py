@@ -9,8 +9,8 @@ pinned point), and the curves Foot Lock keys say so.
 
 import numpy as np
 
-from .contacts import ease_out, eased_after, heights_along, run_ids, run_starts, world_axis
-from .quaternion import cross, dots, lengths
+from .contacts import ease_out, eased_after, heights_along, run_ids, run_starts, up_cross
+from .quaternion import dots, lengths
 
 # Degrees a foot planted at heel and ball turns (in the input, since both were planted)
 # before the point that sweeps lets go, fully SWIVEL_EASE_TURN degrees later (smoothly: no
@@ -73,19 +73,7 @@ def _turns(vectors, up):
     product a . b less the product of the heights (:func:`.contacts.heights_along`)."""
     heights = heights_along(vectors, up)
     before, after = vectors[:, :-1], vectors[:, 1:]
-    return np.arctan2(_up_cross(before, after, up), dots(before, after) - heights[:, :-1] * heights[:, 1:])
-
-
-def _up_cross(before, after, up):
-    """``up . (before x after)`` of vectors (..., 3). Where ``up`` is a world axis (every rig
-    and file), the one component of the cross products along it, as :func:`.quaternion.cross`
-    makes it, instead of all three and their dot products with ``up``: the same numbers but
-    the sign of a zero (a turn of exactly none or a half turn across: 0 or pi either way)."""
-    axis = world_axis(up)
-    if axis is None:
-        return dots(cross(before, after), up)
-    right, left = (axis + 1) % 3, (axis + 2) % 3  # the axes across, in the cross product's order
-    return before[..., right] * after[..., left] - before[..., left] * after[..., right]
+    return np.arctan2(up_cross(before, after, up), dots(before, after) - heights[:, :-1] * heights[:, 1:])
 
 
 def _since_run_start(steps, runs):
