@@ -10,6 +10,7 @@ import numpy as np
 from .contacts import (
     REFERENCE_LEG_LENGTH,
     across,
+    frame_columns,
     heights_along,
     local_ground,
     long_runs,
@@ -219,7 +220,7 @@ def _lowest_velocity(foot_points, rows, gait_fps):
     velocity = points.take(rows + (ahead - frame), axis=0)
     velocity -= points.take(rows + (behind - frame), axis=0)
     velocity *= gait_fps
-    velocity /= steps[:, None]
+    velocity /= frame_columns(steps)
     return velocity
 
 

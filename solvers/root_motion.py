@@ -14,7 +14,15 @@ played) so the travel's speed loops and the travel repeats with its per-cycle of
 
 import numpy as np
 
-from .contacts import REFERENCE_LEG_LENGTH, across, detect_contacts, heights_along, lowest_row, window_sum
+from .contacts import (
+    REFERENCE_LEG_LENGTH,
+    across,
+    detect_contacts,
+    frame_columns,
+    heights_along,
+    lowest_row,
+    window_sum,
+)
 from .kinematics import SolverInputError, forward_kinematics, local_position
 from .quaternion import dots, gradient, horizontal, lengths
 from .rig import leg_length, leg_length_from_locals
@@ -106,7 +114,7 @@ def _windowed_mean(values, half):
     frames = values.shape[-2]
     index = np.arange(frames)
     count = np.minimum(index + half + 1, frames) - np.maximum(index - half, 0)
-    return window_sum(values, half, axis=-2) / count[:, None]
+    return window_sum(values, half, axis=-2) / frame_columns(count, values.shape[-1])
 
 
 def feet_travel(toes, up, fps, leg_length, settings=None, looped=False):
