@@ -397,9 +397,11 @@ def _changing_feet(heels, toes, contacts, heel_contacts, rig):
     scale keys) are told apart from the whole clip's lengths alone."""
     lengths = quat.lengths(heels - toes)
     both = (contacts > 0) & (heel_contacts > 0)
+    longest = lengths.max(axis=1)  # (np.ptp's numbers below, for every leg at once)
+    rigid = (longest - lengths.min(axis=1) <= FOOT_LENGTH_CHANGE * longest).tolist()
     warnings = []
-    for leg, pinned, length in zip(rig.legs, both, lengths):
-        if np.ptp(length) <= FOOT_LENGTH_CHANGE * length.max() or not pinned.any():
+    for leg, pinned, length, stays in zip(rig.legs, both, lengths, rigid):
+        if stays or not pinned.any():
             continue
         stances = np.split(length[pinned], np.flatnonzero(run_starts(pinned)[pinned])[1:])
         change = max(np.ptp(held) / held.max() for held in stances)
@@ -462,8 +464,11 @@ def _held_too_far(parts, pinned, rig, leg_length, fps, unit_scale, labelled, fir
     pelvis_shift = quat.lengths(parts["pelvis"][1] - parts["pelvis"][0])
     most_shifted = int(pelvis_shift.argmax())
     warnings = []
-    for number, leg in enumerate(rig.legs):
-        point, frame = np.unravel_index(moved[:, number].argmax(), (2, frames))
+    # Each leg's furthest moved frame of its heel's and toe's, as one index into its two rows
+    # of frames (one argmax for every leg).
+    furthest = moved.transpose(1, 0, 2).reshape(len(rig.legs), -1).argmax(axis=1).tolist()
+    for number, (leg, at) in enumerate(zip(rig.legs, furthest)):
+        point, frame = divmod(at, frames)
         if moved[point, number, frame] <= HELD_TOO_FAR * leg_length:
             continue
         start = run_start.reshape(pinned.shape)[point, number, frame] % frames
