@@ -678,12 +678,15 @@ def run_starts(mask):
 
 
 def long_runs(mask, min_length):
-    """``mask`` (L, F) keeping only runs of at least ``min_length`` frames."""
+    """``mask`` (L, F) keeping only runs of at least ``min_length`` frames: the runs of every
+    row from one flat search (:func:`flat_run_edges`), the long ones marked again (half the
+    cost of counting each run's frames by its number)."""
     if min_length <= 1:
         return mask.copy()
-    ids = run_ids(mask)
-    lengths = np.bincount(ids[mask], minlength=ids.max() + 1)
-    return mask & (lengths[ids] >= min_length)
+    edges, width = flat_run_edges(mask, 1)
+    starts, ends = edges[::2], edges[1::2]
+    long = ends - starts >= min_length
+    return flat_spans(starts[long], ends[long], mask.shape, width)
 
 
 def label_points(cues, grounds, root_velocity, fps, scale, settings, grow_edges=0, feet=None):
@@ -1318,6 +1321,17 @@ def flat_run_edges(mask, after):
     return (padded[1:] != padded[:-1]).nonzero()[0], width
 
 
+def flat_spans(starts, ends, shape, width):
+    """A mask ``shape`` (L, F) True over the spans from ``starts`` to ``ends`` (exclusive; none
+    ends where another starts), flat indices into its rows laid end to end ``width`` (> F)
+    apart, as :func:`flat_run_edges` gives them: +1 where a span starts, -1 where it ends (in
+    the same row), and the running sum marks its frames."""
+    rows, frames = shape
+    marks = np.zeros(rows * width, dtype=np.int8)
+    marks[starts], marks[ends] = 1, -1
+    return marks.cumsum(dtype=np.int8).reshape(rows, width)[:, :frames] > 0
+
+
 def grow_into(labels, allowed):
     """Each run of ``allowed`` frames that holds a label becomes a contact as a whole."""
     ids = run_ids(allowed)
@@ -1352,12 +1366,7 @@ def fill_gaps(labels, max_gap):
     """
     rows = labels.reshape(-1, labels.shape[-1])
     starts, ends, width = _short_breaks(rows, max_gap)
-    # +1 where a break to close starts, -1 where it ends (in the same row): the running sum
-    # marks its frames.
-    marks = np.zeros(len(rows) * width, dtype=np.int8)
-    marks[starts], marks[ends] = 1, -1
-    closed = marks.cumsum(dtype=np.int8).reshape(len(rows), width)[:, : rows.shape[1]] > 0
-    return (rows | closed).reshape(labels.shape)
+    return (rows | flat_spans(starts, ends, rows.shape, width)).reshape(labels.shape)
 
 
 def widen(labels, frames):
