@@ -786,12 +786,17 @@ def holes(labels, max_gap, within=None):
     """The breaks of at most ``max_gap`` frames inside ``labels`` (L, F), those wholly inside
     ``within`` (L, F) where given: the frames a cut made there would unlock a stance for a
     moment and lock it again (see :func:`fill_gaps`)."""
-    found = fill_gaps(labels, max_gap) & ~labels
-    if within is None or not found.any():
-        return found
-    ids = run_ids(found)
-    outside = np.bincount(ids[found], weights=~within[found], minlength=ids.max() + 1) > 0
-    return found & ~outside[ids]
+    starts, ends, width = _short_breaks(labels, max_gap)
+    if within is not None and len(starts):
+        # The frames outside ``within`` counted along the rows laid out as the breaks are: a
+        # break is wholly inside where the count at its end is the count at its start.
+        rows, frames = labels.shape
+        outside = np.zeros(rows * width + 1, dtype=np.intp)  # (a count before the first frame)
+        outside[1:].reshape(rows, width)[:, :frames] = ~within
+        counted = outside.cumsum()
+        inside = counted.take(ends) == counted.take(starts)
+        starts, ends = starts[inside], ends[inside]
+    return flat_spans(starts, ends, labels.shape, width)
 
 
 def dragged(labels, skating, velocity, speeds, root_velocity, feet, scale, settings):
