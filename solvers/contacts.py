@@ -153,13 +153,17 @@ def span_velocity(positions, fps, span, axis=-2):
         ahead, behind, steps = span_ends(frames, half)
         steps = steps.reshape((-1,) + (1,) * (positions.ndim - 1))
         return ((positions[ahead] - positions[behind]) * fps / steps).swapaxes(0, axis)
-    out = np.empty(positions.shape)
-    out[half:-half] = (positions[2 * half :] - positions[: -2 * half]) * fps / (2 * half)
+    # In C order of the points' own axes (written through the same swapped view): the points come
+    # so, and the differences, made in their layout, are copied in a pass through memory; the
+    # labeller's later passes read each point's frames one after another.
+    out = np.empty(positions.swapaxes(0, axis).shape)
+    along = out.swapaxes(axis, 0)
+    along[half:-half] = (positions[2 * half :] - positions[: -2 * half]) * fps / (2 * half)
     # The first and last ``half`` frames reach back (or ahead) only to the clip's ends.
     steps = np.arange(half, 2 * half).reshape((-1,) + (1,) * (positions.ndim - 1))
-    out[:half] = (positions[half : 2 * half] - positions[0]) * fps / steps
-    out[-half:] = (positions[-1] - positions[-2 * half : -half]) * fps / steps[::-1]
-    return out.swapaxes(0, axis)
+    along[:half] = (positions[half : 2 * half] - positions[0]) * fps / steps
+    along[-half:] = (positions[-1] - positions[-2 * half : -half]) * fps / steps[::-1]
+    return out
 
 
 def span_frames(fps, span):
