@@ -97,9 +97,7 @@ def heights_along(points, up, own=False):
     (but the sign of a zero). Where ``up`` is a world axis (Y- or Z-up: every rig and file) they
     are its coordinate, read as it is (a view: not to be written to) instead of three products;
     with ``own``, copied by a ufunc (a fifth of :func:`~.quaternion.dot`'s cost) into an array
-    of its own, frame after frame, as the labeller's many later passes over them read fastest.
-    The labeller's cues keep :func:`~.quaternion.dot` and :func:`~.quaternion.horizontal`,
-    whose results lay the components out one after another, for the same reason."""
+    of its own, frame after frame, as the labeller's many later passes over them read fastest."""
     axis = world_axis(up)
     if axis is None:
         return dot(points, np.asarray(up, dtype=float))
@@ -483,7 +481,7 @@ def point_cues(points, up, fps, scale, settings, stepping_from=None):
     heights = heights_along(points, up, own=True)  # (not ``@``: see quaternion.horizontal)
     point_velocity = span_velocity(points, fps, settings.velocity_span)
     vertical_speed = heights_along(point_velocity, up, own=True)
-    horizontal_velocity = horizontal(point_velocity, up, vertical_speed)
+    horizontal_velocity = across(point_velocity, up, vertical_speed)
     half_width = round(settings.ground_window * fps)
     filled = without_dips(heights, fps)
     ground = rolling_min(filled, half_width)
