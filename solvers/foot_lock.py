@@ -84,7 +84,9 @@ def travel(skeleton, gpos, rig, up):
     The topmost ancestor of the pelvis that travels at least half as far as the pelvis
     does (a root bone at the feet that carries the root motion), else the pelvis. A
     runtime that makes feet slide scales that joint's motion, so contact labels
-    compensate for exactly its velocity, not the pelvis's sway on top of it.
+    compensate for exactly its velocity, not the pelvis's sway on top of it. A copy in C
+    order: the labeller reads it frame after frame, where the solve's globals (forward_kinematics'
+    ``by_component``) hold each component's frames together.
     """
     def distance(joint):
         return np.linalg.norm(quat.horizontal(np.diff(gpos[:, joint], axis=0), up), axis=-1).sum()
@@ -94,8 +96,8 @@ def travel(skeleton, gpos, rig, up):
         pelvis_travel = distance(rig.pelvis)
         for joint in ancestors:
             if distance(joint) >= 0.5 * pelvis_travel:
-                return gpos[:, joint]
-    return gpos[:, rig.pelvis]
+                return np.ascontiguousarray(gpos[:, joint])
+    return np.ascontiguousarray(gpos[:, rig.pelvis])
 
 
 def label_contacts(skeleton, motion, rig, up, settings=None, keyed=None):
