@@ -539,7 +539,7 @@ def moving_ground(cues, root, root_velocity, fps, scale, settings, fit=slice(Non
                                    max(1, round(TURN_WINDOW * fps)), path)
     # A drift well inside the speed threshold is left alone (a planted toe's own jitter and
     # roll); a larger one is removed down to that margin.
-    drift = velocity[None] + turn[None, :, None] * levers
+    drift = velocity[None] + frame_columns(turn) * levers
     np.add(ground[None], shrink(drift, 0.5 * settings.speed_threshold * scale), out=grounds[0])
     return grounds, float(median(share))
 
