@@ -15,6 +15,7 @@ its layout is not the one checked).
 import ctypes
 import hashlib
 import operator
+import zlib
 from contextlib import contextmanager
 
 import bpy
@@ -631,15 +632,36 @@ def curves_digest(fcurves):
     """One short digest of every key (frame, value, interpolation) of ``fcurves`` (curves of
     one action, in order) and of how many keys each has: changes when anyone edits, adds
     or removes a key of any of them. Cheaper than :func:`keys_digests` of them all: one
-    hash over all the keys, interpolation codes hashed as Blender stores them (uint8),
-    none read where remembered (see :func:`remembered_keys`)."""
+    hash over all the keys (see :func:`_digested_parts`)."""
+    digest = hashlib.sha1()
+    for part in _digested_parts(fcurves):
+        digest.update(part)
+    return digest.hexdigest()[:16]
+
+
+def curves_checksum(fcurves, start=0):
+    """The CRC-32 of what :func:`curves_digest` hashes, continued from the CRC-32 ``start``,
+    in a third of SHA-1's instructions (a click's 96 curves: 3.3M -> 1.0M). Enough to tell
+    an edited result (one stored value against one action, not a search for collisions): an
+    edit within 4 bytes (a key's frame, value or interpolation) always changes it, any other
+    goes unseen with a chance of 2**-32."""
+    checksum = start
+    for part in _digested_parts(fcurves):
+        checksum = zlib.crc32(part, checksum)
+    return checksum
+
+
+def _digested_parts(fcurves):
+    """What digests of ``fcurves`` hash, in order: how many keys each curve has (where one
+    curve's keys end), then each curve's keys, hashed in place (they are kept C-contiguous,
+    not copied to bytes first), then all their interpolation codes as Blender stores them
+    (uint8); none read where remembered (see :func:`remembered_keys`)."""
     points = [fcurve.keyframe_points for fcurve in fcurves]
     found = _keys_and_modes_of(fcurves, points)
-    digest = hashlib.sha1(np.array([len(co) for co, _ in found], dtype=np.int64))  # where one curve's keys end
+    yield np.array([len(co) for co, _ in found], dtype=np.int64)
     for co, _ in found:
-        digest.update(co)  # hashed in place (keys are kept C-contiguous), not copied to bytes first
-    digest.update(_interpolation_codes(found, points))
-    return digest.hexdigest()[:16]
+        yield co
+    yield _interpolation_codes(found, points)
 
 
 def _interpolation_codes(found, points):

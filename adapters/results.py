@@ -16,6 +16,7 @@ result (see :func:`.armature.animator_contact_curve`).
 
 import hashlib
 import re
+import zlib
 
 import bpy
 
@@ -24,11 +25,13 @@ from . import sources
 from .armature import CONTACT_PATHS
 
 _DIGEST_PROPERTY = "foot_lock_digest"  # on a result: the digest of its keys as Foot Lock left them
-# A digest stored now starts with this: one hash over every key of the motion curves
-# (:func:`~.action_compat.curves_digest`), a fraction of the time of the digest per curve
-# stored before (a hash of each curve's :func:`~.action_compat.keys_digest`), which still
-# tells the untouched results of earlier versions (:func:`_per_curve_digest`).
-_DIGEST_FORMAT = "2:"
+# A digest stored now starts with this: a CRC-32 of the channels of the motion curves and
+# of every key (:func:`~.action_compat.curves_checksum`). The digests stored before still
+# tell the untouched results of earlier versions: its SHA-1 (:func:`_sha1_digest`, "2:"),
+# and before that a hash of each curve's :func:`~.action_compat.keys_digest`
+# (:func:`_per_curve_digest`, no prefix).
+_DIGEST_FORMAT = "3:"
+_SHA1_FORMAT = "2:"
 # On a result (4.4+): the identifier of the slot whose curves Foot Lock fixed. Objects that
 # share an action each play their own slot: a result fixed for one holds the others' curves
 # as they were.
@@ -42,17 +45,28 @@ def _motion_curves(obj, action):
             if not channel[0].endswith(CONTACT_PATHS)]
 
 
+def _channel_names(motion):
+    """The channels of :func:`_motion_curves` ``motion`` as one string, for digests."""
+    return "".join(f"{path}[{index}]" for _, (path, index) in motion)
+
+
 def _motion_digest(obj, action):
     """A digest of every key of ``action`` for ``obj`` but the contact curves', and of the
     channels they key."""
     motion = _motion_curves(obj, action)
-    channels = "".join(f"{path}[{index}]" for _, (path, index) in motion)
+    channels = zlib.crc32(_channel_names(motion).encode())
+    return f"{_DIGEST_FORMAT}{compat.curves_checksum([fcurve for fcurve, _ in motion], channels):08x}"
+
+
+def _sha1_digest(obj, action):
+    """The digest results were stamped with before :data:`_DIGEST_FORMAT` (:data:`_SHA1_FORMAT`)."""
+    motion = _motion_curves(obj, action)
     keys = compat.curves_digest([fcurve for fcurve, _ in motion])
-    return _DIGEST_FORMAT + hashlib.sha1(f"{channels}{keys}".encode()).hexdigest()[:16]
+    return _SHA1_FORMAT + hashlib.sha1(f"{_channel_names(motion)}{keys}".encode()).hexdigest()[:16]
 
 
 def _per_curve_digest(obj, action):
-    """The digest results were stamped with before :data:`_DIGEST_FORMAT`."""
+    """The digest results were stamped with before :data:`_SHA1_FORMAT`."""
     motion = _motion_curves(obj, action)
     entries = zip(motion, compat.keys_digests([fcurve for fcurve, _ in motion]))
     # One update of all the entries hashes what one update per entry would.
@@ -66,7 +80,7 @@ def untouched(obj, action):
     stored = action.get(_DIGEST_PROPERTY)
     if not isinstance(stored, str):
         return False
-    digest = _motion_digest if stored.startswith(_DIGEST_FORMAT) else _per_curve_digest
+    digest = {_DIGEST_FORMAT: _motion_digest, _SHA1_FORMAT: _sha1_digest}.get(stored[:2], _per_curve_digest)
     return stored == digest(obj, action)
 
 

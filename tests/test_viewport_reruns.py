@@ -228,6 +228,26 @@ def test_a_result_stamped_by_an_earlier_version_is_still_told_untouched_or_edite
     assert result.name == ("walk_sliding.footlock.001" if edit else "walk_sliding.footlock")
 
 
+@pytest.mark.parametrize("edit", [False, True])
+def test_a_result_stamped_with_the_sha1_digest_is_still_told_untouched_or_edited(addon, sliding, edit):
+    """Results stamped with the SHA-1 digest of the versions before the CRC-32 one ("2:")
+    are refreshed while untouched and kept once edited, as before."""
+    from foot_lock.adapters import action_compat, results
+
+    obj = import_clip(addon, sliding)
+    source = obj.animation_data.action
+    assert addon.ops.foot_lock.remove_sliding() == {"FINISHED"}
+    earlier = obj.animation_data.action
+    earlier["foot_lock_digest"] = results._sha1_digest(obj, earlier)
+    assert earlier["foot_lock_digest"].startswith("2:") and len(earlier["foot_lock_digest"]) == 18
+    if edit:
+        location = next(fc for fc in action_compat.iter_fcurves(obj, earlier) if fc.data_path.endswith(".location"))
+        location.keyframe_points[10].co.y += 0.05
+
+    result = run_again_from_the_source(addon, obj, source)
+    assert result.name == ("walk_sliding.footlock.001" if edit else "walk_sliding.footlock")
+
+
 def test_rerun_from_the_source_never_replaces_an_action_someone_else_named_like_a_result(addon, sliding):
     from foot_lock.adapters import action_compat
 
