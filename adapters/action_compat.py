@@ -36,7 +36,7 @@ _ENUM = np.uint8
 # costs 15 us a name, three names a click).
 _NAME_LENGTH_MAX = bpy.types.ID.bl_rna.properties["name"].length_max
 _AS_POINTER = bpy.types.bpy_struct.as_pointer  # mapped over many curves: no method lookup per curve
-_CHANNEL = operator.itemgetter(1)  # of a listed (fcurve, channel)
+_FCURVE, _CHANNEL = operator.itemgetter(0), operator.itemgetter(1)  # of a listed (fcurve, channel)
 
 
 # --- slots and bags ---------------------------------------------------------------------
@@ -123,9 +123,15 @@ def every_bag(action):
 
 
 def iter_fcurves(obj, action):
-    """All F-curves of ``action`` that animate ``obj`` (empty when there are none)."""
+    """All F-curves of ``action`` that animate ``obj`` (empty when there are none); within
+    :func:`remembered_keys` those its bag was listed with, where it was (see
+    :func:`fcurve_channels`): no new Python object a curve (the cyclic check of a click's
+    source goes through 96)."""
     bag = channel_bag(obj, action)
-    return iter(()) if bag is None else iter(bag.fcurves)
+    if bag is None:
+        return iter(())
+    listing = None if _listed is None else _listing(bag, bag.id_data.session_uid)
+    return iter(bag.fcurves) if listing is None else map(_FCURVE, listing[0])
 
 
 def fcurve_table(bag):
