@@ -667,7 +667,8 @@ def _digested_parts(fcurves):
     yield np.array([len(co) for co, _ in found], dtype=np.int64)
     for co, _ in found:
         yield co
-    yield _interpolation_codes(found, points)
+    for (co, written), fcurve_points in zip(found, points):  # hashed one after the other, not joined first
+        yield _key_enums(fcurve_points, "interpolation", len(co)) if written is None else written
 
 
 def _interpolation_codes(found, points):
