@@ -525,6 +525,7 @@ class _Runs:
     # (0: none before), for :func:`_doubled_scan`
     doubling: list
     last: np.ndarray  # (L, F) per frame, the last run started before it (0 where none: see ``kept``)
+    last_start: np.ndarray  # (L, F) that run's first frame, as an index into (L F) rows
     # (L, F) the share of that run's correction a frame keeps: all of it on the frames a
     # pinned step of the run reaches, what is left of it after (0 before any run)
     kept: np.ndarray
@@ -562,13 +563,15 @@ def _runs(pairs, ease):
     flat_starts, flat_ends = rows * frames + starts, rows * frames + ends
     # Each point's own runs: its rows, its runs (``first`` to ``stop``) and indices into them.
     bounds = np.searchsorted(rows, np.arange(points + 1) * legs_count)
+    last_start = flat_starts.take(last) if len(ends) else last
     split = []
     for point, (first, stop) in enumerate(pairwise(bounds)):
         own_rows, own_runs = slice(point * legs_count, (point + 1) * legs_count), slice(first, stop)
         offset = point * legs_count * frames
         split.append(_Runs(
             pairs[point], rows[own_runs] - point * legs_count, flat_starts[own_runs] - offset, flat_ends[own_runs] - offset,
-            _doubling(resumed[own_runs]), np.where(any_run[own_rows], last[own_rows] - first, 0), kept[own_rows]))
+            _doubling(resumed[own_runs]), np.where(any_run[own_rows], last[own_rows] - first, 0),
+            np.where(any_run[own_rows], last_start[own_rows] - offset, 0), kept[own_rows]))
     return split
 
 
@@ -624,18 +627,21 @@ def _hold(points, runs):
     built = np.empty_like(points)
     built[..., 0] = 0.0
     steps.cumsum(axis=-1, out=built[..., 1:])
-    # Each run ends with what it started with (the eased rest of the leg's previous run)
-    # plus what it built up: an affine recurrence over the runs, scanned in log2 steps.
+    # Inside a run its point holds what the run started with plus what it built since:
+    # ``built`` at the frame less ``counted_from``, per run. After the run no step builds:
+    # ``built`` stays at the run's end, the same sum is what the run carried (to
+    # round-off), of which the frame keeps what is left (``kept``).
     # Gathers along the flat (L F) frames by np.take: a fancy index behind a slice is several times slower.
     flat = built.reshape(len(built), -1)
-    built_at_end = flat.take(runs.flat_ends, axis=1)
-    carried = _doubled_scan(runs.doubling, (built_at_end - flat.take(runs.flat_starts, axis=1)).T).T
-    # Inside a run its point holds what the run started with plus what it built since:
-    # ``carried - built_at_end``, per run, plus ``built`` at the frame. After the run no
-    # step builds: ``built`` stays at the run's end, the same sum is what the run carried
-    # (to round-off), of which the frame keeps what is left (``kept``).
-    own = (carried - built_at_end).take(runs.last, axis=1)
-    own += built
+    if runs.doubling:
+        # Each run ends with what it started with (the eased rest of the leg's previous run)
+        # plus what it built up: an affine recurrence over the runs, scanned in log2 steps.
+        built_at_end = flat.take(runs.flat_ends, axis=1)
+        carried = _doubled_scan(runs.doubling, (built_at_end - flat.take(runs.flat_starts, axis=1)).T).T
+        counted_from = (built_at_end - carried).take(runs.last, axis=1)
+    else:  # every run starts afresh: it holds what it built since its first frame
+        counted_from = flat.take(runs.last_start, axis=1)
+    own = np.subtract(built, counted_from, out=counted_from)
     own *= runs.kept
     own += points
     return own
