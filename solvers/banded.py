@@ -55,8 +55,7 @@ def solve_tridiagonal(diag, lower, rhs):
     padded[1, ..., 0] = 0.0  # no coupling between one system and the next
     padded[1, ..., 1:n] = lower[:, 1:]
     padded[2, ..., :n] = rhs
-    x = np.empty(padded[0].size)
-    _reduce_chains(*padded.reshape(3, -1), size, short, x)
+    x = _reduce_chains(*padded.reshape(3, -1), size, short)
     return x.reshape(padded.shape[1:])[..., :n]
 
 
@@ -66,18 +65,23 @@ def solve_tridiagonal(diag, lower, rhs):
 SHORT_CHAIN = 5
 
 
-def _reduce_chains(diag, lower, rhs, length, short, x):
+def _reduce_chains(diag, lower, rhs, length, short):
     """:func:`solve_tridiagonal` of systems ``length`` rows long (``short`` times a power of
     two) laid end to end in ``diag``, ``lower`` and ``rhs`` (1-D), each one's first ``lower``
-    zero; the solution is written into ``x`` (each level's kept rows solve straight into its
-    even entries)."""
+    zero: their solution (1-D)."""
     if length == short:
+        x = np.empty_like(rhs)
         _solve_short_chains(*(values.reshape(-1, short) for values in (diag, lower, rhs, x)))
-        return
-    # The dropped (odd) rows' pivots, negated: every product below then has the sign it is
+        return x
+    # The couplings and right-hand sides of the kept (even) rows and of the dropped (odd) ones,
+    # each copied into a contiguous row: numpy runs the level's products and sums, which read
+    # each several times, along contiguous rows several times faster than along every other
+    # value (one value at a time, where contiguous ones go four at a time).
+    (kept_lower, to_previous), (kept_rhs, dropped_rhs) = (values.reshape(-1, 2).T.copy() for values in (lower, rhs))
+    # The dropped rows' pivots, negated: every product below then has the sign it is
     # added with, and no level spends a call negating one.
     inverse = -1.0 / diag[1::2]
-    to_previous, to_next = lower[1::2], lower[2::2]  # their couplings; the last has no next
+    to_next = kept_lower[1:]  # the dropped rows' couplings to the next row; the last has no next
     # Kept row k between dropped rows p = k - 1 and q = k + 1: its diagonal loses
     # A[k, p]^2 / A[p, p] and A[k, q]^2 / A[q, q], it couples to k - 2 through
     # -A[k, p] A[p, k - 2] / A[p, p], and its right-hand side loses A[k, p] b_p / A[p, p] ...
@@ -85,17 +89,18 @@ def _reduce_chains(diag, lower, rhs, length, short, x):
     after = to_previous * inverse  # -A[k, q] / A[q, q]
     kept_diag = diag[0::2] + after * to_previous
     kept_diag[1:] += before * to_next
-    kept_lower = np.empty_like(kept_diag)
-    kept_lower[0] = 0.0
-    np.multiply(before, to_previous[:-1], out=kept_lower[1:])
-    dropped_rhs = rhs[1::2]
-    kept_rhs = rhs[0::2] + after * dropped_rhs
+    reduced_lower = np.empty_like(kept_diag)
+    reduced_lower[0] = 0.0
+    np.multiply(before, to_previous[:-1], out=reduced_lower[1:])
+    kept_rhs += after * dropped_rhs
     kept_rhs[1:] += before * dropped_rhs[:-1]
-    kept = x[0::2]
-    _reduce_chains(kept_diag, kept_lower, kept_rhs, length // 2, short, kept)
+    kept = _reduce_chains(kept_diag, reduced_lower, kept_rhs, length // 2, short)
     pull = to_previous * kept
     pull[:-1] += to_next * kept[1:]
-    np.multiply(pull - dropped_rhs, inverse, out=x[1::2])
+    x = np.empty((len(kept), 2))  # each kept row's solution, then the dropped row's after it
+    x[:, 0] = kept
+    np.multiply(pull - dropped_rhs, inverse, out=x[:, 1])
+    return x.ravel()
 
 
 def _solve_short_chains(diag, lower, rhs, x):
