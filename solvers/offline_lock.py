@@ -327,10 +327,7 @@ def _solve_with_reach(problem, weights, points, pins, terms):
     # Solved with the chains' first and last unit vectors too: a reach round needs those
     # columns of their inverse (ChainInverse), and two more right-hand sides here cost a
     # fraction of a solve of their own.
-    columns = np.zeros((3,) + diag.shape)
-    columns[0] = rhs
-    columns[1, :, 0] = columns[2, :, -1] = 1.0
-    unreached, *ends = solve_tridiagonal(diag, lower, columns)
+    unreached, ends = terms.solve(diag, lower, rhs)
     inverse = ChainInverse.of_ends(ends)  # None on a clip too long for it
     corrections = terms.to_world(unreached)
     targets = _targets(points, corrections, pins)
@@ -724,6 +721,10 @@ class _GroupTerms:
         self.step_weights = np.zeros((groups, 3, frames - 1))
         self.pulled = np.zeros((groups, 3, frames - 1))  # the steps' weight * P goal, in the basis
         self.anchor_weights = np.zeros((groups, 3, frames))
+        # Per group, whether a term acts on some of its axes alone and whether one has a goal
+        # (see :meth:`solve`).
+        self.by_axis = np.zeros(groups, dtype=bool)
+        self.has_goals = np.zeros(groups, dtype=bool)
 
     def step(self, group, weight, goal=None, horizontal_only=False):
         """Terms ``weight * |P (x[i] - x[i-1] - goal[i-1])|^2`` on ``group``'s variables, ``P``
@@ -732,7 +733,9 @@ class _GroupTerms:
         (3, L, n) stored a component at a time."""
         axes = ACROSS if horizontal_only else ALL_AXES
         self.step_weights[group, axes] += _per_axis(weight)
+        self.by_axis[group] |= horizontal_only
         if goal is not None:
+            self.has_goals[group] = True
             projected = self.in_basis(goal)
             if horizontal_only:
                 projected[..., ALONG_UP, :] = 0.0
@@ -743,6 +746,7 @@ class _GroupTerms:
         """Terms ``weight * |P x|^2`` pulling ``group``'s variables toward zero, ``P`` all
         three axes or, ``vertical_only``, the one along ``up``."""
         self.anchor_weights[group, ALONG_UP if vertical_only else ALL_AXES] += _per_axis(weight)
+        self.by_axis[group] |= vertical_only
 
     def in_basis(self, rows):
         """World vectors stored a component at a time (3, L, n) in the normal equations'
@@ -775,6 +779,34 @@ class _GroupTerms:
         rhs[..., 1:] += pulled
         rhs[..., :-1] -= pulled
         return own.reshape(-1, frames), neighbour.reshape(-1, frames), rhs.reshape(-1, frames)
+
+    def solve(self, diag, lower, rhs):
+        """The solution (3G, F) of :meth:`normal_equations` ``diag``, ``lower``, ``rhs``, and
+        the first and last columns (2, 3G, F) of each chain's inverse (for
+        :class:`.banded.ChainInverse`), by one :func:`.banded.solve_tridiagonal` of the
+        distinct systems alone. The two axes across ``up`` take the same terms (``ACROSS`` is
+        both), and so does a group's third where no term acts on some of its axes alone:
+        their chains are one, and so are their inverses. A group without goals has no
+        right-hand side: its solution is zero."""
+        pulled = [3 * group + axis for group in np.flatnonzero(self.has_goals).tolist() for axis in range(3)]
+        distinct, alike = [], []  # the distinct chains' rows; each row's chain among them
+        for group, by_axis in enumerate(self.by_axis.tolist()):
+            first = len(distinct)
+            if by_axis:  # the axes across ``up``, then the one along it
+                distinct += [3 * group, 3 * group + 2]
+                alike += [first, first, first + 1]
+            else:
+                distinct.append(3 * group)
+                alike += [first] * 3
+        systems, count, frames = pulled + distinct + distinct, len(pulled), diag.shape[-1]
+        columns = np.zeros((len(systems), frames))
+        columns[:count] = rhs.take(pulled, axis=0)
+        columns[count : count + len(distinct), 0] = 1.0
+        columns[count + len(distinct) :, -1] = 1.0
+        x = solve_tridiagonal(diag.take(systems, axis=0), lower.take(systems, axis=0), columns)
+        solution = np.zeros(diag.shape)
+        solution[pulled] = x[:count]
+        return solution, x[count:].reshape(2, len(distinct), frames).take(alike, axis=1)
 
 
 ACROSS, ALONG_UP, ALL_AXES = slice(0, 2), slice(2, 3), slice(None)  # the basis's axes (_basis_about)
