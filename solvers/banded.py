@@ -213,7 +213,8 @@ def solve_mostly_separable(diag, lower, rhs, frames, vectors, weights, pulls):
 class ChainInverse:
     """The inverses of a batch of symmetric positive definite tridiagonal systems whose
     couplings are all negative, as the offline lock's chains are, held as their first and
-    last columns.
+    last columns, frame by frame (n, c): every gather at a few frames and every product
+    along them then runs along contiguous rows of the chains' values.
 
     The inverse of a tridiagonal matrix is ``G[i, j] = u[i] v[j]`` for ``i <= j`` (a
     Green's function), so those two columns give every entry:
@@ -226,8 +227,8 @@ class ChainInverse:
     clips of up to about a minute."""
 
     def __init__(self, first, last):
-        self.first = first  # G[:, 0]
-        self.last = last  # G[:, n-1] / G[0, n-1]: G[i, j] = last[i] first[j] for i <= j
+        self.first = first  # G[:, 0], (n, c)
+        self.last = last  # G[:, n-1] / G[0, n-1], (n, c): G[i, j] = last[i] first[j] for i <= j
 
     @classmethod
     def of_ends(cls, ends):
@@ -237,12 +238,12 @@ class ChainInverse:
         corner = last[:, :1]
         if not (corner[:, 0] > PRODUCT_FORM_RANGE * np.sqrt(first[:, 0] * last[:, -1])).all():
             return None
-        return cls(first, last / corner)
+        return cls(first.T.copy(), (last / corner).T.copy())
 
     def ends_at(self, frames):
         """The two columns :meth:`coupling` and :meth:`solve_sparse` read, at the sorted
-        ``frames`` (T,): ``first`` and ``last`` (c, T) each, gathered once for both."""
-        return self.first.take(frames, axis=1), self.last.take(frames, axis=1)
+        ``frames`` (T,): ``first`` and ``last`` (T, c) each, gathered once for both."""
+        return self.first.take(frames, axis=0), self.last.take(frames, axis=0)
 
     @staticmethod
     def coupling(ends_at, spread):
@@ -254,21 +255,21 @@ class ChainInverse:
         cost ten times as much. The mirror by one ``np.where`` on the terms' order (np.triu's
         Python layers: 2 calls, 3 x the cost)."""
         first, last = ends_at
-        upper = (spread * last.T) @ (spread * first.T).T
+        upper = (spread * last) @ (spread * first).T
         return np.where(_upper_triangle(len(spread)), upper, upper.T)
 
     def solve_sparse(self, frames, ends_at, rhs):
-        """``x = A^-1 b`` of every chain (c, n), ``b`` nonzero only at the sorted ``frames``
-        (T,), whose columns are ``ends_at`` (:meth:`ends_at`), where it is ``rhs`` (c, T):
-        ``x[i]`` sums ``G[i, j] b[j]`` over the frames from i on and before i, two running
-        sums over the T frames alone."""
+        """``x = A^-1 b`` of every chain, frame by frame (n, c), ``b`` nonzero only at the
+        sorted ``frames`` (T,), whose columns are ``ends_at`` (:meth:`ends_at`), where it is
+        ``rhs`` (T, c): ``x[i]`` sums ``G[i, j] b[j]`` over the frames from i on and before i,
+        two running sums over the T frames alone."""
         first, last = ends_at
-        after = np.zeros((len(rhs), len(frames) + 1))  # from each frame on: sum of G[0, j] b[j]
-        (rhs * first)[:, ::-1].cumsum(axis=1, out=after[:, -2::-1])
+        after = np.zeros((len(frames) + 1, rhs.shape[1]))  # from each frame on: sum of G[0, j] b[j]
+        (rhs * first)[::-1].cumsum(axis=0, out=after[-2::-1])
         before = np.zeros_like(after)  # before it: sum of G[j, n-1] b[j] / G[0, n-1]
-        (rhs * last).cumsum(axis=1, out=before[:, 1:])
-        at = frames.searchsorted(np.arange(self.first.shape[1]))  # each frame's first term frame from it on
-        return self.last * after.take(at, axis=1) + self.first * before.take(at, axis=1)
+        (rhs * last).cumsum(axis=0, out=before[1:])
+        at = frames.searchsorted(np.arange(len(self.first)))  # each frame's first term frame from it on
+        return self.last * after.take(at, axis=0) + self.first * before.take(at, axis=0)
 
 
 # The smallest corner, against the diagonal, :class:`ChainInverse` trusts its product form
@@ -308,7 +309,7 @@ def solve_low_rank_update(inverse, x, frames, rows, vectors, weights, goals):
     # LAPACK's LU in one call: on one system it costs less than spd_inverse's bordered
     # factorisation and product (13 rows: 9.5 against 22 us in Blender's numpy, 80: 64 against 531).
     shares = np.linalg.solve(coupling, residual)
-    return x + inverse.solve_sparse(frames, ends_at, spread.T * shares)
+    return x + inverse.solve_sparse(frames, ends_at, spread * shares[:, None]).T
 
 
 def _solve_low_rank_blocks(diagonals, vectors, weights, lower, rhs):
