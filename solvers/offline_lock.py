@@ -362,7 +362,7 @@ def _solve_with_reach(problem, weights, points, pins, terms):
             over = (state[0] > tolerance) & ~active
             if not over.any():
                 break  # within tolerance, or every frame stretched past it is already constrained
-            active = active | (_most_stretched(over, state[0]) & _not_outweighed(state[0], problem.fps))
+            active = active | _not_outweighed(_most_stretched(over, state[0]), state[0], problem.fps)
             corrections = solved_toward(corrections, *state[1:], np.where(active, weights.reach, held), length_wanted)
             targets = _targets(points, corrections, pins)
         else:  # the last solve's state is not measured yet
@@ -422,29 +422,27 @@ OUTWEIGHED_SHARE = 4.0
 OUTWEIGHED_TIME = 0.1  # s
 
 
-def _not_outweighed(stretch, fps):
-    """Per leg and frame (L, F), whether no other leg stretches ``OUTWEIGHED_SHARE`` times as
-    far (``stretch`` (L, F)) within ``OUTWEIGHED_TIME`` of it. Two legs held at exactly their
-    reach a frame apart squeeze the pelvis between them; where one stretches far and the
-    other a little (a clip starting with one foot swinging in at a root slower than the
-    steps, the other just planted: 48 mm and 2 mm), the pelvis's fix for the first
-    shortens the second, whose own term would hold it long for nothing: the pelvis dropped
-    5 cm within a frame at 24 fps. Deferred, the term is added in a later round where the
-    leg is still too long."""
-    if len(stretch) < 2:
-        return np.ones(stretch.shape, dtype=bool)
+def _not_outweighed(candidates, stretch, fps):
+    """The ``candidates`` (L, F bool, modified in place: a round's most stretched frames) no
+    other leg stretches ``OUTWEIGHED_SHARE`` times as far at (``stretch`` (L, F)) within
+    ``OUTWEIGHED_TIME``. Two legs held at exactly their reach a frame apart squeeze the
+    pelvis between them; where one stretches far and the other a little (a clip starting
+    with one foot swinging in at a root slower than the steps, the other just planted: 48 mm
+    and 2 mm), the pelvis's fix for the first shortens the second, whose own term would hold
+    it long for nothing: the pelvis dropped 5 cm within a frame at 24 fps. Deferred, the
+    term is added in a later round where the leg is still too long.
+
+    Judged at the candidates alone, each leg's farthest stretch over the frames around each
+    (the window clipped at the clip's ends), where a rolling maximum over every frame cost
+    several times as much."""
+    legs, frames = candidates.nonzero()
     half = max(1, round(OUTWEIGHED_TIME * fps))
-    nearby = rolling_max(np.maximum(stretch, 0.0), half)  # each leg's farthest stretch around each frame
-    return OUTWEIGHED_SHARE * stretch >= _farthest_of_the_others(nearby)
-
-
-def _farthest_of_the_others(values):
-    """Per row of ``values`` (L, F), L >= 2, the greatest of the other rows' at each frame."""
-    if len(values) == 2:  # two legs: each one's other (a sort and a where cost 15 us a reach round)
-        return values[::-1]
-    ranked = np.sort(values, axis=0)
-    # The greatest of all, or the second where it is this row's.
-    return np.where(values >= ranked[-1], ranked[-2], ranked[-1])
+    around = np.minimum(np.maximum(frames[:, None] + np.arange(-half, half + 1), 0), stretch.shape[1] - 1)
+    nearby = np.maximum(stretch, 0.0).take(around, axis=1).max(axis=-1)  # (L, k): each leg's, around each candidate
+    nearby[legs, np.arange(len(legs))] = 0.0  # the others' alone (each at least 0: the greatest is theirs)
+    outweighed = OUTWEIGHED_SHARE * stretch[legs, frames] < nearby.max(axis=0)
+    candidates[legs[outweighed], frames[outweighed]] = False
+    return candidates
 
 
 def _most_stretched(over, stretch):
