@@ -513,8 +513,7 @@ class _Runs:
     the runs of all legs are listed together, leg by leg."""
 
     pair: np.ndarray  # (L, F-1) how strongly each step is pinned (_pairs)
-    legs: np.ndarray  # (R,) the leg of each run
-    flat_starts: np.ndarray  # (R,) its first frame, as an index into (L F) rows
+    flat_starts: np.ndarray  # (R,) each run's first frame, as an index into (L F) rows
     flat_ends: np.ndarray  # (R,) its last frame, as an index into (L F) rows
     # :func:`_doubling` of the share of the leg's previous correction left at each run's start
     # (0: none before), for :func:`_doubled_scan`
@@ -564,7 +563,7 @@ def _runs(pairs, ease):
         own_rows, own_runs = slice(point * legs_count, (point + 1) * legs_count), slice(first, stop)
         offset = point * legs_count * frames
         split.append(_Runs(
-            pairs[point], rows[own_runs] - point * legs_count, flat_starts[own_runs] - offset, flat_ends[own_runs] - offset,
+            pairs[point], flat_starts[own_runs] - offset, flat_ends[own_runs] - offset,
             _doubling(resumed[own_runs]), np.where(any_run[own_rows], last[own_rows] - first, 0),
             np.where(any_run[own_rows], last_start[own_rows] - offset, 0), kept[own_rows]))
     return split
@@ -590,7 +589,7 @@ def _targets(points, corrections, pins):
     # A released heel hands the ball back to the foot's own correction over ``release_time``,
     # as its held position eases out: not in one frame.
     about_heel = heels + _rescaled(toes - heels, pins.foot)
-    toes = _hold(toes + pins.turned * (about_heel - toes), pins.toe_runs)
+    toes = _hold(toes + pins.turned * (about_heel - toes), pins.toe_runs, out=moved[0])
     # Where the toe is pinned the heel keeps the foot's length from the ball: the foot
     # turns about the ball toward the held heel, and the ball lands on its target even
     # where the labels ask the rigid foot for more (the seed's "Lock the Toe, Not the
@@ -599,23 +598,20 @@ def _targets(points, corrections, pins):
     heels = about_ball + pins.heel_only * (heels - about_ball)
     # A heel re-planted before its last hold has eased out sits a little off the ball's
     # sphere: held again, it stays put where the ball lifts before it instead of snapping.
-    moved[0] = toes
-    moved[1] = _hold(heels, pins.heel_runs)
+    _hold(heels, pins.heel_runs, out=moved[1])
     return moved
 
 
-def _hold(points, runs):
+def _hold(points, runs, out=None):
     """Points (3, L, F), a component at a time, plus their own corrections, so that each
     holds exactly where it was when it was pinned, even where its foot moved as a whole
     could not hold it (the source foot turning while heel and toe are planted). ``runs``:
-    the :func:`_runs` of the point's pinned steps.
+    the :func:`_runs` of the point's pinned steps. Written into ``out`` where given.
 
     Causal: a correction builds up only over pinned steps (a pinned step is scaled by
     ``1 - contact``), so a point is never pulled ahead of its pin; once released it eases
     out to nothing over ``release_time`` (zero slope at both ends), so the next pin starts
     from the foot as the correction leaves it, even after a short swing."""
-    if not len(runs.legs):
-        return points
     # The correction the pinned steps build up from the first frame on: each pinned step undone.
     steps = points[..., :-1] - points[..., 1:]
     steps *= runs.pair
@@ -638,8 +634,7 @@ def _hold(points, runs):
         counted_from = flat.take(runs.last_start, axis=1)
     own = np.subtract(built, counted_from, out=counted_from)
     own *= runs.kept
-    own += points
-    return own
+    return np.add(own, points, out=own if out is None else out)
 
 
 def _scan(shares, steps):
