@@ -121,13 +121,12 @@ def _knee_forwards_local(grot, gpos, legs, up, thigh_vector, leg_axis, thigh):
 
 
 def _perpendicular(v, unit, along=None):
-    """Component of ``v`` perpendicular to the unit vectors ``unit`` (both (..., 3)), a
-    component at a time (see :mod:`.quaternion`'s docstring); ``along`` their dot products,
-    where already known."""
+    """Component of ``v`` perpendicular to the unit vectors ``unit`` (both (..., 3)), all
+    components in two calls on rows (see :func:`.quaternion.component_rows`); ``along``
+    their dot products (...), where already known."""
     along = quat.dot(v, unit) if along is None else along
     out = quat.empty_as(v)
-    for i in range(3):
-        np.subtract(v[..., i], along * unit[..., i], out=out[..., i])
+    np.subtract(quat.component_rows(v), along * quat.component_rows(unit), out=quat.component_rows(out))
     return out
 
 

@@ -283,9 +283,8 @@ def from_axis_angle(axis, angle):
     axis, half = np.asarray(axis, dtype=float), 0.5 * np.asarray(angle)
     out = empty_as(axis, _common_shape(axis[..., 0], half) + (4,))
     np.cos(half, out=out[..., 0])
-    sine = np.sin(half)
-    for i in range(3):  # a component at a time (see the module's docstring)
-        np.multiply(sine, axis[..., i], out=out[..., i + 1])
+    # The vector part's components in one call on rows (see :func:`component_rows`).
+    np.multiply(np.sin(half), component_rows(axis, out.ndim), out=component_rows(out)[1:])
     return out
 
 
