@@ -40,6 +40,7 @@ Terms, all weighted per second of animation so any frame rate gives the same res
 """
 
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from itertools import pairwise
 
 import numpy as np
@@ -709,7 +710,7 @@ class _GroupTerms:
     terms act on each axis alone: one independent tridiagonal system per group and axis."""
 
     def __init__(self, groups, frames, up):
-        self.basis = _basis_about(up)
+        self.basis = _basis_about(tuple(up.tolist()))
         # Per group, per axis of the basis (two across ``up``, then ``up``) and per step or frame.
         self.step_weights = np.zeros((groups, 3, frames - 1))
         self.pulled = np.zeros((groups, 3, frames - 1))  # the steps' weight * P goal, in the basis
@@ -812,10 +813,14 @@ def _per_axis(weight):
     return weight[..., None, :] if weight.ndim else weight
 
 
+@lru_cache(maxsize=4)
 def _basis_about(up):
-    """Rows: two unit axes across the unit ``up`` and ``up``, a right-handed basis; built
-    from the world axis least aligned with ``up``, so an axis-aligned ``up`` gives a signed
-    permutation (exact)."""
+    """Rows: two unit axes across the unit ``up`` (a tuple) and ``up``, a right-handed basis;
+    built from the world axis least aligned with ``up``, so an axis-aligned ``up`` gives a
+    signed permutation (exact). Made once per ``up`` (read-only, shared): every solve of a
+    scene asks for the same, and its dozen numpy calls on one vector cost as much as a
+    reach round's gathers."""
+    up = np.array(up)
     axis = np.eye(3)[np.argmin(np.abs(up))]
     basis = np.empty((3, 3))
     cross(up, axis, out=basis[0])  # not np.cross: a few times slower on one vector
@@ -823,6 +828,7 @@ def _basis_about(up):
     np.subtract(up * dot(up, axis), axis, out=basis[1])
     basis[:2] /= length(basis[0])
     basis[2] = up
+    basis.flags.writeable = False
     return basis
 
 
