@@ -424,9 +424,9 @@ OUTWEIGHED_TIME = 0.1  # s
 
 
 def _not_outweighed(candidates, stretch, fps):
-    """The ``candidates`` (L, F bool, modified in place: a round's most stretched frames) no
-    other leg stretches ``OUTWEIGHED_SHARE`` times as far at (``stretch`` (L, F)) within
-    ``OUTWEIGHED_TIME``. Two legs held at exactly their reach a frame apart squeeze the
+    """The ``candidates`` (L, F bool, modified in place: a round's most stretched frames) at
+    which no other leg stretches ``OUTWEIGHED_SHARE`` times as far (``stretch`` (L, F))
+    within ``OUTWEIGHED_TIME``. Two legs held at exactly their reach a frame apart squeeze the
     pelvis between them; where one stretches far and the other a little (a clip starting
     with one foot swinging in at a root slower than the steps, the other just planted: 48 mm
     and 2 mm), the pelvis's fix for the first shortens the second, whose own term would hold
