@@ -840,13 +840,17 @@ def _with_reach_terms(unreached, inverse, frames, direction, weight, goal):
     :func:`.banded.solve_low_rank_update`: each term couples the pelvis's three chains
     (rows 0-2) with its foot's at its frame."""
     columns, legs = weight.T.nonzero()  # by frame
-    rows = np.empty((len(legs), 6), dtype=np.intp)
-    rows[:, :3] = np.arange(3)
-    rows[:, 3:] = 3 * (1 + legs)[:, None] + np.arange(3)
+    rows = _TERM_ROWS + legs[:, None] * _TERM_ROWS_PER_LEG  # the pelvis's, then rows 3 (1 + leg) on
     across = direction[legs, :, columns]  # (T, 3)
     vectors = np.concatenate((across, -across), axis=1)
     return solve_low_rank_update(inverse, unreached, frames.take(columns), rows, vectors, weight[legs, columns],
                                  goal[legs, columns])
+
+
+# A reach term's rows of the normal equations (see :func:`_with_reach_terms`): the pelvis's
+# three chains and the first foot's, then three rows further on for each leg after it.
+_TERM_ROWS = np.arange(6)
+_TERM_ROWS_PER_LEG = np.array([0, 0, 0, 3, 3, 3])
 
 
 def _reach_terms(across, weight, goal, size):
