@@ -338,7 +338,7 @@ def _solve_with_reach(problem, weights, points, pins, terms):
         at ``length_wanted`` (L, F), linearized about ``corrections`` and the ``offset`` (3,
         L, F) and ``distance`` they give."""
         # Linearized on the terms' frames (k,) alone: a round's reach terms are on a few.
-        frames = np.flatnonzero((weight > 0).any(axis=0))
+        frames = (weight > 0).any(axis=0).nonzero()[0]
         offset, distance, weight, length_wanted, corrections = (
             values.take(frames, axis=-1) for values in (offset, distance, weight, length_wanted, corrections))
         direction = offset / np.maximum(distance, 1e-12)  # zero stays zero
@@ -476,7 +476,7 @@ def _most_stretched(over, stretch):
     # own: the first at or after a run's start is in the run.
     reached = (values[changes[0] :] == np.repeat(greatest, spans)).nonzero()[0] + changes[0]
     most = np.zeros((legs, width), dtype=bool)
-    most.ravel()[reached.take(np.searchsorted(reached, changes[::2]))] = True
+    most.ravel()[reached.take(reached.searchsorted(changes[::2]))] = True
     return most[:, :frames]
 
 
@@ -538,8 +538,8 @@ def _runs(pairs, ease):
     edges[:, :-1] = pinned
     edges[:, 1:] -= pinned
     is_start = edges == 1
-    rows, starts = np.nonzero(is_start)
-    ends = np.nonzero(edges == -1)[1]  # row by row, as the starts
+    rows, starts = is_start.nonzero()
+    ends = (edges == -1).nonzero()[1]  # row by row, as the starts
     after_own = np.zeros(len(rows), dtype=bool)  # the run follows an earlier run of its own row
     after_own[1:] = rows[1:] == rows[:-1]
     gaps = np.zeros(len(rows), dtype=np.intp)  # frames since the run before (of any row)
@@ -557,7 +557,7 @@ def _runs(pairs, ease):
     kept = np.where(any_run & ~inside, ease.take(since, mode="clip"), inside)  # (clipped to the ease's frames)
     flat_starts, flat_ends = rows * frames + starts, rows * frames + ends
     # Each point's own runs: its rows, its runs (``first`` to ``stop``) and indices into them.
-    bounds = np.searchsorted(rows, np.arange(points + 1) * legs_count)
+    bounds = rows.searchsorted(np.arange(points + 1) * legs_count)
     last_start = flat_starts.take(last) if len(ends) else last
     split = []
     for point, (first, stop) in enumerate(pairwise(bounds)):
@@ -782,7 +782,7 @@ class _GroupTerms:
         both), and so does a group's third where no term acts on some of its axes alone:
         their chains are one, and so are their inverses. A group without goals has no
         right-hand side: its solution is zero."""
-        pulled = [3 * group + axis for group in np.flatnonzero(self.has_goals).tolist() for axis in range(3)]
+        pulled = [3 * group + axis for group, goals in enumerate(self.has_goals.tolist()) if goals for axis in range(3)]
         distinct, alike = [], []  # the distinct chains' rows; each row's chain among them
         for group, by_axis in enumerate(self.by_axis.tolist()):
             first = len(distinct)
