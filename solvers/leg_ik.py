@@ -70,9 +70,9 @@ def measure_legs_and_lengths(grot, gpos, legs, up, softening_ratio=0.02, comfort
     thigh_vector, axis_vector = knee - hip, ankle - hip
     thigh = quat.lengths(thigh_vector)
     shin = quat.lengths(ankle - knee)
-    longest = np.max(thigh + shin, axis=1)
+    longest = (thigh + shin).max(axis=1)
     # "not >" also refuses legs whose bones are all zero long (0 < 0 is false) and NaN.
-    for leg, shortest_thigh, shortest_shin, most in zip(legs, np.min(thigh, axis=1), np.min(shin, axis=1), longest):
+    for leg, shortest_thigh, shortest_shin, most in zip(legs, thigh.min(axis=1), shin.min(axis=1), longest):
         if not (shortest_thigh > 1e-6 * most and shortest_shin > 1e-6 * most):
             raise SolverInputError(f"leg {leg.name!r}: thigh or shin has zero length")
     lengths = quat.median(thigh + shin, axis=1)  # as leg_bone_lengths measures them
@@ -359,7 +359,7 @@ def _solve_stacked(pose, legs, chains, limits, toe_targets, heel_targets, leg, u
             return forwards.reshape(3, -1).T
         if values.ndim == 2:
             return values.reshape(-1)
-        return np.repeat(values, frames)
+        return values.repeat(frames)
 
     stacked = LegLimits(*(per_row(f) for f in ("max_extension", "softening", "knee_forward_local",
                                                "toe_min_height", "heel_min_height", "toe_end_min_height")))

@@ -474,7 +474,7 @@ def _most_stretched(over, stretch):
     spans[-1] = len(values) - changes[-1]
     # A gap's frames that equal its own greatest come after the run before it has had its
     # own: the first at or after a run's start is in the run.
-    reached = (values[changes[0] :] == np.repeat(greatest, spans)).nonzero()[0] + changes[0]
+    reached = (values[changes[0] :] == greatest.repeat(spans)).nonzero()[0] + changes[0]
     most = np.zeros((legs, width), dtype=bool)
     most.ravel()[reached.take(reached.searchsorted(changes[::2]))] = True
     return most[:, :frames]
