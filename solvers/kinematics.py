@@ -105,29 +105,33 @@ def forward_kinematics(skeleton, rot, pos, joints=None, by_component=False):
     global_rot, global_pos = np.empty_like(local_rot), np.empty_like(local_pos)
     roots = len(levels[0]) if levels else 0  # (every ancestor of a joint is among them)
     global_rot[:, :roots], global_pos[:, :roots] = local_rot[:, :roots], local_pos[:, :roots]
+    # The same, a component's row of every joint's frames (k, joints F): a level's rows are a slice.
+    frames = rot.shape[0]
+    local_rot_rows, local_pos_rows, global_rot_rows, global_pos_rows = (
+        values.reshape(values.shape[0], -1) for values in (local_rot, local_pos, global_rot, global_pos))
     start = roots
     for above, level in pairwise(levels):
         stop = start + len(level)
+        here = slice(start * frames, stop * frames)
         parent_rows = [row_of[parents[j]] for j in level]
         if parent_rows == list(range(start - len(above), start)):
-            parent_rot, parent_pos = (_level_rows(values, parent_rows[0], start) for values in (global_rot, global_pos))
+            parents_here = slice(parent_rows[0] * frames, here.start)
+            parent_rot, parent_pos = global_rot_rows[:, parents_here].T, global_pos_rows[:, parents_here].T
         else:
-            parent_rot, parent_pos = (_level_rows(values.take(parent_rows, axis=1), 0, len(level))
+            parent_rot, parent_pos = (_level_rows(values.take(parent_rows, axis=1))
                                       for values in (global_rot, global_pos))
-        quat.multiply(parent_rot, _level_rows(local_rot, start, stop), out=_level_rows(global_rot, start, stop))
-        np.add(quat.rotate(parent_rot, _level_rows(local_pos, start, stop)), parent_pos,
-               out=_level_rows(global_pos, start, stop))
+        quat.multiply(parent_rot, local_rot_rows[:, here].T, out=global_rot_rows[:, here].T)
+        np.add(quat.rotate(parent_rot, local_pos_rows[:, here].T), parent_pos, out=global_pos_rows[:, here].T)
         start = stop
     grot, gpos = (_globals_like(values, by_component) for values in (rot, pos))
     grot.T[:, order], gpos.T[:, order] = global_rot, global_pos
     return grot, gpos
 
 
-def _level_rows(values, start, stop):
-    """The joints ``start:stop`` of ``values`` (k, joints, F) as rows (joints F, k), stored a
-    component at a time (as the quaternion helpers lay out their results): a view, which
-    they read from and write into in place."""
-    return values[:, start:stop].reshape(values.shape[0], -1).T
+def _level_rows(values):
+    """``values`` (k, joints, F) as rows (joints F, k), stored a component at a time (as the
+    quaternion helpers lay out their results): a view."""
+    return values.reshape(values.shape[0], -1).T
 
 
 def _globals_like(values, by_component):
