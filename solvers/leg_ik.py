@@ -111,8 +111,9 @@ def _knee_forwards_local(grot, gpos, legs, up, thigh_vector, leg_axis, thigh):
     # The dot products by quat.dots: the numbers of quat.dot on rows laid out as these are.
     offset = _perpendicular(thigh_vector, leg_axis, quat.dots(thigh_vector, leg_axis))  # grows with the bend
     total = quat.rotate(hip_rot, offset).sum(axis=1)
-    forwards = quat.normalize(total)
-    for row, (leg, bend, size) in enumerate(zip(legs, quat.length(total), thigh.mean(axis=1))):
+    bends = quat.length(total)
+    forwards = quat.divided(total, bends)  # (quat.normalize's numbers, the lengths measured once)
+    for row, (leg, bend, size) in enumerate(zip(legs, bends, thigh.mean(axis=1))):
         if not bend > 1e-3 * size:
             # A leg that never bends: bow the knee toward where the foot points.
             forward = quat.horizontal(gpos[:, leg.toe] - gpos[:, leg.ankle], up)
