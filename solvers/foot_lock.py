@@ -278,7 +278,10 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
         raise SolverInputError("the rig has no legs to lock")
     timings, slip, warnings = {}, 0.0, []
     with _timed(timings, "kinematics"):
-        grot, gpos = forward_kinematics(skeleton, motion.rot, motion.pos, _solved_joints(rig), by_component=True)
+        # The toe tips' rotations are not computed: the legs are measured from their hips' and the
+        # leg solver, given heel targets, turns the toes and computes the tips' before it reads them.
+        grot, gpos = forward_kinematics(skeleton, motion.rot, motion.pos, _solved_joints(rig), by_component=True,
+                                        positions_only=[leg.tip for leg in rig.legs])
         limits, bone_lengths = measure_legs_and_lengths(grot, gpos, rig.legs, up, settings.softening_ratio)
     # The legs' length as the legs were just measured: not measured again from the locals (50 us).
     cuts = cut_frames(skeleton, motion, rig, mean_leg_length(bone_lengths)) if cuts is None else cuts

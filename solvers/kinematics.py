@@ -75,12 +75,14 @@ class Motion:
         return Motion(self.rot.copy(), self.pos.copy(), self.fps, dict(self.meta))
 
 
-def forward_kinematics(skeleton, rot, pos, joints=None, by_component=False):
+def forward_kinematics(skeleton, rot, pos, joints=None, by_component=False, positions_only=()):
     """Global rotations and positions (F, n, 4) / (F, n, 3) from local ones.
 
     With ``joints`` only those joints and their ancestors are computed (the rest of
     the arrays is left unset): the solvers need the legs and the pelvis, not the
-    fingers.
+    fingers. Of ``positions_only`` (joints none of the others hangs from: the toe tips,
+    whose rotations nothing reads) only the positions are computed where a whole level is
+    among them, their rotations left unset.
 
     Joints none of which is another's ancestor (both legs' thighs, both knees ...) are
     computed together, as rows of one array: on a short clip the cost is per numpy call,
@@ -109,7 +111,7 @@ def forward_kinematics(skeleton, rot, pos, joints=None, by_component=False):
     frames = rot.shape[0]
     local_rot_rows, local_pos_rows, global_rot_rows, global_pos_rows = (
         values.reshape(values.shape[0], -1) for values in (local_rot, local_pos, global_rot, global_pos))
-    start = roots
+    start, skipped = roots, set(positions_only)
     for above, level in pairwise(levels):
         stop = start + len(level)
         here = slice(start * frames, stop * frames)
@@ -120,7 +122,8 @@ def forward_kinematics(skeleton, rot, pos, joints=None, by_component=False):
         else:
             parent_rot, parent_pos = (_level_rows(values.take(parent_rows, axis=1))
                                       for values in (global_rot, global_pos))
-        quat.multiply(parent_rot, local_rot_rows[:, here].T, out=global_rot_rows[:, here].T)
+        if not skipped.issuperset(level):
+            quat.multiply(parent_rot, local_rot_rows[:, here].T, out=global_rot_rows[:, here].T)
         np.add(quat.rotate(parent_rot, local_pos_rows[:, here].T), parent_pos, out=global_pos_rows[:, here].T)
         start = stop
     grot, gpos = (_globals_like(values, by_component) for values in (rot, pos))

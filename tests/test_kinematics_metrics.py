@@ -32,6 +32,16 @@ def test_forward_kinematics_of_selected_joints_matches_the_full_pass():
     assert np.allclose(some[:, [0, 1, 3, 4]], full[:, [0, 1, 3, 4]])
 
 
+def test_forward_kinematics_positions_only_leaves_out_the_tips_rotations_alone():
+    """Joints asked for ``positions_only`` keep their positions; every other joint's globals
+    are the full pass's, to the bit."""
+    skeleton, rot, pos = random_motion(2, 5)
+    full_rot, full_pos = forward_kinematics(skeleton, rot, pos)
+    some_rot, some_pos = forward_kinematics(skeleton, rot, pos, joints=[2, 4], positions_only=[2, 4])
+    assert np.array_equal(some_pos[:, :5], full_pos[:, :5])
+    assert np.array_equal(some_rot[:, [0, 1, 3]], full_rot[:, [0, 1, 3]])
+
+
 def test_leg_length_from_the_legs_locals_is_the_posed_bodys():
     """``leg_length_from_locals`` measures each thigh in its hip's frame and each shin in its
     knee's: what ``leg_length`` measures on the whole posed body, also with a twist joint
