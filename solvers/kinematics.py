@@ -29,7 +29,7 @@ class Skeleton:
         self.parents = np.asarray(self.parents, dtype=int)
         if len(self.names) != len(self.parents):
             raise SolverInputError("skeleton names and parents differ in length")
-        bad = [i for i, p in enumerate(self.parents) if p >= i]
+        bad = [i for i, p in enumerate(self.parents.tolist()) if p >= i]  # (Python ints: see chain)
         if bad:
             raise SolverInputError(f"joint {self.names[bad[0]]!r} is listed before its parent")
 
