@@ -113,7 +113,8 @@ def _knee_forwards_local(grot, gpos, legs, up, thigh_vector, leg_axis, thigh):
     total = quat.rotate(hip_rot, offset).sum(axis=1)
     bends = quat.length(total)
     forwards = quat.divided(total, bends)  # (quat.normalize's numbers, the lengths measured once)
-    for row, (leg, bend, size) in enumerate(zip(legs, bends, thigh.mean(axis=1))):
+    mean_thigh = thigh.sum(axis=1) / thigh.shape[1]  # (thigh.mean's numbers, without its Python layers)
+    for row, (leg, bend, size) in enumerate(zip(legs, bends, mean_thigh)):
         if not bend > 1e-3 * size:
             # A leg that never bends: bow the knee toward where the foot points.
             forward = quat.horizontal(gpos[:, leg.toe] - gpos[:, leg.ankle], up)
