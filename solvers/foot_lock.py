@@ -283,8 +283,10 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
         grot, gpos = forward_kinematics(skeleton, motion.rot, motion.pos, _solved_joints(rig), by_component=True,
                                         positions_only=[leg.tip for leg in rig.legs])
         limits, bone_lengths = measure_legs_and_lengths(grot, gpos, rig.legs, up, settings.softening_ratio)
-    # The legs' length as the legs were just measured: not measured again from the locals (50 us).
-    cuts = cut_frames(skeleton, motion, rig, mean_leg_length(bone_lengths)) if cuts is None else cuts
+    # The legs' length (leg_length's) as the legs were just measured: not measured again from the
+    # locals (50 us), nor averaged again by each stage that reads it.
+    length = mean_leg_length(bone_lengths)
+    cuts = cut_frames(skeleton, motion, rig, length) if cuts is None else cuts
     contacts = _checked_contacts(contacts, len(rig.legs), motion.frames)
     heel_contacts = _checked_contacts(heel_contacts, len(rig.legs), motion.frames)
     missing, heel_missing = np.isnan(contacts).all(axis=1), np.isnan(heel_contacts).all(axis=1)
@@ -295,12 +297,12 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
     posed = before if keyed is None else _parts(as_keyed(states[0], keyed), len(rig.legs))  # as keyed
     noise = None  # the input feet's jitter over the whole clip, once something reads it
     size = metrics.character_size(bone_lengths)
-    animated = animated_legs(skeleton, motion, rig, mean_leg_length(bone_lengths))
+    animated = animated_legs(skeleton, motion, rig, length)
     warnings += _still_legs(rig, animated)
     # The gait's tempo, for the labels and the ground figures alike (both in the gait's own time).
     tempo = gait_tempo(posed["ankles"][animated], up, motion.fps, size, settings.contacts) if animated.any() else 1.0
     if missing.any() or heel_missing.any():
-        root, length = travel(skeleton, gpos, rig, up), mean_leg_length(bone_lengths)  # leg_length's
+        root = travel(skeleton, gpos, rig, up)
         root = root if keyed is None else as_keyed(root, keyed)
         noise = metrics.foot_jitter(posed["feet"])
         with _timed(timings, "contacts"):
@@ -317,7 +319,7 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
         warnings.append("no foot contacts: nothing to lock")
     warnings += _changing_feet(before["ankles"], before["toes"], contacts, heel_contacts, rig)
     warnings += _lying(before["hips"], before["ankles"], up)
-    warnings += _sized_off_units(mean_leg_length(bone_lengths) * unit_scale)
+    warnings += _sized_off_units(length * unit_scale)
 
     toes, ankles = before["toes"], before["ankles"]
     if keyed is not None:  # held where the keys pose the feet, not where interpolation swings them
@@ -354,7 +356,7 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
     )
     pinned = np.array((heel_contacts[:, measured], contacts[:, measured])) > 0  # (np.stack's Python layers: 3 us)
     warnings += _held_too_far(_parts(states[:, :, measured], len(rig.legs)), pinned, rig,
-                              mean_leg_length(bone_lengths), motion.fps, unit_scale, np.array((heel_missing, missing)),
+                              length, motion.fps, unit_scale, np.array((heel_missing, missing)),
                               first_frame)
     if IN_PLACE not in warnings:  # an in-place walk is left unlocked on purpose: its labels are not the news
         if not whole:  # the input's figures are not of the whole clip
