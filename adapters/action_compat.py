@@ -667,16 +667,21 @@ def _digested_parts(fcurves):
     yield np.array([len(co) for co, _ in found], dtype=np.int64)
     for co, _ in found:
         yield co
-    for (co, written), fcurve_points in zip(found, points):  # hashed one after the other, not joined first
-        yield _key_enums(fcurve_points, "interpolation", len(co)) if written is None else written
+    yield from _each_curve_codes(found, points)  # hashed one after the other, not joined first
 
 
 def _interpolation_codes(found, points):
     """The interpolation codes (uint8) of the keys of curves, one after the other: where
     :func:`_keys_and_modes_of` ``found`` them, else read from their keyframe ``points``;
     joined in one call (a click's 96 curves: one slice assignment each cost 50 us)."""
-    return np.concatenate([_key_enums(fcurve_points, "interpolation", len(co)) if written is None else written
-                           for (co, written), fcurve_points in zip(found, points)] or [np.empty(0, _ENUM)])
+    return np.concatenate(list(_each_curve_codes(found, points)) or [np.empty(0, _ENUM)])
+
+
+def _each_curve_codes(found, points):
+    """Each curve's interpolation codes (uint8), in order: where :func:`_keys_and_modes_of`
+    ``found`` them, else read from its keyframe ``points``."""
+    for (co, written), fcurve_points in zip(found, points):
+        yield _key_enums(fcurve_points, "interpolation", len(co)) if written is None else written
 
 
 def _keys_and_modes_of(fcurves, points):
