@@ -229,6 +229,7 @@ class ChainInverse:
     def __init__(self, first, last):
         self.first = first  # G[:, 0], (n, c)
         self.last = last  # G[:, n-1] / G[0, n-1], (n, c): G[i, j] = last[i] first[j] for i <= j
+        self.frames = np.arange(len(first))  # every frame, for :meth:`solve_sparse`'s searches
 
     @classmethod
     def of_ends(cls, ends):
@@ -264,12 +265,15 @@ class ChainInverse:
         ``rhs`` (T, c): ``x[i]`` sums ``G[i, j] b[j]`` over the frames from i on and before i,
         two running sums over the T frames alone."""
         first, last = ends_at
-        after = np.zeros((len(frames) + 1, rhs.shape[1]))  # from each frame on: sum of G[0, j] b[j]
-        (rhs * first)[::-1].cumsum(axis=0, out=after[-2::-1])
-        before = np.zeros_like(after)  # before it: sum of G[j, n-1] b[j] / G[0, n-1]
-        (rhs * last).cumsum(axis=0, out=before[1:])
-        at = frames.searchsorted(np.arange(len(self.first)))  # each frame's first term frame from it on
-        return self.last * after.take(at, axis=0) + self.first * before.take(at, axis=0)
+        # From each term frame on, the sum of G[0, j] b[j]; before it, of G[j, n-1] b[j] / G[0, n-1]:
+        # one array, zero past the last term frame and up to the first, gathered at every frame
+        # at once. The running sums by np.add.accumulate, cumsum's loop without its layers.
+        sums = np.zeros((2, len(frames) + 1, rhs.shape[1]))
+        np.add.accumulate((rhs * first)[::-1], axis=0, out=sums[0, -2::-1])
+        np.add.accumulate(rhs * last, axis=0, out=sums[1, 1:])
+        # Each frame's first term frame from it on.
+        after, before = sums.take(frames.searchsorted(self.frames), axis=1)
+        return self.last * after + self.first * before
 
 
 # The smallest corner, against the diagonal, :class:`ChainInverse` trusts its product form
