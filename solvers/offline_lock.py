@@ -613,12 +613,13 @@ def _hold(points, runs, out=None):
     ``1 - contact``), so a point is never pulled ahead of its pin; once released it eases
     out to nothing over ``release_time`` (zero slope at both ends), so the next pin starts
     from the foot as the correction leaves it, even after a short swing."""
-    # The correction the pinned steps build up from the first frame on: each pinned step undone.
+    # The correction the pinned steps build up from the first frame on: each pinned step undone,
+    # summed by np.add.accumulate (cumsum's loop without its layers).
     steps = points[..., :-1] - points[..., 1:]
     steps *= runs.pair
     built = np.empty_like(points)
     built[..., 0] = 0.0
-    steps.cumsum(axis=-1, out=built[..., 1:])
+    np.add.accumulate(steps, axis=-1, out=built[..., 1:])
     # Inside a run its point holds what the run started with plus what it built since:
     # ``built`` at the frame less ``counted_from``, per run. After the run no step builds:
     # ``built`` stays at the run's end, the same sum is what the run carried (to
