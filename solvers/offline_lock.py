@@ -526,6 +526,10 @@ class _Runs:
     # (L, F) the share of that run's correction a frame keeps: all of it on the frames a
     # pinned step of the run reaches, what is left of it after (0 before any run)
     kept: np.ndarray
+    # (3, L, F) where :func:`_hold` sums the pinned steps, its first frame's 0: made once, as the
+    # holds of a solve take turns with it, not an empty array and its first frame set on each
+    # of a solve's 15 holds
+    built: np.ndarray
 
 
 def _runs(pairs, ease):
@@ -568,7 +572,8 @@ def _runs(pairs, ease):
         split.append(_Runs(
             pairs[point], flat_starts[own_runs] - offset, flat_ends[own_runs] - offset,
             _doubling(resumed[own_runs]), np.where(any_run[own_rows], last[own_rows] - first, 0),
-            np.where(any_run[own_rows], last_start[own_rows] - offset, 0), kept[own_rows]))
+            np.where(any_run[own_rows], last_start[own_rows] - offset, 0), kept[own_rows],
+            np.zeros((3, legs_count, frames))))
     return split
 
 
@@ -619,8 +624,7 @@ def _hold(points, runs, out=None):
     # summed by np.add.accumulate (cumsum's loop without its layers).
     steps = points[..., :-1] - points[..., 1:]
     steps *= runs.pair
-    built = np.empty_like(points)
-    built[..., 0] = 0.0
+    built = runs.built
     np.add.accumulate(steps, axis=-1, out=built[..., 1:])
     # Inside a run its point holds what the run started with plus what it built since:
     # ``built`` at the frame less ``counted_from``, per run. After the run no step builds:
