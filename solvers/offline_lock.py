@@ -243,7 +243,9 @@ def _clearance(heights, standing, problem, weights):
     or next contact (the lower: a step down or up), in ``air_clearance`` (scaled to the
     leg) and clipped to 0..1; 1 throughout on a leg that never stands. ``heights`` (..., L,
     F), ``standing`` (L, F) the feet's contact weights."""
-    size = float(problem.reach.mean()) / REFERENCE_LEG_LENGTH
+    # The reaches' mean as ndarray.mean makes it (their sum, then divided by their count),
+    # without the Python layers of numpy's _methods._mean.
+    size = float(np.add.reduce(problem.reach, axis=None)) / problem.reach.size / REFERENCE_LEG_LENGTH
     legs, frames = standing.shape
     on = standing > 0
     # Each frame's last and next contact frame (where none, the leg's first or last frame,
@@ -551,8 +553,10 @@ def _runs(pairs, ease):
     gaps = np.zeros(len(rows), dtype=np.intp)  # frames since the run before (of any row)
     gaps[1:] = starts[1:] - ends[:-1]
     resumed = np.where(after_own, ease.take(gaps, mode="clip"), 0.0)[:, None]  # (clipped: no gap below 0)
-    started = is_start.cumsum(axis=-1)  # runs of the row started at or before each frame
-    first_run = started[:, -1].cumsum() - started[:, -1]  # each row's first index in the runs
+    # Runs of the row started at or before each frame, and each row's first index in the runs:
+    # np.add.accumulate, the loop cumsum calls (counting in intp, as cumsum counts a mask), without its layers.
+    started = np.add.accumulate(is_start, axis=-1, dtype=np.intp)
+    first_run = np.add.accumulate(started[:, -1]) - started[:, -1]
     any_run = np.zeros(edges.shape, dtype=bool)
     any_run[:, 1:] = started[:, :-1] > 0
     inside = np.zeros(edges.shape, dtype=bool)
