@@ -13,6 +13,7 @@ a joint in world space, so whatever hangs below it follows rigidly.
 """
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -313,22 +314,23 @@ def solve_legs(pose, legs, limits, toe_targets, up, options=None, heel_targets=N
     for index, (leg, chain) in enumerate(zip(legs, chains)):
         roles = tuple(None if j is None else chain.index(j) + 1 for j in (leg.hip, leg.knee, leg.ankle, leg.toe, leg.toe_end))
         shapes.setdefault(roles, []).append(index)
+    parents = pose.skeleton.parents.tolist()
     for roles, members in shapes.items():
-        heels = None if heel_targets is None else heel_targets[members]
-        _solve_stacked(pose, [legs[i] for i in members], [chains[i] for i in members], [limits[i] for i in members],
-                       toe_targets[members], heels, Leg("stacked", *roles), up, options)
+        # Legs all of one shape (the usual case): the targets whole, not copied by the index.
+        chosen = members if len(shapes) > 1 else slice(None)
+        heels = None if heel_targets is None else heel_targets[chosen]
+        joints = tuple((parents[legs[i].hip], *chains[i]) for i in members)
+        _solve_stacked(pose, joints, [limits[i] for i in members], toe_targets[chosen], heels, Leg("stacked", *roles),
+                       up, options)
 
 
-def _solve_stacked(pose, legs, chains, limits, toe_targets, heel_targets, leg, up, options):
-    """Solve legs of one shape (``leg``: the roles along the small skeleton; ``chains`` their
-    :func:`leg_chain`) as rows (G F)."""
-    joints = [[int(pose.skeleton.parents[each.hip]), *chain] for each, chain in zip(legs, chains)]  # (G, m)
-    count, size = len(joints), len(joints[0])
+def _solve_stacked(pose, joints, limits, toe_targets, heel_targets, leg, up, options):
+    """Solve legs of one shape (``leg``: the roles along the small skeleton) as rows (G F);
+    ``joints`` each leg's along it (G, m): the hip's parent, then its :func:`leg_chain`."""
+    skeleton, below_hip, read, turned, from_hip = _stacked_layout(joints, leg.hip, leg.ankle, leg.toe,
+                                                                  heel_targets is not None)
+    count, size = len(joints), len(skeleton)
     frames = pose.rot.shape[0]
-
-    def runs(first, stop=None):
-        """Each leg's joints from row ``first`` up to ``stop`` as runs of the whole pose's."""
-        return [_runs(chain[first:stop], first) for chain in joints]
 
     def cut(values, leg_runs):
         """(F, n, k) -> (G F, m, k), a run of consecutive joints per copy. Laid out by component
@@ -341,14 +343,8 @@ def _solve_stacked(pose, legs, chains, limits, toe_targets, heel_targets, leg, u
                 each[:, theirs] = values[:, ours]
         return rows.reshape(count * frames, size, -1)
 
-    # Only the rows the solve reads are filled. It never updates the hip's parent (row 0) or
-    # the hip, and writes the hip's local rotation without reading it: their globals are all
-    # it reads of them. Given heel targets, it reads no global below the ankle before it
-    # recomputes it (solve_leg).
-    below_hip = runs(leg.hip + 1)
-    read = runs(0) if heel_targets is None else runs(0, leg.ankle + 1)
-    rows = Pose(Skeleton([f"joint {k}" for k in range(size)], np.arange(-1, size - 1)), cut(pose.rot, below_hip),
-                cut(pose.pos, below_hip), cut(pose.grot, read), cut(pose.gpos, read))
+    rows = Pose(skeleton, cut(pose.rot, below_hip), cut(pose.pos, below_hip), cut(pose.grot, read),
+                cut(pose.gpos, read))
 
     def per_row(field):  # one value per leg, or per leg and frame -> (G F, ...)
         values = np.asarray([getattr(lim, field) for lim in limits], dtype=float)
@@ -369,14 +365,36 @@ def _solve_stacked(pose, legs, chains, limits, toe_targets, heel_targets, leg, u
     # solve derives from them is then too.
     solve_leg(rows, leg, stacked, quat.as_component_rows(toe_targets), up, options,
               heel_target=None if heel_targets is None else quat.as_component_rows(heel_targets))
-    # What the solve changed: the local rotations from the hip to the toe (the joints it turns,
-    # and those between), the global rotations from the hip and the positions below it.
-    changed = ((pose.rot, rows.rot, runs(leg.hip, leg.toe + 1)), (pose.grot, rows.grot, runs(leg.hip)),
-               (pose.gpos, rows.gpos, below_hip))
+    changed = ((pose.rot, rows.rot, turned), (pose.grot, rows.grot, from_hip), (pose.gpos, rows.gpos, below_hip))
     for ours, theirs, solved in changed:
         for leg_runs, leg_rows in zip(solved, theirs.reshape(count, frames, size, -1)):
             for in_pose, in_rows in leg_runs:
                 ours[:, in_pose] = leg_rows[:, in_rows]
+
+
+@lru_cache(maxsize=8)
+def _stacked_layout(joints, hip, ankle, toe, heels):
+    """The small skeleton :func:`_solve_stacked` solves the legs ``joints`` (G, m) on (rows
+    ``hip``, ``ankle`` and ``toe`` those joints), and each leg's :func:`_runs` of the rows it
+    copies: the rows below the hip (of the locals, and of the positions back), the globals'
+    it reads (``heels``: given heel targets), and those of the local and of the global
+    rotations it changes. Made once per rig, to be read only: every solve of it asks for
+    the same, and their Python loops cost as much as a copy of the rows."""
+    size = len(joints[0])
+
+    def runs(first, stop=None):
+        """Each leg's joints from row ``first`` up to ``stop`` as runs of the whole pose's."""
+        return [_runs(chain[first:stop], first) for chain in joints]
+
+    # Only the rows the solve reads are filled. It never updates the hip's parent (row 0) or
+    # the hip, and writes the hip's local rotation without reading it: their globals are all
+    # it reads of them. Given heel targets, it reads no global below the ankle before it
+    # recomputes it (solve_leg). What it changes: the local rotations from the hip to the toe
+    # (the joints it turns, and those between), the global rotations from the hip and the
+    # positions below it.
+    skeleton = Skeleton([f"joint {k}" for k in range(size)], np.arange(-1, size - 1))
+    below_hip = runs(hip + 1)
+    return skeleton, below_hip, runs(0, ankle + 1) if heels else runs(0), runs(hip, toe + 1), runs(hip)
 
 
 def _runs(joints, first=0):
