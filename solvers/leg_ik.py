@@ -327,8 +327,8 @@ def solve_legs(pose, legs, limits, toe_targets, up, options=None, heel_targets=N
 def _solve_stacked(pose, joints, limits, toe_targets, heel_targets, leg, up, options):
     """Solve legs of one shape (``leg``: the roles along the small skeleton) as rows (G F);
     ``joints`` each leg's along it (G, m): the hip's parent, then its :func:`leg_chain`."""
-    skeleton, below_hip, read, turned, from_hip = _stacked_layout(joints, leg.hip, leg.ankle, leg.toe,
-                                                                  heel_targets is not None)
+    skeleton, copied_in, copied_back = _stacked_layout(joints, leg.hip, leg.knee, leg.ankle, leg.toe,
+                                                       heel_targets is not None)
     count, size = len(joints), len(skeleton)
     frames = pose.rot.shape[0]
 
@@ -343,8 +343,8 @@ def _solve_stacked(pose, joints, limits, toe_targets, heel_targets, leg, up, opt
                 each[:, theirs] = values[:, ours]
         return rows.reshape(count * frames, size, -1)
 
-    rows = Pose(skeleton, cut(pose.rot, below_hip), cut(pose.pos, below_hip), cut(pose.grot, read),
-                cut(pose.gpos, read))
+    rows = Pose(skeleton, *(cut(values, leg_runs) for values, leg_runs in zip((pose.rot, pose.pos, pose.grot, pose.gpos),
+                                                                              copied_in)))
 
     def per_row(field):  # one value per leg, or per leg and frame -> (G F, ...)
         values = np.asarray([getattr(lim, field) for lim in limits], dtype=float)
@@ -365,36 +365,39 @@ def _solve_stacked(pose, joints, limits, toe_targets, heel_targets, leg, up, opt
     # solve derives from them is then too.
     solve_leg(rows, leg, stacked, quat.as_component_rows(toe_targets), up, options,
               heel_target=None if heel_targets is None else quat.as_component_rows(heel_targets))
-    changed = ((pose.rot, rows.rot, turned), (pose.grot, rows.grot, from_hip), (pose.gpos, rows.gpos, below_hip))
-    for ours, theirs, solved in changed:
+    for ours, theirs, solved in zip((pose.rot, pose.grot, pose.gpos), (rows.rot, rows.grot, rows.gpos), copied_back):
         for leg_runs, leg_rows in zip(solved, theirs.reshape(count, frames, size, -1)):
             for in_pose, in_rows in leg_runs:
                 ours[:, in_pose] = leg_rows[:, in_rows]
 
 
 @lru_cache(maxsize=8)
-def _stacked_layout(joints, hip, ankle, toe, heels):
+def _stacked_layout(joints, hip, knee, ankle, toe, heels):
     """The small skeleton :func:`_solve_stacked` solves the legs ``joints`` (G, m) on (rows
-    ``hip``, ``ankle`` and ``toe`` those joints), and each leg's :func:`_runs` of the rows it
-    copies: the rows below the hip (of the locals, and of the positions back), the globals'
-    it reads (``heels``: given heel targets), and those of the local and of the global
-    rotations it changes. Made once per rig, to be read only: every solve of it asks for
-    the same, and their Python loops cost as much as a copy of the rows."""
+    ``hip`` ... ``toe`` those joints), and each leg's :func:`_runs` of the rows it copies in
+    (of the local rotations and translations, the global rotations and positions; ``heels``:
+    given heel targets) and back (of the local and the global rotations, the positions).
+    Made once per rig, to be read only: every solve of it asks for the same, and their
+    Python loops cost as much as a copy of the rows."""
     size = len(joints[0])
 
     def runs(first, stop=None):
         """Each leg's joints from row ``first`` up to ``stop`` as runs of the whole pose's."""
         return [_runs(chain[first:stop], first) for chain in joints]
 
-    # Only the rows the solve reads are filled. It never updates the hip's parent (row 0) or
-    # the hip, and writes the hip's local rotation without reading it: their globals are all
-    # it reads of them. Given heel targets, it reads no global below the ankle before it
-    # recomputes it (solve_leg). What it changes: the local rotations from the hip to the toe
-    # (the joints it turns, and those between), the global rotations from the hip and the
-    # positions below it.
+    # Only the rows the solve reads before it writes them are filled. It never updates the
+    # hip's parent (row 0) or the hip, and turns the hip and the knee, writing their local
+    # rotations, before it updates a joint: of the locals it reads those below the hip, the
+    # knee's rotation aside; of the globals, the rotations from the hip's parent to the knee
+    # (turning the knee reads its parent's) and the positions from the hip on. Given heel
+    # targets it reads no position below the ankle before it recomputes it (solve_leg).
+    # What it changes: the local rotations from the hip to the toe (the joints it turns, and
+    # those between), the global rotations from the hip and the positions below it.
     skeleton = Skeleton([f"joint {k}" for k in range(size)], np.arange(-1, size - 1))
     below_hip = runs(hip + 1)
-    return skeleton, below_hip, runs(0, ankle + 1) if heels else runs(0), runs(hip, toe + 1), runs(hip)
+    rotations = [before + after for before, after in zip(runs(hip + 1, knee), runs(knee + 1))]
+    copied_in = rotations, below_hip, runs(0, knee + 1), runs(hip, ankle + 1) if heels else runs(hip)
+    return skeleton, copied_in, (runs(hip, toe + 1), runs(hip), below_hip)
 
 
 def _runs(joints, first=0):
