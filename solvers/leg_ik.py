@@ -160,7 +160,9 @@ def _lift_tip(origin, tip, min_height, up):
     rise = _clipped(min_height - quat.dot(origin, up), -length, length)
     height = quat.dot(offset, up)
     lifted_rise = np.maximum(height, rise)
-    heading = quat.normalize(quat.horizontal(offset, up, height))
+    # The offset less its height along ``up``: quat.horizontal's numbers (a difference is the sum of
+    # the negated term, to the bit), all components in one call.
+    heading = quat.normalize(_along_up(offset, -height, up))
     flat_length = np.sqrt(np.maximum(length**2 - lifted_rise**2, 0.0))
     out = quat.empty_as(tip)
     rows = quat.component_rows(out)  # all components summed in their places at once
