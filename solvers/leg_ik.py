@@ -62,23 +62,24 @@ def measure_legs_and_lengths(grot, gpos, legs, up, softening_ratio=0.02, comfort
     """:func:`measure_legs`' limits, and each leg's :func:`~.rig.leg_bone_lengths` (L,),
     which they are measured from. The legs are measured as rows of one array, gathered at
     once (on a short clip the cost is per numpy call, not per frame)."""
-    roles = ("hip", "knee", "toe", "ankle", "tip")
+    # The ends of the thigh, the shin and the hip-to-ankle axis, then the points whose lowest
+    # heights are kept: each (L, F, 3), the three vectors made and measured in one call each.
+    roles = ("hip", "knee", "hip", "knee", "ankle", "ankle", "toe", "tip")
     joints = gpos[:, [getattr(leg, role) for role in roles for leg in legs]].swapaxes(0, 1)
     joints = joints.reshape(len(roles), len(legs), *joints.shape[1:])
-    hip, knee, _, ankle, _ = joints  # (L, F, 3) each
+    vectors = joints[3:6] - joints[:3]
     # Lengths by quat.lengths: rows with their components side by side, as here, give the
     # numbers of quat.length (and of leg_bone_lengths) at half its cost.
-    thigh_vector, axis_vector = knee - hip, ankle - hip
-    thigh = quat.lengths(thigh_vector)
-    shin = quat.lengths(ankle - knee)
-    longest = (thigh + shin).max(axis=1)
+    thigh_vector, _, axis_vector = vectors
+    thigh, shin, extension = quat.lengths(vectors)
+    thigh_and_shin = thigh + shin
+    longest = thigh_and_shin.max(axis=1)
     # "not >" also refuses legs whose bones are all zero long (0 < 0 is false) and NaN.
     for leg, shortest_thigh, shortest_shin, most in zip(legs, thigh.min(axis=1), shin.min(axis=1), longest):
         if not (shortest_thigh > 1e-6 * most and shortest_shin > 1e-6 * most):
             raise SolverInputError(f"leg {leg.name!r}: thigh or shin has zero length")
-    lengths = quat.median(thigh + shin, axis=1)  # as leg_bone_lengths measures them
+    lengths = quat.median(thigh_and_shin, axis=1)  # as leg_bone_lengths measures them
     bones = lengths[:, None]
-    extension = quat.lengths(axis_vector)
     # Per frame, a leg may reach as far as it does in the input or, where it is
     # bent, up to a comfortable share of its bones -- but never further than the
     # clip ever stretches it, and never to a straight leg it did not have ("avoid
@@ -87,7 +88,7 @@ def measure_legs_and_lengths(grot, gpos, legs, up, softening_ratio=0.02, comfort
     reach = np.maximum(extension, np.minimum(comfortable_reach * bones, extension.max(axis=1, keepdims=True)))
     softening = np.maximum(np.minimum(softening_ratio * bones, 0.5 * (bones - reach)), 1e-9 * bones)
     up = np.asarray(up, dtype=float)
-    lowest = quat.dot(joints[2:], up).min(axis=2).T  # (L, 3): toe, heel (ankle), tip
+    lowest = quat.dot(joints[5:], up).min(axis=2).T  # (L, 3): heel (ankle), toe, tip
     forwards = _knee_forwards_local(grot, gpos, legs, up, thigh_vector, quat.divided(axis_vector, extension), thigh)
     limits = [
         LegLimits(
@@ -98,7 +99,7 @@ def measure_legs_and_lengths(grot, gpos, legs, up, softening_ratio=0.02, comfort
             heel_min_height=heel,
             toe_end_min_height=tip,
         )
-        for leg_reach, leg_softening, forward, (toe, heel, tip) in zip(reach, softening, forwards, lowest.tolist())
+        for leg_reach, leg_softening, forward, (heel, toe, tip) in zip(reach, softening, forwards, lowest.tolist())
     ]
     return limits, lengths
 
