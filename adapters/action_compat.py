@@ -365,20 +365,27 @@ def _listing(bag, uid):
 # interpolation is byte 48 (``ipo``). Read there, both take about 2 us a curve. The layout
 # is checked once a session against what RNA reads of the first curve read
 # (:func:`_layout_holds`); where it does not hold (a Blender whose struct differs), keys are
-# read through RNA. Written there only into the keys ``keyframe_points.add`` has just made
-# (:func:`_set_new_points`), the bytes RNA's ``co_ui`` and ``interpolation`` would leave in
-# them (RNA's setters keep no cache: they set these fields and nothing else; ``add`` tagged the
-# action for the depsgraph already); every other write goes through RNA.
+# read through RNA. Written there only where every key of a curve is replaced (:func:`_set_keys`):
+# each key's 72 bytes as ``keyframe_points.add`` makes it with RNA's ``co_ui`` and ``interpolation``
+# set (RNA's setters keep no cache: they set these fields and nothing else), into the keys ``add``
+# has just made or, as many, over the curve's own (no new array: the action tagged for the
+# depsgraph as ``clear`` and ``add`` tag it); every other write goes through RNA.
 _BEZT_BYTES = 72
 # The two fields read of a BezTriple, as one numpy record: a key's frame and value as one
 # 8-byte item (a complex64: the same bits; numpy steps through the structs a key at a time,
 # not a float at a time) and its interpolation code.
 _BEZT = np.dtype({"names": ["co", "ipo"], "formats": [np.complex64, np.uint8], "offsets": [12, 48],
                   "itemsize": _BEZT_BYTES})
-# A new key as it is keyed (:func:`_set_new_points`): its left handle, key and right handle
+# A new key as it is keyed (:func:`_new_keys`): its left handle, key and right handle
 # (``vec[0..2]``'s x and y as complex64 items, their z left at 0) and its interpolation code.
 _NEW_BEZT = np.dtype({"names": ["left", "co", "right", "ipo"], "formats": [np.complex64] * 3 + [np.uint8],
                       "offsets": [0, 12, 24, 48], "itemsize": _BEZT_BYTES})
+_KEY_BYTES = np.dtype((np.void, _BEZT_BYTES))  # a BezTriple whole
+# A key as ``keyframe_points.add`` makes it (Blender's fixed defaults, not the preferences: its
+# selection, handle types and interpolation set, every other byte zero), read from the first key
+# made where the layout holds (:func:`_set_keys`); None before.
+_made_key = None
+_records = None  # the BezTriples last made to be copied into many curves (see :func:`_key_records`)
 _key_array_layout = None  # whether the layout holds: None until a curve of 2+ keys was checked
 _KEY_ARRAY_TYPES = {}  # count -> the ctypes type of count BezTriples' bytes
 
@@ -411,16 +418,26 @@ def _key_array(points, count, records=_BEZT):
     return np.frombuffer(kind.from_address(points[0].as_pointer()), dtype=records)
 
 
-def _set_new_points(points, co, mode):
-    """Key the keyframe ``points`` ``keyframe_points.add`` has just made (Blender's defaults,
-    handles at 0, 0) at (count, 2) float32 ``co`` with interpolation codes ``mode``, in their
-    key array: the bytes ``foreach_set`` of ``co_ui`` (the key, its handles moved with it from
-    0, 0 onto it) and of ``interpolation`` leave, without RNA's two accessor calls a key
+def _new_keys(records, co, mode):
+    """Key BezTriples ``records`` (..., count) of :data:`_NEW_BEZT` that hold keys as
+    ``keyframe_points.add`` makes them at (..., count, 2) float32 ``co`` with interpolation
+    codes ``mode``: the bytes ``foreach_set`` of ``co_ui`` (the key, its handles moved with it
+    from 0, 0 onto it) and of ``interpolation`` leave, without RNA's two accessor calls a key
     (a click's 27 curves of 317 keys: 310 -> 140 us)."""
-    structs = _key_array(points, len(co), _NEW_BEZT)
-    keys = co.view(np.complex64)[:, 0]
-    structs["left"] = structs["co"] = structs["right"] = keys
-    structs["ipo"] = mode
+    records["left"] = records["co"] = records["right"] = co.view(np.complex64)[..., 0]
+    records["ipo"] = mode
+
+
+def _key_records(shape):
+    """BezTriples (curves, count) of :data:`_NEW_BEZT` for :func:`_set_keys` to key, each as
+    ``keyframe_points.add`` makes it but for what :func:`_new_keys` sets. The last ones are
+    made again (their other bytes stay): a new array as large (a click's 27 curves of 317
+    keys: 600 kB) costs its memory's first touch, page by page, as much as the copies."""
+    global _records
+    if _records is None or _records.shape != shape:
+        _records = np.empty(shape, dtype=_NEW_BEZT)
+        _records.view(_KEY_BYTES)[...] = _made_key
+    return _records
 
 
 def _layout_holds(points, count):
@@ -535,7 +552,8 @@ def write_keys(fcurve, frames, values, interpolation="LINEAR", keep_outside=Fals
     new_co[:, 0], new_co[:, 1] = frames, values
     mode = np.full(len(frames), _INTERPOLATION[interpolation], dtype=_ENUM)
     if kept is None:
-        _add_keys(fcurve, new_co, mode, _needs_update(frames, interpolation))
+        points.add(len(frames))
+        _set_keys([fcurve], [points], new_co[None], mode, _needs_update(frames, interpolation))
         return
     order = np.argsort(np.concatenate((kept["co"][:, 0], new_co[:, 0])), kind="stable")
     total = len(order)
@@ -563,31 +581,49 @@ def _needs_update(frames, interpolation):
     return interpolation == "BEZIER" or bool((frames[1:] <= frames[:-1]).any())  # np.diff's cost is its wrapper
 
 
-def _add_keys(fcurve, co, mode, update, key=None, points=None):
-    """Add keys (count, 2) float32 ``co`` with interpolation codes ``mode`` to ``fcurve``
-    (``key``, what the curve is remembered under, and ``points``, its keyframe points, where
-    the caller has them: see :func:`_curve_key`)."""
-    points = fcurve.keyframe_points if points is None else points
-    points.add(len(co))
-    if _key_array_layout and len(co):  # checked on keys read before (new keys hold zeros: they cannot tell)
-        _set_new_points(points, co, mode)
+def _set_keys(fcurves, curves_points, co, mode, update, keys=None, own=False):
+    """Key each of ``fcurves`` (curves of one action; ``curves_points``, their keyframe points,
+    each holding as many keys as ``co`` has a row, every one replaced: keys
+    ``keyframe_points.add`` has just made or, with ``own``, some curves' own) at its row of
+    ``co`` (curves, count, 2) float32 with interpolation codes ``mode`` (``keys``, what the
+    curves are remembered under, where the caller has them: see :func:`_curve_key`)."""
+    global _made_key
+    count = co.shape[1]
+    if _key_array_layout and count:  # checked on keys read before (new keys hold zeros: they cannot tell)
+        if _made_key is None:  # no curve's own keys are replaced before: these were just made
+            _made_key = np.void(bytes(_key_array(curves_points[0], 1, _KEY_BYTES)[0]))
+        if len(fcurves) == 1 and not own:
+            _new_keys(_key_array(curves_points[0], count, _NEW_BEZT), co[0], mode)
+        else:
+            # Every curve's keys made at once, then each curve's copied into its key array in
+            # one call: not five numpy calls a curve (a click's 27 curves of 317 keys: 146 -> 93 us alone).
+            records = _key_records(co.shape[:2])
+            _new_keys(records, co, mode)
+            address, size = records.ctypes.data, count * _BEZT_BYTES
+            for points in curves_points:
+                ctypes.memmove(points[0].as_pointer(), address, size)
+                address += size
     else:
-        points.foreach_set("co_ui", co.reshape(-1))  # moves each new key's handles with it ("co" leaves them at 0, 0)
-        points.foreach_set("interpolation", mode)
+        for points, keys in zip(curves_points, co):
+            points.foreach_set("co_ui", keys.reshape(-1))  # moves each new key's handles with it ("co" leaves them at 0, 0)
+            points.foreach_set("interpolation", mode)
     if update:
-        fcurve.update()
-        _forget(fcurve)
+        for fcurve in fcurves:
+            fcurve.update()
+            _forget(fcurve)
     elif _remembered is not None:
         if co.flags.writeable:  # shared by every later reader
             co.flags.writeable = mode.flags.writeable = False
-        uid, pointer = _curve_key(fcurve) if key is None else key
-        _remembered.setdefault(uid, {})[pointer] = co, mode
+        for keys_of, (uid, pointer) in zip(co, keys or map(_curve_key, fcurves)):
+            _remembered.setdefault(uid, {})[pointer] = keys_of, mode
 
 
 def write_curves(fcurves, frames, rows, interpolation="LINEAR", keep_outside=False):
     """:func:`write_keys` of each of ``fcurves`` (curves of one action) with its row of
     ``rows`` (len(fcurves), F) on the same ``frames``: what does not depend on the curve is
-    done once (on a short clip that is most of the cost of a key write in Python)."""
+    done once (on a short clip that is most of the cost of a key write in Python). A curve
+    of as many keys, none outside the frames, gets its new keys over its own (see
+    :func:`_set_keys`): no ``keyframe_points.clear`` and ``add`` a curve, a new key array each."""
     frames = np.asarray(frames, dtype=np.float64).ravel()
     rows = np.asarray(rows, dtype=np.float64).reshape(len(fcurves), len(frames))
     if not len(frames):
@@ -596,17 +632,31 @@ def write_curves(fcurves, frames, rows, interpolation="LINEAR", keep_outside=Fal
     co = np.empty((len(fcurves), len(frames), 2), dtype=np.float32)
     co[..., 0], co[..., 1] = frames, rows
     mode = np.full(len(frames), _INTERPOLATION[interpolation], dtype=_ENUM)
-    update = _needs_update(frames, interpolation)
     co.flags.writeable = mode.flags.writeable = False  # remembered rows are shared by every later reader
     uid = _action_uid(fcurves)
-    for fcurve, values, new_co, pointer in zip(fcurves, rows, co, map(_AS_POINTER, fcurves)):
+    overwritten = _made_key is not None and _key_array_layout  # every byte of a key set as add makes it
+    keyed, keyed_points, keys, rows_keyed = [], [], [], []  # the curves keyed here, and what of them
+    in_place = False
+    for row, (fcurve, pointer) in enumerate(zip(fcurves, map(_AS_POINTER, fcurves))):
         points = fcurve.keyframe_points
         count = len(points)
         if keep_outside and count and _keys_outside(fcurve, span, _known((uid, pointer), count)):
-            write_keys(fcurve, frames, values, interpolation, keep_outside=True)
+            write_keys(fcurve, frames, rows[row], interpolation, keep_outside=True)
             continue
-        points.clear()
-        _add_keys(fcurve, new_co, mode, update, (uid, pointer), points)
+        if overwritten and count == len(frames):
+            in_place = True
+        else:
+            points.clear()
+            points.add(len(frames))
+        keyed.append(fcurve)
+        keyed_points.append(points)
+        keys.append((uid, pointer))
+        rows_keyed.append(row)
+    if in_place:
+        fcurves[0].id_data.update_tag(refresh={"TIME"})  # what clear and add tag (ID_RECALC_ANIMATION)
+    if keyed:
+        co_keyed = co if len(keyed) == len(fcurves) else co[rows_keyed]
+        _set_keys(keyed, keyed_points, co_keyed, mode, _needs_update(frames, interpolation), keys, in_place)
 
 
 def keys_digest(fcurve):

@@ -705,10 +705,11 @@ def test_keys_read_where_blender_keeps_them_are_what_rna_reads(monkeypatch):
 
 
 def test_new_keys_set_in_the_key_array_are_the_bytes_rna_sets(monkeypatch):
-    """New keys are set in each curve's key array (``_set_new_points``) on every Blender the
+    """New keys are set in each curve's key array (``_set_keys``) on every Blender the
     suite runs: every byte of every key (frame, value, handles, interpolation, handle types,
     selection, easing...) as RNA's ``co_ui`` and ``interpolation`` leave them, in one curve
-    and in many, replacing keys or beside keys kept outside the frames written."""
+    and in many, replacing keys (over as many edited ones too) or beside keys kept outside
+    the frames written."""
     *_, bag = _empty_with_action()
     rng = np.random.default_rng(7)
     frames = np.arange(1, 41)
@@ -717,6 +718,10 @@ def test_new_keys_set_in_the_key_array_are_the_bytes_rna_sets(monkeypatch):
     def written(path):
         curves = [compat.new_fcurve(bag, path, i) for i in range(3)]
         compat.write_curves(curves, frames, values)
+        for key in list(curves[0].keyframe_points)[::7]:  # an animator's edits, every one replaced by as many keys
+            key.handle_left_type, key.easing, key.type, key.select_control_point = "VECTOR", "EASE_IN", "BREAKDOWN", False
+            key.handle_right = (0.5, 3.0)
+        compat.write_curves(curves[:2], frames, values[1:] * 2.0, "BEZIER")
         compat.write_keys(curves[1], [2, 9, 20], [0.5, -1.0, 2.0], "CONSTANT")
         compat.write_keys(curves[2], frames[5:25], values[2, 5:25] + 1.0, keep_outside=True)
         compat.write_curves(curves[:1], [3, 4, 5], [[1.0, 2.0, 4.0]], "CONSTANT", keep_outside=True)
