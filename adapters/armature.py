@@ -995,8 +995,18 @@ def basis_locations(joint_map, pos, bone_names, frame_start):
     # (bones, 3, 3) @ (bones, 3, F): each bone's rest offset and rotation undone (the rest
     # rotation's matrix transposed), as (F, bones, 3).
     local -= jm.rest_pos[joints]
-    undo_rest = np.swapaxes(quat.to_matrix(jm.rest_rot[joints]), -1, -2)
-    return np.matmul(undo_rest, local.transpose(1, 2, 0)).transpose(2, 0, 1)
+    return np.matmul(_undo_rest(jm.rest_rot[joints].tobytes()), local.transpose(1, 2, 0)).transpose(2, 0, 1)
+
+
+@lru_cache(maxsize=16)
+def _undo_rest(rest_rot):
+    """The rest rotations' matrices transposed (bones, 3, 3), of rest rotations ``rest_rot``
+    (bytes of float64 (bones, 4)), read-only. Remembered, as a rig's rest offsets are: a
+    click keys the location of one bone, and the matrix of its one rotation cost 40 us of
+    numpy calls on one element."""
+    undo = np.swapaxes(quat.to_matrix(np.frombuffer(rest_rot).reshape(-1, 4)), -1, -2)
+    undo.flags.writeable = False  # shared by every write of the rig
+    return undo
 
 
 def check_writable(joint_map, motion, frame_start, rotation_bones, location_bones):
