@@ -232,7 +232,7 @@ _COMPOSE = np.array(  # _COMPOSE[g, f]: the code of "f, then g"
 def _whole_turns(angles):
     """The whole turns (3, F - 1, ...) in each step between frames of angles (3, F, ...), and
     the steps' lengths summed over the axes with those turns taken out (F - 1, ...)."""
-    steps = np.diff(angles, axis=1)
+    steps = angles[:, 1:] - angles[:, :-1]  # np.diff's numbers, without its wrapper
     turns = np.rint(steps / TWO_PI)
     steps -= TWO_PI * turns
     np.abs(steps, out=steps)
@@ -309,7 +309,7 @@ def quat_to_euler(q, order, reference=None):
         raise ValueError("quat_to_euler expects (4, frames, ...) with at least one frame")
     first, locked = _principal_euler(q, order)
     if reference is None:
-        start = 0
+        start = np.zeros(first.shape[2:], dtype=bool)  # an array, as the reference's test gives
     else:
         reference = np.asarray(reference, dtype=float)
         candidates = np.stack((first[:, 0], _second_solution(first[:, 0], locked[0], order)))
@@ -317,7 +317,7 @@ def quat_to_euler(q, order, reference=None):
         start = distance[1] < distance[0]
     turns, step_lengths = _whole_turns(first)
     branch = _chosen_branches(first, locked, order, start, step_lengths)
-    if branch is not None or np.any(start):
+    if branch is not None or start.any():  # (in a click, np.any's wrapper cost 8 us more)
         if branch is None:
             branch = np.broadcast_to(start, first.shape[1:])
         first = np.where(branch == 0, first, _second_solution(first, locked, order))
