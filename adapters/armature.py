@@ -14,6 +14,7 @@ solver's rotation + translation joints cannot express, is refused with
 :class:`~.errors.AdapterError`.
 """
 
+import operator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -808,15 +809,21 @@ def keyed_channels(obj, rotation_bones, location_bones):
 
 
 def channel_fcurves(obj, action, channels):
-    """The F-curves ``action`` has for ``channels`` (``(bone, property, width)``, see
-    :func:`keyed_channels`), in their order."""
-    table = compat.fcurve_table(compat.channel_bag(obj, action))
+    """The F-curves ``action`` has for ``channels`` (``(bone, property, width)``, distinct, see
+    :func:`keyed_channels`), in their order. Picked in one pass over the action's curves, by
+    data path, not looked up per channel and index (a click asks for 180 curves, finds 3)."""
     paths = {bone: bone_data_path(bone) for bone in {bone for bone, _, _ in channels}}  # (escaped once per bone)
+    wanted = {f"{paths[bone]}.{prop}": (rank, width) for rank, (bone, prop, width) in enumerate(channels)}
     found = []
-    for bone, prop, width in channels:
-        path = f"{paths[bone]}.{prop}"  # once per channel, not per index (a click asks for 180 curves, finds 3)
-        found += [table[path, index] for index in range(width) if (path, index) in table]
-    return found
+    for fcurve, (path, index) in compat.fcurve_channels(compat.channel_bag(obj, action)):
+        rank, width = wanted.get(path, (0, 0))
+        if index < width:
+            found.append((rank, index, fcurve))
+    found.sort(key=_RANK_AND_INDEX)
+    return [fcurve for _, _, fcurve in found]
+
+
+_RANK_AND_INDEX = operator.itemgetter(0, 1)  # a found curve's channel, then its index in it
 
 
 def keyed_frames(obj, action, bones, frames):
