@@ -388,24 +388,62 @@ _made_key = None
 _records = None  # the BezTriples last made to be copied into many curves (see :func:`_key_records`)
 _key_array_layout = None  # whether the layout holds: None until a curve of 2+ keys was checked
 _KEY_ARRAY_TYPES = {}  # count -> the ctypes type of count BezTriples' bytes
+# Of many curves at once (:func:`read_curve_rows`) the keys are gathered by numpy, not read
+# curve by curve (a click's 96 curves: 200 -> 50 us): an F-curve (DNA ``FCurve``) keeps its
+# modifiers' list (``modifiers.first``, bytes 32-39), its key array's address (``bezt``,
+# 48-55) and its key count (``totvert``, 64-67), read of every curve in one gather
+# (:func:`_curve_heads`) where the layout is checked against RNA (once a session, on a
+# curve with keys: :func:`_heads_hold`), and the keys are then gathered from those addresses.
+_FCURVE_HEAD = np.dtype({"names": ["modifiers", "bezt", "count"], "formats": [np.uintp, np.uintp, np.uint32],
+                         "offsets": [32, 48, 64], "itemsize": 68})
+_fcurve_layout = None  # whether that layout holds: None until a curve with keys was checked
+# numpy's largest array in bytes: a gather's window (see :func:`_gather`) may not be larger.
+_WINDOW_MAX = np.iinfo(np.intp).max
+
+
+class _Memory:
+    """Blender's memory from ``address`` as numpy's array interface describes it: read-only
+    items ``typestr`` in ``shape`` with ``strides`` in bytes (as ``as_strided`` makes its
+    views). Nothing is read of it but what is indexed."""
+
+    def __init__(self, address, shape, strides, typestr):
+        self.__array_interface__ = {"data": (address, True), "shape": shape, "strides": strides,
+                                    "typestr": typestr, "version": 3}
+
+
+def _gather(addresses, offset, count, stride, typestr):
+    """(len(addresses), count) items ``typestr`` at ``offset`` bytes into each of ``count``
+    structs of ``stride`` bytes from each of ``addresses`` (uintp), copied in one numpy
+    gather: the rows of a window whose row ``i`` starts ``i`` bytes after the lowest address.
+    Addresses too far apart for numpy to shape that window are gathered one by one."""
+    low = int(addresses.min())
+    span = int(addresses.max()) - low + 1
+    if span * count * np.dtype(typestr).itemsize <= _WINDOW_MAX:
+        window = np.asarray(_Memory(low + offset, (span, count), (1, stride), typestr))
+        return window[(addresses - low).astype(np.intp)]
+    return np.stack([np.asarray(_Memory(address + offset, (count,), (stride,), typestr))
+                     for address in addresses.tolist()])
+
+
+def _key_rows(arrays, count):
+    """The keys (len(arrays), count, 2) float32 and interpolation codes (len(arrays), count)
+    uint8 of key arrays of ``count`` keys each at the addresses ``arrays`` (uintp), where
+    :func:`_read_points` reads them (the layout checked)."""
+    keys = _gather(arrays, 12, count, _BEZT_BYTES, "<c8")  # frame and value as one complex64
+    return keys.view(np.float32).reshape(len(arrays), count, 2), _gather(arrays, 48, count, _BEZT_BYTES, "|u1")
 
 
 def _read_points(curves_points, co):
     """The keys of the keyframe points of curves of as many keys each (``curves_points``, a
     list) into the rows of ``co`` (curves, count, 2) float32, and their interpolation codes
-    (curves, count) uint8, or None where read through RNA (the codes not). The curves in one
-    loop: a click reads 96 (one call each, and the keys copied a float at a time: 573 ->
-    440 us), each read as records (:data:`_BEZT`: two numpy calls a curve fewer, 225 -> 160 us)."""
+    (curves, count) uint8, or None where read through RNA (the codes not). Read from the key
+    arrays of all the curves at once (:func:`_key_rows`)."""
     count = co.shape[1]
     if count < 2 or not (_key_array_layout or _layout_holds(curves_points[0], count)):  # (checked once)
         for points, keys in zip(curves_points, co):
             points.foreach_get("co", keys.reshape(-1))
         return None
-    codes = np.empty(co.shape[:2], dtype=np.uint8)
-    for points, keys, modes in zip(curves_points, co.view(np.complex64)[..., 0], codes):
-        structs = _key_array(points, count)
-        keys[:] = structs["co"]
-        modes[:] = structs["ipo"]
+    co[:], codes = _key_rows(np.array([points[0].as_pointer() for points in curves_points], dtype=np.uintp), count)
     return codes
 
 
@@ -794,32 +832,59 @@ def read_curve_rows(fcurves, frames, rows=None):
     the work per curve."""
     frames = np.asarray(frames)
     count = len(frames)
-    points = [fcurve.keyframe_points for fcurve in fcurves]
-    whole = [row for row, fcurve in enumerate(fcurves) if len(points[row]) == count and not len(fcurve.modifiers)]
-    if len(whole) == len(fcurves) and whole:
-        co = np.empty((len(whole), count, 2), dtype=np.float32)
-        _read_rows(fcurves, points, co)
+    pointers = list(map(_AS_POINTER, fcurves))
+    sizes, modified, arrays = _curve_heads(fcurves, pointers)
+    whole = np.flatnonzero((sizes == count) & ~modified)
+    if len(whole) == len(fcurves) and len(whole):
+        co = _read_rows(fcurves, pointers, arrays, count)
         # Compared as contiguous float32 (Blender's frames, |frame| < 2**20, are float32 numbers):
         # float32 against int64 in strided rows goes through numpy's casting buffers, 4x slower.
         if (co[..., 0].copy() == frames.astype(np.float32)).all():  # the usual clip: no fancy indices
             values = np.empty((len(fcurves) if rows is None else len(rows), count))
             values[:] = co[..., 1] if rows is None else co[rows, :, 1]
             return values, bool(np.isfinite(co[..., 1]).all())  # a float32 key is a number as a float64 one is
-    values = _read_each(fcurves, points, whole, frames)
+    values = _read_each(fcurves, pointers, arrays, whole, frames)
     return (values if rows is None else values[rows]), bool(np.isfinite(values).all())
 
 
-def _read_each(fcurves, points, whole, frames):
+def _curve_heads(fcurves, pointers):
+    """The key count (n,) of each of ``fcurves`` (F-curve addresses ``pointers``), whether
+    it has modifiers (n,) and the address of its key array (n,) uintp, or None where they
+    are read through RNA (see :data:`_FCURVE_HEAD`)."""
+    if fcurves:
+        heads = _gather(np.array(pointers, dtype=np.uintp), 0, 1, 0, f"|V{_FCURVE_HEAD.itemsize}")
+        heads = heads[:, 0].view(_FCURVE_HEAD)
+        if _fcurve_layout or _heads_hold(fcurves[0], heads[0]):
+            return heads["count"], heads["modifiers"] != 0, heads["bezt"]
+    sizes = np.array([len(fcurve.keyframe_points) for fcurve in fcurves], dtype=int)
+    return sizes, np.array([len(fcurve.modifiers) > 0 for fcurve in fcurves], dtype=bool), None
+
+
+def _heads_hold(fcurve, head):
+    """Whether ``head``, read of ``fcurve`` as :data:`_FCURVE_HEAD`, is what RNA says of it:
+    its key count, its first key's address and whether it has modifiers (checked on the
+    first curve with keys; until then RNA is asked)."""
+    global _fcurve_layout
+    if _fcurve_layout is None:
+        points = fcurve.keyframe_points
+        if not len(points):
+            return False
+        _fcurve_layout = bool(head["count"] == len(points) and head["bezt"] == points[0].as_pointer()
+                              and (head["modifiers"] != 0) == (len(fcurve.modifiers) > 0))
+    return _fcurve_layout
+
+
+def _read_each(fcurves, pointers, arrays, whole, frames):
     """:func:`read_curve_rows`'s values of every curve (len(fcurves), F): the ``whole`` rows
     keyed on exactly ``frames`` read into one buffer, the others one by one."""
     count = len(frames)
     values = np.empty((len(fcurves), count))
     rest = np.ones(len(fcurves), dtype=bool)
-    if whole:
-        co = np.empty((len(whole), count, 2), dtype=np.float32)
-        _read_rows([fcurves[row] for row in whole], [points[row] for row in whole], co)
+    if len(whole):
+        co = _read_rows([fcurves[row] for row in whole], [pointers[row] for row in whole],
+                        None if arrays is None else arrays[whole], count)
         on_frames = (co[..., 0].copy() == frames.astype(np.float32)).all(axis=1)
-        matched = np.asarray(whole)[on_frames]
+        matched = whole[on_frames]
         values[matched] = co[on_frames, :, 1]
         rest[matched] = False
     for row in np.flatnonzero(rest):
@@ -827,28 +892,35 @@ def _read_each(fcurves, points, whole, frames):
     return values
 
 
-def _read_rows(fcurves, points, co):
-    """The keys of ``fcurves`` (curves of one action, ``points`` their keyframe points)
-    into the rows of ``co`` (len(fcurves), count, 2) float32, each curve with ``count``
-    keys: copied where remembered, else read and remembered (``co`` is read-only after)."""
+def _read_rows(fcurves, pointers, arrays, count):
+    """The keys (len(fcurves), count, 2) float32 of ``fcurves`` (curves of one action, at
+    ``pointers``, with key arrays at ``arrays`` or None: see :func:`_curve_heads`), each
+    curve with ``count`` keys: copied where remembered, else read and remembered (read-only
+    then)."""
     uid = _action_uid(fcurves)
-    count = co.shape[1]
-    pointers = list(map(_AS_POINTER, fcurves))
-    # A job's first read has nothing to look up: every row is read, straight into ``co``.
     remembered = _remembered_of(uid)
-    known = [_still(remembered.get(pointer), count) for pointer in pointers] if remembered else [None] * len(co)
+    # A job's first read has nothing to look up: every row is read.
+    known = [_still(remembered.get(pointer), count) for pointer in pointers] if remembered else [None] * len(fcurves)
     unread = [row for row, keys in enumerate(known) if keys is None]
-    for row, keys in enumerate(known):
-        if keys is not None:
-            co[row] = keys[0]
-    if len(unread) == len(co):
-        codes = _read_points(points, co)
+    if not unread:
+        read, codes = None, None
+    elif arrays is not None and count >= 2 and _key_array_layout:  # (the layout checked on keys read before)
+        read, codes = _key_rows(arrays[unread], count)
     else:
         read = np.empty((len(unread), count, 2), dtype=np.float32)
-        codes = _read_points([points[row] for row in unread], read) if unread else None
-        co[unread] = read
+        codes = _read_points([fcurves[row].keyframe_points for row in unread], read)
+    if len(unread) == len(fcurves):
+        co = read
+    else:
+        co = np.empty((len(fcurves), count, 2), dtype=np.float32)
+        for row, keys in enumerate(known):
+            if keys is not None:
+                co[row] = keys[0]
+        if unread:
+            co[unread] = read
     if _remembered is not None:
         co.flags.writeable = False  # its rows are shared by every later reader
         remembered = _remembered.setdefault(uid, {})
         for index, row in enumerate(unread):
             remembered[pointers[row]] = co[row], None if codes is None else codes[index]
+    return co

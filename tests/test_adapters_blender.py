@@ -688,13 +688,23 @@ def test_keys_read_where_blender_keeps_them_are_what_rna_reads(monkeypatch):
         values = compat.read_curves(curves, frames)
         return rows, remembered, values
 
-    rows, remembered, values = read()
+    def check(rows, remembered, values):
+        for co, modes, row, (kept, kept_modes), value in zip(expected, codes, rows, remembered, values):
+            np.testing.assert_array_equal(kept, co)
+            np.testing.assert_array_equal(row, co[:, 0])
+            np.testing.assert_array_equal(value, co[:, 1].astype(float))
+            assert kept_modes.tolist() == modes
+
+    check(*read())
     assert compat._key_array_layout is True  # the layout was checked and holds: keys are read there
-    for co, modes, row, (kept, kept_modes), value in zip(expected, codes, rows, remembered, values):
-        np.testing.assert_array_equal(kept, co)
-        np.testing.assert_array_equal(row, co[:, 0])
-        np.testing.assert_array_equal(value, co[:, 1].astype(float))
-        assert kept_modes.tolist() == modes
+    assert compat._fcurve_layout is True  # and the curves' key arrays and counts are found there
+    with compat.remembered_keys():  # many curves at once, gathered from their key arrays
+        np.testing.assert_array_equal(compat.read_curves(curves, frames), read()[2])
+        check(*read())
+    monkeypatch.setattr(compat, "_WINDOW_MAX", 0)  # key arrays too far apart for one gather: one by one
+    check(*read())
+    monkeypatch.setattr(compat, "_fcurve_layout", False)  # the curves' counts asked of RNA
+    check(*read())
     monkeypatch.setattr(compat, "_key_array_layout", False)
     rows, remembered, values = read()
     for co, row, (kept, kept_modes), value in zip(expected, rows, remembered, values):
