@@ -17,6 +17,7 @@ import hashlib
 import operator
 import zlib
 from contextlib import contextmanager
+from itertools import repeat
 
 import bpy
 import numpy as np
@@ -899,9 +900,11 @@ def _read_rows(fcurves, pointers, arrays, count):
     then)."""
     uid = _action_uid(fcurves)
     remembered = _remembered_of(uid)
-    # A job's first read has nothing to look up: every row is read.
-    known = [_still(remembered.get(pointer), count) for pointer in pointers] if remembered else [None] * len(fcurves)
-    unread = [row for row, keys in enumerate(known) if keys is None]
+    if remembered:
+        known = [_still(remembered.get(pointer), count) for pointer in pointers]
+        unread = [row for row, keys in enumerate(known) if keys is None]
+    else:  # a job's first read has nothing to look up: every row is read
+        unread = list(range(len(fcurves)))
     if not unread:
         read, codes = None, None
     elif arrays is not None and count >= 2 and _key_array_layout:  # (the layout checked on keys read before)
@@ -920,7 +923,8 @@ def _read_rows(fcurves, pointers, arrays, count):
             co[unread] = read
     if _remembered is not None:
         co.flags.writeable = False  # its rows are shared by every later reader
-        remembered = _remembered.setdefault(uid, {})
-        for index, row in enumerate(unread):
-            remembered[pointers[row]] = co[row], None if codes is None else codes[index]
+        if unread:  # each read row and its codes, in one update of dict's own
+            read.flags.writeable = False
+            _remembered.setdefault(uid, {}).update(
+                zip(map(pointers.__getitem__, unread), zip(read, repeat(None) if codes is None else codes)))
     return co
