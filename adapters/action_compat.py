@@ -38,6 +38,7 @@ _ENUM = np.uint8
 _NAME_LENGTH_MAX = bpy.types.ID.bl_rna.properties["name"].length_max
 _AS_POINTER = bpy.types.bpy_struct.as_pointer  # mapped over many curves: no method lookup per curve
 _FCURVE, _CHANNEL = operator.itemgetter(0), operator.itemgetter(1)  # of a listed (fcurve, channel)
+_DATA_CHANNEL = operator.attrgetter("data_path", "array_index")  # an F-curve's channel, as listed
 
 
 # --- slots and bags ---------------------------------------------------------------------
@@ -166,16 +167,16 @@ def fcurve_channels(bag):
     known = _listing(bag, uid)
     if known is not None:
         return list(known[0])
-    listed = []
-    pointers = []
     channels = _channels.setdefault(uid, {})
-    for fcurve in bag.fcurves:
-        pointer = _AS_POINTER(fcurve)
-        channel = channels.get(pointer)
-        if channel is None:
-            channel = channels[pointer] = fcurve.data_path, fcurve.array_index
-        listed.append((fcurve, channel))
-        pointers.append(pointer)
+    fcurves = list(bag.fcurves)
+    pointers = list(map(_AS_POINTER, fcurves))
+    if channels:  # a copy's curves have their source's channels: the others are read
+        for fcurve, pointer in zip(fcurves, pointers):
+            if channels.get(pointer) is None:
+                channels[pointer] = fcurve.data_path, fcurve.array_index
+    else:  # the action's first listing in the job: every curve's read in one pass of attrgetter's own
+        channels.update(zip(pointers, map(_DATA_CHANNEL, fcurves)))
+    listed = list(zip(fcurves, map(channels.__getitem__, pointers)))
     _listed[uid, _AS_POINTER(bag)] = listed, pointers
     return list(listed)
 
