@@ -48,6 +48,7 @@ BONE_CHANNELS = (("location", 3), _EULER_CHANNEL, *_ROTATION_CHANNEL.values(), (
 # An object's own transform channels, in a fixed order (the preview lists their values).
 OBJECT_TRANSFORMS = ("location", "rotation_euler", "rotation_quaternion", "rotation_axis_angle", "scale",
                      "delta_location", "delta_rotation_euler", "delta_rotation_quaternion", "delta_scale")
+_OBJECT_PATHS = frozenset(OBJECT_TRANSFORMS)  # looked up by hash: a click asks of 96 curves' paths
 _OBJECT_GROUP = "Object Transforms"  # Blender's own group for an object's channels
 _SCALE_TOLERANCE = 1e-4  # relative: float32 keys and Rigify helpers carry noise below this
 
@@ -419,7 +420,7 @@ def _moving_object_channel(table, frames):
     """The (data path, index) of the first unmuted F-curve in ``table`` that changes the
     object's own transform over ``frames``, or None."""
     for (path, index), fcurve in table.items():
-        if path in OBJECT_TRANSFORMS and not fcurve.mute and np.ptp(compat.read_values(fcurve, frames)) > 1e-7:
+        if path in _OBJECT_PATHS and not fcurve.mute and np.ptp(compat.read_values(fcurve, frames)) > 1e-7:
             return path, index
     return None
 
