@@ -408,21 +408,36 @@ def _ends_unlagged(share, half_width, max_slip):
     up to half a window late (a run of 1.5 s, drifting 0.8 -> 1.2: 0.1, a third of a metre per
     second at its speed). Near each end the shares are fitted by a line of their windows'
     centres, and each frame whose window the end cuts moves along it to itself."""
-    frames = len(share)
+    fitted = share.copy()
+    for near, cut, spread, spread_squared, offsets in _end_fits(len(share), half_width):
+        slope = float(spread @ share[near]) / spread_squared
+        fitted[cut] = share[cut] + slope * offsets
+    return np.minimum(np.maximum(fitted, -max_slip), max_slip)
+
+
+@lru_cache(maxsize=4)
+def _end_fits(frames, half_width):
+    """What :func:`_ends_unlagged` fits at each end of a clip of ``frames`` frames, its windows
+    ``half_width`` either side: the frames the fit reads and those it moves (slices), the
+    windows' centres there about their mean, its squared norm, and the moved frames' offsets
+    from their windows' centres. An end whose windows all have one centre (each is the whole
+    clip: no drift to tell) is left out. The same for every call on a clip: worked out once
+    (a dozen numpy calls on a few hundred frames), read-only."""
     index = np.arange(frames)
     centre = 0.5 * (np.maximum(index - half_width, 0) + np.minimum(index + half_width, frames - 1))
     zone = min(2 * half_width + 1, frames)  # the frames an end's fit reads
-    fitted = share.copy()
+    fits = []
     # (Slices, not masks; a mean as its sum over the count, without np.mean's Python layer.)
-    ends = ((slice(0, zone), slice(0, min(half_width, frames))),
-            (slice(frames - zone, frames), slice(max(frames - half_width, 0), frames)))
-    for near, cut in ends:
+    for near, cut in ((slice(0, zone), slice(0, min(half_width, frames))),
+                      (slice(frames - zone, frames), slice(max(frames - half_width, 0), frames))):
         spread = centre[near] - centre[near].sum() / zone
         spread_squared = float(spread @ spread)
-        if spread_squared > 0.0:  # else every window is the whole clip: no drift to tell
-            slope = float(spread @ share[near]) / spread_squared
-            fitted[cut] = share[cut] + slope * (index[cut] - centre[cut])
-    return np.minimum(np.maximum(fitted, -max_slip), max_slip)
+        if spread_squared > 0.0:
+            offsets = index[cut] - centre[cut]
+            for array in (spread, offsets):
+                array.flags.writeable = False
+            fits.append((near, cut, spread, spread_squared, offsets))
+    return tuple(fits)
 
 
 _NEIGHBOURS = np.array([-1, 0, 1])
