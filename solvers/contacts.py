@@ -833,16 +833,18 @@ def dragged(labels, skating, velocity, speeds, root_velocity, feet, scale, setti
     however low and level it skims the floor (a tired walk shuffling its feet, planted
     vertically and as fast as a skate); where both feet move (a skated clip), the standing
     one is still only for a moment of its skate, and nothing is taken for a drag."""
+    fast = labels & (speeds[0] > settings.edge_speed * scale)
+    if not fast.any():  # (a clean clip's contacts: none is that fast, and nothing else need be measured)
+        return fast
     threshold = settings.speed_threshold * scale
     speed = lengths(root_velocity)
     slowest = PATH_SPEED * scale
     direction = root_velocity * ((speed > slowest) / np.maximum(speed, slowest))[:, None]
     ahead = dots(velocity - root_velocity, direction) > threshold
-    fast = speeds[0] > settings.edge_speed * scale
     still = labels & ~skating & (speeds[1] < threshold)
     foot_still = still.reshape(-1, feet, still.shape[-1]).sum(axis=0)  # (feet, F): its points standing still
     beside_still = foot_still.sum(axis=0) > foot_still  # per foot: another foot stands still
-    return labels & fast & ahead & np.concatenate([beside_still] * (len(labels) // feet))
+    return fast & ahead & np.concatenate([beside_still] * (len(labels) // feet))
 
 
 def skated_labels(cues, ground, standing, labels, low, fps, scale, settings, feet, skating):
