@@ -268,32 +268,35 @@ def without_dips(heights, fps):
     return rolling_max(heights, max(1, round(DIP_TIME * fps)))
 
 
-def stance_ground(heights, slow, lowest, half_width):
-    """The ground under points at ``heights`` (..., F, their :func:`without_dips`) whose
-    :func:`local_ground` over ``half_width`` frames either side is ``lowest``: the lowest they
-    stay within that window while ``slow`` (..., F; a stance and its edges), or ``lowest``
-    where no such frame is that near (a long swing, a skate). A swing passes low, but fast:
-    walking up a ramp, a heel's own swing passes 4 cm below where it lands (at 15 deg, 0.27 m
-    back), and taken for the ground it held the landed heel over ``planted_height`` and
-    ``edge_height``: its strikes came 35-40 ms late. On level ground a stance is as low as
-    the swing passing it, and the ground the same."""
-    ground = rolling_min(np.where(slow, heights, np.inf), half_width)
-    return np.where(np.isinf(ground), lowest, ground)
+def stance_ground(levels, lowest):
+    """The ground under points whose :func:`local_ground` is ``lowest`` (..., F), ``levels`` the
+    lowest their heights (their :func:`without_dips`) stay within that window while slow (a
+    stance and its edges; infinite where no such frame is that near: a long swing, a skate; see
+    :func:`point_cues`): that level, else ``lowest``. A swing passes low, but fast: walking up a
+    ramp, a heel's own swing passes 4 cm below where it lands (at 15 deg, 0.27 m back), and
+    taken for the ground it held the landed heel over ``planted_height`` and ``edge_height``:
+    its strikes came 35-40 ms late. On level ground a stance is as low as the swing passing
+    it, and the ground the same."""
+    return np.where(np.isinf(levels), lowest, levels)
 
 
-def resting_ground(heights, vertical_speed, lowest, fps, scale, settings):
+def resting(vertical_speed, fps, scale, settings):
+    """Frames (..., F) where points moving vertically at ``vertical_speed`` (..., F) rest: still
+    (under ``planted_vertical_speed``) for ``min_planted`` or longer."""
+    still = np.abs(vertical_speed) < settings.planted_vertical_speed * scale
+    return long_runs(still.reshape(-1, still.shape[-1]), round(settings.min_planted * fps)).reshape(still.shape)
+
+
+def resting_ground(heights, levels, lowest, scale, settings):
     """The ground under points at ``heights`` (..., F) whose :func:`local_ground` is
-    ``lowest``: where they rest (vertically still for ``min_planted``) on a level a step above
-    it (half ``height_threshold``) within ``ground_window``, and stand on it (within
+    ``lowest``, ``levels`` the lowest they stay within ``ground_window`` where they rest
+    (:func:`resting`; infinite where they do not; see :func:`point_cues`): where they rest on a
+    level a step above it (half ``height_threshold``) and stand on it (within
     ``planted_height``) or above, that level. A foot landing a stair or two above where it
     took off (or taking off for a lower one) stands on its own step: the swing's heights
     within the window, passed through on the way, are no ground (with 17 cm steps, a
     stance's first and last tenths of a second were lost to them). Elsewhere (a level floor,
     a foot settling a few millimetres) the ground is the lowest it stays."""
-    half_width = round(settings.ground_window * fps)
-    still = np.abs(vertical_speed) < settings.planted_vertical_speed * scale
-    resting = long_runs(still.reshape(-1, still.shape[-1]), round(settings.min_planted * fps)).reshape(still.shape)
-    levels = rolling_min(np.where(resting, heights, np.inf), half_width)
     band = settings.planted_height * scale
     step = 0.5 * settings.height_threshold * scale
     stepped = (levels > lowest + step) & (heights > levels - band)  # (an infinite level: no rest within the window)
@@ -500,16 +503,26 @@ def point_cues(points, up, fps, scale, settings, stepping_from=None):
     vertical_speed = heights_along(point_velocity, up, own=True)
     horizontal_velocity = across(point_velocity, up, vertical_speed)
     half_width = round(settings.ground_window * fps)
-    filled = without_dips(heights, fps)
-    ground = rolling_min(filled, half_width)
     stepping_from = len(heights) if stepping_from is None else stepping_from
     heels, stepping = slice(stepping_from), slice(stepping_from, None)
-    if stepping_from:  # (slower than a stance's edge: a heel settling, or rolling off)
+    toes = heights[stepping].size > 0
+    # The heights whose lowest within the window are the grounds: all (filled: the local ground),
+    # then the heels' while slower than a stance's edge (a heel settling, or rolling off) and the
+    # toes' where they rest (infinite elsewhere); every row's lowest in one rolling minimum (each
+    # row's its own: a call costs about as much on four times the rows).
+    lows = np.full((2,) + heights.shape, np.inf)
+    filled = without_dips(heights, fps)
+    lows[0] = filled
+    if stepping_from:
         slow = lengths(horizontal_velocity[heels]) < settings.edge_speed * scale
-        ground[heels] = stance_ground(filled[heels], slow, ground[heels], half_width)
-    if ground[stepping].size:
-        ground[stepping] = resting_ground(heights[stepping], vertical_speed[stepping], ground[stepping], fps, scale,
-                                          settings)
+        np.copyto(lows[1, heels], filled[heels], where=slow)
+    if toes:
+        np.copyto(lows[1, stepping], heights[stepping], where=resting(vertical_speed[stepping], fps, scale, settings))
+    ground, levels = rolling_min(lows, half_width)
+    if stepping_from:
+        ground[heels] = stance_ground(levels[heels], ground[heels])
+    if toes:
+        ground[stepping] = resting_ground(heights[stepping], levels[stepping], ground[stepping], scale, settings)
     clearance = heights - ground
     planted = vertically_planted(clearance, vertical_speed, fps, scale, settings)
     return PointCues(points, up, heights, clearance, vertical_speed, horizontal_velocity, planted)
