@@ -52,13 +52,7 @@ MIN_PLANTED_SHARE = 0.15
 
 def lower_foot_velocity(toes, up, fps):
     """(F, 3) horizontal velocity of whichever toe is nearer its own lowest height."""
-    return _lower_and_higher_velocities(toes, up, fps)[0]
-
-
-def _lower_and_higher_velocities(toes, up, fps):
-    """(F, 3) horizontal velocities of the toe nearest its own lowest height and of the one
-    farthest above it (a swinging foot)."""
-    return _lower_and_higher(toes, _horizontal_velocities(toes, up, fps), up)
+    return _of_lowest(_horizontal_velocities(toes, up, fps), _above_lowest(toes, up))
 
 
 def _horizontal_velocities(points, up, fps):
@@ -66,16 +60,19 @@ def _horizontal_velocities(points, up, fps):
     return across(gradient(points, axis=1) * fps, up)
 
 
-def _lower_and_higher(toes, velocity, up):
-    """Of the toes' horizontal velocities (L, F, 3), those of the toe nearest its own lowest
-    height and of the one farthest above it, (F, 3) each."""
+def _above_lowest(toes, up):
+    """How far each of the toes (L, F, 3) is above its own lowest height, (L, F)."""
     heights = heights_along(toes, up)
-    above = heights - heights.min(axis=1, keepdims=True)
-    # Each frame's toe taken by flat index (indexing by toe and frame costs several times more);
-    # the highest is the lowest of the heights negated (``np.argmax``'s ties and NaN alike).
-    frames = toes.shape[1]
-    flat, at = velocity.reshape(-1, velocity.shape[-1]), np.arange(frames)
-    return tuple(flat.take(lowest_row(side) * frames + at, axis=0) for side in (above, np.negative(above)))
+    return heights - heights.min(axis=1, keepdims=True)
+
+
+def _of_lowest(velocity, above):
+    """Of the toes' horizontal velocities (L, F, 3), those (F, 3) of the toe nearest its own
+    lowest height at each frame, ``above`` (L, F) their :func:`_above_lowest`; with ``above``
+    negated, of the one farthest above it (a swinging foot: ``np.argmax``'s ties and NaN alike)."""
+    # Each frame's toe taken by flat index (indexing by toe and frame costs several times more).
+    frames = above.shape[1]
+    return velocity.reshape(-1, velocity.shape[-1]).take(lowest_row(above) * frames + np.arange(frames), axis=0)
 
 
 def is_in_place(toes, root, up, fps, leg_length):
@@ -91,16 +88,22 @@ def is_in_place(toes, root, up, fps, leg_length):
     cap = MAX_SPEED * scale
     # The toes' and the root's velocities as rows of one array.
     velocity = _horizontal_velocities(np.concatenate([toes, root[None]]), up, fps)
-    lower, higher = _lower_and_higher(toes, velocity[:-1], up)
-    root_velocity = velocity[-1]
-    # The three velocities (F, 3) capped and averaged as the rows of one (3, F, 3) array
-    # (joined by np.array, without np.stack's Python layers).
-    capped = _capped(np.array([lower, root_velocity, higher - root_velocity]), cap)
-    glide_velocity, root_mean, swing = _windowed_mean(capped, half)
+    above = _above_lowest(toes, up)
+    glide_velocity = _windowed_mean(_capped(_of_lowest(velocity[:-1], above), cap), half)
     glide = lengths(glide_velocity)
+    gliding = glide > GLIDING_FOOT_SPEED * scale
+    # Where the lower foot glides that fast on too few frames (a walk's planted feet stand still:
+    # the usual case), the clip glides too little whatever its root and its swing do, and neither
+    # is measured (each velocity is capped and averaged on its own: the numbers of all at once).
+    if np.count_nonzero(gliding) / gliding.size < GLIDING_SHARE:
+        return False
+    root_velocity, higher = velocity[-1], _of_lowest(velocity[:-1], np.negative(above))
+    # The root's and the swing's velocities (F, 3) capped and averaged as the rows of one
+    # (2, F, 3) array (joined by np.array, without np.stack's Python layers).
+    root_mean, swing = _windowed_mean(_capped(np.array([root_velocity, higher - root_velocity]), cap), half)
     root_speed = lengths(root_mean)
     stepping = -dots(swing, glide_velocity) > STEPPING_SHARE * glide**2
-    gliding = (glide > GLIDING_FOOT_SPEED * scale) & (root_speed < STILL_ROOT_SHARE * glide) & stepping
+    gliding &= (root_speed < STILL_ROOT_SHARE * glide) & stepping
     return np.count_nonzero(gliding) / gliding.size >= GLIDING_SHARE  # (a mean's number, without np.mean's Python layers)
 
 
