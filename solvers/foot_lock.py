@@ -287,9 +287,8 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
     # locals (50 us), nor averaged again by each stage that reads it.
     length = mean_leg_length(bone_lengths)
     cuts = cut_frames(skeleton, motion, rig, length) if cuts is None else cuts
-    contacts = _checked_contacts(contacts, len(rig.legs), motion.frames)
-    heel_contacts = _checked_contacts(heel_contacts, len(rig.legs), motion.frames)
-    missing, heel_missing = np.isnan(contacts).all(axis=1), np.isnan(heel_contacts).all(axis=1)
+    contacts, missing = _checked_contacts(contacts, len(rig.legs), motion.frames)
+    heel_contacts, heel_missing = _checked_contacts(heel_contacts, len(rig.legs), motion.frames)
     # The input's and the result's positions, as rows of one array (see :func:`_state`).
     states = np.empty((2, 1 + 3 * len(rig.legs), motion.frames, 3))
     before = _state(gpos, rig, states[0])
@@ -532,10 +531,10 @@ def _rotated_joints(leg):
 
 
 def _checked_contacts(contacts, legs, frames):
-    """Contact weights clipped to 0..1; a row of NaN (a leg without labels) stays NaN, as
-    does every row without ``contacts``."""
+    """Contact weights clipped to 0..1, and which legs (L,) are without labels: a row of NaN
+    stays NaN, as does every row without ``contacts``."""
     if contacts is None:
-        return np.full((legs, frames), np.nan)
+        return np.full((legs, frames), np.nan), np.ones(legs, dtype=bool)
     contacts = np.array(contacts, dtype=float)
     if contacts.shape != (legs, frames):
         raise SolverInputError(f"contacts must be ({legs} legs, {frames} frames), got {contacts.shape}")
@@ -543,7 +542,7 @@ def _checked_contacts(contacts, legs, frames):
     if not np.isfinite(contacts[~unlabelled]).all():
         raise SolverInputError("contact weights contain values that are not numbers")
     # np.clip's numbers (NaN stays NaN) in place, without its Python layers.
-    return np.minimum(np.maximum(contacts, 0.0, out=contacts), 1.0, out=contacts)
+    return np.minimum(np.maximum(contacts, 0.0, out=contacts), 1.0, out=contacts), unlabelled
 
 
 def _points(gpos, rig, *roles):
