@@ -467,8 +467,6 @@ def _held_too_far(parts, pinned, rig, leg_length, fps, unit_scale, labelled, fir
     index = np.arange(pinned.size)
     run_start = np.maximum.accumulate(np.where(run_starts(pinned).ravel(), index, 0))
     moved = np.where(pinned.ravel(), quat.lengths(points - points.take(run_start, axis=0)), 0.0).reshape(pinned.shape)
-    pelvis_shift = quat.lengths(parts["pelvis"][1] - parts["pelvis"][0])
-    most_shifted = int(pelvis_shift.argmax())
     warnings = []
     # Each leg's furthest moved frame of its heel's and toe's, as one index into its two rows
     # of frames (one argmax for every leg).
@@ -477,6 +475,9 @@ def _held_too_far(parts, pinned, rig, leg_length, fps, unit_scale, labelled, fir
         point, frame = divmod(at, frames)
         if moved[point, number, frame] <= HELD_TOO_FAR * leg_length:
             continue
+        if not warnings:  # the first: the pelvis's shift every warning names is measured (none, usually)
+            pelvis_shift = quat.lengths(parts["pelvis"][1] - parts["pelvis"][0])
+            most_shifted = int(pelvis_shift.argmax())
         start = run_start.reshape(pinned.shape)[point, number, frame] % frames
         curve = ("heel_contact", "foot_contact")[point]
         span = slice(start, frame + 1)
