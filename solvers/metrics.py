@@ -5,6 +5,8 @@ length of one world unit in metres, so figures read the same whatever the scene'
 units. Frame-based filters use the clip's own frame rate.
 """
 
+from functools import lru_cache
+
 import numpy as np
 
 from .contacts import (
@@ -213,15 +215,28 @@ def _lowest_velocity(foot_points, rows, gait_fps):
     :func:`~.contacts.span_velocity`'s numbers (the same difference over the same frames, the
     ends reaching only to the clip's), from the points at those rows alone: of every point
     first, then taken, it cost several times as much."""
-    frames = foot_points.shape[-2]
-    ahead, behind, steps = span_ends(frames, span_frames(gait_fps, GROUND_SPAN))
-    frame = np.arange(frames)
+    ahead, behind, steps = _span_offsets(foot_points.shape[-2], span_frames(gait_fps, GROUND_SPAN))
     points = foot_points.reshape(-1, 3)
-    velocity = points.take(rows + (ahead - frame), axis=0)
-    velocity -= points.take(rows + (behind - frame), axis=0)
+    velocity = points.take(rows + ahead, axis=0)
+    velocity -= points.take(rows + behind, axis=0)
     velocity *= gait_fps
-    velocity /= frame_columns(steps)
+    velocity /= steps
     return velocity
+
+
+@lru_cache(maxsize=4)
+def _span_offsets(frames, half):
+    """The frames :func:`_lowest_velocity` differences across ``half`` frames either side in a
+    clip of ``frames`` frames (:func:`~.contacts.span_ends`), ahead and behind, as offsets
+    from each frame, and the frames between them as columns (F, 3) (see
+    :func:`~.contacts.frame_columns`). The same for every state and solve of a clip: worked
+    out once (a dozen numpy calls), read-only."""
+    ahead, behind, steps = span_ends(frames, half)
+    frame = np.arange(frames)
+    offsets = (ahead - frame, behind - frame, frame_columns(steps))
+    for array in offsets:
+        array.flags.writeable = False
+    return offsets
 
 
 def ground_slide(foot_points, up, fps, size, unit_scale=1.0, steadying=None, tempo=1.0, judged=None):
