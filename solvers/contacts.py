@@ -603,16 +603,29 @@ def path_turn(velocity, up, span, fps, slowest):
     start[:cut], start[cut:] = travelled[0], travelled[: frames - cut]
     ahead = max(frames - span, 0)  # frames whose mean after ends inside the clip
     end[:ahead], end[ahead:] = travelled[span + 1 :], travelled[-1]
-    index = np.arange(1.0, frames + 1.0)
-    spanned_before, spanned_after = np.minimum(index, span + 1.0), np.minimum(index[::-1], span + 1.0)
+    spanned_before, spanned_after, middles = _path_spans(frames, span)
     before = np.subtract(travelled[1:], start, out=start)
-    before /= spanned_before[:, None]
+    before /= spanned_before
     after = np.subtract(end, travelled[:-1], out=end)
-    after /= spanned_after[:, None]
+    after /= spanned_after
     angle = np.arctan2(up_cross(before, after, up), dots(before, after))
     moving = (lengths(before) > slowest) & (lengths(after) > slowest)
-    middles = np.maximum(spanned_before + spanned_after - 2.0, 1.0)  # frames between the means' middles
     return np.where(moving, 2.0 * angle * fps / middles, 0.0)
+
+
+@lru_cache(maxsize=4)
+def _path_spans(frames, span):
+    """What :func:`path_turn` divides by in a clip of ``frames`` frames, its means over ``span``
+    frames: the frames the means before and after each frame span, as columns (F, 3) (see
+    :func:`frame_columns`), and the frames between their middles (F,). The same for every call
+    on a clip: worked out once (a dozen numpy calls), read-only."""
+    index = np.arange(1.0, frames + 1.0)
+    spanned_before, spanned_after = np.minimum(index, span + 1.0), np.minimum(index[::-1], span + 1.0)
+    spans = (frame_columns(spanned_before), frame_columns(spanned_after),
+             np.maximum(spanned_before + spanned_after - 2.0, 1.0))
+    for array in spans:
+        array.flags.writeable = False
+    return spans
 
 
 def vertically_planted(clearance, vertical_speed, fps, scale, settings, stillness=None):
