@@ -12,6 +12,8 @@ A looping clip is solved tiled (the cycles around it give its seam the context i
 played) so the travel's speed loops and the travel repeats with its per-cycle offset.
 """
 
+from functools import lru_cache
+
 import numpy as np
 
 from .contacts import (
@@ -114,10 +116,18 @@ def _capped(velocity, cap):
 
 def _windowed_mean(values, half):
     """Mean of (..., F, k) values over the frames within ``half`` of each (fewer at the ends)."""
-    frames = values.shape[-2]
+    return window_sum(values, half, axis=-2) / _window_counts(values.shape[-2], half, values.shape[-1])
+
+
+@lru_cache(maxsize=4)
+def _window_counts(frames, half, size):
+    """How many frames :func:`_windowed_mean` averages at each of a clip's ``frames``, as columns
+    (F, ``size``) (see :func:`~.contacts.frame_columns`). The same for every call on a clip:
+    worked out once (numpy calls on a few hundred frames), read-only."""
     index = np.arange(frames)
-    count = np.minimum(index + half + 1, frames) - np.maximum(index - half, 0)
-    return window_sum(values, half, axis=-2) / frame_columns(count, values.shape[-1])
+    counts = frame_columns(np.minimum(index + half + 1, frames) - np.maximum(index - half, 0), size)
+    counts.flags.writeable = False
+    return counts
 
 
 def feet_travel(toes, up, fps, leg_length, settings=None, looped=False):
