@@ -130,6 +130,8 @@ def label_foot_contacts(skeleton, motion, rig, up, settings=None, cuts=None, key
 
 # Radians a leg's joints must turn, or leg lengths move, over the clip to count as animated.
 STILL_LEG_TOLERANCE = 1e-4
+# Frames spread over a clip on which its legs are looked at first (see :func:`animated_legs`).
+SAMPLED_FRAMES = 32
 
 
 def animated_legs(skeleton, motion, rig, size):
@@ -137,18 +139,32 @@ def animated_legs(skeleton, motion, rig, size):
     turns or moves against its parent over the clip (``size`` its leg length). A leg without
     keys hangs in its rest pose, carried by the pelvis: its foot glides with the body on
     every frame, which no contact holds, and read with the others it throws their labels off
-    (a biped whose other leg walks lost half of each stance). All legs' joints at once."""
+    (a biped whose other leg walks lost half of each stance). All legs' joints at once, first
+    over about ``SAMPLED_FRAMES`` frames spread over the clip: a joint that turns or moves on
+    some frames does over the clip, and an animated leg shows it on most of its frames, so
+    every frame is read only where a leg looks still on those (of a motion
+    :func:`~.kinematics.check_motion` accepts: no frame's NaN hides the others' moves)."""
     chains = [skeleton.chain(rig.pelvis, leg.toe)[1:] for leg in rig.legs]
-    joints = np.concatenate(chains)
+    joints, starts = np.concatenate(chains), np.cumsum([0] + [len(chain) for chain in chains[:-1]])
+    step = max(1, motion.frames // SAMPLED_FRAMES)
+    animated = _moving_legs(motion.rot[::step], motion.pos[::step], joints, starts, size)
+    if step > 1 and not animated.all():
+        animated = _moving_legs(motion.rot, motion.pos, joints, starts, size)
+    return animated
+
+
+def _moving_legs(rot, pos, joints, starts, size):
+    """:func:`animated_legs` over the frames of ``rot`` (F, J, 4) and ``pos`` (F, J, 3): whether
+    the legs' ``joints`` (their chains one after another, each from its index in ``starts``)
+    turn or move from the first of them on some other."""
     # Every joint measured over the frames, then the legs' picked: gathering them first costs
     # more than the other joints' arithmetic, as does quat.dot's einsum, reducing each joint's
     # four products in a short inner loop, against adding the products a component at a time.
-    products = motion.rot * motion.rot[:1]
+    products = rot * rot[:1]
     cosines = (products[..., 0] + products[..., 2]) + (products[..., 1] + products[..., 3])  # (quat.dot's sums)
     turned = 1.0 - np.abs(cosines).min(axis=0) > 0.5 * (0.5 * STILL_LEG_TOLERANCE) ** 2  # 1 - cos(a/2)
-    moved = np.abs(motion.pos - motion.pos[:1]).max(axis=0).max(axis=-1) > STILL_LEG_TOLERANCE * size
-    moving = np.logical_or(turned, moved).take(joints)
-    return np.logical_or.reduceat(moving, np.cumsum([0] + [len(chain) for chain in chains[:-1]]))
+    moved = np.abs(pos - pos[:1]).max(axis=0).max(axis=-1) > STILL_LEG_TOLERANCE * size
+    return np.logical_or.reduceat(np.logical_or(turned, moved).take(joints), starts)
 
 
 def _label_animated_legs(animated, heels, toes, rig, root, length, up, fps, settings, cuts, noise=None, tempo=None,
