@@ -113,8 +113,10 @@ def forward_kinematics(skeleton, rot, pos, joints=None, by_component=False, posi
             parent_rot, parent_pos = (_level_rows(values.take(parent_rows, axis=1))
                                       for values in (global_rot, global_pos))
         if rotations:
-            quat.multiply(parent_rot, local_rot_rows[:, here].T, out=global_rot_rows[:, here].T)
-        np.add(quat.rotate(parent_rot, local_pos_rows[:, here].T), parent_pos, out=global_pos_rows[:, here].T)
+            quat.multiply_and_rotate(parent_rot, local_rot_rows[:, here].T, local_pos_rows[:, here].T,
+                                     global_rot_rows[:, here].T, global_pos_rows[:, here].T, parent_pos)
+        else:
+            np.add(quat.rotate(parent_rot, local_pos_rows[:, here].T), parent_pos, out=global_pos_rows[:, here].T)
     grot, gpos = (_globals_like(values, by_component) for values in (rot, pos))
     grot.T[:, order], gpos.T[:, order] = global_rot, global_pos
     return grot, gpos
@@ -179,8 +181,8 @@ class Pose:
                 self.grot[:, j] = self.rot[:, j]
                 self.gpos[:, j] = self.pos[:, j]
             else:
-                quat.multiply(self.grot[:, p], self.rot[:, j], out=self.grot[:, j])
-                np.add(self.gpos[:, p], quat.rotate(self.grot[:, p], self.pos[:, j]), out=self.gpos[:, j])
+                quat.multiply_and_rotate(self.grot[:, p], self.rot[:, j], self.pos[:, j], self.grot[:, j],
+                                         self.gpos[:, j], self.gpos[:, p])
 
     def turn(self, joint, world_rotation):
         """Turn ``joint`` by ``world_rotation`` (F, 4) about itself, writing its local and

@@ -37,6 +37,8 @@ _CONJUGATE_PRODUCT_A = np.array([0, 0, 0, 0, 1, 5, 1, 5, 2, 6, 6, 2, 3, 3, 7, 7]
 _CROSS_LEFT = np.array([1, 2, 0, 2, 0, 1])
 _CROSS_RIGHT = np.array([2, 0, 1, 1, 2, 0])
 _ROTATE_FACTORS = np.array([2, 3, 1, 3, 1, 2, 0, 0, 0])
+# Both gathers at once, for :func:`multiply_and_rotate` (rotate's rows are a's unsigned ones).
+_PRODUCT_AND_ROTATE_A = np.concatenate((_PRODUCT_A, _ROTATE_FACTORS))
 
 
 def empty_as(like, shape=None):
@@ -153,19 +155,41 @@ def multiply(a, b, out=None, conjugate_a=False):
     # numpy calls instead of 28 (on the solvers' short arrays each call costs about as
     # much as its arithmetic).
     shape = _common_shape(a, b)
-    a_rows, b_rows = component_rows(a, len(shape)), component_rows(b, len(shape))
-    signed = np.empty((8,) + a_rows.shape[1:])
-    signed[:4] = a_rows
-    np.negative(a_rows, out=signed[4:])
-    terms = signed.take(_CONJUGATE_PRODUCT_A if conjugate_a else _PRODUCT_A, axis=0)
+    terms = _signed(component_rows(a, len(shape))).take(_CONJUGATE_PRODUCT_A if conjugate_a else _PRODUCT_A, axis=0)
+    out = empty_as(a, shape) if out is None else out
+    _multiplied(terms, component_rows(b, len(shape)), shape, component_rows(out, len(shape)))
+    return out
+
+
+def multiply_and_rotate(a, b, v, out, out_v, offset):
+    """``multiply(a, b, out=out)``, and ``offset + rotate(a, v)`` into ``out_v`` (which must
+    not be ``v`` nor ``offset``), all of one leading shape: a joint's global rotation and
+    position from its parent's (``a``, ``offset``) and its local ones (``b``, ``v``). The same
+    numbers (the offset added last: a sum of two is the same either way round, to the bit)
+    from one gather of ``a``'s rows for both, the rotation made in ``out_v``'s rows."""
+    taken = _signed(component_rows(a)).take(_PRODUCT_AND_ROTATE_A, axis=0)
+    _multiplied(taken[:16], component_rows(b), a.shape, component_rows(out))
+    out_rows = component_rows(out_v)
+    _rotated(taken[16:], component_rows(v), out_rows)
+    out_rows += component_rows(offset)
+
+
+def _signed(rows):
+    """The rows (4, ...) of quaternions, then the same negated (8, ...)."""
+    signed = np.empty((8,) + rows.shape[1:])
+    signed[:4] = rows
+    np.negative(rows, out=signed[4:])
+    return signed
+
+
+def _multiplied(terms, b_rows, shape, out_rows):
+    """The Hamilton product of ``shape`` into its rows ``out_rows`` from the sixteen terms'
+    factors of ``a`` (``_PRODUCT_A`` of its signed rows) and ``b``'s rows (see :func:`multiply`)."""
     in_place = terms.shape[1:] == shape[:-1]  # else broadcast to the product's shape
     terms = np.multiply(terms, b_rows.take(_PRODUCT_B, axis=0), out=terms if in_place else None)
-    out = empty_as(a, shape) if out is None else out
-    out_rows = component_rows(out, len(shape))
     np.add(terms[:4], terms[4:8], out=out_rows)
     out_rows += terms[8:12]
     out_rows += terms[12:]
-    return out
 
 
 def conjugate(q):
@@ -243,16 +267,21 @@ def rotate(q, v):
     same order, in 11 numpy calls instead of 31."""
     v = np.asarray(v, dtype=float)
     shape = _common_shape(q[..., 1:], v)
-    factors = component_rows(q, len(shape)).take(_ROTATE_FACTORS, axis=0)  # y z x z x y (u for _cross), w w w
-    vectors = component_rows(v, len(shape))
-    twice = _cross(factors[:6], vectors, np.empty((3,) + shape[:-1]))
-    twice *= 2.0
+    factors = component_rows(q, len(shape)).take(_ROTATE_FACTORS, axis=0)
     out = empty_as(v, shape)
-    out_rows = component_rows(out, len(shape))
+    _rotated(factors, component_rows(v, len(shape)), component_rows(out, len(shape)))
+    return out
+
+
+def _rotated(factors, vectors, out_rows):
+    """The rotated ``vectors`` (3, ...) into ``out_rows`` (of their broadcast shape), the
+    quaternions given as the rows y z x z x y (u for :func:`_cross`), w w w of them
+    (``_ROTATE_FACTORS``; see :func:`rotate`)."""
+    twice = _cross(factors[:6], vectors, np.empty(out_rows.shape))
+    twice *= 2.0
     np.multiply(factors[6:], twice, out=out_rows)
     out_rows += vectors
     out_rows += _cross(factors[:6], twice, twice)
-    return out
 
 
 def between(p, q):
