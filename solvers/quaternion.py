@@ -298,7 +298,7 @@ def between(p, q):
     cross(p, q, out=out[..., 1:])
     size = length(out)
     degenerate = size < 1e-8 * np.maximum(p_squared, 1e-30)
-    if degenerate.any():
+    if np.count_nonzero(degenerate):  # one C call, where ndarray.any runs numpy's Python _methods._any
         axis = np.cross(p, [1.0, 0.0, 0.0])
         small = np.linalg.norm(axis, axis=-1) < 1e-6 * np.linalg.norm(p, axis=-1)
         axis = np.where(small[..., None], np.cross(p, [0.0, 1.0, 0.0]), axis)
