@@ -1250,8 +1250,9 @@ def write_contact_curves(obj, action, curves, frames, rows, stamp=True):
     after = int(span[1]) + 1  # keeps its old value
     last = np.argmax(frames)
     fcurves = []
+    made = False  # a contact property
     for (bone_name, prop), pose_bone, row, keyed in zip(curves, pose_bones, values, changes):
-        _ensure_contact_property(obj, pose_bone, prop, row[0])
+        made |= _ensure_contact_property(pose_bone, prop, row[0])
         path = contact_data_path(bone_name, prop)
         fcurve = compat.find_fcurve(bag, path, 0)
         key_frames, key_values, keyed_span = frames[keyed], row[keyed], span
@@ -1265,17 +1266,20 @@ def write_contact_curves(obj, action, curves, frames, rows, stamp=True):
                 keyed_span = (span[0], after)
         compat.write_keys(fcurve, key_frames, key_values, "CONSTANT", keep_outside=True, span=keyed_span)
         fcurves.append(fcurve)
+    if made:
+        obj.update_tag()  # else the evaluated copy lacks the new properties and ignores their curves
     if stamp:
         _stamp(action, curves, fcurves)
     return fcurves
 
 
-def _ensure_contact_property(obj, pose_bone, prop, first):
+def _ensure_contact_property(pose_bone, prop, first):
     """The pose bone's contact property ``prop`` with its 0..1 limits, made with the value
-    ``first`` when missing."""
-    if not isinstance(pose_bone.get(prop), float):
+    ``first`` when missing; whether it was made (the object is to be tagged for an update,
+    once for all its new properties: a click makes four, at 3.5 us a tag)."""
+    made = not isinstance(pose_bone.get(prop), float)
+    if made:
         pose_bone[prop] = float(first)
-        obj.update_tag()  # else the evaluated copy lacks the new property and ignores the curve
     pose_bone.id_properties_ui(prop).update(
         min=0.0,
         max=1.0,
@@ -1283,3 +1287,4 @@ def _ensure_contact_property(obj, pose_bone, prop, first):
         soft_max=1.0,
         description=_CONTACT_DESCRIPTIONS[prop],
     )
+    return made
