@@ -1181,23 +1181,27 @@ def _stamp(action, curves, fcurves):
         stamps[contact_data_path(bone_name, prop)] = digest
 
 
-def contact_curve_is_tool_written(obj, action, bone_name, prop=CONTACT_PROPERTY):
-    """Whether the bone's ``foot_contact`` (or ``prop``) curve is exactly what Foot Lock
-    last keyed there."""
-    fcurve = _contact_fcurve(obj, action, bone_name, prop)
+def _tool_written(action, fcurve, path):
+    """Whether ``fcurve``, the contact curve of ``action`` at ``path``, is exactly what Foot
+    Lock last keyed there."""
     stamps = action.get(_WRITTEN_PROPERTY)
-    key = contact_data_path(bone_name, prop)
-    if fcurve is None or stamps is None or key not in stamps:
+    if stamps is None or path not in stamps:
         return False
-    return stamps[key] == compat.keys_digest(fcurve)
+    return stamps[path] == compat.keys_digest(fcurve)
 
 
-def animator_contact_curve(obj, action, bone_name, prop=CONTACT_PROPERTY):
-    """Whether ``action`` has a ``foot_contact`` (or ``prop``) curve for the bone that an
-    animator keyed or edited (not one Foot Lock wrote and nobody touched since)."""
-    return has_contact_curve(obj, action, bone_name, prop) and not contact_curve_is_tool_written(
-        obj, action, bone_name, prop
-    )
+def animator_contact_curves(obj, action, curves):
+    """Whether ``action`` has a ``foot_contact`` (or other property) curve that an animator
+    keyed or edited (not one Foot Lock wrote and nobody touched since) for each ``(bone name
+    or None, property)`` of ``curves`` (False where None): the action's curves found once
+    for all (a click asks of four)."""
+    bag = compat.channel_bag(obj, action)
+    found = []
+    for bone_name, prop in curves:
+        path = None if bone_name is None else contact_data_path(bone_name, prop)
+        fcurve = None if path is None else compat.find_fcurve(bag, path, 0)
+        found.append(fcurve is not None and not _tool_written(action, fcurve, path))
+    return found
 
 
 def _contact_fcurve(obj, action, bone_name, prop=CONTACT_PROPERTY):
@@ -1220,7 +1224,7 @@ def write_contact_curve(obj, action, bone_name, frames, values01, prop=CONTACT_P
     (0..1) on ``frames``: a key where the value changes (and on the first frame), constant
     interpolation. Keys of the curve outside ``frames`` stay. Creates the property with
     its 0..1 limits when missing. With ``stamp`` the curve is marked as Foot Lock's own
-    (see :func:`contact_curve_is_tool_written`); without, it counts as the animator's.
+    (see :func:`_tool_written`); without, it counts as the animator's.
     """
     return write_contact_curves(obj, action, [(bone_name, prop)], frames, [values01], stamp)[0]
 

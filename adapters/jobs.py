@@ -426,9 +426,15 @@ def _animator_contacts(obj, actions, clip, overwrite):
     rows = np.full((len(curves), len(clip.frames)), np.nan)
     if overwrite:
         return rows
-    for row, (bone, prop) in enumerate(curves):
-        owner = next((action for action in actions if action is not None and bone is not None
-                      and armature.animator_contact_curve(obj, action, bone, prop)), None)
+    owners = [None] * len(curves)
+    for action in actions:
+        if action is not None:  # asked of the curves no action before it has
+            unowned = [row for row, owner in enumerate(owners) if owner is None]
+            edited = armature.animator_contact_curves(obj, action, [curves[row] for row in unowned])
+            for row, mine in zip(unowned, edited):
+                if mine:
+                    owners[row] = action
+    for row, ((bone, prop), owner) in enumerate(zip(curves, owners)):
         if owner is not None:
             rows[row] = armature.read_contact_curve(obj, owner, bone, clip.frames, prop)
     return rows
@@ -527,10 +533,11 @@ def detect_contacts(obj, scene=None, overwrite=False):
     else:
         action = source.action
     curves, rows, kept = [], [], []
-    for (bone, prop), values in zip(_curves(obj, clip), labels):
+    every = _curves(obj, clip)
+    for (bone, prop), values, edited in zip(every, labels, armature.animator_contact_curves(obj, action, every)):
         if bone is None:
             continue
-        if armature.animator_contact_curve(obj, action, bone, prop) and not overwrite:
+        if edited and not overwrite:
             kept.append(bone)
             continue
         curves.append((bone, prop))
@@ -802,8 +809,8 @@ def _first_strip_action(tracks):
 
 def _carry_edited_contacts(obj, result, fresh, clip):
     """The contact curves an animator edited on the earlier ``result``, copied to ``fresh``."""
-    edited = [(bone, prop) for bone, prop in _curves(obj, clip)
-              if bone is not None and armature.animator_contact_curve(obj, result, bone, prop)]
+    curves = _curves(obj, clip)
+    edited = [curve for curve, mine in zip(curves, armature.animator_contact_curves(obj, result, curves)) if mine]
     rows = [armature.read_contact_curve(obj, result, bone, clip.frames, prop) for bone, prop in edited]
     armature.write_contact_curves(obj, fresh, edited, clip.frames, rows, stamp=False)
 

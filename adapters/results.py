@@ -11,7 +11,7 @@ object plays too (two characters sharing a source, as a glTF with two armatures 
 or one fixed for another object's slot of an action they share (4.4+): that object keeps
 it, and this one's result is one of the numbered copies. Contact curves are left out of
 the digest: they carry their own stamps, and the edited ones are carried over to the new
-result (see :func:`.armature.animator_contact_curve`).
+result (see :func:`.armature.animator_contact_curves`).
 """
 
 import hashlib
