@@ -793,12 +793,12 @@ def channel_values_at(obj, table, bone_name, prop, width, frame):
     ``table`` (keyed by ``(data_path, index)``) where they exist, the pose value elsewhere;
     what a rotation written next continues from (Euler unwrapping, quaternion sign)."""
     path = f"{bone_data_path(bone_name)}.{prop}"
-    current = getattr(obj.pose.bones[bone_name], prop)
-    values = []
-    for index in range(width):
-        fcurve = table.get((path, index))
-        values.append(current[index] if fcurve is None else fcurve.evaluate(frame))
-    return np.array(values, dtype=float)
+    fcurves = [table.get((path, index)) for index in range(width)]
+    # The pose is read only for a channel without a curve: a clip's bones usually have curves
+    # on every index, and the pose bone's lookup and its channel are two RNA reads a bone.
+    current = getattr(obj.pose.bones[bone_name], prop) if None in fcurves else None
+    return np.array([current[index] if fcurve is None else fcurve.evaluate(frame)
+                     for index, fcurve in enumerate(fcurves)], dtype=float)
 
 
 def keyed_channels(obj, rotation_bones, location_bones):
