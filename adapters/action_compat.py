@@ -413,26 +413,35 @@ class _Memory:
                                     "typestr": typestr, "version": 3}
 
 
-def _gather(addresses, offset, count, stride, typestr):
+def _gather(addresses, offset, count, stride, typestr, rows=None):
     """(len(addresses), count) items ``typestr`` at ``offset`` bytes into each of ``count``
     structs of ``stride`` bytes from each of ``addresses`` (uintp), copied in one numpy
-    gather: the rows of a window whose row ``i`` starts ``i`` bytes after the lowest address.
+    gather: the rows of a window whose row ``i`` starts ``i`` bytes after the lowest address
+    (``rows``, :func:`_window_rows` of ``addresses``, where the caller gathers them again).
     Addresses too far apart for numpy to shape that window are gathered one by one."""
-    low = int(addresses.min())
-    span = int(addresses.max()) - low + 1
+    low, span, index = _window_rows(addresses) if rows is None else rows
     if span * count * np.dtype(typestr).itemsize <= _WINDOW_MAX:
         window = np.asarray(_Memory(low + offset, (span, count), (1, stride), typestr))
-        return window[(addresses - low).astype(np.intp)]
+        return window[index]
     return np.stack([np.asarray(_Memory(address + offset, (count,), (stride,), typestr))
                      for address in addresses.tolist()])
+
+
+def _window_rows(addresses):
+    """The lowest of ``addresses`` (uintp), the height of :func:`_gather`'s window over them
+    and each one's row in it (intp: made so by the subtraction, not by a copy after it)."""
+    low = int(addresses.min())
+    return low, int(addresses.max()) - low + 1, np.subtract(addresses, low, dtype=np.intp)
 
 
 def _key_rows(arrays, count):
     """The keys (len(arrays), count, 2) float32 and interpolation codes (len(arrays), count)
     uint8 of key arrays of ``count`` keys each at the addresses ``arrays`` (uintp), where
-    :func:`_read_points` reads them (the layout checked)."""
-    keys = _gather(arrays, 12, count, _BEZT_BYTES, "<c8")  # frame and value as one complex64
-    return keys.view(np.float32).reshape(len(arrays), count, 2), _gather(arrays, 48, count, _BEZT_BYTES, "|u1")
+    :func:`_read_points` reads them (the layout checked); both gathered from one window."""
+    rows = _window_rows(arrays)
+    keys = _gather(arrays, 12, count, _BEZT_BYTES, "<c8", rows)  # frame and value as one complex64
+    return (keys.view(np.float32).reshape(len(arrays), count, 2),
+            _gather(arrays, 48, count, _BEZT_BYTES, "|u1", rows))
 
 
 def _read_points(curves_points, co):
