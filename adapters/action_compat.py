@@ -75,6 +75,19 @@ def channel_bag(obj, action, create=False):
         return None
     if not LAYERED_ACTIONS:
         return action
+    if _bags is None:
+        return _find_bag(obj, action, create)
+    key = obj, action.session_uid  # (an object hashes and compares by its address)
+    bag = _bags.get(key)
+    if bag is None:
+        bag = _find_bag(obj, action, create)
+        if bag is not None:
+            _bags[key] = bag
+    return bag
+
+
+def _find_bag(obj, action, create):
+    """:func:`channel_bag` of ``obj`` and ``action`` (4.4+), as Blender holds it now."""
     slot = action_slot(obj, action)
     if slot is None:
         if not create:
@@ -216,6 +229,8 @@ def assign_action(obj, action, slot_identifier=""):
     anim.action = action
     if not LAYERED_ACTIONS:
         return
+    if _bags is not None:
+        _bags.clear()  # the object's slot changes: its bags are found again
     wanted = next(
         (slot for slot in action.slots if slot_identifier and slot.identifier == slot_identifier), None
     )
@@ -279,20 +294,24 @@ _listed = None
 # The tables of those bags: {(action session_uid, bag address): (the listing's [(fcurve,
 # channel)] it was made of, {channel: fcurve})}, or None outside (see :func:`fcurve_table`)
 _tables = None
+# The bags :func:`channel_bag` found in there: {(object, action session_uid): bag}, or None
+# outside; forgotten when an object is assigned an action (its slot may change). A click
+# asks a dozen times, at 5 us a search of the action's slots, layers and strips (4.4+).
+_bags = None
 
 
 @contextmanager
 def remembered_keys():
-    """Keys (and channels) read or written in here are not read again in here (one job:
-    outside it, anyone may edit any curve). Usable as a decorator."""
-    global _remembered, _channels, _listed, _tables
-    outer = _remembered, _channels, _listed, _tables
+    """Keys (and channels, and bags) read or written in here are not read again in here (one
+    job: outside it, anyone may edit any curve). Usable as a decorator."""
+    global _remembered, _channels, _listed, _tables, _bags
+    outer = _remembered, _channels, _listed, _tables, _bags
     if _remembered is None:
-        _remembered, _channels, _listed, _tables = {}, {}, {}, {}
+        _remembered, _channels, _listed, _tables, _bags = {}, {}, {}, {}, {}
     try:
         yield
     finally:
-        _remembered, _channels, _listed, _tables = outer
+        _remembered, _channels, _listed, _tables, _bags = outer
 
 
 def _curve_key(fcurve, uid=None):
