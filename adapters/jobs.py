@@ -583,7 +583,8 @@ def remove_sliding(obj, scene, progress=lambda fraction: None):
     progress(0.3)
     rows = _animator_contacts(obj, [source.result, source.action], clip, settings.overwrite_contacts)
     missing = np.isnan(rows).all(axis=1)  # labelled by the solve, with the current settings
-    contacts, heel_contacts = np.split(rows, 2)
+    legs = len(rows) // 2  # the toes' rows, then the heels' (np.split's views, without its Python layers)
+    contacts, heel_contacts = rows[:legs], rows[legs:]
     progress(0.4)
     # The solve finds where the clip jumps back and labels each take on its own; a loop,
     # whose last pose is its first (_is_loop), does not jump.
