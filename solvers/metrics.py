@@ -98,11 +98,23 @@ def _skate_ratios(near, speeds, speed_scale, window=1):
     (:func:`_near_ground`) and their speeds (S, L, F-1) in m/s; ``speed_scale`` the
     character's size in metres per reference metre."""
     if window > 1 and speeds.shape[-1] >= window:
-        kernel = np.ones(window) / window
-        speeds = np.stack([np.convolve(s, kernel, mode="same") for s in speeds.reshape(-1, speeds.shape[-1])])
-        speeds = speeds.reshape(near.shape)
+        speeds = _window_means(speeds, window)
     fast = speeds > SKATE_SPEED * speed_scale
     return (near & fast).any(axis=1).sum(axis=-1) / near.shape[-1]  # (a mean's numbers)
+
+
+def _window_means(speeds, window):
+    """``np.convolve(row, np.ones(window) / window, mode="same")`` of every row of ``speeds``
+    (..., F) in one convolve, of the rows one after another with ``window // 2`` zeros either
+    side: each mean is the same dot product of ``window`` terms where the window is inside
+    its row, and at a row's ends the shorter one with zeros' products added before or after
+    it (nothing added; checked bit for bit on random rows, windows of 2 to 11 frames, up to
+    400 frames). A convolve a row and np.stack cost three times as much on a click's four rows."""
+    half, frames = window // 2, speeds.shape[-1]
+    padded = np.zeros((speeds.size // frames, frames + 2 * half))
+    padded[:, half:-half] = speeds.reshape(-1, frames)
+    means = np.convolve(padded.reshape(-1), np.ones(window) / window, mode="same").reshape(padded.shape)
+    return means[:, half:-half].reshape(speeds.shape)
 
 
 def penetration(points, up, floor_heights, unit_scale=1.0):
