@@ -3,6 +3,10 @@
 Speeds and distances come out in metres (per second) given ``unit_scale``, the
 length of one world unit in metres, so figures read the same whatever the scene's
 units. Frame-based filters use the clip's own frame rate.
+
+Sums, maxima and tests of any are the ufuncs' reductions (np.add.reduce ...): the numbers
+of ndarray.sum, max and any, which call them, without their Python layers (a dozen a solve,
+a third to half of each one's cost on a clip's few hundred frames).
 """
 
 from functools import lru_cache
@@ -74,7 +78,7 @@ def _toe_slides(speeds, contacts):
     # elements into a C-ordered array at a third of the index's cost (which laid the states
     # last, to be copied again).
     steps = speeds.reshape(len(speeds), -1).compress(both.reshape(-1), axis=1)
-    return np.add.reduce(steps, axis=-1) / steps.shape[-1]  # (a mean's numbers, without ndarray.sum's layers)
+    return np.add.reduce(steps, axis=-1) / steps.shape[-1]  # (a mean's numbers)
 
 
 def skate_ratio(toes, up, fps, ground, unit_scale=1.0, window=1, speeds=None, size=None):
@@ -103,7 +107,7 @@ def _skate_ratios(near, speeds, speed_scale, window=1):
     if window > 1 and speeds.shape[-1] >= window:
         speeds = _window_means(speeds, window)
     fast = speeds > SKATE_SPEED * speed_scale
-    return (near & fast).any(axis=1).sum(axis=-1) / near.shape[-1]  # (a mean's numbers)
+    return np.add.reduce(np.logical_or.reduce(near & fast, axis=1), axis=-1) / near.shape[-1]  # (a mean's numbers)
 
 
 def _window_means(speeds, window):
@@ -128,7 +132,7 @@ def penetration(points, up, floor_heights, unit_scale=1.0):
 def _penetrations(heights, floor_heights, unit_scale):
     """:func:`penetration` of S states of points at ``heights`` (S, L, F) at once."""
     depth = np.asarray(floor_heights)[:, None] - heights
-    return np.maximum(depth.reshape(len(heights), -1).max(axis=1), 0.0) * unit_scale
+    return np.maximum(np.maximum.reduce(depth.reshape(len(heights), -1), axis=1), 0.0) * unit_scale
 
 
 def pelvis_deviation(pelvis, reference, unit_scale=1.0):
@@ -139,7 +143,7 @@ def pelvis_deviation(pelvis, reference, unit_scale=1.0):
 def _pelvis_deviations(pelvis, reference, unit_scale):
     """:func:`pelvis_deviation` of S states of the pelvis (S, F, 3) at once."""
     distances = lengths(pelvis - reference)
-    return distances.sum(axis=-1) / distances.shape[-1] * unit_scale  # (a mean's numbers)
+    return np.add.reduce(distances, axis=-1) / distances.shape[-1] * unit_scale  # (a mean's numbers)
 
 
 def full_extension_share(hips, ankles, bone_lengths):
@@ -151,7 +155,7 @@ def _full_extension_shares(hips, ankles, bone_lengths):
     """:func:`full_extension_share` of S states of the legs (S, L, F, 3) at once."""
     extension = lengths(ankles - hips) / np.asarray(bone_lengths)[:, None]
     straight = (extension >= FULL_EXTENSION).reshape(len(hips), -1)
-    return straight.sum(axis=1) / straight.shape[1]  # (a mean's numbers)
+    return np.add.reduce(straight, axis=1) / straight.shape[1]  # (a mean's numbers)
 
 
 def ankle_accelerations(ankles, fps, unit_scale=1.0, percentile=99.0):
@@ -161,7 +165,7 @@ def ankle_accelerations(ankles, fps, unit_scale=1.0, percentile=99.0):
         return [(0.0, 0.0)] * len(ankles)
     step = ankles[:, :, 1:] - ankles[:, :, :-1]  # np.diff's second difference, without its overhead
     accel = (lengths(step[:, :, 1:] - step[:, :, :-1]) * fps * fps * unit_scale).reshape(len(ankles), -1)
-    return list(zip(_percentile(accel, percentile).tolist(), accel.max(axis=1).tolist()))
+    return list(zip(_percentile(accel, percentile).tolist(), np.maximum.reduce(accel, axis=1).tolist()))
 
 
 def _percentile(values, percentile):
@@ -281,10 +285,10 @@ def _ground_slides(foot_points, up, fps, size, unit_scale, steadying, tempo, jud
     on_ground, velocity = grounded_feet(rows(foot_points), up, fps, size, steadying, tempo, rows(judged))
     on_ground = on_ground.reshape(states, -1, on_ground.shape[-1])
     speed = lengths(velocity).reshape(on_ground.shape) * unit_scale
-    sliding = on_ground.any(axis=0) & (speed < POP_SPEED * size * unit_scale)
+    sliding = np.logical_or.reduce(on_ground, axis=0) & (speed < POP_SPEED * size * unit_scale)
     slides = [float(np.add.reduce(s[m]) / count) if count else 0.0  # (a mean's numbers)
-              for s, m, count in zip(speed, sliding, sliding.sum(axis=(1, 2)).tolist())]
-    return slides, on_ground.sum(axis=-1) / on_ground.shape[-1]
+              for s, m, count in zip(speed, sliding, np.add.reduce(sliding, axis=(1, 2)).tolist())]
+    return slides, np.add.reduce(on_ground, axis=-1) / on_ground.shape[-1]
 
 
 def implausible_contacts(contacts, grounded_share, leg_names):
@@ -292,7 +296,7 @@ def implausible_contacts(contacts, grounded_share, leg_names):
     the ground far more often (a walk labelled as mostly swing); ``grounded_share`` (L,) the
     share of the frames each foot is on the ground (:func:`ground_slide`)."""
     labelled = np.asarray(contacts) > 0.5
-    share = labelled.sum(axis=1) / labelled.shape[1]  # (a mean's numbers)
+    share = np.add.reduce(labelled, axis=1) / labelled.shape[1]  # (a mean's numbers)
     return [
         f"contacts of {name} look implausible: labelled on {100 * s:.0f}% of the frames, "
         f"on the ground on {100 * g:.0f}%; check its contact curve"
@@ -327,7 +331,7 @@ def resting_floor(heights, fps):
     stays at or below for ``GROUND_TIME`` (the least of their highest over each such
     window). A toe's lowest frame alone would let one glitch (a capture's first frame a
     few cm down) sink the ground under every toe and hide every skate."""
-    return float(rolling_max(heights, round(GROUND_TIME * float(fps) / 2.0)).min())
+    return float(np.minimum.reduce(rolling_max(heights, round(GROUND_TIME * float(fps) / 2.0)), axis=None))
 
 
 def motion_metrics(toes, hips, ankles, pelvis, contacts, up, fps, floors, bone_lengths,
@@ -350,7 +354,7 @@ def motion_metrics(toes, hips, ankles, pelvis, contacts, up, fps, floors, bone_l
     near = _near_ground(toe_heights, ground, size)
     columns = {
         "ground_slide_cm_s": 100.0 * np.array(slides),
-        "grounded_share": grounded_shares.sum(axis=-1) / grounded_shares.shape[-1],  # (a mean's numbers)
+        "grounded_share": np.add.reduce(grounded_shares, axis=-1) / grounded_shares.shape[-1],  # (a mean's numbers)
         "toe_slide_cm_s": 100.0 * _toe_slides(speeds, contacts),
         "skate_ratio": _skate_ratios(near, speeds, size * unit_scale),
         "skate_ratio_5f": _skate_ratios(near, speeds, size * unit_scale, SKATE_WINDOW),
