@@ -343,7 +343,6 @@ def motion_metrics(toes, hips, ankles, pelvis, contacts, up, fps, floors, bone_l
     gait's, for the ground figures; ``judged_feet`` (2, S, L, F, 3), where given, the feet
     whose frames on the ground are judged (see :func:`grounded_feet`). The filters that run along frames take every state's legs
     as rows of one array: on a short clip their cost is per numpy call, not per frame."""
-    states = len(toes)
     speeds = toe_speeds(toes, up, fps, unit_scale)  # shared by the toe slide and both skate ratios
     toe_heights = heights_along(toes, up)  # shared by the skate ratios and the penetration
     ground = resting_floor(toe_heights[0], fps)  # the input's, for every state
@@ -352,17 +351,20 @@ def motion_metrics(toes, hips, ankles, pelvis, contacts, up, fps, floors, bone_l
     slides, grounded_shares = _ground_slides(foot_points(ankles, toes), up, fps, size, unit_scale, steadying, tempo,
                                              judged_feet)
     near = _near_ground(toe_heights, ground, size)
+    # Each figure's states as a list of floats (tolist: every value a float at once, where
+    # indexing the arrays made a numpy scalar of each and float() converted it), the states'
+    # dicts zipped from them.
     columns = {
-        "ground_slide_cm_s": 100.0 * np.array(slides),
-        "grounded_share": np.add.reduce(grounded_shares, axis=-1) / grounded_shares.shape[-1],  # (a mean's numbers)
-        "toe_slide_cm_s": 100.0 * _toe_slides(speeds, contacts),
-        "skate_ratio": _skate_ratios(near, speeds, size * unit_scale),
-        "skate_ratio_5f": _skate_ratios(near, speeds, size * unit_scale, SKATE_WINDOW),
-        "toe_penetration_cm": 100.0 * _penetrations(toe_heights, floors, unit_scale),
-        "pelvis_deviation_cm": 100.0 * _pelvis_deviations(pelvis, reference_pelvis, unit_scale),
-        "full_extension_share": _full_extension_shares(hips, ankles, bone_lengths),
+        "ground_slide_cm_s": [100.0 * slide for slide in slides],
+        "grounded_share": (np.add.reduce(grounded_shares, axis=-1) / grounded_shares.shape[-1]).tolist(),  # (a mean)
+        "toe_slide_cm_s": (100.0 * _toe_slides(speeds, contacts)).tolist(),
+        "skate_ratio": _skate_ratios(near, speeds, size * unit_scale).tolist(),
+        "skate_ratio_5f": _skate_ratios(near, speeds, size * unit_scale, SKATE_WINDOW).tolist(),
+        "toe_penetration_cm": (100.0 * _penetrations(toe_heights, floors, unit_scale)).tolist(),
+        "pelvis_deviation_cm": (100.0 * _pelvis_deviations(pelvis, reference_pelvis, unit_scale)).tolist(),
+        "full_extension_share": _full_extension_shares(hips, ankles, bone_lengths).tolist(),
         "ankle_accel_p99": [p99 for p99, _ in accelerations],
         "ankle_accel_max": [peak for _, peak in accelerations],
     }
-    figures = [{name: float(values[s]) for name, values in columns.items()} for s in range(states)]
+    figures = [dict(zip(columns, state)) for state in zip(*columns.values())]
     return figures, grounded_shares
