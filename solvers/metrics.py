@@ -9,6 +9,7 @@ of ndarray.sum, max and any, which call them, without their Python layers (a doz
 a third to half of each one's cost on a clip's few hundred frames).
 """
 
+import math
 from functools import lru_cache
 
 import numpy as np
@@ -164,21 +165,28 @@ def ankle_accelerations(ankles, fps, unit_scale=1.0, percentile=99.0):
     if ankles.shape[2] < 3:
         return [(0.0, 0.0)] * len(ankles)
     step = ankles[:, :, 1:] - ankles[:, :, :-1]  # np.diff's second difference, without its overhead
-    accel = (lengths(step[:, :, 1:] - step[:, :, :-1]) * fps * fps * unit_scale).reshape(len(ankles), -1)
-    return list(zip(_percentile(accel, percentile).tolist(), np.maximum.reduce(accel, axis=1).tolist()))
+    accel = lengths(step[:, :, 1:] - step[:, :, :-1]).reshape(len(ankles), -1)
+    # Scaled in place: the products of ``* fps * fps * unit_scale`` in their order, without a
+    # new array each.
+    accel *= fps
+    accel *= fps
+    accel *= unit_scale
+    peaks = np.maximum.reduce(accel, axis=1).tolist()
+    return list(zip(_percentile(accel, percentile).tolist(), peaks))
 
 
 def _percentile(values, percentile):
     """``np.percentile(values, percentile, axis=-1)``'s numbers (its linear interpolation, the
-    same arithmetic) from one partition: numpy's general version costs several times more in
-    Python than the work on a clip's few hundred values."""
+    same arithmetic) from one partition, of ``values`` in place: numpy's general version
+    costs several times more in Python than the work on a clip's few hundred values, and
+    np.partition's copy as much as the partition."""
     count = values.shape[-1]
     position = (count - 1) * (percentile / 100)
-    below = int(np.floor(position))
+    below = math.floor(position)
     above = min(below + 1, count - 1)
     share = position - below
-    ordered = np.partition(values, (below, above), axis=-1)
-    low, high = ordered[..., below], ordered[..., above]
+    values.partition((below, above), axis=-1)
+    low, high = values[..., below], values[..., above]
     rise = high - low
     return high - rise * (1 - share) if share >= 0.5 else low + rise * share
 
