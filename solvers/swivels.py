@@ -34,12 +34,12 @@ def released_by_swivels(contacts, heel_contacts, toes, heels, up, legs, fps):
     labelled; ``fps`` their frame rate. New arrays where anything changes."""
     both = (contacts > 0) & (heel_contacts > 0) & np.asarray(legs, dtype=bool)[:, None]
     steps = both[:, 1:] & both[:, :-1]
-    if not steps.any():
+    if not np.count_nonzero(steps):  # (ndarray.any's answer in one C call, without its layers)
         return contacts, heel_contacts
     up = np.asarray(up, dtype=float)
     since = _since_run_start(_turns(heels - toes, up) * steps, steps)
     over = np.abs(since) - np.radians(SWIVEL_FREE_TURN)
-    if over.max() <= 0.0:
+    if np.maximum.reduce(over, axis=None) <= 0.0:  # (ndarray.max's reduction, without its layers)
         return contacts, heel_contacts  # every foot within its free turn (a walk's usual case)
     swivelling = over > 0.0
     eased = np.minimum(np.maximum(over, 0.0) / np.radians(SWIVEL_EASE_TURN), 1.0)
@@ -79,7 +79,7 @@ def _turns(vectors, up):
 def _since_run_start(steps, runs):
     """Per step (L, F-1), the sum of ``steps`` since the start of its run of ``runs`` steps,
     itself included (0 outside the runs)."""
-    total = np.cumsum(steps, axis=-1)
+    total = np.add.accumulate(steps, axis=-1)  # (the loop np.cumsum calls, without its layers)
     first = np.maximum.accumulate(np.where(run_starts(runs), np.arange(steps.shape[-1]), 0), axis=-1)
     rows = (np.arange(len(steps)) * steps.shape[-1])[:, None]
     return np.where(runs, total - (total - steps).take(first + rows), 0.0)
