@@ -1,5 +1,7 @@
 """Which joints make the pelvis and the legs of a skeleton, and how long the legs are."""
 
+import math
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -104,7 +106,9 @@ def standing_direction(hips, ankles):
     # (By einsum: the sum's numbers, where numpy's sum over the frames adds a vector of
     # three at a time, at more than twice the cost.)
     along = np.einsum("lfi->i", hips - ankles)
-    return along / max(float(np.linalg.norm(along)), np.finfo(float).tiny)
+    # (np.linalg.norm's number, the square root of the vector's dot product with itself, and
+    # the smallest normal float, without their Python layers: 3 us a solve.)
+    return along / max(math.sqrt(along.dot(along)), sys.float_info.min)
 
 
 STANDING_COSINE = 0.5  # legs further than 60 degrees from up do not stand on the ground
