@@ -418,9 +418,13 @@ def _changing_feet(heels, toes, contacts, heel_contacts, rig):
     cannot hold both, and its ball slides by the change. Rigid feet (every rig without
     scale keys) are told apart from the whole clip's lengths alone."""
     lengths = quat.lengths(heels - toes)
+    # (np.ptp's numbers below, for every leg at once: ndarray.max's and min's reductions,
+    # without their Python layers.)
+    longest = np.maximum.reduce(lengths, axis=1)
+    rigid = (longest - np.minimum.reduce(lengths, axis=1) <= FOOT_LENGTH_CHANGE * longest).tolist()
+    if all(rigid):  # (every rig without scale keys: where the feet are pinned is not looked at)
+        return []
     both = (contacts > 0) & (heel_contacts > 0)
-    longest = lengths.max(axis=1)  # (np.ptp's numbers below, for every leg at once)
-    rigid = (longest - lengths.min(axis=1) <= FOOT_LENGTH_CHANGE * longest).tolist()
     warnings = []
     for leg, pinned, length, stays in zip(rig.legs, both, lengths, rigid):
         if stays or not pinned.any():
