@@ -8,6 +8,8 @@ stays exactly as it is: points are smoothed only where their jitter would read a
 and then by the narrowest Gaussian that brings it under the limit.
 """
 
+import math
+
 import numpy as np
 
 LOWER_QUARTILE_OF_NORMAL = 0.3186  # of |z| for a standard normal z
@@ -49,20 +51,24 @@ def _third_difference_pairs(points):
 
 
 def _pair_sums(first, second):
-    """The magnitudes of the sums of :func:`_third_difference_pairs`, flat."""
-    return np.abs(first + second).ravel()
+    """The magnitudes of the sums of :func:`_third_difference_pairs`, flat (in place of the
+    sums: one array, not two)."""
+    sums = first + second
+    return np.abs(sums, out=sums).ravel()
 
 
 def _pair_differences(first, second):
-    """The magnitudes of the differences (fourth differences) of :func:`_third_difference_pairs`, flat."""
-    return np.abs(second - first).ravel()
+    """The magnitudes of the differences (fourth differences) of :func:`_third_difference_pairs`, flat
+    (in place of the differences: one array, not two)."""
+    differences = second - first
+    return np.abs(differences, out=differences).ravel()
 
 
 def _noise_of(sums, differences):
     """:func:`jitter` from the points' :func:`_pair_sums` and :func:`_pair_differences`: each
     one's variance from its lower quartile, as a normal variable's would be."""
     variance = _robust_std(differences) ** 2 - _robust_std(sums) ** 2
-    return float(np.sqrt(max(variance, 0.0) / NOISE_VARIANCE_GAP))
+    return math.sqrt(max(variance, 0.0) / NOISE_VARIANCE_GAP)  # (np.sqrt's number of a float)
 
 
 def _quartile(values):
@@ -71,11 +77,14 @@ def _quartile(values):
 
 
 def _robust_std(magnitudes):
-    """The std of a normal variable whose lower quartile of magnitudes is theirs (0 for none)."""
+    """The std of a normal variable whose lower quartile of magnitudes is theirs (0 for none).
+    ``magnitudes`` (flat, the caller's own) are partitioned in place: np.partition's copy cost
+    as much as the partition."""
     if magnitudes.size == 0:
         return 0.0
     quartile = _quartile(magnitudes)  # a partition, not np.quantile's sort-and-interpolate: 3x cheaper
-    return float(np.partition(magnitudes, quartile)[quartile]) / LOWER_QUARTILE_OF_NORMAL
+    magnitudes.partition(quartile)
+    return float(magnitudes[quartile]) / LOWER_QUARTILE_OF_NORMAL
 
 
 def gaussian(width):
