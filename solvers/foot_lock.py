@@ -175,7 +175,7 @@ def _label_animated_legs(animated, heels, toes, rig, root, length, up, fps, sett
     (:func:`_from_landing`)."""
     heel_labels, toe_labels = np.zeros((2,) + heels.shape[:2])
     slip = 0.0
-    if animated.any():
+    if np.count_nonzero(animated):  # (see remove_foot_sliding)
         # Every leg's rows as they are where all are animated (the usual case): no copies picked.
         rows, labelled = (slice(None), rig) if animated.all() else (animated, replace(
             rig, legs=[leg for leg, moving in zip(rig.legs, animated) if moving]))
@@ -315,8 +315,11 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
     animated = animated_legs(skeleton, motion, rig, length)
     warnings += _still_legs(rig, animated)
     # The gait's tempo, for the labels and the ground figures alike (both in the gait's own time).
-    tempo = gait_tempo(posed["ankles"][animated], up, motion.fps, size, settings.contacts) if animated.any() else 1.0
-    if missing.any() or heel_missing.any():
+    # (Whether any frame or leg is set asked by np.count_nonzero, one C call, where ndarray.any
+    # runs numpy's _methods._any and a logical_or reduction: on every solve.)
+    tempo = (gait_tempo(posed["ankles"][animated], up, motion.fps, size, settings.contacts)
+             if np.count_nonzero(animated) else 1.0)
+    if np.count_nonzero(missing) or np.count_nonzero(heel_missing):
         root = travel(skeleton, gpos, rig, up)
         root = root if keyed is None else as_keyed(root, keyed)
         noise = metrics.foot_jitter(posed["feet"])
@@ -324,13 +327,13 @@ def remove_foot_sliding(skeleton, motion, rig, up=(0.0, 0.0, 1.0), contacts=None
             heel_labels, labels, slip = _label_animated_legs(animated, posed["ankles"], posed["toes"], rig, root,
                                                              length, up, motion.fps, settings.contacts, cuts, noise,
                                                              tempo, as_keyed_poses=keyed is not None)
-        if animated.any() and is_in_place(posed["toes"][animated], root, up, motion.fps, length):
+        if np.count_nonzero(animated) and is_in_place(posed["toes"][animated], root, up, motion.fps, length):
             labels[:] = heel_labels[:] = 0.0  # its feet glide by design: locking them would tear the legs off
             warnings.append(IN_PLACE)
         contacts[missing] = labels[missing]
         heel_contacts[heel_missing] = heel_labels[heel_missing]
     heel_contacts[[not leg.has_toe_bone for leg in rig.legs]] = 0.0  # the one point is the toe
-    if not (contacts > 0).any() and not (heel_contacts > 0).any() and IN_PLACE not in warnings:
+    if not np.count_nonzero(contacts > 0) and not np.count_nonzero(heel_contacts > 0) and IN_PLACE not in warnings:
         warnings.append("no foot contacts: nothing to lock")
     warnings += _changing_feet(before["ankles"], before["toes"], contacts, heel_contacts, rig)
     warnings += _lying(before["hips"], before["ankles"], up)
