@@ -562,8 +562,9 @@ def _checked_contacts(contacts, legs, frames):
     contacts = np.array(contacts, dtype=float)
     if contacts.shape != (legs, frames):
         raise SolverInputError(f"contacts must be ({legs} legs, {frames} frames), got {contacts.shape}")
-    unlabelled = np.isnan(contacts).all(axis=1)
-    if not np.isfinite(contacts[~unlabelled]).all():
+    # (ndarray.all's reductions, np.logical_and.reduce, without its Python layers: four a solve.)
+    unlabelled = np.logical_and.reduce(np.isnan(contacts), axis=1)
+    if not np.logical_and.reduce(np.isfinite(contacts[~unlabelled]), axis=None):
         raise SolverInputError("contact weights contain values that are not numbers")
     # np.clip's numbers (NaN stays NaN) in place, without its Python layers.
     return np.minimum(np.maximum(contacts, 0.0, out=contacts), 1.0, out=contacts), unlabelled
