@@ -59,7 +59,12 @@ def toe_speeds(toes, up, fps, unit_scale=1.0):
     """Horizontal toe speed (m/s) of each step between frames: (..., F-1) of toes (..., F, 3),
     e.g. (L, F-1) of one state's legs."""
     steps = toes[..., 1:, :] - toes[..., :-1, :]  # (np.diff's numbers, without its overhead)
-    return lengths(across(steps, up)) * fps * unit_scale
+    speeds = lengths(across(steps, up))
+    # Scaled in place: the products of ``* fps * unit_scale`` in their order, without a new
+    # array each.
+    speeds *= fps
+    speeds *= unit_scale
+    return speeds
 
 
 def toe_slide(toes, contacts, up, fps, unit_scale=1.0, speeds=None):
