@@ -7,6 +7,7 @@ command line, the benchmark): arrays in, arrays out, no Blender.
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from itertools import accumulate
 
 import numpy as np
 
@@ -145,10 +146,11 @@ def animated_legs(skeleton, motion, rig, size):
     every frame is read only where a leg looks still on those (of a motion
     :func:`~.kinematics.check_motion` accepts: no frame's NaN hides the others' moves)."""
     chains = [skeleton.chain(rig.pelvis, leg.toe)[1:] for leg in rig.legs]
-    joints, starts = np.concatenate(chains), np.cumsum([0] + [len(chain) for chain in chains[:-1]])
+    # (The chains' starts summed in Python: np.cumsum of a short list made an array of it first.)
+    joints, starts = np.concatenate(chains), list(accumulate([len(chain) for chain in chains[:-1]], initial=0))
     step = max(1, motion.frames // SAMPLED_FRAMES)
     animated = _moving_legs(motion.rot[::step], motion.pos[::step], joints, starts, size)
-    if step > 1 and not animated.all():
+    if step > 1 and not np.logical_and.reduce(animated):  # (ndarray.all's reduction, without its layers)
         animated = _moving_legs(motion.rot, motion.pos, joints, starts, size)
     return animated
 
@@ -162,8 +164,9 @@ def _moving_legs(rot, pos, joints, starts, size):
     # four products in a short inner loop, against adding the products a component at a time.
     products = rot * rot[:1]
     cosines = (products[..., 0] + products[..., 2]) + (products[..., 1] + products[..., 3])  # (quat.dot's sums)
-    turned = 1.0 - np.abs(cosines).min(axis=0) > 0.5 * (0.5 * STILL_LEG_TOLERANCE) ** 2  # 1 - cos(a/2)
-    moved = np.abs(pos - pos[:1]).max(axis=0).max(axis=-1) > STILL_LEG_TOLERANCE * size
+    # (ndarray.min's and max's reductions, without their Python layers.)
+    turned = 1.0 - np.minimum.reduce(np.abs(cosines), axis=0) > 0.5 * (0.5 * STILL_LEG_TOLERANCE) ** 2  # 1 - cos(a/2)
+    moved = np.maximum.reduce(np.maximum.reduce(np.abs(pos - pos[:1]), axis=0), axis=-1) > STILL_LEG_TOLERANCE * size
     return np.logical_or.reduceat(np.logical_or(turned, moved).take(joints), starts)
 
 
