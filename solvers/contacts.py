@@ -656,16 +656,18 @@ def planted_drift(residual, planted, levers, half_width, prior, turn_half_width,
     slowest = lowest_row(speed) * frames + np.arange(frames)
     # One window sum for every moment of the fit, as columns: the planted frames, their
     # residuals u and levers s, s.u and s.s (zeroed where none is planted by a product: a
-    # masked copy costs twice as much).
-    columns = np.empty((frames, 9))
+    # masked copy costs twice as much). Stored a column at a time, as their sums (see
+    # :mod:`.quaternion`): numpy ran each vector's three components of a row in a loop of its own.
+    columns, totals, sums = (rows.T for rows in np.empty((3, 9, frames)))
     columns[:, 0] = np.logical_or.reduce(planted, axis=0)
-    u = np.multiply(residual.reshape(-1, 3).take(slowest, axis=0), columns[:, :1], out=columns[:, 1:4])
-    s = np.multiply(levers.reshape(-1, 3).take(slowest, axis=0), columns[:, :1], out=columns[:, 4:7])
+    u = np.multiply(residual.reshape(-1, 3).T.take(slowest, axis=1).T, columns[:, :1], out=columns[:, 1:4])
+    s = np.multiply(levers.reshape(-1, 3).T.take(slowest, axis=1).T, columns[:, :1], out=columns[:, 4:7])
     columns[:, 7], columns[:, 8] = dots(s, u), dots(s, s)
-    turn = _ground_turn(window_sum(columns, turn_half_width, axis=0), prior)
+    columns.cumsum(axis=0, out=totals)
+    turn = _ground_turn(window_sums_of(totals, turn_half_width, sums), prior)
     turn = np.minimum(np.maximum(turn, np.minimum(turn_limit, 0.0)), np.maximum(turn_limit, 0.0))
     u -= turn[:, None] * s  # what the turn leaves of each residual: the drift's
-    sums = window_sum(columns[:, :4], half_width, axis=0)
+    sums = window_sums_of(columns[:, :4].cumsum(axis=0, out=totals[:, :4]), half_width, sums[:, :4])
     weight, total = sums[:, 0], sums[:, 1:]
     known = weight > 0
     if known.all():  # (the usual case: every frame has a planted one nearby, nothing to interpolate)
