@@ -379,11 +379,19 @@ def local_slip(point_velocity, root_velocity, cap, half_width, max_slip=1.0, sta
             rows = _speed_squared(vv[point, also], vr[point, also], twice, other[: len(also)])
             slowest[also] = np.minimum(slowest[also], rows, out=rows)
     slowest += np.einsum("f,c->fc", rr, squares, out=other)
-    # Bounds as rows, not numbers: numpy compares with a number element by element, with a
-    # row in vector steps (the two passes take two thirds of np.clip's one).
+    # The speeds, at least 0 (a bound as a row, not a number: numpy compares with a number
+    # element by element, with a row in vector steps) and at most the cap. Most values are over
+    # it (a point against the shares far from its own; cmu_07_01's click: three quarters), and
+    # their square roots are the cap's: only the rest (under it, or NaN, as np.minimum keeps
+    # it) take their own, and the cap's is copied over the others, where bounding every value
+    # and taking every root cost a quarter more. (A point's squared speed is a quadratic in the
+    # share: its values under the cap are one span of shares, and a frame's a span or two, the
+    # few runs numpy's masked loops take at a time.)
+    capped = cap * cap
+    over = slowest >= capped
     np.maximum(slowest, np.zeros(len(twice)), out=slowest)
-    np.minimum(slowest, np.full(len(twice), cap * cap), out=slowest)
-    np.sqrt(slowest, out=slowest)
+    np.sqrt(slowest, out=slowest, where=~over)
+    np.copyto(slowest, np.sqrt(capped), where=over)
     slowest += (SHARE_PRIOR * cap) * squares
     cost = window_sums_of(running_sums(slowest), half_width, other)  # (F, C + 1): see _slip_candidates
     # Each frame's best candidate, kept off the grid's ends, with its two neighbours.
