@@ -500,15 +500,16 @@ class PointCues:
                          self.planted[selection])
 
 
-def point_cues(points, up, fps, scale, settings, stepping_from=None):
+def point_cues(points, up, fps, scale, settings, stepping_from=None, point_velocity=None):
     """The :class:`PointCues` of points (L, F, 3) at ``fps`` (the gait's own, see
     :func:`gait_tempo`); the rows from ``stepping_from`` on (the toes, by default none) stand
     on the level they rest at (:func:`resting_ground`), the rows before it (the heels: a heel
     rests raised on tiptoe) on the lowest they stay at while slower than a stance's edge
-    (:func:`stance_ground`)."""
+    (:func:`stance_ground`). ``point_velocity``: their :func:`span_velocity`, if already measured."""
     up = np.asarray(up, dtype=float)
     heights = heights_along(points, up, own=True)  # (not ``@``: see quaternion.horizontal)
-    point_velocity = span_velocity(points, fps, settings.velocity_span)
+    if point_velocity is None:
+        point_velocity = span_velocity(points, fps, settings.velocity_span)
     vertical_speed = heights_along(point_velocity, up, own=True)
     horizontal_velocity = across(point_velocity, up, vertical_speed)
     half_width = round(settings.ground_window * fps)
@@ -537,9 +538,14 @@ def point_cues(points, up, fps, scale, settings, stepping_from=None):
     return PointCues(points, up, heights, clearance, vertical_speed, horizontal_velocity, planted)
 
 
-def travel_velocity(root, up, fps, settings):
-    """The horizontal velocity (F, 3) of the ``root`` (F, 3) carrying the character."""
-    return across(span_velocity(root, fps, settings.velocity_span, axis=0), up)
+def cues_and_travel(point_sets, root, up, fps, scale, settings, stepping_from=None):
+    """The :class:`PointCues` of the points of ``point_sets`` ((L, F, 3) each, rows of one
+    array in turn; see :func:`point_cues`) and the horizontal velocity (F, 3) of the ``root``
+    (F, 3) carrying the character, measured with the points' in one :func:`span_velocity`
+    (a row more: a call of its own cost as much in Python as on a clip's points)."""
+    rows = np.concatenate(point_sets + [root[None]])
+    velocity = span_velocity(rows, fps, settings.velocity_span)
+    return point_cues(rows[:-1], up, fps, scale, settings, stepping_from, velocity[:-1]), across(velocity[-1], up)
 
 
 def moving_ground(cues, root, root_velocity, fps, scale, settings, fit=slice(None)):
@@ -547,7 +553,8 @@ def moving_ground(cues, root, root_velocity, fps, scale, settings, fit=slice(Non
     :class:`PointCues`) -- with the planted points' own drift, and the root's share alone
     (see :func:`skating_motion`) -- and the mean root-speed share ``a`` (the clip's slip, for
     the report); estimated from the rows ``fit`` of the points (a slice). ``root`` (F, 3) and
-    its :func:`travel_velocity` ``root_velocity``: the joint carrying the character.
+    its horizontal velocity ``root_velocity`` (see :func:`cues_and_travel`): the joint carrying
+    the character.
 
     The drift is a rigid motion of the ground: a velocity and a turn about the up axis
     through the root. A runtime that turns a walk turns its planted feet about the root: a
@@ -1049,8 +1056,7 @@ def detect_contacts(points, root, up, fps, leg_length, settings=None):
     points, root = gaps_bridged(points, "points"), gaps_bridged(root, "root")
     gait_fps = fps / gait_tempo(points, up, fps, scale, settings)
     points, root = steadied_points([points, root], points, gait_fps, scale, settings)
-    cues = point_cues(points, up, gait_fps, scale, settings, stepping_from=0)
-    root_velocity = travel_velocity(root, up, gait_fps, settings)
+    cues, root_velocity = cues_and_travel([points], root, up, gait_fps, scale, settings, stepping_from=0)
     grounds, slip = moving_ground(cues, root, root_velocity, gait_fps, scale, settings)
     labels, _ = label_points(cues, grounds, root_velocity, gait_fps, scale, settings)
     return to_weights(labels, fps, settings), slip
@@ -1222,8 +1228,7 @@ def detect_foot_contacts(heels, toes, root, up, fps, leg_length, settings=None, 
     feet = len(heels)
     toe_points = toes if toe_tips is None else np.concatenate([toes, toe_tips])
     # Rows: the heels, the toes, the toe tips; the moving ground is the toe points' alone.
-    cues = point_cues(np.concatenate([heels, toe_points]), up, gait_fps, scale, settings, stepping_from=feet)
-    root_velocity = travel_velocity(root, up, gait_fps, settings)
+    cues, root_velocity = cues_and_travel([heels, toe_points], root, up, gait_fps, scale, settings, stepping_from=feet)
     grounds, slip = moving_ground(cues, root, root_velocity, gait_fps, scale, settings, fit=slice(feet, None))
     # Walking forward the heel strikes first and the toe leaves last; walking backward the toe
     # lands first and the heel leaves last: each point grows at the edge its foot has it for
