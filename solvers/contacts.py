@@ -372,8 +372,9 @@ def local_slip(point_velocity, root_velocity, cap, half_width, max_slip=1.0, sta
     first = lowest_row(~standing)
     at = first * frames + np.arange(frames)
     _speed_squared(vv.take(at), vr.take(at), twice, slowest)
-    seconds = standing & (np.arange(len(vv))[:, None] != first)  # (P, F): standing, not first
-    for point, second in enumerate(seconds):
+    # (P - 1, F): standing, not first; never the first point (where it stands, it is first).
+    seconds = standing[1:] & (np.arange(1, len(vv))[:, None] != first)
+    for point, second in enumerate(seconds, 1):
         also = np.flatnonzero(second)
         if len(also):
             rows = _speed_squared(vv[point, also], vr[point, also], twice, other[: len(also)])
