@@ -1285,14 +1285,16 @@ def without_heel_sweeps(heel, toe, heel_speed, toe_speed, margin):
     than its ball by more than ``margin`` on average (speeds (L, F)). A heel pinned alone is
     the pivot the foot turns about; a source foot whose heel outpaces its ball turns about
     the ball (a hop pivoting on the forefoot), and pinning the heel there would sweep the
-    ball along the ground faster than the source moves it."""
+    ball along the ground faster than the source moves it. Where none sweeps, ``heel`` itself."""
     alone = heel & ~toe
-    ids = np.cumsum(run_starts(alone)[alone]) - 1  # each run's number, counted over the runs of every row
-    frames = np.bincount(ids)
-    heel_mean, toe_mean = (np.bincount(ids, weights=speed[alone]) / np.maximum(frames, 1)
-                           for speed in (heel_speed, toe_speed))
+    ids = run_starts(alone)[alone].cumsum() - 1  # each run's number, counted over the runs of every row
+    frames = np.maximum(np.bincount(ids), 1)
+    heel_mean, toe_mean = (np.bincount(ids, weights=speed[alone]) / frames for speed in (heel_speed, toe_speed))
+    swept = heel_mean > toe_mean + margin
+    if not np.count_nonzero(swept):  # (the usual case, a click's: no run to take off, no mask to make)
+        return heel
     sweeps = np.zeros_like(heel)
-    sweeps[alone] = (heel_mean > toe_mean + margin)[ids]
+    sweeps[alone] = swept[ids]
     return heel & ~sweeps
 
 
