@@ -1354,10 +1354,13 @@ def fill_foot_gaps(heel, toe, max_gap, measure_tracks=None):
 
     With ``measure_tracks`` (a function giving the heel's and the toe's :func:`ground_track`,
     called only where there is a break to close: a clean clip's feet have none) a break is
-    closed only where each point it is closed on stays down across it (:func:`stays_down`)."""
-    heel, toe = heel.copy(), toe.copy()
+    closed only where each point it is closed on stays down across it (:func:`stays_down`).
+    Where there is no such break (a clean clip's feet), ``heel`` and ``toe`` themselves."""
     gaps = short_gaps(heel | toe, max_gap)
-    tracks = measure_tracks() if measure_tracks is not None and len(gaps[0]) else None
+    if not len(gaps[0]):
+        return heel, toe
+    heel, toe = heel.copy(), toe.copy()
+    tracks = measure_tracks() if measure_tracks is not None else None
     for row, start, end in zip(*gaps):  # the few flickers of a clip
         by_heel, by_toe = heel[row, start - 1] and heel[row, end], toe[row, start - 1] and toe[row, end]
         on_heel, on_toe = by_heel or not by_toe, by_toe or not by_heel
@@ -1373,6 +1376,8 @@ def short_gaps(labels, max_gap):
     """Rows, starts and ends (exclusive) of the breaks of at most ``max_gap`` frames between
     two contacts of ``labels`` (L, F)."""
     starts, ends, width = _short_breaks(labels, max_gap)
+    if not len(starts):  # (none, a clean clip's feet: no rows and frames to work out)
+        return starts, starts, ends
     row, start = np.divmod(starts, width)
     return row, start, ends - row * width
 
