@@ -204,6 +204,14 @@ def frame_columns(values, size=3):
     return values.astype(float).repeat(size).reshape(-1, size)
 
 
+def read_only(*arrays):
+    """``arrays`` (a tuple), made read-only: the tables a clip's calls share, worked out once
+    (``lru_cache``), must not be changed by one of them."""
+    for array in arrays:
+        array.flags.writeable = False
+    return arrays
+
+
 def majority_vote(labels, window):
     """Each frame takes the majority label of the ``window`` frames around it (the clip's
     first and last labels repeated beyond its ends)."""
@@ -458,7 +466,8 @@ def _end_fits(frames, half_width):
     clip: no drift to tell) is left out. The same for every call on a clip: worked out once
     (a dozen numpy calls on a few hundred frames), read-only."""
     index = np.arange(frames)
-    centre = 0.5 * (np.maximum(index - half_width, 0) + np.minimum(index + half_width, frames - 1))
+    ahead, behind, _ = span_ends(frames, half_width)  # each frame's window
+    centre = 0.5 * (behind + ahead)
     zone = min(2 * half_width + 1, frames)  # the frames an end's fit reads
     fits = []
     # (Slices, not masks; a mean as its sum over the count, without np.mean's Python layer.)
@@ -467,9 +476,7 @@ def _end_fits(frames, half_width):
         spread = centre[near] - centre[near].sum() / zone
         spread_squared = float(spread @ spread)
         if spread_squared > 0.0:
-            offsets = index[cut] - centre[cut]
-            for array in (spread, offsets):
-                array.flags.writeable = False
+            spread, offsets = read_only(spread, index[cut] - centre[cut])
             fits.append((near, cut, spread, spread_squared, offsets))
     return tuple(fits)
 
@@ -490,10 +497,7 @@ def _slip_candidates(max_slip):
     before it. Read-only: shared by every call with the same ``max_slip``."""
     candidates = np.linspace(-max_slip, max_slip, 81)
     paired = np.append(candidates, candidates[0])
-    arrays = (candidates, 2.0 * paired, paired**2)
-    for array in arrays:
-        array.flags.writeable = False
-    return arrays
+    return read_only(candidates, 2.0 * paired, paired**2)
 
 
 @dataclass
@@ -657,11 +661,8 @@ def _path_spans(frames, span):
     on a clip: worked out once (a dozen numpy calls), read-only."""
     index = np.arange(1.0, frames + 1.0)
     spanned_before, spanned_after = np.minimum(index, span + 1.0), np.minimum(index[::-1], span + 1.0)
-    spans = (frame_columns(spanned_before), frame_columns(spanned_after),
-             np.maximum(spanned_before + spanned_after - 2.0, 1.0))
-    for array in spans:
-        array.flags.writeable = False
-    return spans
+    return read_only(frame_columns(spanned_before), frame_columns(spanned_after),
+                     np.maximum(spanned_before + spanned_after - 2.0, 1.0))
 
 
 def vertically_planted(clearance, vertical_speed, fps, scale, settings, stillness=None):

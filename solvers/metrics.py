@@ -22,6 +22,7 @@ from .contacts import (
     local_ground,
     long_runs,
     lowest_row,
+    read_only,
     rolling_max,
     span_ends,
     span_frames,
@@ -265,10 +266,7 @@ def _span_offsets(frames, half):
     out once (a dozen numpy calls), read-only."""
     ahead, behind, steps = span_ends(frames, half)
     frame = np.arange(frames)
-    offsets = (ahead - frame, behind - frame, frame_columns(steps))
-    for array in offsets:
-        array.flags.writeable = False
-    return offsets
+    return read_only(ahead - frame, behind - frame, frame_columns(steps))
 
 
 def ground_slide(foot_points, up, fps, size, unit_scale=1.0, steadying=None, tempo=1.0, judged=None):

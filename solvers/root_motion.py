@@ -23,6 +23,8 @@ from .contacts import (
     frame_columns,
     heights_along,
     lowest_row,
+    read_only,
+    span_ends,
     window_sum,
 )
 from .kinematics import SolverInputError, forward_kinematics, local_position
@@ -124,9 +126,8 @@ def _window_counts(frames, half, size):
     """How many frames :func:`_windowed_mean` averages at each of a clip's ``frames``, as columns
     (F, ``size``) (see :func:`~.contacts.frame_columns`). The same for every call on a clip:
     worked out once (numpy calls on a few hundred frames), read-only."""
-    index = np.arange(frames)
-    counts = frame_columns(np.minimum(index + half + 1, frames) - np.maximum(index - half, 0), size)
-    counts.flags.writeable = False
+    ahead, behind, _ = span_ends(frames, half)  # the frames each window reaches to
+    (counts,) = read_only(frame_columns(ahead + 1 - behind, size))
     return counts
 
 
